@@ -1,0 +1,153 @@
+//! `servio check`: gathers sources, checks them (in parallel for many files) and prints the
+//! reports in the order the sources were given.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::{Context, anyhow};
+use servio_manifest::{CheckOptions, Code, Report, Severity, check};
+
+use crate::cli::{CheckArgs, Format};
+use crate::render;
+use crate::{Failure, Outcome};
+
+/// A manifest read from a file or standard input.
+pub struct Source {
+    /// How to name it in output.
+    pub name: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
+    let options = CheckOptions { site: None, allow: allowed_codes(&args.allow)? };
+    let (paths, mut unreadable) = expand_sources(&args.sources);
+    let style = render::Style::detect();
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)).max(1);
+    let results = check_all(&paths, &options, args.format, style, jobs);
+
+    let mut stdout = std::io::stdout().lock();
+    let mut any_invalid = false;
+    let mut sarif = render::sarif::Builder::default();
+    for result in results {
+        match result {
+            Err(message) => unreadable.push(message),
+            Ok(checked) => {
+                any_invalid |= !checked.report.is_valid() || (args.deny_warnings && !checked.report.warnings.is_empty());
+                match args.format {
+                    Format::Sarif => sarif.add(&checked.name, &checked.bytes, &checked.report),
+                    _ => stdout.write_all(checked.rendered.as_bytes()).context("writing to standard output")?,
+                }
+            }
+        }
+    }
+    if args.format == Format::Sarif {
+        writeln!(stdout, "{}", sarif.finish()).context("writing to standard output")?;
+    }
+    stdout.flush().context("writing to standard output")?;
+    if !unreadable.is_empty() {
+        return Err(Failure(anyhow!("{}", unreadable.join("\nerror: "))));
+    }
+    Ok(if any_invalid { Outcome::Invalid } else { Outcome::Ok })
+}
+
+fn allowed_codes(names: &[String]) -> Result<Vec<Code>, Failure> {
+    names
+        .iter()
+        .map(|name| match Code::from_text(name) {
+            Some(code) if code.severity() == Severity::Warning => Ok(code),
+            Some(code) => Err(Failure(anyhow!("{code} is not a lint: only W codes can be allowed, errors always count"))),
+            None => Err(Failure(anyhow!("unknown rule {name:?}: `servio explain` lists nothing by that name; lints are W001 to W010"))),
+        })
+        .collect()
+}
+
+/// One checked source with its output already rendered (for human and JSON formats).
+struct Checked {
+    name: String,
+    bytes: Vec<u8>,
+    report: Report,
+    rendered: String,
+}
+
+/// Every file to check, in order: files as given, directories expanded to their `*.json`
+/// files in sorted order. Directories that cannot be read are reported, not fatal.
+fn expand_sources(sources: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+    let mut files = Vec::new();
+    let mut problems = Vec::new();
+    for source in sources {
+        if source.is_dir() {
+            if let Err(e) = collect_json(source, &mut files) {
+                problems.push(format!("could not read directory {}: {e}", source.display()));
+            }
+        } else {
+            files.push(source.clone());
+        }
+    }
+    (files, problems)
+}
+
+fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            collect_json(&path, out)?;
+        } else if path.extension().is_some_and(|ext| ext == "json") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Reads a source; `-` is standard input.
+pub fn read_source(path: &Path) -> Result<Source, String> {
+    if path == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("could not read standard input: {e}"))?;
+        return Ok(Source { name: "<stdin>".to_owned(), bytes });
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("could not read {}: {e}", path.display()))?;
+    Ok(Source { name: path.display().to_string(), bytes })
+}
+
+fn check_one(path: &Path, options: &CheckOptions, format: Format, style: render::Style) -> Result<Checked, String> {
+    let Source { name, bytes } = read_source(path)?;
+    let report = check(&bytes, options);
+    let rendered = match format {
+        Format::Human => render::human::render(&name, &bytes, &report, style),
+        Format::Json => render::json::render_line(&name, &report),
+        Format::Sarif => String::new(),
+    };
+    // Keep memory flat on big corpora: only SARIF needs the bytes after rendering.
+    let bytes = if format == Format::Sarif { bytes } else { Vec::new() };
+    Ok(Checked { name, bytes, report, rendered })
+}
+
+/// Checks every path with `jobs` threads, returning results in path order.
+fn check_all(paths: &[PathBuf], options: &CheckOptions, format: Format, style: render::Style, jobs: usize) -> Vec<Result<Checked, String>> {
+    let jobs = jobs.min(paths.len()).max(1);
+    if jobs == 1 {
+        return paths.iter().map(|p| check_one(p, options, format, style)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<(usize, Result<Checked, String>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(path) = paths.get(i) else { break };
+                        done.push((i, check_one(path, options, format, style)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, r)| r).collect()
+}

@@ -1,0 +1,118 @@
+//! Command-line arguments. The shapes of `check`, `brief resolve`, `brief extract` and
+//! `address` are a fixed contract: external conformance checks run against them.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Servio: validate, test and serve Servio manifests.
+///
+/// Exit codes: 0 all good, 1 the input is invalid, 2 something could not be done.
+#[derive(Debug, Parser)]
+#[command(name = "servio", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate and lint manifests, reporting every problem with its line and column.
+    ///
+    /// Exits 0 when every manifest is valid, 1 when any is invalid (or has warnings, with
+    /// --deny-warnings), 2 when a source could not be read.
+    Check(CheckArgs),
+    /// Explain a rule: what it checks, why, an example and the fix.
+    Explain(ExplainArgs),
+    /// Work with a manifest's brief: the metrics a platform collects.
+    Brief {
+        #[command(subcommand)]
+        command: BriefCommand,
+    },
+    /// Print the prefixed name under which a platform offers a site's tool to an AI.
+    Address(AddressArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Diagnostics for people, like rustc: location, source line, caret, help.
+    Human,
+    /// One JSON report per manifest, one per line.
+    Json,
+    /// SARIF 2.1.0, for code review tools.
+    Sarif,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Treat warnings as errors for the exit code.
+    #[arg(long)]
+    pub deny_warnings: bool,
+    /// Turn off a lint (a W code such as W004, or its name such as property-description).
+    #[arg(long = "allow", value_name = "CODE")]
+    pub allow: Vec<String>,
+    /// Worker threads for many files (default: the number of cores).
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Manifest files, directories (every *.json under them) or - for standard input.
+    #[arg(required = true, value_name = "SOURCE")]
+    pub sources: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// A rule code such as E020, or a rule name such as https-url.
+    pub code: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BriefCommand {
+    /// Resolve each metric's period and arguments for a date in a time zone, as JSON.
+    ///
+    /// Exits 1 when the manifest is invalid or its brief is absent or ignored (reasons on
+    /// stderr), 2 for bad input such as an unknown zone.
+    Resolve(ResolveArgs),
+    /// Read a metric's value from a tool response, as a platform would store it.
+    ///
+    /// Prints {"value": N, "raw": ...} and exits 0, or {"dropped": "reason"} and exits 1.
+    /// A malformed value path exits 2.
+    Extract(ExtractArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ResolveArgs {
+    /// The manifest file.
+    pub file: PathBuf,
+    /// The local date to collect, YYYY-MM-DD.
+    #[arg(long)]
+    pub date: String,
+    /// The user's IANA time zone, such as Pacific/Auckland.
+    #[arg(long)]
+    pub timezone: String,
+    /// For hourly metrics: the local hour, 0 to 23 (a repeated hour means its first occurrence).
+    #[arg(long, default_value_t = 0)]
+    pub hour: u8,
+    /// Only this metric key.
+    #[arg(long)]
+    pub metric: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// Dotted path to the value, such as data.totals.revenue.
+    #[arg(long)]
+    pub value_path: String,
+    /// The tool response, as a file or - for standard input.
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct AddressArgs {
+    /// The site: an origin, any URL on it, or host[:port].
+    pub site: String,
+    /// The tool's name as in the manifest.
+    pub tool: String,
+}

@@ -1,0 +1,62 @@
+//! The `servio` command: glue between the Servio libraries and the terminal.
+//!
+//! Exit codes, stable for scripts and CI: 0 everything is fine, 1 the input is invalid (an
+//! invalid manifest, an ignored brief, a dropped value), 2 something could not be done (a file
+//! that cannot be read, bad arguments).
+
+mod brief_cmd;
+mod check_cmd;
+mod cli;
+mod explain_cmd;
+mod render;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{BriefCommand, Cli, Command};
+
+/// How a command ended; maps to the documented exit codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exit 0.
+    Ok,
+    /// Exit 1: the input is invalid.
+    Invalid,
+}
+
+/// An error that ends the command with exit code 2.
+#[derive(Debug)]
+pub struct Failure(pub anyhow::Error);
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(error: E) -> Failure {
+        Failure(error.into())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match try_main(cli) {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::Invalid) => ExitCode::from(1),
+        Err(Failure(error)) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn try_main(cli: Cli) -> Result<Outcome, Failure> {
+    match cli.command {
+        Command::Check(args) => check_cmd::run(&args),
+        Command::Explain(args) => explain_cmd::run(&args),
+        Command::Brief { command: BriefCommand::Resolve(args) } => brief_cmd::resolve(&args),
+        Command::Brief { command: BriefCommand::Extract(args) } => brief_cmd::extract(&args),
+        Command::Address(args) => {
+            let site = servio_manifest::Site::parse(&args.site)?;
+            println!("{}", site.prefixed_name(&args.tool));
+            Ok(Outcome::Ok)
+        }
+    }
+}

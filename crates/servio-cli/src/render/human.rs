@@ -1,0 +1,128 @@
+//! Diagnostics for people, rendered like rustc and ruff:
+//!
+//! ```text
+//! manifest.json:5:12: E020 server.url must use https, found http:
+//!   |
+//! 5 |     "url": "http://a.example.com"
+//!   |            ^^^^^^^^^^^^^^^^^^^^^^
+//!   |
+//!   = help: write https://a.example.com
+//! ```
+//!
+//! The snippet is drawn by `annotate-snippets`, rustc's own renderer, from the diagnostic's
+//! line only, so a 5 MB manifest costs no more to render than a small one.
+
+use std::fmt::Write;
+
+use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+use servio_manifest::locate::LineIndex;
+use servio_manifest::{Diagnostic, Report, Severity};
+
+use super::Style;
+
+/// The whole report for one source: every diagnostic, then a summary line.
+pub fn render(source: &str, bytes: &[u8], report: &Report, style: Style) -> String {
+    let lines = LineIndex::new(bytes);
+    let renderer = match style {
+        Style::Color => Renderer::styled(),
+        Style::Plain => Renderer::plain(),
+    };
+    let mut out = String::new();
+    for diagnostic in &report.errors {
+        render_one(&mut out, source, bytes, &lines, &renderer, diagnostic, style, "");
+    }
+    for diagnostic in &report.brief_errors {
+        render_one(&mut out, source, bytes, &lines, &renderer, diagnostic, style, " (the brief is ignored)");
+    }
+    for diagnostic in &report.warnings {
+        render_one(&mut out, source, bytes, &lines, &renderer, diagnostic, style, "");
+    }
+    out.push_str(&summary(source, report, style));
+    out.push('\n');
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn render_one(
+    out: &mut String,
+    source: &str,
+    bytes: &[u8],
+    lines: &LineIndex,
+    renderer: &Renderer,
+    d: &Diagnostic,
+    style: Style,
+    note: &str,
+) {
+    let code = paint(style, severity_color(d.severity), d.code.as_str());
+    let _ = writeln!(out, "{}:{}:{}: {code} {}{note}", source, d.line, d.column, d.message);
+    if d.line == 0 {
+        return;
+    }
+    let line_span = lines.line_span(bytes, d.line);
+    let text = String::from_utf8_lossy(&bytes[line_span.start..line_span.end]);
+    // Underline the value on its first line; a value spanning lines gets a caret at its start.
+    let start = d.span.start.clamp(line_span.start, line_span.end) - line_span.start;
+    let end = if d.span.end <= line_span.end { d.span.end.max(d.span.start + 1) } else { d.span.start + 1 };
+    let end = (end.min(line_span.end) - line_span.start).max(start);
+    let level = match d.severity {
+        Severity::Error => Level::ERROR,
+        Severity::Warning => Level::WARNING,
+    };
+    let mut group = Group::with_level(level).element(
+        Snippet::source(text.as_ref())
+            .line_start(d.line)
+            .fold(false)
+            .annotation(AnnotationKind::Primary.span(char_boundary(&text, start)..char_boundary(&text, end))),
+    );
+    if let Some(help) = &d.help {
+        group = group.element(Level::HELP.message(help.as_str()));
+    }
+    out.push_str(&renderer.render(&[group]));
+    out.push_str("\n\n");
+}
+
+/// `index` moved back to a character boundary (a lossy line may differ from the bytes).
+fn char_boundary(text: &str, index: usize) -> usize {
+    let mut index = index.min(text.len());
+    while !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}
+
+fn summary(source: &str, report: &Report, style: Style) -> String {
+    let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let verdict = if report.is_valid() {
+        paint(style, GREEN, "valid")
+    } else {
+        format!("{} ({})", paint(style, RED, "invalid"), count(report.errors.len(), "error"))
+    };
+    let brief = match report.brief_status {
+        servio_manifest::BriefStatus::Absent => "no brief".to_owned(),
+        servio_manifest::BriefStatus::Valid => {
+            format!("brief valid ({})", count(report.brief.as_ref().map_or(0, |b| b.metrics.len()), "metric"))
+        }
+        servio_manifest::BriefStatus::Ignored => {
+            format!("{} ({})", paint(style, YELLOW, "brief ignored"), count(report.brief_errors.len(), "error"))
+        }
+    };
+    format!("{source}: {verdict}, {}, {brief}", count(report.warnings.len(), "warning"))
+}
+
+const RED: &str = "\x1b[1;31m";
+const YELLOW: &str = "\x1b[1;33m";
+const GREEN: &str = "\x1b[1;32m";
+
+fn severity_color(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => RED,
+        Severity::Warning => YELLOW,
+    }
+}
+
+fn paint(style: Style, color: &str, text: &str) -> String {
+    match style {
+        Style::Color => format!("{color}{text}\x1b[0m"),
+        Style::Plain => text.to_owned(),
+    }
+}

@@ -1,0 +1,128 @@
+//! Diagnostics as data: what is wrong, where, and how to fix it.
+//!
+//! Validation passes produce [`Diagnostic`]s that know their JSON Pointer and which node of
+//! the source to point at ([`Anchor`]); byte spans, lines and columns are filled in afterwards
+//! by [`crate::locate`], once per document, so that a clean manifest never pays for them.
+
+use crate::pointer::Pointer;
+use crate::rules::Code;
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// A lint: the manifest is still valid.
+    Warning,
+    /// The manifest (or, for brief diagnostics, the brief) is invalid.
+    Error,
+}
+
+impl Severity {
+    /// The lowercase name used in reports: `error` or `warning`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// A half-open byte range `[start, end)` in the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    /// First byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
+impl Span {
+    /// A span from `start` to `end`.
+    pub fn new(start: usize, end: usize) -> Span {
+        Span { start, end }
+    }
+}
+
+/// Which part of the source a diagnostic points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Anchor {
+    /// The value at this pointer (for a missing member: the object that lacks it).
+    Value(Pointer),
+    /// The member name of the member at this pointer (for unknown and duplicate members).
+    Key(Pointer),
+    /// A byte offset known directly, as for syntax errors.
+    Offset(Span),
+}
+
+/// One problem found in a manifest, a brief or a response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnostic {
+    /// The stable rule code, such as `E020`.
+    pub code: Code,
+    /// Error or warning.
+    pub severity: Severity,
+    /// Where the problem is, as a JSON Pointer (`/tools/2/input_schema/type`).
+    pub pointer: Pointer,
+    /// What the caret goes under.
+    pub anchor: Anchor,
+    /// Byte range in the source; filled in by [`crate::locate`].
+    pub span: Span,
+    /// 1-based line of `span.start`; filled in by [`crate::locate`].
+    pub line: usize,
+    /// 1-based column, in characters, of `span.start`; filled in by [`crate::locate`].
+    pub column: usize,
+    /// What is missing or malformed: lowercase, no trailing period.
+    pub message: String,
+    /// How to fix it, where we can say.
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// A diagnostic for the value at `pointer`, with the code's default severity.
+    pub fn at(code: Code, pointer: Pointer, message: impl Into<String>) -> Diagnostic {
+        let anchor = Anchor::Value(pointer.clone());
+        Diagnostic::new(code, pointer, anchor, message)
+    }
+
+    /// A diagnostic for a member that is missing from the object at `parent`.
+    pub fn missing(code: Code, parent: &Pointer, member: &str, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::new(code, parent.child(member), Anchor::Value(parent.clone()), message)
+    }
+
+    /// A diagnostic whose caret goes under the member name at `pointer`.
+    pub fn at_key(code: Code, pointer: Pointer, message: impl Into<String>) -> Diagnostic {
+        let anchor = Anchor::Key(pointer.clone());
+        Diagnostic::new(code, pointer, anchor, message)
+    }
+
+    /// A diagnostic with an explicit anchor.
+    pub fn new(code: Code, pointer: Pointer, anchor: Anchor, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            code,
+            severity: code.severity(),
+            pointer,
+            anchor,
+            span: Span::default(),
+            line: 0,
+            column: 0,
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    /// Adds a help text.
+    pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Adds a help text when there is one.
+    pub fn with_help_opt(mut self, help: Option<String>) -> Diagnostic {
+        self.help = help;
+        self
+    }
+
+    /// True for errors.
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}

@@ -1,0 +1,212 @@
+//! The Servio manifest format as a pure library: parsing, validation, the brief, tool
+//! addressing, periods and values. It does no I/O and knows nothing of HTTP, SQL or terminals.
+//!
+//! ```
+//! use servio_manifest::{check, CheckOptions};
+//!
+//! let source = br#"{
+//!   "name": "Forum", "version": "1.0.0",
+//!   "server": { "url": "https://forum.example.com/api/servio" },
+//!   "auth": { "type": "bearer" },
+//!   "tools": [{
+//!     "name": "forum.searchThreads",
+//!     "description": "Search forum threads by keyword and return the matching titles.",
+//!     "input_schema": { "type": "object", "properties": {
+//!       "query": { "type": "string", "description": "Words to look for" } } }
+//!   }]
+//! }"#;
+//! let report = check(source, &CheckOptions::default());
+//! assert!(report.is_valid());
+//! assert_eq!(report.manifest.unwrap().tools[0].name, "forum.searchThreads");
+//! ```
+//!
+//! # Overview
+//! - [`check`] returns a [`Report`]: every [`Diagnostic`] at once (stable [`Code`], JSON
+//!   [`Pointer`], byte [`Span`], line, column, message, help), the typed [`Manifest`] when
+//!   valid, and the brief's own status and errors.
+//! - [`schema`] checks input schemas and tool arguments with the `jsonschema` crate.
+//! - [`address`] turns sites and tool names into prefixed names.
+//! - [`period`] resolves periods in a user's zone and fills placeholders.
+//! - [`value`] walks a `valuePath` through a response and reduces the value to a number.
+#![deny(missing_docs)]
+
+pub mod address;
+pub mod brief;
+pub mod diagnostic;
+mod fields;
+pub mod json;
+mod lints;
+pub mod locate;
+pub mod manifest;
+pub mod period;
+pub mod pointer;
+pub mod rules;
+pub mod scan;
+pub mod schema;
+mod suggest;
+mod validate;
+pub mod value;
+
+pub use address::Site;
+pub use brief::{Brief, BriefStatus, Metric};
+pub use diagnostic::{Anchor, Diagnostic, Severity, Span};
+pub use manifest::{Auth, Manifest, Tool};
+pub use period::{Granularity, Period, PeriodError, PlaceholderValues};
+pub use pointer::Pointer;
+pub use rules::Code;
+pub use value::{Dropped, Extracted, ValuePath};
+
+use json::ParseError;
+
+/// Settings for [`check`].
+#[derive(Debug, Clone, Default)]
+pub struct CheckOptions {
+    /// The site the manifest was fetched from; for the prefixed-name lint. When `None`, the
+    /// origin of `server.url` stands in.
+    pub site: Option<Site>,
+    /// Lint codes to leave out of the report.
+    pub allow: Vec<Code>,
+}
+
+/// Everything [`check`] found.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Errors: the manifest is invalid when there is any.
+    pub errors: Vec<Diagnostic>,
+    /// Lints.
+    pub warnings: Vec<Diagnostic>,
+    /// Whether the brief is used, and why not.
+    pub brief_status: BriefStatus,
+    /// The brief's errors; when there is any, the brief is ignored.
+    pub brief_errors: Vec<Diagnostic>,
+    /// The manifest, when valid.
+    pub manifest: Option<Manifest>,
+    /// The brief, when valid.
+    pub brief: Option<Brief>,
+}
+
+impl Report {
+    /// True when the manifest has no errors (warnings and brief errors do not count).
+    pub fn is_valid(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    fn failed(error: Diagnostic) -> Report {
+        Report {
+            errors: vec![error],
+            warnings: Vec::new(),
+            brief_status: BriefStatus::Absent,
+            brief_errors: Vec::new(),
+            manifest: None,
+            brief: None,
+        }
+    }
+}
+
+/// Parses and validates a manifest from its bytes.
+pub fn check(source: &[u8], options: &CheckOptions) -> Report {
+    let parsed = match json::parse(source) {
+        Ok(parsed) => parsed,
+        Err(error) => return Report::failed(parse_error(source, error)),
+    };
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    if parsed.has_duplicates {
+        for (pointer, span) in locate::find_duplicates(source) {
+            let name = pointer.segments().last().unwrap_or_default();
+            errors.push(
+                Diagnostic::new(Code::DuplicateMember, pointer, Anchor::Offset(span), format!("member `{name}` appears more than once in this object"))
+                    .with_help("keep one of them: JSON parsers disagree on which one wins"),
+            );
+        }
+    }
+    let validated = validate::validate(&parsed.value, options.site.as_ref(), &mut errors, &mut warnings);
+    let mut brief_errors = Vec::new();
+    let (brief_status, brief) = match parsed.value.get("brief") {
+        None => (BriefStatus::Absent, None),
+        Some(value) => match brief::check(value, &validated.tools, &mut brief_errors, &mut warnings) {
+            Some(brief) if brief_errors.is_empty() => (BriefStatus::Valid, Some(brief)),
+            _ => (BriefStatus::Ignored, None),
+        },
+    };
+    warnings.retain(|w| !options.allow.contains(&w.code));
+    for list in [&mut errors, &mut warnings, &mut brief_errors] {
+        locate::locate(source, list);
+        list.sort_by_key(|d| d.span.start);
+    }
+    let manifest = if errors.is_empty() { validated.manifest } else { None };
+    Report { errors, warnings, brief_status, brief_errors, manifest, brief }
+}
+
+fn parse_error(source: &[u8], error: ParseError) -> Diagnostic {
+    let (code, message, offset, help) = match error {
+        ParseError::Syntax { message, offset } => {
+            let help = syntax_help(&message);
+            (Code::JsonSyntax, format!("invalid JSON: {message}"), offset, help)
+        }
+        ParseError::TooDeep { offset } => (
+            Code::NestingTooDeep,
+            format!("nesting is deeper than {} levels", json::MAX_DEPTH),
+            offset,
+            Some("flatten the structure; schemas can use $defs and $ref".to_owned()),
+        ),
+    };
+    let end = (offset + 1).min(source.len()).max(offset);
+    let mut diagnostic = Diagnostic::new(code, Pointer::root(), Anchor::Offset(Span::new(offset, end)), message).with_help_opt(help);
+    locate::locate(source, std::slice::from_mut(&mut diagnostic));
+    diagnostic
+}
+
+fn syntax_help(message: &str) -> Option<String> {
+    Some(
+        match message {
+            "trailing comma" => "JSON allows no comma after the last member or element: remove it",
+            m if m.starts_with("key must be a string") => "member names need double quotes: \"name\"",
+            m if m.starts_with("EOF while parsing") => "the document ends early: close every { and [",
+            m if m.starts_with("expected value") => "single quotes, comments and bare words are not JSON",
+            "trailing characters" => "a manifest is exactly one JSON object",
+            _ => return None,
+        }
+        .to_owned(),
+    )
+}
+
+/// A metric with its period resolved and its arguments filled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedMetric {
+    /// The metric's key.
+    pub key: String,
+    /// The tool to call.
+    pub tool: String,
+    /// The metric's granularity.
+    pub granularity: Granularity,
+    /// The period.
+    pub period: Period,
+    /// The arguments, placeholders filled.
+    pub args: serde_json::Value,
+}
+
+/// Resolves the brief's metrics for local `date` (and `hour`, for hourly metrics) in the zone
+/// named `zone_name`. A metric whose period does not occur (a skipped hour or date) is left
+/// out and returned with the reason instead.
+pub fn resolve_brief(
+    brief: &Brief,
+    date: jiff::civil::Date,
+    hour: u8,
+    zone_name: &str,
+) -> Result<(Vec<ResolvedMetric>, Vec<(String, PeriodError)>), PeriodError> {
+    let zone = period::zone(zone_name)?;
+    let mut resolved = Vec::new();
+    let mut skipped = Vec::new();
+    for metric in &brief.metrics {
+        match period::resolve(metric.granularity, date, hour, &zone) {
+            Ok(period) => {
+                let args = metric.args_for(&PlaceholderValues::for_period(&period, zone_name));
+                resolved.push(ResolvedMetric { key: metric.key.clone(), tool: metric.tool.clone(), granularity: metric.granularity, period, args });
+            }
+            Err(error @ (PeriodError::SkippedHour { .. } | PeriodError::SkippedDate(_))) => skipped.push((metric.key.clone(), error)),
+            Err(error) => return Err(error),
+        }
+    }
+    Ok((resolved, skipped))
+}

@@ -1,0 +1,20 @@
+//! W003 `description-vague`: a tool description of fewer than 5 words.
+//!
+//! The AI decides when and how to use a tool from its description; "Search threads" does not
+//! say what is searched, what comes back or which filters exist.
+
+use crate::diagnostic::Diagnostic;
+use crate::pointer::Pointer;
+use crate::rules::Code;
+
+const MIN_WORDS: usize = 5;
+
+pub(crate) fn check(description: &str, at: &Pointer, warnings: &mut Vec<Diagnostic>) {
+    let words = description.split_whitespace().count();
+    if words < MIN_WORDS {
+        warnings.push(
+            Diagnostic::at(Code::VagueDescription, at.clone(), format!("tool description has {words} word{}, too few to guide an AI", if words == 1 { "" } else { "s" }))
+                .with_help("say what the tool does, what it returns and which filters it supports"),
+        );
+    }
+}

@@ -1,0 +1,24 @@
+//! W010 `metric-key-granularity`: a key segment `hourly`, `daily`, `weekly` or `monthly`
+//! that names another granularity than the metric has.
+//!
+//! The key chooses the dashboard slot; a series collected hourly in a `daily` slot is wrong.
+
+use crate::diagnostic::Diagnostic;
+use crate::period::Granularity;
+use crate::pointer::Pointer;
+use crate::rules::Code;
+
+pub(crate) fn check(key: &str, granularity: Granularity, metric_at: &Pointer, explicit: bool, warnings: &mut Vec<Diagnostic>) {
+    for segment in key.split('.') {
+        let Some(named) = Granularity::ALL.into_iter().find(|g| g.adjective() == segment) else { continue };
+        if named != granularity {
+            let at = if explicit { metric_at.child("granularity") } else { metric_at.child("key") };
+            let stated = if explicit { "" } else { " (the default)" };
+            warnings.push(
+                Diagnostic::at(Code::KeyGranularityMismatch, at, format!("key {key:?} says {segment} but the granularity is {granularity}{stated}"))
+                    .with_help(format!("write \"granularity\": \"{named}\", or a key that says {}", granularity.adjective())),
+            );
+            return;
+        }
+    }
+}

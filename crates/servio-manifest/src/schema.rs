@@ -1,0 +1,412 @@
+//! Tool input schemas: checking them as JSON Schema, and checking arguments against them.
+//!
+//! The JSON Schema work is done by the `jsonschema` crate (draft 2020-12, no remote
+//! references: its network features are off, so a validator never fetches anything). This
+//! module adds the format's own rules (a root of type object, the supported types) and turns
+//! the crate's generic errors into messages that name the keyword and the expected form.
+
+use std::sync::LazyLock;
+
+use jsonschema::error::ValidationErrorKind;
+use jsonschema::{ValidationError, Validator};
+use serde_json::{Map, Value, json};
+
+use crate::diagnostic::Diagnostic;
+use crate::pointer::Pointer;
+use crate::rules::Code;
+
+/// The types the format supports in an `input_schema`.
+pub const SUPPORTED_TYPES: [&str; 6] = ["string", "number", "integer", "boolean", "array", "object"];
+
+/// Keywords whose value is one schema.
+const SCHEMA_KEYWORDS: [&str; 12] = [
+    "items",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contentSchema",
+    "additionalItems",
+];
+/// Keywords whose value is an object of schemas.
+const SCHEMA_MAP_KEYWORDS: [&str; 5] = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
+/// Keywords whose value is an array of schemas.
+const SCHEMA_ARRAY_KEYWORDS: [&str; 4] = ["prefixItems", "allOf", "anyOf", "oneOf"];
+
+/// The draft 2020-12 meta-schema, with format assertions on (so `"pattern": "["` is an error;
+/// the crate's ready-made meta validator treats formats as annotations only).
+static META_VALIDATOR: LazyLock<Validator> = LazyLock::new(|| {
+    jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(&json!({ "$ref": "https://json-schema.org/draft/2020-12/schema" }))
+        .expect("the bundled draft 2020-12 meta-schema compiles")
+});
+
+/// Checks one tool's `input_schema` at `at`, appending errors to `out`.
+pub fn check_input_schema(schema: &Value, at: &Pointer, out: &mut Vec<Diagnostic>) {
+    let Some(object) = schema.as_object() else {
+        out.push(
+            Diagnostic::at(Code::SchemaRootType, at.clone(), format!("input_schema must be an object, found {}", kind_of(schema)))
+                .with_help("write { \"type\": \"object\", \"properties\": { ... } }"),
+        );
+        return;
+    };
+    let first = out.len();
+    match object.get("type") {
+        None => out.push(
+            Diagnostic::missing(Code::SchemaRootType, at, "type", "input_schema has no root `type`")
+                .with_help("add \"type\": \"object\": tool arguments are always one JSON object"),
+        ),
+        Some(Value::String(t)) if t == "object" => {}
+        Some(other) => out.push(
+            Diagnostic::at(Code::SchemaRootType, at.child("type"), format!("input_schema root `type` must be \"object\", found {other}"))
+                .with_help("tool arguments are sent as one JSON object; wrap other values in a property"),
+        ),
+    }
+    let mut path = at.as_str().to_owned();
+    for_each_subschema(schema, &mut path, &mut |sub, path| check_types(sub, path, out));
+    if !META_VALIDATOR.is_valid(schema) {
+        let reported: Vec<Pointer> = out[first..].iter().map(|d| d.pointer.clone()).collect();
+        for error in META_VALIDATOR.iter_errors(schema) {
+            let pointer = at.join(&Pointer::parse(error.instance_path().as_str()).unwrap_or_default());
+            // Our own rules above say the same thing more precisely.
+            if reported.iter().any(|r| pointer.starts_with(r) || r.starts_with(&pointer)) {
+                continue;
+            }
+            if out.iter().any(|d| d.code == Code::InvalidSchema && d.pointer == pointer) {
+                continue;
+            }
+            let (message, help) = describe_meta_error(&error, &pointer);
+            out.push(Diagnostic::at(Code::InvalidSchema, pointer, message).with_help_opt(help));
+        }
+    }
+}
+
+/// Calls `visit` on every subschema object of `schema` (the root included), in document
+/// order, with `path` holding its escaped JSON Pointer. Data keywords (`enum`, `const`,
+/// `default`, `examples`) are never entered.
+pub fn for_each_subschema(schema: &Value, path: &mut String, visit: &mut dyn FnMut(&Map<String, Value>, &str)) {
+    let Some(object) = schema.as_object() else { return };
+    visit(object, path);
+    for (keyword, value) in object {
+        let keyword = keyword.as_str();
+        let len = path.len();
+        if SCHEMA_KEYWORDS.contains(&keyword) {
+            push_segment(path, keyword);
+            for_each_subschema(value, path, visit);
+        } else if SCHEMA_MAP_KEYWORDS.contains(&keyword) {
+            if let Some(members) = value.as_object() {
+                push_segment(path, keyword);
+                for (name, sub) in members {
+                    let inner = path.len();
+                    push_segment(path, name);
+                    for_each_subschema(sub, path, visit);
+                    path.truncate(inner);
+                }
+            }
+        } else if SCHEMA_ARRAY_KEYWORDS.contains(&keyword) {
+            if let Some(items) = value.as_array() {
+                push_segment(path, keyword);
+                for (i, sub) in items.iter().enumerate() {
+                    let inner = path.len();
+                    path.push('/');
+                    path.push_str(&i.to_string());
+                    for_each_subschema(sub, path, visit);
+                    path.truncate(inner);
+                }
+            }
+        }
+        path.truncate(len);
+    }
+}
+
+/// Appends one escaped reference token to a pointer held as text.
+pub fn push_segment(path: &mut String, name: &str) {
+    path.push('/');
+    if name.contains(['~', '/']) {
+        path.push_str(&name.replace('~', "~0").replace('/', "~1"));
+    } else {
+        path.push_str(name);
+    }
+}
+
+fn pointer_of(path: &str) -> Pointer {
+    Pointer::parse(path).unwrap_or_default()
+}
+
+/// E052: every `type` names a supported type; in an array each entry on its own.
+fn check_types(schema: &Map<String, Value>, path: &str, out: &mut Vec<Diagnostic>) {
+    let at = || pointer_of(path).child("type");
+    match schema.get("type") {
+        Some(Value::String(name)) if !SUPPORTED_TYPES.contains(&name.as_str()) => {
+            out.push(unsupported_type(at(), name));
+        }
+        Some(Value::Array(names)) => {
+            for (i, name) in names.iter().enumerate() {
+                match name.as_str() {
+                    Some(n) if SUPPORTED_TYPES.contains(&n) => {}
+                    Some(n) => out.push(unsupported_type(at().index(i), n)),
+                    None => out.push(Diagnostic::at(
+                        Code::UnsupportedType,
+                        at().index(i),
+                        format!("a `type` entry must be a type name, found {}", kind_of(name)),
+                    )),
+                }
+            }
+        }
+        Some(other @ (Value::Number(_) | Value::Bool(_) | Value::Null | Value::Object(_))) => {
+            out.push(Diagnostic::at(Code::UnsupportedType, at(), format!("`type` must be a type name, found {}", kind_of(other))));
+        }
+        _ => {}
+    }
+}
+
+fn unsupported_type(pointer: Pointer, name: &str) -> Diagnostic {
+    let suggestion = match name {
+        "int" | "long" | "Integer" | "INTEGER" => Some("integer"),
+        "float" | "double" | "decimal" | "Number" => Some("number"),
+        "bool" | "Boolean" => Some("boolean"),
+        "str" | "String" | "text" => Some("string"),
+        "list" | "Array" => Some("array"),
+        "dict" | "map" | "Object" => Some("object"),
+        "null" => None,
+        _ => crate::suggest::closest(name, &SUPPORTED_TYPES),
+    };
+    let help = match (name, suggestion) {
+        ("null", _) => "the format does not support null: leave the property out of `required` to make it optional".to_owned(),
+        (_, Some(s)) => format!("did you mean \"{s}\"?"),
+        (_, None) => format!("supported types: {}", SUPPORTED_TYPES.join(", ")),
+    };
+    Diagnostic::at(Code::UnsupportedType, pointer, format!("unsupported type \"{name}\"")).with_help(help)
+}
+
+/// The expected form of a keyword's value, for messages.
+fn expected_form(keyword: &str) -> Option<&'static str> {
+    Some(match keyword {
+        k if SCHEMA_MAP_KEYWORDS.contains(&k) => "an object whose members are schemas",
+        k if SCHEMA_ARRAY_KEYWORDS.contains(&k) => "a non-empty array of schemas",
+        k if SCHEMA_KEYWORDS.contains(&k) => "a schema (an object or a boolean)",
+        "type" => "one of the type names or an array of unique type names",
+        "required" => "an array of unique strings",
+        "enum" => "an array",
+        "dependentRequired" => "an object whose members are arrays of unique strings",
+        "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => "a number",
+        "multipleOf" => "a number greater than 0",
+        "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties" | "maxProperties" | "minContains"
+        | "maxContains" => "a non-negative integer",
+        "pattern" => "a valid regular expression (ECMA-262)",
+        "format" | "title" | "description" | "$comment" | "$anchor" | "$dynamicAnchor" | "contentEncoding"
+        | "contentMediaType" => "a string",
+        "$ref" | "$dynamicRef" | "$id" | "$schema" => "a URI reference string",
+        "uniqueItems" | "readOnly" | "writeOnly" | "deprecated" => "a boolean",
+        "examples" => "an array",
+        _ => return None,
+    })
+}
+
+fn describe_meta_error(error: &ValidationError<'_>, pointer: &Pointer) -> (String, Option<String>) {
+    let segments: Vec<String> = pointer.segments().collect();
+    let last = segments.last().map(String::as_str).unwrap_or("");
+    let parent = segments.len().checked_sub(2).map(|i| segments[i].as_str()).unwrap_or("");
+    // A position that holds a schema, such as `/properties/q`, rather than a keyword.
+    let in_schema_slot = SCHEMA_MAP_KEYWORDS.contains(&parent) || SCHEMA_ARRAY_KEYWORDS.contains(&parent);
+    let form = if in_schema_slot { Some("a schema (an object or a boolean)") } else { expected_form(last) };
+    let subject = if in_schema_slot { format!("`{parent}/{last}`") } else { format!("`{last}`") };
+    match (error.kind(), form) {
+        (ValidationErrorKind::Format { format }, _) if format == "regex" => (
+            format!("{subject} is not a valid regular expression: {}", error.instance()),
+            Some("patterns use ECMA-262 syntax; escape a literal bracket as \\\\[".to_owned()),
+        ),
+        (ValidationErrorKind::UniqueItems, _) => (format!("{subject} has repeated entries"), Some("list each entry once".to_owned())),
+        (ValidationErrorKind::MinItems { .. }, _) => (format!("{subject} must not be empty"), None),
+        (_, Some(form)) => (format!("{subject} must be {form}, found {}", describe_value(error.instance())), None),
+        _ => (format!("{subject}: {error}"), None),
+    }
+}
+
+fn describe_value(value: &Value) -> String {
+    let text = value.to_string();
+    if text.len() <= 40 { format!("{} {text}", kind_of(value)) } else { kind_of(value).to_owned() }
+}
+
+/// The JSON type name of a value, for messages.
+pub fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// One way in which arguments do not match a schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgumentError {
+    /// Where, relative to the arguments object (`/to` for a missing required `to`).
+    pub pointer: Pointer,
+    /// The nearest value that exists: `pointer` itself, or for a missing member the object
+    /// that lacks it.
+    pub anchor: Pointer,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A compiled `input_schema`, ready to check tool arguments.
+pub struct ArgumentValidator {
+    validator: Validator,
+}
+
+impl std::fmt::Debug for ArgumentValidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ArgumentValidator")
+    }
+}
+
+impl ArgumentValidator {
+    /// Compiles `schema`; fails when it does not compile (for instance a `$ref` that cannot be
+    /// resolved without fetching it).
+    pub fn new(schema: &Value) -> Result<ArgumentValidator, String> {
+        jsonschema::draft202012::new(schema)
+            .map(|validator| ArgumentValidator { validator })
+            .map_err(|e| e.to_string())
+    }
+
+    /// Every way in which `args` fail the schema, each at its own pointer (a missing required
+    /// member at the pointer it would have). Empty when valid.
+    pub fn check(&self, args: &Value) -> Vec<ArgumentError> {
+        if self.validator.is_valid(args) {
+            return Vec::new();
+        }
+        let mut errors = Vec::new();
+        for error in self.validator.iter_errors(args) {
+            let at = Pointer::parse(error.instance_path().as_str()).unwrap_or_default();
+            match error.kind() {
+                ValidationErrorKind::Required { property } => {
+                    let name = property.as_str().unwrap_or_default();
+                    let message = format!("required argument `{name}` is missing");
+                    errors.push(ArgumentError { pointer: at.child(name), anchor: at.clone(), message });
+                }
+                ValidationErrorKind::AdditionalProperties { unexpected }
+                | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+                    for name in unexpected {
+                        let pointer = at.child(name);
+                        let message = format!("argument `{name}` is not allowed by the schema");
+                        errors.push(ArgumentError { anchor: pointer.clone(), pointer, message });
+                    }
+                }
+                _ => errors.push(ArgumentError { anchor: at.clone(), pointer: at, message: error.to_string() }),
+            }
+        }
+        errors
+    }
+}
+
+/// Whether `value` validates against the subschema `schema`, for the default lint.
+///
+/// A subschema whose only assertion is `type` (the common `{ "type": "integer", "default": 10,
+/// "description": ... }`) is decided by comparing JSON types directly, which is exactly what
+/// the `type` keyword asserts; everything else is compiled with `jsonschema`. The shortcut
+/// matters: compiling a validator costs more than parsing the whole tool. `None` when the
+/// subschema does not compile on its own (say, a `$ref` into the root's `$defs`).
+pub fn default_is_valid(schema: &Map<String, Value>, value: &Value) -> Option<bool> {
+    const ANNOTATIONS: [&str; 10] =
+        ["type", "default", "description", "title", "examples", "deprecated", "readOnly", "writeOnly", "$comment", "format"];
+    if schema.keys().all(|k| ANNOTATIONS.contains(&k.as_str())) {
+        return match schema.get("type") {
+            None => Some(true),
+            Some(Value::String(name)) => Some(has_type(value, name)),
+            Some(Value::Array(names)) => Some(names.iter().filter_map(Value::as_str).any(|n| has_type(value, n))),
+            Some(_) => None,
+        };
+    }
+    let object = Value::Object(schema.clone());
+    jsonschema::draft202012::new(&object).ok().map(|v| v.is_valid(value))
+}
+
+fn has_type(value: &Value, name: &str) -> bool {
+    match name {
+        "string" => value.is_string(),
+        "number" => value.is_number(),
+        // JSON Schema counts 1.0 as an integer: any number with a zero fractional part.
+        "integer" => value.as_f64().is_some_and(|n| n.fract() == 0.0) && value.is_number(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors(schema: Value) -> Vec<(String, Code)> {
+        let mut out = Vec::new();
+        check_input_schema(&schema, &Pointer::root().child("s"), &mut out);
+        out.into_iter().map(|d| (d.pointer.to_string(), d.code)).collect()
+    }
+
+    #[test]
+    fn schema_rules() {
+        let cases: Vec<(Value, Vec<(&str, Code)>)> = vec![
+            (json!({"type": "object", "properties": {"q": {"type": "string"}}}), vec![]),
+            (json!({"properties": {}}), vec![("/s/type", Code::SchemaRootType)]),
+            (json!({"type": "array"}), vec![("/s/type", Code::SchemaRootType)]),
+            (json!(true), vec![("/s", Code::SchemaRootType)]),
+            (json!({"type": "object", "properties": {"l": {"type": "int"}}}), vec![("/s/properties/l/type", Code::UnsupportedType)]),
+            (
+                json!({"type": "object", "properties": {"l": {"type": ["string", "null", "strin"]}}}),
+                vec![("/s/properties/l/type/1", Code::UnsupportedType), ("/s/properties/l/type/2", Code::UnsupportedType)],
+            ),
+            (json!({"type": "object", "$defs": {"x": {"items": {"type": "date"}}}}), vec![("/s/$defs/x/items/type", Code::UnsupportedType)]),
+            // `type` inside data is not a schema keyword.
+            (json!({"type": "object", "properties": {"o": {"type": "object", "default": {"type": "date"}, "enum": [{"type": "x"}]}}}), vec![]),
+            (json!({"type": "object", "properties": {"q": {"type": "string", "pattern": "["}}}), vec![("/s/properties/q/pattern", Code::InvalidSchema)]),
+            (json!({"type": "object", "required": "q"}), vec![("/s/required", Code::InvalidSchema)]),
+            (json!({"type": "object", "properties": {"q": 5}}), vec![("/s/properties/q", Code::InvalidSchema)]),
+            (json!({"type": "object", "required": ["a", "a"]}), vec![("/s/required", Code::InvalidSchema)]),
+            (json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": "1"}}}), vec![("/s/properties/n/minimum", Code::InvalidSchema)]),
+        ];
+        for (schema, want) in cases {
+            let want: Vec<(String, Code)> = want.into_iter().map(|(p, c)| (p.to_owned(), c)).collect();
+            assert_eq!(errors(schema.clone()), want, "{schema}");
+        }
+    }
+
+    #[test]
+    fn meta_errors_name_the_keyword() {
+        let mut out = Vec::new();
+        check_input_schema(&json!({"type": "object", "required": "q"}), &Pointer::root(), &mut out);
+        assert_eq!(out[0].message, "`required` must be an array of unique strings, found a string \"q\"");
+    }
+
+    #[test]
+    fn arguments_are_checked_with_pointers() {
+        let schema = json!({"type": "object", "properties": {"from": {"type": "string"}, "n": {"type": "integer"}}, "required": ["from", "to"], "additionalProperties": false});
+        let v = ArgumentValidator::new(&schema).unwrap();
+        assert!(v.check(&json!({"from": "x", "to": 1})).iter().all(|e| e.pointer.as_str() == "/to"));
+        let got: Vec<String> = v.check(&json!({"n": "x", "extra": 1})).into_iter().map(|e| e.pointer.to_string()).collect();
+        for want in ["/from", "/to", "/n", "/extra"] {
+            assert!(got.contains(&want.to_owned()), "{want} in {got:?}");
+        }
+    }
+
+    #[test]
+    fn defaults_are_checked_against_their_schema() {
+        let check = |s: Value, v: Value| default_is_valid(s.as_object().unwrap(), &v);
+        assert_eq!(check(json!({"type": "integer", "default": 10}), json!(10)), Some(true));
+        assert_eq!(check(json!({"type": "integer"}), json!(1.0)), Some(true));
+        assert_eq!(check(json!({"type": "integer"}), json!("10")), Some(false));
+        assert_eq!(check(json!({"type": "string", "enum": ["a", "b"]}), json!("c")), Some(false));
+        assert_eq!(check(json!({"type": "string", "enum": ["a", "b"]}), json!("a")), Some(true));
+        assert_eq!(check(json!({"type": ["string", "integer"]}), json!(3)), Some(true));
+    }
+}

@@ -1,0 +1,244 @@
+//! Validation of the manifest proper: top-level members, `server`, `auth` and `tools`
+//! (interpretation §2). Builds the typed [`Manifest`] when nothing is wrong.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+use url::Url;
+
+use crate::address::Site;
+use crate::diagnostic::Diagnostic;
+use crate::fields::{self, Object};
+use crate::lints;
+use crate::manifest::{Auth, Manifest, Tool};
+use crate::pointer::Pointer;
+use crate::rules::Code;
+use crate::schema;
+
+const TOP_LEVEL_FIELDS: [&str; 8] = ["name", "version", "description", "server", "auth", "tools", "verification", "brief"];
+const SERVER_FIELDS: [&str; 1] = ["url"];
+const AUTH_FIELDS: [&str; 4] = ["type", "authorization_url", "token_url", "scopes"];
+const TOOL_FIELDS: [&str; 3] = ["name", "description", "input_schema"];
+
+/// What validating the manifest proper found.
+pub(crate) struct Validated<'a> {
+    /// The manifest, when it has no errors.
+    pub manifest: Option<Manifest>,
+    /// The tools that could be read, valid or not, for checking the brief against.
+    pub tools: Vec<ToolRef<'a>>,
+}
+
+/// A tool as far as the brief needs it.
+pub(crate) struct ToolRef<'a> {
+    pub name: &'a str,
+    pub input_schema: &'a Value,
+}
+
+/// Validates the top-level object `root`, appending to `errors` and `warnings`.
+pub(crate) fn validate<'a>(
+    root: &'a Value,
+    site: Option<&Site>,
+    errors: &mut Vec<Diagnostic>,
+    warnings: &mut Vec<Diagnostic>,
+) -> Validated<'a> {
+    let at = Pointer::root();
+    let Some(top) = root.as_object() else {
+        errors.push(
+            Diagnostic::at(Code::TopLevelNotObject, at, format!("the manifest must be a JSON object, found {}", schema::kind_of(root)))
+                .with_help("write the manifest as { \"name\": ..., \"version\": ..., \"server\": ..., \"auth\": ..., \"tools\": [...] }"),
+        );
+        return Validated { manifest: None, tools: Vec::new() };
+    };
+    let first_error = errors.len();
+    let doc = Object { map: top, at: at.clone(), codes: fields::MANIFEST };
+    lints::unknown_field::check(top, &at, &TOP_LEVEL_FIELDS, warnings);
+
+    let name = doc.required_str("name", errors);
+    let version = doc.required_str("version", errors);
+    if let Some(version) = version {
+        lints::version_semver::check(version, &at.child("version"), warnings);
+    }
+    let description = doc.optional_str("description", errors);
+    let verification = doc.optional_str("verification", errors);
+
+    let server_url = doc.required_object("server", errors).and_then(|server| {
+        lints::unknown_field::check(server.map, &server.at, &SERVER_FIELDS, warnings);
+        let url = server.required_str("url", errors)?;
+        check_https_url(url, &server.at.child("url"), "server.url", errors)
+    });
+
+    let auth = doc.required_object("auth", errors).and_then(|auth| {
+        lints::unknown_field::check(auth.map, &auth.at, &AUTH_FIELDS, warnings);
+        check_auth(&auth, errors)
+    });
+
+    // `server.url` stands in for the site when a manifest is checked from a file.
+    let site = site.cloned().or_else(|| server_url.as_ref().and_then(Site::from_url));
+    let tools_at = at.child("tools");
+    let (tools, tool_refs) = match doc.required("tools", errors).and_then(|v| doc.array("tools", v, errors)) {
+        Some(items) => check_tools(items, &tools_at, site.as_ref(), errors, warnings),
+        None => (Vec::new(), Vec::new()),
+    };
+
+    let manifest = match (name, version, server_url, auth) {
+        (Some(name), Some(version), Some(server_url), Some(auth)) if errors.len() == first_error => Some(Manifest {
+            name: name.to_owned(),
+            version: version.to_owned(),
+            description: description.map(str::to_owned),
+            server_url,
+            auth,
+            tools,
+            verification: verification.map(str::to_owned),
+        }),
+        _ => None,
+    };
+    Validated { manifest, tools: tool_refs }
+}
+
+/// An absolute `https` URL without user information or fragment.
+fn check_https_url(text: &str, at: &Pointer, what: &str, errors: &mut Vec<Diagnostic>) -> Option<Url> {
+    let problem = match Url::parse(text) {
+        Err(e) => Some((format!("{what} is not an absolute URL: {e}"), Some("write the full URL, starting with https://".to_owned()))),
+        Ok(url) if url.scheme() != "https" => Some((
+            format!("{what} must use https, found {}:", url.scheme()),
+            (url.scheme() == "http").then(|| format!("write {}", text.replacen("http:", "https:", 1))),
+        )),
+        Ok(url) if !url.username().is_empty() || url.password().is_some() => {
+            Some((format!("{what} must not contain user information"), Some("pass credentials through `auth`, never in the URL".to_owned())))
+        }
+        Ok(url) if url.fragment().is_some() => {
+            Some((format!("{what} must not contain a fragment (`#...`)"), Some("a fragment is never sent to the server: remove it".to_owned())))
+        }
+        Ok(url) if url.host_str().is_none_or(str::is_empty) => Some((format!("{what} has no host"), None)),
+        Ok(url) => return Some(url),
+    };
+    if let Some((message, help)) = problem {
+        errors.push(Diagnostic::at(Code::InvalidUrl, at.clone(), message).with_help_opt(help));
+    }
+    None
+}
+
+fn check_auth(auth: &Object<'_>, errors: &mut Vec<Diagnostic>) -> Option<Auth> {
+    let first = errors.len();
+    let scopes = check_scopes(auth, errors);
+    let kind = auth.required_str("type", errors)?;
+    match kind {
+        "bearer" => (errors.len() == first).then_some(Auth::Bearer),
+        "oauth2" => {
+            let mut url = |key: &str| {
+                let text = auth.required_str(key, errors)?;
+                check_https_url(text, &auth.at.child(key), &format!("auth.{key}"), errors)
+            };
+            let authorization_url = url("authorization_url");
+            let token_url = url("token_url");
+            match (authorization_url, token_url) {
+                (Some(authorization_url), Some(token_url)) if errors.len() == first => {
+                    Some(Auth::OAuth2 { authorization_url, token_url, scopes: scopes.unwrap_or_default() })
+                }
+                _ => None,
+            }
+        }
+        other => {
+            let suggestion = match other.to_ascii_lowercase().as_str() {
+                "oauth" | "oauth2.0" | "oauth 2.0" | "oauth2" | "oauth_2" => Some("oauth2"),
+                "bearer" | "token" | "bearer_token" | "api_key" | "apikey" => Some("bearer"),
+                _ => None,
+            };
+            errors.push(
+                Diagnostic::at(Code::UnknownAuthType, auth.at.child("type"), format!("unknown auth type {other:?}: expected \"bearer\" or \"oauth2\""))
+                    .with_help_opt(suggestion.map(|s| format!("did you mean \"{s}\"?"))),
+            );
+            None
+        }
+    }
+}
+
+fn check_scopes(auth: &Object<'_>, errors: &mut Vec<Diagnostic>) -> Option<Vec<String>> {
+    let value = auth.map.get("scopes")?;
+    let items = auth.array("scopes", value, errors)?;
+    let at = auth.at.child("scopes");
+    let mut scopes = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        match item.as_str() {
+            Some(scope) => scopes.push(scope.to_owned()),
+            None => errors.push(Diagnostic::at(
+                Code::WrongType,
+                at.index(i),
+                format!("each scope must be a string, found {}", schema::kind_of(item)),
+            )),
+        }
+    }
+    Some(scopes)
+}
+
+fn check_tools<'a>(
+    items: &'a [Value],
+    at: &Pointer,
+    site: Option<&Site>,
+    errors: &mut Vec<Diagnostic>,
+    warnings: &mut Vec<Diagnostic>,
+) -> (Vec<Tool>, Vec<ToolRef<'a>>) {
+    if items.is_empty() {
+        warnings.push(lints::tools_empty::diagnostic(at));
+    }
+    let mut tools = Vec::with_capacity(items.len());
+    let mut refs = Vec::with_capacity(items.len());
+    let mut names = HashSet::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let tool_at = at.index(i);
+        let Some(tool) = Object::expect(item, &tool_at, "each tool", fields::MANIFEST, errors) else { continue };
+        let first = errors.len();
+        lints::unknown_field::check(tool.map, &tool_at, &TOOL_FIELDS, warnings);
+        let name = tool.required_str("name", errors);
+        if let Some(name) = name {
+            check_tool_name(name, &tool_at.child("name"), &mut names, site, errors, warnings);
+        }
+        let description = tool.required_str("description", errors);
+        if let Some(description) = description {
+            lints::description_vague::check(description, &tool_at.child("description"), warnings);
+        }
+        let schema_at = tool_at.child("input_schema");
+        let input_schema = tool.required("input_schema", errors);
+        if let Some(input_schema) = input_schema {
+            schema::check_input_schema(input_schema, &schema_at, errors);
+            lints::schema_lints(input_schema, &schema_at, warnings);
+            if let Some(name) = name {
+                refs.push(ToolRef { name, input_schema });
+            }
+        }
+        if let (Some(name), Some(description), Some(input_schema), true) = (name, description, input_schema, errors.len() == first) {
+            tools.push(Tool { name: name.to_owned(), description: description.to_owned(), input_schema: input_schema.clone() });
+        }
+    }
+    (tools, refs)
+}
+
+fn check_tool_name<'a>(
+    name: &'a str,
+    at: &Pointer,
+    seen: &mut HashSet<&'a str>,
+    site: Option<&Site>,
+    errors: &mut Vec<Diagnostic>,
+    warnings: &mut Vec<Diagnostic>,
+) {
+    if !seen.insert(name) {
+        errors.push(
+            Diagnostic::at(Code::DuplicateToolName, at.clone(), format!("tool name {name:?} is already used by an earlier tool"))
+                .with_help("give each tool its own name"),
+        );
+    }
+    let bad: Vec<char> = name.chars().filter(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))).collect();
+    if !bad.is_empty() {
+        let shown: String = bad.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(", ");
+        let fixed: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') { c } else { '_' }).collect();
+        errors.push(
+            Diagnostic::at(Code::ToolNameCharacters, at.clone(), format!("tool name {name:?} has characters outside A-Z a-z 0-9 _ . -: {shown}"))
+                .with_help(format!("write {fixed:?}")),
+        );
+        return;
+    }
+    lints::tool_name_convention::check(name, at, warnings);
+    if let Some(site) = site {
+        lints::prefixed_name_length::check(site, name, at, warnings);
+    }
+}
