@@ -168,41 +168,45 @@ pub fn resolve(granularity: Granularity, date: Date, hour: u8, zone: &TimeZone) 
 
 /// Every hour period of local `date`, in order: 23, 24 or 25 of them on DST changes.
 pub fn hours_of_day(date: Date, zone: &TimeZone) -> Result<Vec<Period>, PeriodError> {
-    let mut bounds = Vec::with_capacity(26);
-    for hour in 0..24 {
-        bounds.extend(boundaries(date.at(hour, 0, 0, 0), zone)?);
+    Ok(labelled_hours(date, zone)?.into_iter().map(|(_, period)| period).collect())
+}
+
+/// The hour periods of `date`, each with the clock hour it starts at. Boundaries are sorted
+/// by instant, since a fold longer than an hour (Antarctica/Troll falls back two hours)
+/// repeats several clock hours in a row; a clock hour that starts where the next one does is
+/// skipped.
+fn labelled_hours(date: Date, zone: &TimeZone) -> Result<Vec<(u8, Period)>, PeriodError> {
+    let mut bounds: Vec<(Timestamp, u8)> = Vec::with_capacity(27);
+    for hour in 0..24u8 {
+        for instant in boundaries(date.at(hour as i8, 0, 0, 0), zone)? {
+            bounds.push((instant, hour));
+        }
     }
-    bounds.push(day_start(add_days(date, 1)?, zone)?);
+    bounds.sort_by_key(|(instant, _)| *instant);
+    bounds.push((day_start(add_days(date, 1)?, zone)?, 24));
     Ok(bounds
         .windows(2)
-        .filter(|pair| pair[0] < pair[1])
-        .map(|pair| Period {
-            granularity: Granularity::Hour,
-            start_date: date,
-            end_date: date,
-            start: pair[0],
-            end: pair[1],
-            time_zone: zone.clone(),
+        .filter(|pair| pair[0].0 < pair[1].0)
+        .map(|pair| {
+            let period = Period {
+                granularity: Granularity::Hour,
+                start_date: date,
+                end_date: date,
+                start: pair[0].0,
+                end: pair[1].0,
+                time_zone: zone.clone(),
+            };
+            (pair[0].1, period)
         })
         .collect())
 }
 
 fn resolve_hour(date: Date, hour: u8, zone: &TimeZone) -> Result<Period, PeriodError> {
-    let clock = date.at(hour as i8, 0, 0, 0);
-    let start = boundaries(clock, zone)?[0];
-    let next = match hour {
-        23 => day_start(add_days(date, 1)?, zone)?,
-        _ => boundaries(date.at(hour as i8 + 1, 0, 0, 0), zone)?[0],
-    };
-    // In a fold the first occurrence ends where the second begins.
-    let end = match boundaries(clock, zone)?.get(1) {
-        Some(&second) => second,
-        None => next,
-    };
-    if start >= end {
-        return Err(PeriodError::SkippedHour { date, hour });
-    }
-    Ok(Period { granularity: Granularity::Hour, start_date: date, end_date: date, start, end, time_zone: zone.clone() })
+    labelled_hours(date, zone)?
+        .into_iter()
+        .find(|(label, _)| *label == hour)
+        .map(|(_, period)| period)
+        .ok_or(PeriodError::SkippedHour { date, hour })
 }
 
 /// The first instant of local `date`.
@@ -411,6 +415,18 @@ mod tests {
             let day = resolve(Granularity::Day, d, 0, &ny).unwrap();
             assert_eq!((hours[0].start, hours[n - 1].end), (day.start, day.end));
         }
+    }
+
+    /// Regression: Antarctica/Troll falls back two hours at once, so two clock hours repeat
+    /// in a row; the first occurrence of 01:00 used to run until the second occurrence.
+    #[test]
+    fn a_two_hour_fold_repeats_two_hours() {
+        let troll = zone("Antarctica/Troll").unwrap();
+        assert_eq!(hours_of_day(date(2026, 10, 25), &troll).unwrap().len(), 26);
+        assert_eq!(
+            period(Granularity::Hour, date(2026, 10, 25), 1, "Antarctica/Troll"),
+            s("2026-10-25", "2026-10-25", "2026-10-25T01:00:00+02:00", "2026-10-25T02:00:00+02:00")
+        );
     }
 
     #[test]

@@ -1,0 +1,156 @@
+//! Property tests: value reduction and `valuePath` walks never panic and follow the grammar
+//! of interpretation §7; periods over every IANA zone are contiguous and never overlap.
+
+use jiff::ToSpan;
+use jiff::civil::{Date, date};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use servio_manifest::period::{self, Granularity, hours_of_day, resolve};
+use servio_manifest::value::{ValuePath, extract, reduce};
+
+/// The §7 grammar written independently as a regular expression, as the oracle for `reduce`.
+fn oracle(text: &str) -> bool {
+    let number = r"(?:[0-9]+|[1-9][0-9]{0,2}(?:,[0-9]{3})+)(?:\.[0-9]+)?";
+    let space = "[ \u{A0}\u{202F}]?";
+    let forms = [
+        format!(r"^[+-]?{number}$"),
+        format!(r"^[+-]?\p{{Sc}}{space}{number}$"),
+        format!(r"^\p{{Sc}}{space}[+-]{number}$"),
+        format!(r"^[+-]?{number}{space}\p{{Sc}}$"),
+    ];
+    let trimmed = text.trim();
+    forms.iter().any(|form| regex::Regex::new(form).unwrap().is_match(trimmed))
+}
+
+fn grammar_string() -> impl Strategy<Value = String> {
+    let pieces = prop::sample::select(vec![
+        "0", "1", "2", "9", "12", "007", ",", ",000", ".", ".5", "-", "+", "$", "€", "₪", "¥", "R", "CHF", " ", "\u{A0}",
+        "\u{202F}", "  ", "%", "(", ")", "e5", "NaN", "a", "\u{2003}", "1,234",
+    ]);
+    prop::collection::vec(pieces, 0..7).prop_map(|parts| parts.concat())
+}
+
+fn arbitrary_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        grammar_string().prop_map(Value::String),
+        ".*".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 32, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z0-9]{0,3}", inner, 0..5).prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn reduce_accepts_exactly_the_grammar(text in grammar_string()) {
+        let got = reduce(&text);
+        prop_assert_eq!(got.is_some(), oracle(&text), "{:?} gave {:?}", text, got);
+        if let Some(n) = got {
+            prop_assert!(n.is_finite());
+            let digits: String = text.chars().filter(|c| c.is_ascii_digit() || *c == '.').collect();
+            prop_assert_eq!(n.abs(), digits.parse::<f64>().unwrap());
+        }
+    }
+
+    #[test]
+    fn reduce_never_panics(text in ".*") {
+        let _ = reduce(&text);
+    }
+
+    #[test]
+    fn extraction_never_panics_and_agrees_with_reduction(value in arbitrary_json(), path in "[a-z0-9.$*\\[\\]]{0,12}") {
+        let document = json!({ "v": value.clone() });
+        let bytes = serde_json::to_vec(&document).unwrap();
+        if let Ok(path) = ValuePath::parse(&path) {
+            let _ = extract(&bytes, &path);
+        }
+        let got = extract(&bytes, &ValuePath::parse("v").unwrap());
+        let expected = match &value {
+            Value::Number(n) => n.as_f64().filter(|f| f.is_finite()),
+            Value::String(s) => reduce(s),
+            _ => None,
+        };
+        prop_assert_eq!(got.as_ref().ok().map(|e| e.value), expected);
+        if let Ok(found) = got {
+            prop_assert_eq!(serde_json::from_str::<Value>(&found.raw).unwrap(), value);
+        }
+    }
+
+    #[test]
+    fn extraction_never_panics_on_any_bytes(bytes in prop::collection::vec(any::<u8>(), 0..64), path in "[a-z0-9.]{1,8}") {
+        if let Ok(path) = ValuePath::parse(&path) {
+            let _ = extract(&bytes, &path);
+        }
+    }
+}
+
+fn every_zone() -> Vec<String> {
+    let names: Vec<String> = jiff::tz::db().available().map(|name| name.to_string()).collect();
+    assert!(names.len() > 300, "the IANA database is available ({} zones)", names.len());
+    names
+}
+
+fn dates(from: Date, days: i64) -> impl Iterator<Item = Date> {
+    (0..days).map(move |i| from.checked_add(i.days()).unwrap())
+}
+
+/// Days, weeks and months over two years in every zone: each period ends where the next
+/// begins, and only a date the zone skipped entirely is empty.
+#[test]
+fn periods_are_contiguous_in_every_zone() {
+    for name in every_zone() {
+        let zone = period::zone(&name).unwrap();
+        for granularity in [Granularity::Day, Granularity::Week, Granularity::Month] {
+            let mut previous: Option<period::Period> = None;
+            for day in dates(date(2026, 1, 1), 731) {
+                let current = resolve(granularity, day, 0, &zone).unwrap_or_else(|e| panic!("{name} {day} {granularity}: {e}"));
+                assert!(current.start < current.end, "{name} {day} {granularity}: empty");
+                assert!(current.start_date <= day && day <= current.end_date);
+                if let Some(prev) = &previous {
+                    if prev.start_date == current.start_date {
+                        assert_eq!(prev, &current, "{name} {day}: one period, two answers");
+                    } else {
+                        assert_eq!(prev.end, current.start, "{name} {day} {granularity}: gap or overlap");
+                    }
+                }
+                previous = Some(current);
+            }
+        }
+    }
+}
+
+/// Hours over two years in every zone: the hours of a day tile the day exactly, in order, and
+/// `resolve` agrees with them for every hour that occurs.
+#[test]
+fn hours_tile_every_day_in_every_zone() {
+    for name in every_zone() {
+        let zone = period::zone(&name).unwrap();
+        for day in dates(date(2026, 1, 1), 731) {
+            let whole = resolve(Granularity::Day, day, 0, &zone).unwrap();
+            let hours = hours_of_day(day, &zone).unwrap();
+            assert_eq!(hours.first().unwrap().start, whole.start, "{name} {day}");
+            assert_eq!(hours.last().unwrap().end, whole.end, "{name} {day}");
+            for pair in hours.windows(2) {
+                assert_eq!(pair[0].end, pair[1].start, "{name} {day}");
+                assert!(pair[0].start < pair[0].end);
+            }
+            if hours.len() != 24 {
+                // On change days, check each hour against `resolve` as well.
+                for hour in 0..24u8 {
+                    if let Ok(p) = resolve(Granularity::Hour, day, hour, &zone) {
+                        assert!(hours.contains(&p), "{name} {day} {hour}");
+                    }
+                }
+            }
+        }
+    }
+}
