@@ -12,10 +12,12 @@ use crate::{Failure, Outcome};
 pub fn resolve(args: &ResolveArgs) -> Result<Outcome, Failure> {
     // Bad arguments are reported before the manifest is looked at: they are exit 2 whatever
     // the manifest says.
-    let date: jiff::civil::Date = args
-        .date
-        .parse()
-        .map_err(|e| anyhow!("--date {:?} is not a date of the form YYYY-MM-DD: {e}", args.date))?;
+    let date: jiff::civil::Date = args.date.parse().map_err(|e| {
+        anyhow!(
+            "--date {:?} is not a date of the form YYYY-MM-DD: {e}",
+            args.date
+        )
+    })?;
     period::zone(&args.timezone)?;
     if args.hour > 23 {
         return Err(Failure(anyhow!("--hour {} is not 0 to 23", args.hour)));
@@ -25,7 +27,14 @@ pub fn resolve(args: &ResolveArgs) -> Result<Outcome, Failure> {
     if !report.is_valid() {
         eprintln!("{}: the manifest is invalid:", source.name);
         for e in &report.errors {
-            eprintln!("  {}:{}: {} {} (at {})", e.line, e.column, e.code, e.message, display_pointer(e.pointer.as_str()));
+            eprintln!(
+                "  {}:{}: {} {} (at {})",
+                e.line,
+                e.column,
+                e.code,
+                e.message,
+                display_pointer(e.pointer.as_str())
+            );
         }
         return Ok(Outcome::Invalid);
     }
@@ -34,28 +43,40 @@ pub fn resolve(args: &ResolveArgs) -> Result<Outcome, Failure> {
         (BriefStatus::Ignored, _) => {
             eprintln!("{}: the brief is ignored:", source.name);
             for e in &report.brief_errors {
-                eprintln!("  {}:{}: {} {} (at {})", e.line, e.column, e.code, e.message, e.pointer);
+                eprintln!(
+                    "  {}:{}: {} {} (at {})",
+                    e.line, e.column, e.code, e.message, e.pointer
+                );
             }
             return Ok(Outcome::Invalid);
         }
         _ => {
-            eprintln!("{}: the manifest has no brief, so there is nothing to resolve", source.name);
+            eprintln!(
+                "{}: the manifest has no brief, so there is nothing to resolve",
+                source.name
+            );
             return Ok(Outcome::Invalid);
         }
     };
-    if let Some(key) = &args.metric {
-        if !brief.metrics.iter().any(|m| &m.key == key) {
-            let keys: Vec<&str> = brief.metrics.iter().map(|m| m.key.as_str()).collect();
-            return Err(Failure(anyhow!("no metric {key:?} in the brief; it declares: {}", keys.join(", "))));
-        }
+    if let Some(key) = args
+        .metric
+        .as_ref()
+        .filter(|key| !brief.metrics.iter().any(|m| &m.key == *key))
+    {
+        let keys: Vec<&str> = brief.metrics.iter().map(|m| m.key.as_str()).collect();
+        return Err(Failure(anyhow!(
+            "no metric {key:?} in the brief; it declares: {}",
+            keys.join(", ")
+        )));
     }
-    let (resolved, skipped) = resolve_brief(brief, date, args.hour, &args.timezone)?;
-    for (key, why) in skipped {
+    let resolution = resolve_brief(brief, date, args.hour, &args.timezone)?;
+    for (key, why) in resolution.skipped {
         if args.metric.as_ref().is_none_or(|k| *k == key) {
             eprintln!("note: {key} is left out: {why}");
         }
     }
-    let out: Vec<Value> = resolved
+    let out: Vec<Value> = resolution
+        .metrics
         .iter()
         .filter(|m| args.metric.as_ref().is_none_or(|k| *k == m.key))
         .map(|m| {
@@ -73,20 +94,31 @@ pub fn resolve(args: &ResolveArgs) -> Result<Outcome, Failure> {
             })
         })
         .collect();
-    println!("{}", serde_json::to_string_pretty(&out).context("rendering JSON")?);
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&out).context("rendering JSON")?
+    );
     Ok(Outcome::Ok)
 }
 
 fn display_pointer(pointer: &str) -> &str {
-    if pointer.is_empty() { "the whole document" } else { pointer }
+    if pointer.is_empty() {
+        "the whole document"
+    } else {
+        pointer
+    }
 }
 
 pub fn extract(args: &ExtractArgs) -> Result<Outcome, Failure> {
-    let path = ValuePath::parse(&args.value_path).map_err(|e| anyhow!("--value-path {:?}: {e}", args.value_path))?;
+    let path = ValuePath::parse(&args.value_path)
+        .map_err(|e| anyhow!("--value-path {:?}: {e}", args.value_path))?;
     let source = read_source(&args.file).map_err(|e| anyhow!(e))?;
     match extract_value(&source.bytes, &path) {
         Ok(found) => {
-            println!("{}", json!({ "value": number(found.value), "raw": raw_json(&found.raw) }));
+            println!(
+                "{}",
+                json!({ "value": number(found.value), "raw": raw_json(&found.raw) })
+            );
             Ok(Outcome::Ok)
         }
         Err(dropped) => {

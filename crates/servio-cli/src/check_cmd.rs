@@ -1,6 +1,7 @@
 //! `servio check`: gathers sources, checks them (in parallel for many files) and prints the
 //! reports in the order the sources were given.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,26 +22,47 @@ pub struct Source {
 }
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
-    let options = CheckOptions { site: None, allow: allowed_codes(&args.allow)? };
+    let options = CheckOptions {
+        site: None,
+        allow: allowed_codes(&args.allow)?,
+    };
     let (paths, mut unreadable) = expand_sources(&args.sources);
     let style = render::Style::detect();
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)).max(1);
-    let results = check_all(&paths, &options, args.format, style, jobs);
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+        .max(1);
 
     let mut stdout = std::io::stdout().lock();
     let mut any_invalid = false;
     let mut sarif = render::sarif::Builder::default();
-    for result in results {
-        match result {
+    let mut write_error = None;
+    check_all(
+        &paths,
+        &options,
+        args.format,
+        style,
+        jobs,
+        |result| match result {
             Err(message) => unreadable.push(message),
             Ok(checked) => {
-                any_invalid |= !checked.report.is_valid() || (args.deny_warnings && !checked.report.warnings.is_empty());
+                any_invalid |= !checked.report.is_valid()
+                    || (args.deny_warnings && !checked.report.warnings.is_empty());
                 match args.format {
                     Format::Sarif => sarif.add(&checked.name, &checked.bytes, &checked.report),
-                    _ => stdout.write_all(checked.rendered.as_bytes()).context("writing to standard output")?,
+                    _ => {
+                        if let Err(e) = stdout.write_all(checked.rendered.as_bytes()) {
+                            write_error.get_or_insert(e);
+                        }
+                    }
                 }
             }
-        }
+        },
+    );
+    if let Some(error) = write_error {
+        return Err(Failure(
+            anyhow!(error).context("writing to standard output"),
+        ));
     }
     if args.format == Format::Sarif {
         writeln!(stdout, "{}", sarif.finish()).context("writing to standard output")?;
@@ -49,7 +71,11 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
     if !unreadable.is_empty() {
         return Err(Failure(anyhow!("{}", unreadable.join("\nerror: "))));
     }
-    Ok(if any_invalid { Outcome::Invalid } else { Outcome::Ok })
+    Ok(if any_invalid {
+        Outcome::Invalid
+    } else {
+        Outcome::Ok
+    })
 }
 
 fn allowed_codes(names: &[String]) -> Result<Vec<Code>, Failure> {
@@ -79,7 +105,10 @@ fn expand_sources(sources: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
     for source in sources {
         if source.is_dir() {
             if let Err(e) = collect_json(source, &mut files) {
-                problems.push(format!("could not read directory {}: {e}", source.display()));
+                problems.push(format!(
+                    "could not read directory {}: {e}",
+                    source.display()
+                ));
             }
         } else {
             files.push(source.clone());
@@ -89,7 +118,9 @@ fn expand_sources(sources: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
 }
 
 fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
     entries.sort();
     for path in entries {
         if path.is_dir() {
@@ -105,14 +136,28 @@ fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 pub fn read_source(path: &Path) -> Result<Source, String> {
     if path == Path::new("-") {
         let mut bytes = Vec::new();
-        std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("could not read standard input: {e}"))?;
-        return Ok(Source { name: "<stdin>".to_owned(), bytes });
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("could not read standard input: {e}"))?;
+        return Ok(Source {
+            name: "<stdin>".to_owned(),
+            bytes,
+        });
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("could not read {}: {e}", path.display()))?;
-    Ok(Source { name: path.display().to_string(), bytes })
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("could not read {}: {e}", path.display()))?;
+    Ok(Source {
+        name: path.display().to_string(),
+        bytes,
+    })
 }
 
-fn check_one(path: &Path, options: &CheckOptions, format: Format, style: render::Style) -> Result<Checked, String> {
+fn check_one(
+    path: &Path,
+    options: &CheckOptions,
+    format: Format,
+    style: render::Style,
+) -> Result<Checked, String> {
     let Source { name, bytes } = read_source(path)?;
     let report = check(&bytes, options);
     let rendered = match format {
@@ -121,33 +166,64 @@ fn check_one(path: &Path, options: &CheckOptions, format: Format, style: render:
         Format::Sarif => String::new(),
     };
     // Keep memory flat on big corpora: only SARIF needs the bytes after rendering.
-    let bytes = if format == Format::Sarif { bytes } else { Vec::new() };
-    Ok(Checked { name, bytes, report, rendered })
+    let bytes = if format == Format::Sarif {
+        bytes
+    } else {
+        Vec::new()
+    };
+    Ok(Checked {
+        name,
+        bytes,
+        report,
+        rendered,
+    })
 }
 
-/// Checks every path with `jobs` threads, returning results in path order.
-fn check_all(paths: &[PathBuf], options: &CheckOptions, format: Format, style: render::Style, jobs: usize) -> Vec<Result<Checked, String>> {
+/// Checks every path with `jobs` threads and hands each result to `emit` in path order, as
+/// soon as it and all before it are done, so that memory stays flat over a big corpus.
+fn check_all(
+    paths: &[PathBuf],
+    options: &CheckOptions,
+    format: Format,
+    style: render::Style,
+    jobs: usize,
+    mut emit: impl FnMut(Result<Checked, String>),
+) {
     let jobs = jobs.min(paths.len()).max(1);
     if jobs == 1 {
-        return paths.iter().map(|p| check_one(p, options, format, style)).collect();
+        paths
+            .iter()
+            .for_each(|path| emit(check_one(path, options, format, style)));
+        return;
     }
     let next = AtomicUsize::new(0);
-    let mut results: Vec<(usize, Result<Checked, String>)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..jobs)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(path) = paths.get(i) else { break };
-                        done.push((i, check_one(path, options, format, style)));
+    let (sender, receiver) = std::sync::mpsc::sync_channel(jobs * 4);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let sender = sender.clone();
+            let next = &next;
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(path) = paths.get(i) else { break };
+                    if sender
+                        .send((i, check_one(path, options, format, style)))
+                        .is_err()
+                    {
+                        break;
                     }
-                    done
-                })
-            })
-            .collect();
-        workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
+                }
+            });
+        }
+        drop(sender);
+        let mut waiting = BTreeMap::new();
+        let mut expected = 0;
+        for (i, result) in receiver {
+            waiting.insert(i, result);
+            while let Some(result) = waiting.remove(&expected) {
+                emit(result);
+                expected += 1;
+            }
+        }
     });
-    results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, r)| r).collect()
 }

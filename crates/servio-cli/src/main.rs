@@ -51,8 +51,12 @@ fn try_main(cli: Cli) -> Result<Outcome, Failure> {
     match cli.command {
         Command::Check(args) => check_cmd::run(&args),
         Command::Explain(args) => explain_cmd::run(&args),
-        Command::Brief { command: BriefCommand::Resolve(args) } => brief_cmd::resolve(&args),
-        Command::Brief { command: BriefCommand::Extract(args) } => brief_cmd::extract(&args),
+        Command::Brief {
+            command: BriefCommand::Resolve(args),
+        } => brief_cmd::resolve(&args),
+        Command::Brief {
+            command: BriefCommand::Extract(args),
+        } => brief_cmd::extract(&args),
         Command::Address(args) => {
             let site = servio_manifest::Site::parse(&args.site)?;
             println!("{}", site.prefixed_name(&args.tool));

@@ -21,9 +21,17 @@ pub struct ShapeCodes {
 }
 
 /// Codes for the manifest proper.
-pub const MANIFEST: ShapeCodes = ShapeCodes { missing: Code::MissingMember, wrong_type: Code::WrongType, blank: Code::BlankString };
+pub const MANIFEST: ShapeCodes = ShapeCodes {
+    missing: Code::MissingMember,
+    wrong_type: Code::WrongType,
+    blank: Code::BlankString,
+};
 /// Codes for the brief, whose problems make only the brief ignored.
-pub const BRIEF: ShapeCodes = ShapeCodes { missing: Code::BriefShape, wrong_type: Code::BriefShape, blank: Code::BriefShape };
+pub const BRIEF: ShapeCodes = ShapeCodes {
+    missing: Code::BriefShape,
+    wrong_type: Code::BriefShape,
+    blank: Code::BriefShape,
+};
 
 /// An object being read, with where it is.
 #[derive(Clone)]
@@ -38,11 +46,25 @@ pub struct Object<'a> {
 
 impl<'a> Object<'a> {
     /// `value` as an object at `at`, or an error of the wrong type named `what`.
-    pub fn expect(value: &'a Value, at: &Pointer, what: &str, codes: ShapeCodes, out: &mut Vec<Diagnostic>) -> Option<Object<'a>> {
+    pub fn expect(
+        value: &'a Value,
+        at: &Pointer,
+        what: &str,
+        codes: ShapeCodes,
+        out: &mut Vec<Diagnostic>,
+    ) -> Option<Object<'a>> {
         match value.as_object() {
-            Some(map) => Some(Object { map, at: at.clone(), codes }),
+            Some(map) => Some(Object {
+                map,
+                at: at.clone(),
+                codes,
+            }),
             None => {
-                out.push(Diagnostic::at(codes.wrong_type, at.clone(), format!("{what} must be an object, found {}", kind_of(value))));
+                out.push(Diagnostic::at(
+                    codes.wrong_type,
+                    at.clone(),
+                    format!("{what} must be an object, found {}", kind_of(value)),
+                ));
                 None
             }
         }
@@ -52,7 +74,12 @@ impl<'a> Object<'a> {
     pub fn required(&self, key: &str, out: &mut Vec<Diagnostic>) -> Option<&'a Value> {
         let value = self.map.get(key);
         if value.is_none() {
-            out.push(Diagnostic::missing(self.codes.missing, &self.at, key, format!("missing required member `{key}`")));
+            out.push(Diagnostic::missing(
+                self.codes.missing,
+                &self.at,
+                key,
+                format!("missing required member `{key}`"),
+            ));
         }
         value
     }
@@ -69,16 +96,30 @@ impl<'a> Object<'a> {
         self.string(key, value, false, out)
     }
 
-    fn string(&self, key: &str, value: &'a Value, non_blank: bool, out: &mut Vec<Diagnostic>) -> Option<&'a str> {
+    fn string(
+        &self,
+        key: &str,
+        value: &'a Value,
+        non_blank: bool,
+        out: &mut Vec<Diagnostic>,
+    ) -> Option<&'a str> {
         let at = self.at.child(key);
         match value {
             Value::String(text) if non_blank && text.trim().is_empty() => {
-                out.push(Diagnostic::at(self.codes.blank, at, format!("`{key}` must not be empty or only white space")));
+                out.push(Diagnostic::at(
+                    self.codes.blank,
+                    at,
+                    format!("`{key}` must not be empty or only white space"),
+                ));
                 None
             }
             Value::String(text) => Some(text),
             other => {
-                out.push(Diagnostic::at(self.codes.wrong_type, at, format!("`{key}` must be a string, found {}", kind_of(other))));
+                out.push(Diagnostic::at(
+                    self.codes.wrong_type,
+                    at,
+                    format!("`{key}` must be a string, found {}", kind_of(other)),
+                ));
                 None
             }
         }
@@ -87,11 +128,22 @@ impl<'a> Object<'a> {
     /// A required object member.
     pub fn required_object(&self, key: &str, out: &mut Vec<Diagnostic>) -> Option<Object<'a>> {
         let value = self.required(key, out)?;
-        Object::expect(value, &self.at.child(key), &format!("`{key}`"), self.codes, out)
+        Object::expect(
+            value,
+            &self.at.child(key),
+            &format!("`{key}`"),
+            self.codes,
+            out,
+        )
     }
 
     /// An array member (required or not), reporting a wrong type.
-    pub fn array(&self, key: &str, value: &'a Value, out: &mut Vec<Diagnostic>) -> Option<&'a Vec<Value>> {
+    pub fn array(
+        &self,
+        key: &str,
+        value: &'a Value,
+        out: &mut Vec<Diagnostic>,
+    ) -> Option<&'a Vec<Value>> {
         match value.as_array() {
             Some(items) => Some(items),
             None => {

@@ -17,7 +17,9 @@
 //! }"#;
 //! let report = check(source, &CheckOptions::default());
 //! assert!(report.is_valid());
-//! assert_eq!(report.manifest.unwrap().tools[0].name, "forum.searchThreads");
+//! let manifest = report.manifest.unwrap();
+//! assert_eq!(manifest.tools[0].name, "forum.searchThreads");
+//! assert_eq!(manifest.tools[0].input_schema["type"], "object");
 //! ```
 //!
 //! # Overview
@@ -115,34 +117,71 @@ pub fn check(source: &[u8], options: &CheckOptions) -> Report {
         for (pointer, span) in locate::find_duplicates(source) {
             let name = pointer.segments().last().unwrap_or_default();
             errors.push(
-                Diagnostic::new(Code::DuplicateMember, pointer, Anchor::Offset(span), format!("member `{name}` appears more than once in this object"))
-                    .with_help("keep one of them: JSON parsers disagree on which one wins"),
+                Diagnostic::new(
+                    Code::DuplicateMember,
+                    pointer,
+                    Anchor::Offset(span),
+                    format!("member `{name}` appears more than once in this object"),
+                )
+                .with_help("keep one of them: JSON parsers disagree on which one wins"),
             );
         }
     }
-    let validated = validate::validate(&parsed.value, options.site.as_ref(), &mut errors, &mut warnings);
+    let mut document = parsed.value;
+    let validate::Validated { manifest, tools } =
+        validate::validate(&document, options.site.as_ref(), &mut errors, &mut warnings);
     let mut brief_errors = Vec::new();
-    let (brief_status, brief) = match parsed.value.get("brief") {
+    let (brief_status, brief) = match document.get("brief") {
         None => (BriefStatus::Absent, None),
-        Some(value) => match brief::check(value, &validated.tools, &mut brief_errors, &mut warnings) {
+        Some(value) => match brief::check(value, &tools, &mut brief_errors, &mut warnings) {
             Some(brief) if brief_errors.is_empty() => (BriefStatus::Valid, Some(brief)),
             _ => (BriefStatus::Ignored, None),
         },
     };
+    drop(tools);
     warnings.retain(|w| !options.allow.contains(&w.code));
     for list in [&mut errors, &mut warnings, &mut brief_errors] {
         locate::locate(source, list);
         list.sort_by_key(|d| d.span.start);
     }
-    let manifest = if errors.is_empty() { validated.manifest } else { None };
-    Report { errors, warnings, brief_status, brief_errors, manifest, brief }
+    let manifest = if errors.is_empty() {
+        manifest.map(|m| move_schemas(m, &mut document))
+    } else {
+        None
+    };
+    Report {
+        errors,
+        warnings,
+        brief_status,
+        brief_errors,
+        manifest,
+        brief,
+    }
+}
+
+/// Moves each tool's `input_schema` out of the parsed document into the manifest. In a valid
+/// manifest every tool is valid, so manifest tools and document tools correspond one to one.
+fn move_schemas(mut manifest: Manifest, document: &mut serde_json::Value) -> Manifest {
+    if let Some(serde_json::Value::Array(items)) = document.get_mut("tools") {
+        for (tool, item) in manifest.tools.iter_mut().zip(items) {
+            if let Some(schema) = item.get_mut("input_schema") {
+                tool.input_schema = schema.take();
+            }
+        }
+    }
+    manifest
 }
 
 fn parse_error(source: &[u8], error: ParseError) -> Diagnostic {
     let (code, message, offset, help) = match error {
         ParseError::Syntax { message, offset } => {
             let help = syntax_help(&message);
-            (Code::JsonSyntax, format!("invalid JSON: {message}"), offset, help)
+            (
+                Code::JsonSyntax,
+                format!("invalid JSON: {message}"),
+                offset,
+                help,
+            )
         }
         ParseError::TooDeep { offset } => (
             Code::NestingTooDeep,
@@ -152,7 +191,13 @@ fn parse_error(source: &[u8], error: ParseError) -> Diagnostic {
         ),
     };
     let end = (offset + 1).min(source.len()).max(offset);
-    let mut diagnostic = Diagnostic::new(code, Pointer::root(), Anchor::Offset(Span::new(offset, end)), message).with_help_opt(help);
+    let mut diagnostic = Diagnostic::new(
+        code,
+        Pointer::root(),
+        Anchor::Offset(Span::new(offset, end)),
+        message,
+    )
+    .with_help_opt(help);
     locate::locate(source, std::slice::from_mut(&mut diagnostic));
     diagnostic
 }
@@ -161,9 +206,15 @@ fn syntax_help(message: &str) -> Option<String> {
     Some(
         match message {
             "trailing comma" => "JSON allows no comma after the last member or element: remove it",
-            m if m.starts_with("key must be a string") => "member names need double quotes: \"name\"",
-            m if m.starts_with("EOF while parsing") => "the document ends early: close every { and [",
-            m if m.starts_with("expected value") => "single quotes, comments and bare words are not JSON",
+            m if m.starts_with("key must be a string") => {
+                "member names need double quotes: \"name\""
+            }
+            m if m.starts_with("EOF while parsing") => {
+                "the document ends early: close every { and ["
+            }
+            m if m.starts_with("expected value") => {
+                "single quotes, comments and bare words are not JSON"
+            }
             "trailing characters" => "a manifest is exactly one JSON object",
             _ => return None,
         }
@@ -186,15 +237,24 @@ pub struct ResolvedMetric {
     pub args: serde_json::Value,
 }
 
+/// What [`resolve_brief`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolution {
+    /// The metrics whose period occurs, in brief order.
+    pub metrics: Vec<ResolvedMetric>,
+    /// The metrics left out, by key, with the reason (a skipped hour or date).
+    pub skipped: Vec<(String, PeriodError)>,
+}
+
 /// Resolves the brief's metrics for local `date` (and `hour`, for hourly metrics) in the zone
 /// named `zone_name`. A metric whose period does not occur (a skipped hour or date) is left
-/// out and returned with the reason instead.
+/// out and listed in [`Resolution::skipped`] with the reason.
 pub fn resolve_brief(
     brief: &Brief,
     date: jiff::civil::Date,
     hour: u8,
     zone_name: &str,
-) -> Result<(Vec<ResolvedMetric>, Vec<(String, PeriodError)>), PeriodError> {
+) -> Result<Resolution, PeriodError> {
     let zone = period::zone(zone_name)?;
     let mut resolved = Vec::new();
     let mut skipped = Vec::new();
@@ -202,11 +262,22 @@ pub fn resolve_brief(
         match period::resolve(metric.granularity, date, hour, &zone) {
             Ok(period) => {
                 let args = metric.args_for(&PlaceholderValues::for_period(&period, zone_name));
-                resolved.push(ResolvedMetric { key: metric.key.clone(), tool: metric.tool.clone(), granularity: metric.granularity, period, args });
+                resolved.push(ResolvedMetric {
+                    key: metric.key.clone(),
+                    tool: metric.tool.clone(),
+                    granularity: metric.granularity,
+                    period,
+                    args,
+                });
             }
-            Err(error @ (PeriodError::SkippedHour { .. } | PeriodError::SkippedDate(_))) => skipped.push((metric.key.clone(), error)),
+            Err(error @ (PeriodError::SkippedHour { .. } | PeriodError::SkippedDate(_))) => {
+                skipped.push((metric.key.clone(), error))
+            }
             Err(error) => return Err(error),
         }
     }
-    Ok((resolved, skipped))
+    Ok(Resolution {
+        metrics: resolved,
+        skipped,
+    })
 }

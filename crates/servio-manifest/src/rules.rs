@@ -212,7 +212,10 @@ mod tests {
             };
             assert_eq!(code.severity(), expected, "{code}");
             let text = code.explanation();
-            assert!(text.contains("Example:") && text.contains("Fix:") && text.contains("Why:"), "{code}");
+            assert!(
+                text.contains("Example:") && text.contains("Fix:") && text.contains("Why:"),
+                "{code}"
+            );
         }
     }
 

@@ -145,7 +145,10 @@ struct Scanner<'a> {
 
 impl Scanner<'_> {
     fn error(&self, message: &'static str) -> ScanError {
-        ScanError { offset: self.pos, message }
+        ScanError {
+            offset: self.pos,
+            message,
+        }
     }
 
     fn peek(&self) -> Option<u8> {
@@ -205,7 +208,12 @@ impl Scanner<'_> {
         }
     }
 
-    fn visit_value(&mut self, pointer: &mut String, depth: usize, visit: &mut dyn Visit) -> Result<(), ScanError> {
+    fn visit_value(
+        &mut self,
+        pointer: &mut String,
+        depth: usize,
+        visit: &mut dyn Visit,
+    ) -> Result<(), ScanError> {
         let start = self.pos;
         let descend = matches!(self.peek(), Some(b'{' | b'[')) && visit.wants(pointer);
         match self.peek() {
@@ -217,7 +225,12 @@ impl Scanner<'_> {
         Ok(())
     }
 
-    fn visit_object(&mut self, pointer: &mut String, depth: usize, visit: &mut dyn Visit) -> Result<(), ScanError> {
+    fn visit_object(
+        &mut self,
+        pointer: &mut String,
+        depth: usize,
+        visit: &mut dyn Visit,
+    ) -> Result<(), ScanError> {
         if depth > MAX_SCAN_DEPTH {
             return Err(self.error("nesting too deep"));
         }
@@ -246,7 +259,12 @@ impl Scanner<'_> {
         }
     }
 
-    fn visit_array(&mut self, pointer: &mut String, depth: usize, visit: &mut dyn Visit) -> Result<(), ScanError> {
+    fn visit_array(
+        &mut self,
+        pointer: &mut String,
+        depth: usize,
+        visit: &mut dyn Visit,
+    ) -> Result<(), ScanError> {
         if depth > MAX_SCAN_DEPTH {
             return Err(self.error("nesting too deep"));
         }
@@ -301,7 +319,11 @@ impl Scanner<'_> {
     }
 
     /// Inside an array at the cursor, moves to element `index`.
-    fn find_element(&mut self, index: usize, depth: usize) -> Result<Result<(), PathMiss>, ScanError> {
+    fn find_element(
+        &mut self,
+        index: usize,
+        depth: usize,
+    ) -> Result<Result<(), PathMiss>, ScanError> {
         self.pos += 1;
         if self.close_if_empty(b']') {
             return Ok(Err(PathMiss::IndexOutOfRange { depth, len: 0 }));
@@ -448,12 +470,17 @@ impl Scanner<'_> {
     }
 
     fn utf8(&self, start: usize, end: usize) -> Result<&str, ScanError> {
-        std::str::from_utf8(&self.bytes[start..end]).map_err(|_| ScanError { offset: start, message: "invalid UTF-8" })
+        std::str::from_utf8(&self.bytes[start..end]).map_err(|_| ScanError {
+            offset: start,
+            message: "invalid UTF-8",
+        })
     }
 
     /// After a backslash: the escaped character (a lone surrogate decodes to U+FFFD).
     fn escape(&mut self) -> Result<char, ScanError> {
-        let b = self.peek().ok_or_else(|| self.error("unterminated escape"))?;
+        let b = self
+            .peek()
+            .ok_or_else(|| self.error("unterminated escape"))?;
         self.pos += 1;
         Ok(match b {
             b'"' => '"',
@@ -483,7 +510,10 @@ impl Scanner<'_> {
     }
 
     fn hex4(&mut self) -> Result<u32, ScanError> {
-        let digits = self.bytes.get(self.pos..self.pos + 4).ok_or_else(|| self.error("short \\u escape"))?;
+        let digits = self
+            .bytes
+            .get(self.pos..self.pos + 4)
+            .ok_or_else(|| self.error("short \\u escape"))?;
         let text = std::str::from_utf8(digits).map_err(|_| self.error("invalid \\u escape"))?;
         let value = u32::from_str_radix(text, 16).map_err(|_| self.error("invalid \\u escape"))?;
         if !text.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -536,15 +566,22 @@ mod tests {
     #[test]
     fn walk_reports_every_value_with_its_span() {
         let text = r#"{"a": [1, {"b~/": "x"}], "c": null}"#;
-        let got: Vec<_> = spans(text).values.iter().map(|(p, s)| format!("{p}={}", &text[s.start..s.end])).collect();
-        assert_eq!(got, [
-            "/a/0=1",
-            "/a/1/b~0~1=\"x\"",
-            r#"/a/1={"b~/": "x"}"#,
-            r#"/a=[1, {"b~/": "x"}]"#,
-            "/c=null",
-            format!("={text}").as_str(),
-        ]);
+        let got: Vec<_> = spans(text)
+            .values
+            .iter()
+            .map(|(p, s)| format!("{p}={}", &text[s.start..s.end]))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "/a/0=1",
+                "/a/1/b~0~1=\"x\"",
+                r#"/a/1={"b~/": "x"}"#,
+                r#"/a=[1, {"b~/": "x"}]"#,
+                "/c=null",
+                format!("={text}").as_str(),
+            ]
+        );
     }
 
     #[test]
@@ -558,10 +595,28 @@ mod tests {
         let text = br#"{"rows": [{"count": 12}, {"count": "7"}], "dup": {"k": 1, "k": 2}}"#;
         let span = follow(text, &["rows", "1", "count"]).unwrap().unwrap();
         assert_eq!(&text[span.start..span.end], br#""7""#);
-        assert_eq!(follow(text, &["rows", "2"]).unwrap(), Err(PathMiss::IndexOutOfRange { depth: 1, len: 2 }));
-        assert_eq!(follow(text, &["rows", "01"]).unwrap(), Err(PathMiss::WrongKind { depth: 1, found: "array" }));
-        assert_eq!(follow(text, &["dup", "k"]).unwrap(), Err(PathMiss::RepeatedMember { depth: 1 }));
-        assert_eq!(follow(text, &["rows", "0", "count", "x"]).unwrap(), Err(PathMiss::WrongKind { depth: 3, found: "number" }));
+        assert_eq!(
+            follow(text, &["rows", "2"]).unwrap(),
+            Err(PathMiss::IndexOutOfRange { depth: 1, len: 2 })
+        );
+        assert_eq!(
+            follow(text, &["rows", "01"]).unwrap(),
+            Err(PathMiss::WrongKind {
+                depth: 1,
+                found: "array"
+            })
+        );
+        assert_eq!(
+            follow(text, &["dup", "k"]).unwrap(),
+            Err(PathMiss::RepeatedMember { depth: 1 })
+        );
+        assert_eq!(
+            follow(text, &["rows", "0", "count", "x"]).unwrap(),
+            Err(PathMiss::WrongKind {
+                depth: 3,
+                found: "number"
+            })
+        );
         assert_eq!(follow(b"[5]", &["0"]).unwrap().unwrap(), Span::new(1, 2));
     }
 

@@ -5,8 +5,15 @@
 pub fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
     candidates
         .iter()
-        .map(|&candidate| (strsim::damerau_levenshtein(&name.to_lowercase(), &candidate.to_lowercase()), candidate))
-        .filter(|&(distance, candidate)| distance <= (name.chars().count().max(candidate.len()) / 3).max(1))
+        .map(|&candidate| {
+            (
+                strsim::damerau_levenshtein(&name.to_lowercase(), &candidate.to_lowercase()),
+                candidate,
+            )
+        })
+        .filter(|&(distance, candidate)| {
+            distance <= (name.chars().count().max(candidate.len()) / 3).max(1)
+        })
         .min_by_key(|&(distance, _)| distance)
         .map(|(_, candidate)| candidate)
 }
@@ -18,7 +25,13 @@ mod tests {
     #[test]
     fn suggests_near_names_only() {
         let fields = ["name", "version", "tools", "brief", "server"];
-        for (typo, want) in [("tool", Some("tools")), ("breif", Some("brief")), ("Version", Some("version")), ("x", None), ("colour", None)] {
+        for (typo, want) in [
+            ("tool", Some("tools")),
+            ("breif", Some("brief")),
+            ("Version", Some("version")),
+            ("x", None),
+            ("colour", None),
+        ] {
             assert_eq!(closest(typo, &fields), want, "{typo}");
         }
     }

@@ -19,13 +19,16 @@ fn oracle(text: &str) -> bool {
         format!(r"^[+-]?{number}{space}\p{{Sc}}$"),
     ];
     let trimmed = text.trim();
-    forms.iter().any(|form| regex::Regex::new(form).unwrap().is_match(trimmed))
+    forms
+        .iter()
+        .any(|form| regex::Regex::new(form).unwrap().is_match(trimmed))
 }
 
 fn grammar_string() -> impl Strategy<Value = String> {
     let pieces = prop::sample::select(vec![
-        "0", "1", "2", "9", "12", "007", ",", ",000", ".", ".5", "-", "+", "$", "€", "₪", "¥", "R", "CHF", " ", "\u{A0}",
-        "\u{202F}", "  ", "%", "(", ")", "e5", "NaN", "a", "\u{2003}", "1,234",
+        "0", "1", "2", "9", "12", "007", ",", ",000", ".", ".5", "-", "+", "$", "€", "₪", "¥", "R",
+        "CHF", " ", "\u{A0}", "\u{202F}", "  ", "%", "(", ")", "e5", "NaN", "a", "\u{2003}",
+        "1,234",
     ]);
     prop::collection::vec(pieces, 0..7).prop_map(|parts| parts.concat())
 }
@@ -35,14 +38,17 @@ fn arbitrary_json() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
         grammar_string().prop_map(Value::String),
         ".*".prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 32, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-            prop::collection::btree_map("[a-z0-9]{0,3}", inner, 0..5).prop_map(|m| Value::Object(m.into_iter().collect())),
+            prop::collection::btree_map("[a-z0-9]{0,3}", inner, 0..5)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
 }
@@ -94,8 +100,15 @@ proptest! {
 }
 
 fn every_zone() -> Vec<String> {
-    let names: Vec<String> = jiff::tz::db().available().map(|name| name.to_string()).collect();
-    assert!(names.len() > 300, "the IANA database is available ({} zones)", names.len());
+    let names: Vec<String> = jiff::tz::db()
+        .available()
+        .map(|name| name.to_string())
+        .collect();
+    assert!(
+        names.len() > 300,
+        "the IANA database is available ({} zones)",
+        names.len()
+    );
     names
 }
 
@@ -112,14 +125,21 @@ fn periods_are_contiguous_in_every_zone() {
         for granularity in [Granularity::Day, Granularity::Week, Granularity::Month] {
             let mut previous: Option<period::Period> = None;
             for day in dates(date(2026, 1, 1), 731) {
-                let current = resolve(granularity, day, 0, &zone).unwrap_or_else(|e| panic!("{name} {day} {granularity}: {e}"));
-                assert!(current.start < current.end, "{name} {day} {granularity}: empty");
+                let current = resolve(granularity, day, 0, &zone)
+                    .unwrap_or_else(|e| panic!("{name} {day} {granularity}: {e}"));
+                assert!(
+                    current.start < current.end,
+                    "{name} {day} {granularity}: empty"
+                );
                 assert!(current.start_date <= day && day <= current.end_date);
                 if let Some(prev) = &previous {
                     if prev.start_date == current.start_date {
                         assert_eq!(prev, &current, "{name} {day}: one period, two answers");
                     } else {
-                        assert_eq!(prev.end, current.start, "{name} {day} {granularity}: gap or overlap");
+                        assert_eq!(
+                            prev.end, current.start,
+                            "{name} {day} {granularity}: gap or overlap"
+                        );
                     }
                 }
                 previous = Some(current);
@@ -152,5 +172,73 @@ fn hours_tile_every_day_in_every_zone() {
                 }
             }
         }
+    }
+}
+
+fn small_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        (-5i64..5).prop_map(Value::from),
+        prop::sample::select(vec![1.0, 2.5, -0.5, 3.0, 1e20]).prop_map(Value::from),
+        prop::sample::select(vec!["", "a", "ab", "abc", "é", "ñañ", "10"]).prop_map(Value::from),
+    ];
+    leaf.prop_recursive(2, 8, 3, |inner| {
+        prop::collection::vec(inner, 0..4).prop_map(Value::Array)
+    })
+}
+
+fn direct_schema() -> impl Strategy<Value = serde_json::Map<String, Value>> {
+    let types = prop::sample::select(vec![
+        json!("string"),
+        json!("number"),
+        json!("integer"),
+        json!("boolean"),
+        json!("array"),
+        json!("object"),
+        json!("null"),
+        json!(["string", "integer"]),
+        json!(["array", "boolean"]),
+    ]);
+    (
+        prop::option::of(types),
+        prop::option::of(prop::collection::vec(small_value(), 1..4)),
+        prop::option::of(small_value()),
+        prop::option::of((-3i64..4, 0usize..4)),
+        prop::option::of((0u64..4, 0usize..4)),
+    )
+        .prop_map(|(ty, options, constant, bound, length)| {
+            let mut schema = serde_json::Map::new();
+            schema.insert("description".into(), json!("a property"));
+            if let Some(ty) = ty {
+                schema.insert("type".into(), ty);
+            }
+            if let Some(options) = options {
+                schema.insert("enum".into(), Value::Array(options));
+            }
+            if let Some(constant) = constant {
+                schema.insert("const".into(), constant);
+            }
+            if let Some((n, which)) = bound {
+                let key = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"][which];
+                schema.insert(key.into(), json!(n));
+            }
+            if let Some((n, which)) = length {
+                let key = ["minLength", "maxLength", "minItems", "maxItems"][which];
+                schema.insert(key.into(), json!(n));
+            }
+            schema
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// The default lint's direct answers are the `jsonschema` crate's answers.
+    #[test]
+    fn default_lint_agrees_with_jsonschema(schema in direct_schema(), value in small_value()) {
+        let direct = servio_manifest::schema::default_is_valid(&schema, &value);
+        let reference = jsonschema::draft202012::is_valid(&Value::Object(schema.clone()), &value);
+        prop_assert_eq!(direct, Some(reference), "schema {} value {}", Value::Object(schema), value);
     }
 }

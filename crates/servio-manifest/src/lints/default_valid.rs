@@ -11,12 +11,18 @@ use crate::rules::Code;
 use crate::schema::default_is_valid;
 
 pub(crate) fn check(schema: &Map<String, Value>, path: &str, warnings: &mut Vec<Diagnostic>) {
-    let Some(default) = schema.get("default") else { return };
+    let Some(default) = schema.get("default") else {
+        return;
+    };
     if default_is_valid(schema, default) == Some(false) {
         let at = Pointer::parse(path).unwrap_or_default().child("default");
         warnings.push(
-            Diagnostic::at(Code::DefaultMismatch, at, format!("default {default} does not match its own schema"))
-                .with_help("change the default, or the schema, so that the one fits the other"),
+            Diagnostic::at(
+                Code::DefaultMismatch,
+                at,
+                format!("default {default} does not match its own schema"),
+            )
+            .with_help("change the default, or the schema, so that the one fits the other"),
         );
     }
 }

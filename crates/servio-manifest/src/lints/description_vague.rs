@@ -13,8 +13,15 @@ pub(crate) fn check(description: &str, at: &Pointer, warnings: &mut Vec<Diagnost
     let words = description.split_whitespace().count();
     if words < MIN_WORDS {
         warnings.push(
-            Diagnostic::at(Code::VagueDescription, at.clone(), format!("tool description has {words} word{}, too few to guide an AI", if words == 1 { "" } else { "s" }))
-                .with_help("say what the tool does, what it returns and which filters it supports"),
+            Diagnostic::at(
+                Code::VagueDescription,
+                at.clone(),
+                format!(
+                    "tool description has {words} word{}, too few to guide an AI",
+                    if words == 1 { "" } else { "s" }
+                ),
+            )
+            .with_help("say what the tool does, what it returns and which filters it supports"),
         );
     }
 }

@@ -10,16 +10,27 @@ use crate::pointer::Pointer;
 use crate::rules::Code;
 
 pub(crate) fn check(schema: &Map<String, Value>, path: &str, warnings: &mut Vec<Diagnostic>) {
-    let Some(Value::Object(properties)) = schema.get("properties") else { return };
+    let Some(Value::Object(properties)) = schema.get("properties") else {
+        return;
+    };
     for (name, property) in properties {
-        let Value::Object(property) = property else { continue };
+        let Value::Object(property) = property else {
+            continue;
+        };
         if property.contains_key("description") || property.contains_key("$ref") {
             continue;
         }
-        let at = Pointer::parse(path).unwrap_or_default().child("properties").child(name);
+        let at = Pointer::parse(path)
+            .unwrap_or_default()
+            .child("properties")
+            .child(name);
         warnings.push(
-            Diagnostic::at_key(Code::PropertyDescription, at, format!("property `{name}` has no description"))
-                .with_help("add \"description\": what the value means and which values are good"),
+            Diagnostic::at_key(
+                Code::PropertyDescription,
+                at,
+                format!("property `{name}` has no description"),
+            )
+            .with_help("add \"description\": what the value means and which values are good"),
         );
     }
 }

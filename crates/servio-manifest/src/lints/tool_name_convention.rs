@@ -13,17 +13,25 @@ pub(crate) fn check(name: &str, at: &Pointer, warnings: &mut Vec<Diagnostic>) {
         return;
     }
     warnings.push(
-        Diagnostic::at(Code::ToolNameConvention, at.clone(), format!("tool name {name:?} is not in the namespace.actionTarget form"))
-            .with_help(format!("write it as {}", suggestion(name))),
+        Diagnostic::at(
+            Code::ToolNameConvention,
+            at.clone(),
+            format!("tool name {name:?} is not in the namespace.actionTarget form"),
+        )
+        .with_help(format!("write it as {}", suggestion(name))),
     );
 }
 
 /// `namespace.actionTarget`: `[a-z][a-z0-9_]*`, a dot, then a lowercase verb followed by at
 /// least one capitalised word (`searchThreads`, `getPost2`).
 fn follows_convention(name: &str) -> bool {
-    let Some((namespace, action)) = name.split_once('.') else { return false };
+    let Some((namespace, action)) = name.split_once('.') else {
+        return false;
+    };
     let namespace_ok = namespace.starts_with(|c: char| c.is_ascii_lowercase())
-        && namespace.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        && namespace
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     let action_ok = action.starts_with(|c: char| c.is_ascii_lowercase())
         && action.chars().all(|c| c.is_ascii_alphanumeric())
         && action.chars().any(|c| c.is_ascii_uppercase());
@@ -37,10 +45,18 @@ fn suggestion(name: &str) -> String {
         None => ("site".to_owned(), name.to_owned()),
     };
     let mut camel = String::new();
-    for (i, word) in action.split(['_', '-', '.']).filter(|w| !w.is_empty()).enumerate() {
+    for (i, word) in action
+        .split(['_', '-', '.'])
+        .filter(|w| !w.is_empty())
+        .enumerate()
+    {
         let mut chars = word.chars();
         let first = chars.next().unwrap_or_default();
-        if i == 0 { camel.push(first.to_ascii_lowercase()) } else { camel.push(first.to_ascii_uppercase()) }
+        if i == 0 {
+            camel.push(first.to_ascii_lowercase())
+        } else {
+            camel.push(first.to_ascii_uppercase())
+        }
         camel.extend(chars);
     }
     if !camel.chars().any(|c| c.is_ascii_uppercase()) {
@@ -55,10 +71,24 @@ mod tests {
 
     #[test]
     fn convention() {
-        for good in ["xenforo.searchThreads", "xenforo_pro.getPost", "shop.getSalesSummary", "a1.listV2"] {
+        for good in [
+            "xenforo.searchThreads",
+            "xenforo_pro.getPost",
+            "shop.getSalesSummary",
+            "a1.listV2",
+        ] {
             assert!(follows_convention(good), "{good}");
         }
-        for bad in ["search_threads", "Shop.getSales", "shop.GetSales", "shop.search", "shop.get_sales", "shop.", ".getX", "a.b.cD"] {
+        for bad in [
+            "search_threads",
+            "Shop.getSales",
+            "shop.GetSales",
+            "shop.search",
+            "shop.get_sales",
+            "shop.",
+            ".getX",
+            "a.b.cD",
+        ] {
             assert!(!follows_convention(bad), "{bad}");
         }
         assert_eq!(suggestion("search_threads"), "site.searchThreads");

@@ -13,8 +13,17 @@ pub(crate) fn check(version: &str, at: &Pointer, warnings: &mut Vec<Diagnostic>)
     let digits: Vec<&str> = version.trim_start_matches(['v', 'V']).split('.').collect();
     let help = match digits.as_slice() {
         [major] if major.parse::<u64>().is_ok() => format!("write \"{major}.0.0\""),
-        [major, minor] if major.parse::<u64>().is_ok() && minor.parse::<u64>().is_ok() => format!("write \"{major}.{minor}.0\""),
+        [major, minor] if major.parse::<u64>().is_ok() && minor.parse::<u64>().is_ok() => {
+            format!("write \"{major}.{minor}.0\"")
+        }
         _ => "write MAJOR.MINOR.PATCH, as in \"2.1.0\"".to_owned(),
     };
-    warnings.push(Diagnostic::at(Code::VersionNotSemver, at.clone(), format!("version {version:?} is not semantic versioning")).with_help(help));
+    warnings.push(
+        Diagnostic::at(
+            Code::VersionNotSemver,
+            at.clone(),
+            format!("version {version:?} is not semantic versioning"),
+        )
+        .with_help(help),
+    );
 }
