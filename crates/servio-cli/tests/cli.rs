@@ -197,3 +197,23 @@ fn brief_commands_exit_codes() {
         b"localhost_8443_shop_getSalesSummary\n"
     );
 }
+
+/// One fixture per rule code (`tests/fixtures/CODE.json`): each must raise its own code, and
+/// its rendered output is a snapshot, so a change to any message or span shows in review.
+#[test]
+fn every_rule_has_a_fixture_that_raises_it() {
+    for code in servio_manifest::Code::ALL {
+        let path = format!("crates/servio-cli/tests/fixtures/{}.json", code.as_str());
+        assert!(repo().join(&path).exists(), "no fixture for {code}");
+        let json = servio(&["check", "--format", "json", &path]);
+        let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        let raised = ["errors", "warnings"]
+            .iter()
+            .flat_map(|list| report[list].as_array().unwrap())
+            .chain(report["brief"]["errors"].as_array().unwrap())
+            .any(|d| d["code"] == code.as_str());
+        assert!(raised, "{path} does not raise {code}: {report}");
+        let human = servio(&["check", &path]);
+        insta::assert_snapshot!(format!("rule_{}", code.as_str()), stdout(&human));
+    }
+}

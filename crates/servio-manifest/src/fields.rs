@@ -74,12 +74,15 @@ impl<'a> Object<'a> {
     pub fn required(&self, key: &str, out: &mut Vec<Diagnostic>) -> Option<&'a Value> {
         let value = self.map.get(key);
         if value.is_none() {
-            out.push(Diagnostic::missing(
-                self.codes.missing,
-                &self.at,
-                key,
-                format!("missing required member `{key}`"),
-            ));
+            out.push(
+                Diagnostic::missing(
+                    self.codes.missing,
+                    &self.at,
+                    key,
+                    format!("missing required member `{key}`"),
+                )
+                .with_help(format!("add \"{key}\" to this object")),
+            );
         }
         value
     }

@@ -19,8 +19,9 @@ use crate::rules::Code;
 pub const SUPPORTED_TYPES: [&str; 6] =
     ["string", "number", "integer", "boolean", "array", "object"];
 
-/// Keywords whose value is one schema.
-const SCHEMA_KEYWORDS: [&str; 12] = [
+/// Keywords whose value is one schema, as the draft 2020-12 meta-schema defines them
+/// (`additionalItems` is gone from 2020-12, so its value is data there).
+const SCHEMA_KEYWORDS: [&str; 11] = [
     "items",
     "additionalProperties",
     "unevaluatedProperties",
@@ -32,15 +33,17 @@ const SCHEMA_KEYWORDS: [&str; 12] = [
     "then",
     "else",
     "contentSchema",
-    "additionalItems",
 ];
-/// Keywords whose value is an object of schemas.
-const SCHEMA_MAP_KEYWORDS: [&str; 5] = [
+/// Keywords whose value is an object of schemas. The 2020-12 meta-schema still validates
+/// the older `definitions` and `dependencies` (whose members may also be string arrays,
+/// which the walk passes over) as schemas.
+const SCHEMA_MAP_KEYWORDS: [&str; 6] = [
     "properties",
     "patternProperties",
     "$defs",
     "definitions",
     "dependentSchemas",
+    "dependencies",
 ];
 /// Keywords whose value is an array of schemas.
 const SCHEMA_ARRAY_KEYWORDS: [&str; 4] = ["prefixItems", "allOf", "anyOf", "oneOf"];
@@ -569,6 +572,18 @@ mod tests {
             (
                 json!({"type": "object", "$defs": {"x": {"items": {"type": "date"}}}}),
                 vec![("/s/$defs/x/items/type", Code::UnsupportedType)],
+            ),
+            (
+                json!({"type": "object", "dependencies": {"a": ["b"], "c": {"type": "nil"}}}),
+                vec![("/s/dependencies/c/type", Code::UnsupportedType)],
+            ),
+            (
+                json!({"type": "object", "if": {"type": "object"}, "then": {"not": {"type": "any"}}}),
+                vec![("/s/then/not/type", Code::UnsupportedType)],
+            ),
+            (
+                json!({"type": "object", "properties": {"o": {"examples": [{"type": "x"}], "const": {"type": "y"}}}}),
+                vec![],
             ),
             // `type` inside data is not a schema keyword.
             (
