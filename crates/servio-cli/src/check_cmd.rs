@@ -46,11 +46,10 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         |result| match result {
             Err(message) => unreadable.push(message),
             Ok(checked) => {
-                any_invalid |= !checked.report.is_valid()
-                    || (args.deny_warnings && !checked.report.warnings.is_empty());
-                match args.format {
-                    Format::Sarif => sarif.add(&checked.name, &checked.bytes, &checked.report),
-                    _ => {
+                any_invalid |= !checked.valid || (args.deny_warnings && checked.has_warnings);
+                match &checked.sarif {
+                    Some((bytes, report)) => sarif.add(&checked.name, bytes, report),
+                    None => {
                         if let Err(e) = stdout.write_all(checked.rendered.as_bytes()) {
                             write_error.get_or_insert(e);
                         }
@@ -89,12 +88,15 @@ fn allowed_codes(names: &[String]) -> Result<Vec<Code>, Failure> {
         .collect()
 }
 
-/// One checked source with its output already rendered (for human and JSON formats).
+/// One checked source with its output already rendered (for human and JSON formats). The
+/// report itself travels only for SARIF: freeing it on the thread that allocated it keeps the
+/// allocator from serialising the workers.
 struct Checked {
     name: String,
-    bytes: Vec<u8>,
-    report: Report,
+    valid: bool,
+    has_warnings: bool,
     rendered: String,
+    sarif: Option<(Vec<u8>, Report)>,
 }
 
 /// Every file to check, in order: files as given, directories expanded to their `*.json`
@@ -165,17 +167,12 @@ fn check_one(
         Format::Json => render::json::render_line(&name, &report),
         Format::Sarif => String::new(),
     };
-    // Keep memory flat on big corpora: only SARIF needs the bytes after rendering.
-    let bytes = if format == Format::Sarif {
-        bytes
-    } else {
-        Vec::new()
-    };
     Ok(Checked {
         name,
-        bytes,
-        report,
+        valid: report.is_valid(),
+        has_warnings: !report.warnings.is_empty(),
         rendered,
+        sarif: (format == Format::Sarif).then_some((bytes, report)),
     })
 }
 

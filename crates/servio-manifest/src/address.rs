@@ -129,7 +129,9 @@ fn shorten(name: String, hash: &str) -> String {
 
 /// True when `tool` on `site` gets a name longer than 64 characters and is shortened.
 pub fn is_shortened(site: &Site, tool: &str) -> bool {
-    site.base_name(tool).len() > MAX_NAME_LEN
+    // The tool part replaces each character by one ASCII character, so its length is the
+    // tool's character count; no need to build the name.
+    site.identifier.len() + 1 + tool.chars().count() > MAX_NAME_LEN
 }
 
 /// The prefixed names of a user's tools, one per `(site, tool)` in `tools`, in the same order.
@@ -192,6 +194,14 @@ mod tests {
             assert_eq!((site.identifier(), site.origin()), (id, origin), "{input}");
         }
         assert!(Site::parse("https://").is_err());
+        let site = Site::parse("example.com").unwrap();
+        for tool in ["a".repeat(52), "b".repeat(53), "ß".repeat(53)] {
+            assert_eq!(
+                is_shortened(&site, &tool),
+                site.base_name(&tool).len() > MAX_NAME_LEN,
+                "{tool}"
+            );
+        }
     }
 
     #[test]

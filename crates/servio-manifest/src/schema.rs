@@ -49,7 +49,8 @@ const SCHEMA_MAP_KEYWORDS: [&str; 6] = [
 const SCHEMA_ARRAY_KEYWORDS: [&str; 4] = ["prefixItems", "allOf", "anyOf", "oneOf"];
 
 /// The draft 2020-12 meta-schema, with format assertions on (so `"pattern": "["` is an error;
-/// the crate's ready-made meta validator treats formats as annotations only).
+/// the crate's ready-made meta validator treats formats as annotations only). Its errors are
+/// what the report shows.
 static META_VALIDATOR: LazyLock<Validator> = LazyLock::new(|| {
     jsonschema::draft202012::options()
         .should_validate_formats(true)
@@ -57,8 +58,92 @@ static META_VALIDATOR: LazyLock<Validator> = LazyLock::new(|| {
         .expect("the bundled draft 2020-12 meta-schema compiles")
 });
 
-/// Checks one tool's `input_schema` at `at`, appending errors to `out`.
-pub fn check_input_schema(schema: &Value, at: &Pointer, out: &mut Vec<Diagnostic>) {
+/// The same meta-schema flattened into one document (see [`flat_meta_schema`]), as a fast
+/// first test: most schemas are valid, and for them this answers alone.
+static FLAT_META_VALIDATOR: LazyLock<Validator> = LazyLock::new(|| {
+    jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(&flat_meta_schema())
+        .expect("the flattened draft 2020-12 meta-schema compiles")
+});
+
+/// Whether `schema` is valid under the draft 2020-12 meta-schema, with format assertions.
+/// The flattened meta-schema answers; the official one is asked only about schemas the flat
+/// one rejects, and its errors are what gets reported.
+pub fn is_valid_schema(schema: &Value) -> bool {
+    FLAT_META_VALIDATOR.is_valid(schema) || META_VALIDATOR.is_valid(schema)
+}
+
+/// The draft 2020-12 meta-schema as one document, built from the `referencing` crate's
+/// bundled copies of the official vocabulary meta-schemas.
+///
+/// The official meta-schema is an `allOf` of seven vocabulary meta-schemas tied together by
+/// `$dynamicRef`, so each subschema is checked seven times over, once per vocabulary. Here
+/// every vocabulary's `properties` and `$defs` are merged into one schema whose subschema
+/// positions point back at its root (`$dynamicRef: "#meta"` becomes `$ref: "#"`, references
+/// into another vocabulary become local). For schemas that do not declare a meta-schema of
+/// their own, as tool schemas do not, both accept the same documents: a property test holds
+/// them to it, and whatever the flat one rejects is reported with the official one's errors.
+pub fn flat_meta_schema() -> Value {
+    use referencing::meta::{
+        DRAFT202012, DRAFT202012_APPLICATOR, DRAFT202012_CONTENT, DRAFT202012_CORE,
+        DRAFT202012_FORMAT_ANNOTATION, DRAFT202012_META_DATA, DRAFT202012_UNEVALUATED,
+        DRAFT202012_VALIDATION,
+    };
+    let parts = [
+        &*DRAFT202012_CORE,
+        &*DRAFT202012_APPLICATOR,
+        &*DRAFT202012_UNEVALUATED,
+        &*DRAFT202012_VALIDATION,
+        &*DRAFT202012_META_DATA,
+        &*DRAFT202012_FORMAT_ANNOTATION,
+        &*DRAFT202012_CONTENT,
+        &*DRAFT202012,
+    ];
+    let mut properties = Map::new();
+    let mut defs = Map::new();
+    for part in parts {
+        for (target, member) in [(&mut properties, "properties"), (&mut defs, "$defs")] {
+            if let Some(Value::Object(members)) = part.get(member) {
+                target.extend(members.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
+    }
+    let mut flat =
+        json!({ "type": ["object", "boolean"], "properties": properties, "$defs": defs });
+    make_local(&mut flat);
+    flat
+}
+
+/// Rewrites references for the flattened meta-schema: `{"$dynamicRef": "#meta"}` to the
+/// root, `meta/validation#/$defs/x` to `#/$defs/x`.
+fn make_local(value: &mut Value) {
+    match value {
+        Value::Object(members) => {
+            if members.get("$dynamicRef").and_then(Value::as_str) == Some("#meta") {
+                members.remove("$dynamicRef");
+                members.insert("$ref".into(), json!("#"));
+            }
+            if let Some(Value::String(target)) = members.get_mut("$ref")
+                && let Some((_, fragment)) = target.split_once('#')
+            {
+                *target = format!("#{fragment}");
+            }
+            members.values_mut().for_each(make_local);
+        }
+        Value::Array(items) => items.iter_mut().for_each(make_local),
+        _ => {}
+    }
+}
+
+/// Checks one tool's `input_schema` at `at`, appending errors to `out`. `each_subschema` is
+/// called on every subschema during the same walk, so that lints need no walk of their own.
+pub fn check_input_schema(
+    schema: &Value,
+    at: &Pointer,
+    out: &mut Vec<Diagnostic>,
+    each_subschema: &mut dyn FnMut(&Keywords<'_>, &SchemaPath<'_>),
+) {
     let Some(object) = schema.as_object() else {
         out.push(
             Diagnostic::at(
@@ -93,11 +178,16 @@ pub fn check_input_schema(schema: &Value, at: &Pointer, out: &mut Vec<Diagnostic
             ),
         ),
     }
-    let mut path = at.as_str().to_owned();
+    let mut path = SchemaPath {
+        base: at,
+        segments: Vec::new(),
+    };
     for_each_subschema(schema, &mut path, &mut |sub, path| {
-        check_types(sub, path, out)
+        let keywords = Keywords::of(sub);
+        check_types(keywords.type_, path, out);
+        each_subschema(&keywords, path);
     });
-    if !META_VALIDATOR.is_valid(schema) {
+    if !is_valid_schema(schema) {
         let reported: Vec<Pointer> = out[first..].iter().map(|d| d.pointer.clone()).collect();
         for error in META_VALIDATOR.iter_errors(schema) {
             let pointer =
@@ -121,13 +211,49 @@ pub fn check_input_schema(schema: &Value, at: &Pointer, out: &mut Vec<Diagnostic
     }
 }
 
+/// Where a subschema is: the pointer of the `input_schema` plus the segments below it. The
+/// pointer text is only built when a diagnostic needs it.
+pub struct SchemaPath<'a> {
+    base: &'a Pointer,
+    segments: Vec<Segment<'a>>,
+}
+
+#[derive(Clone, Copy)]
+enum Segment<'a> {
+    /// A schema keyword such as `properties`.
+    Keyword(&'a str),
+    /// A member name inside a keyword's object, such as a property name.
+    Name(&'a str),
+    Index(usize),
+}
+
+impl SchemaPath<'_> {
+    /// The property name, when this subschema is the value of a member of `properties`.
+    pub fn property_name(&self) -> Option<&str> {
+        match self.segments.as_slice() {
+            [.., Segment::Keyword("properties"), Segment::Name(name)] => Some(name),
+            _ => None,
+        }
+    }
+
+    /// The JSON Pointer of the subschema.
+    pub fn pointer(&self) -> Pointer {
+        self.segments
+            .iter()
+            .fold(self.base.clone(), |pointer, segment| match segment {
+                Segment::Keyword(name) | Segment::Name(name) => pointer.child(name),
+                Segment::Index(i) => pointer.index(*i),
+            })
+    }
+}
+
 /// Calls `visit` on every subschema object of `schema` (the root included), in document
-/// order, with `path` holding its escaped JSON Pointer. Data keywords (`enum`, `const`,
-/// `default`, `examples`) are never entered.
-pub fn for_each_subschema(
-    schema: &Value,
-    path: &mut String,
-    visit: &mut dyn FnMut(&Map<String, Value>, &str),
+/// order, with its path. Data keywords (`enum`, `const`, `default`, `examples`) are never
+/// entered.
+pub fn for_each_subschema<'a>(
+    schema: &'a Value,
+    path: &mut SchemaPath<'a>,
+    visit: &mut dyn FnMut(&'a Map<String, Value>, &SchemaPath<'a>),
 ) {
     let Some(object) = schema.as_object() else {
         return;
@@ -135,55 +261,89 @@ pub fn for_each_subschema(
     visit(object, path);
     for (keyword, value) in object {
         let keyword = keyword.as_str();
-        let len = path.len();
         match value {
             _ if SCHEMA_KEYWORDS.contains(&keyword) => {
-                push_segment(path, keyword);
+                path.segments.push(Segment::Keyword(keyword));
                 for_each_subschema(value, path, visit);
+                path.segments.pop();
             }
             Value::Object(members) if SCHEMA_MAP_KEYWORDS.contains(&keyword) => {
-                push_segment(path, keyword);
+                path.segments.push(Segment::Keyword(keyword));
                 for (name, sub) in members {
-                    let inner = path.len();
-                    push_segment(path, name);
+                    path.segments.push(Segment::Name(name));
                     for_each_subschema(sub, path, visit);
-                    path.truncate(inner);
+                    path.segments.pop();
                 }
+                path.segments.pop();
             }
             Value::Array(items) if SCHEMA_ARRAY_KEYWORDS.contains(&keyword) => {
-                push_segment(path, keyword);
+                path.segments.push(Segment::Keyword(keyword));
                 for (i, sub) in items.iter().enumerate() {
-                    let inner = path.len();
-                    path.push('/');
-                    path.push_str(&i.to_string());
+                    path.segments.push(Segment::Index(i));
                     for_each_subschema(sub, path, visit);
-                    path.truncate(inner);
+                    path.segments.pop();
                 }
+                path.segments.pop();
             }
             _ => {}
         }
-        path.truncate(len);
     }
 }
 
-/// Appends one escaped reference token to a pointer held as text.
-pub fn push_segment(path: &mut String, name: &str) {
-    path.push('/');
-    if name.contains(['~', '/']) {
-        path.push_str(&name.replace('~', "~0").replace('/', "~1"));
-    } else {
-        path.push_str(name);
-    }
+/// The members of one subschema that checks and lints read, found in one pass over it: a
+/// schema has few members, and a scan is cheaper than hashing each name looked up.
+pub struct Keywords<'a> {
+    /// The subschema.
+    pub schema: &'a Map<String, Value>,
+    /// `type`.
+    pub type_: Option<&'a Value>,
+    /// `properties`, when an object.
+    pub properties: Option<&'a Map<String, Value>>,
+    /// `required`, when an array.
+    pub required: Option<&'a Vec<Value>>,
+    /// `default`.
+    pub default: Option<&'a Value>,
+    /// Whether it has a `description`.
+    pub described: bool,
+    /// Whether it has a `$ref` (its documentation lives where it points).
+    pub has_ref: bool,
+    /// Whether every member is one of [`DIRECT_KEYWORDS`].
+    pub direct_only: bool,
 }
 
-fn pointer_of(path: &str) -> Pointer {
-    Pointer::parse(path).unwrap_or_default()
+impl<'a> Keywords<'a> {
+    /// Reads `schema` once.
+    pub fn of(schema: &'a Map<String, Value>) -> Keywords<'a> {
+        let mut keywords = Keywords {
+            schema,
+            type_: None,
+            properties: None,
+            required: None,
+            default: None,
+            described: false,
+            has_ref: false,
+            direct_only: true,
+        };
+        for (name, value) in schema {
+            match name.as_str() {
+                "type" => keywords.type_ = Some(value),
+                "properties" => keywords.properties = value.as_object(),
+                "required" => keywords.required = value.as_array(),
+                "default" => keywords.default = Some(value),
+                "description" => keywords.described = true,
+                "$ref" => keywords.has_ref = true,
+                _ => {}
+            }
+            keywords.direct_only &= DIRECT_KEYWORDS.contains(&name.as_str());
+        }
+        keywords
+    }
 }
 
 /// E052: every `type` names a supported type; in an array each entry on its own.
-fn check_types(schema: &Map<String, Value>, path: &str, out: &mut Vec<Diagnostic>) {
-    let at = || pointer_of(path).child("type");
-    match schema.get("type") {
+fn check_types(type_: Option<&Value>, path: &SchemaPath<'_>, out: &mut Vec<Diagnostic>) {
+    let at = || path.pointer().child("type");
+    match type_ {
         Some(Value::String(name)) if !SUPPORTED_TYPES.contains(&name.as_str()) => {
             out.push(unsupported_type(at(), name));
         }
@@ -412,7 +572,13 @@ impl ArgumentValidator {
 /// `allOf`, ...) goes to `jsonschema`. `None` when the subschema does not compile on its own
 /// (say, a `$ref` into the root's `$defs`).
 pub fn default_is_valid(schema: &Map<String, Value>, value: &Value) -> Option<bool> {
-    if schema.keys().all(|k| DIRECT_KEYWORDS.contains(&k.as_str())) {
+    default_is_valid_in(&Keywords::of(schema), value)
+}
+
+/// [`default_is_valid`] for a subschema already read into [`Keywords`].
+pub fn default_is_valid_in(keywords: &Keywords<'_>, value: &Value) -> Option<bool> {
+    let schema = keywords.schema;
+    if keywords.direct_only {
         return direct_is_valid(schema, value);
     }
     let object = Value::Object(schema.clone());
@@ -536,7 +702,12 @@ mod tests {
 
     fn errors(schema: Value) -> Vec<(String, Code)> {
         let mut out = Vec::new();
-        check_input_schema(&schema, &Pointer::root().child("s"), &mut out);
+        check_input_schema(
+            &schema,
+            &Pointer::root().child("s"),
+            &mut out,
+            &mut |_, _| {},
+        );
         out.into_iter()
             .map(|d| (d.pointer.to_string(), d.code))
             .collect()
@@ -625,6 +796,7 @@ mod tests {
             &json!({"type": "object", "required": "q"}),
             &Pointer::root(),
             &mut out,
+            &mut |_, _| {},
         );
         assert_eq!(
             out[0].message,

@@ -262,8 +262,9 @@ fn check_tools<'a>(
         let schema_at = tool_at.child("input_schema");
         let input_schema = tool.required("input_schema", errors);
         if let Some(input_schema) = input_schema {
-            schema::check_input_schema(input_schema, &schema_at, errors);
-            lints::schema_lints(input_schema, &schema_at, warnings);
+            schema::check_input_schema(input_schema, &schema_at, errors, &mut |sub, path| {
+                lints::schema_lints(sub, path, warnings)
+            });
             if let Some(name) = name {
                 refs.push(ToolRef { name, input_schema });
             }

@@ -242,3 +242,109 @@ proptest! {
         prop_assert_eq!(direct, Some(reference), "schema {} value {}", Value::Object(schema), value);
     }
 }
+
+fn schema_like() -> impl Strategy<Value = Value> {
+    let keywords = prop::sample::select(vec![
+        "type",
+        "properties",
+        "items",
+        "prefixItems",
+        "required",
+        "enum",
+        "const",
+        "default",
+        "description",
+        "pattern",
+        "patternProperties",
+        "additionalProperties",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "$defs",
+        "$ref",
+        "$id",
+        "$schema",
+        "$anchor",
+        "minimum",
+        "maxLength",
+        "minItems",
+        "uniqueItems",
+        "format",
+        "dependentRequired",
+        "dependentSchemas",
+        "contains",
+        "propertyNames",
+        "unevaluatedProperties",
+        "contentSchema",
+        "definitions",
+        "dependencies",
+        "examples",
+        "title",
+        "deprecated",
+        "x-custom",
+        "multipleOf",
+        "$comment",
+        "$vocabulary",
+    ]);
+    let leaf = prop_oneof![
+        Just(json!(true)),
+        Just(json!(false)),
+        Just(json!(null)),
+        prop::sample::select(vec![json!(-1), json!(0), json!(1.5), json!(3)]),
+        prop::sample::select(vec![
+            json!("string"),
+            json!("int"),
+            json!("["),
+            json!("^[a-z]+$"),
+            json!("#/$defs/x"),
+            json!("https://e.com/s"),
+            json!("not a uri ref \\"),
+            json!("a"),
+            json!("date"),
+        ]),
+        Just(json!([])),
+        Just(json!(["a", "b"])),
+        Just(json!(["a", "a"])),
+        Just(json!(["string", "integer"])),
+    ];
+    leaf.prop_recursive(4, 40, 5, move |inner| {
+        prop_oneof![
+            prop::collection::vec((keywords.clone(), inner.clone()), 0..5).prop_map(|members| {
+                Value::Object(
+                    members
+                        .into_iter()
+                        .map(|(k, v)| (k.to_owned(), v))
+                        .collect(),
+                )
+            }),
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::vec(("[a-z]{1,3}", inner), 0..3).prop_map(
+                |members| json!({ "properties": Value::Object(members.into_iter().collect()) })
+            ),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4000))]
+
+    /// The flattened meta-schema used as a fast first test accepts exactly what the official
+    /// draft 2020-12 meta-schema accepts.
+    #[test]
+    fn flat_meta_schema_agrees_with_the_official_one(schema in schema_like()) {
+        use std::sync::LazyLock;
+        static OFFICIAL: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
+            jsonschema::draft202012::options().should_validate_formats(true)
+                .build(&json!({ "$ref": "https://json-schema.org/draft/2020-12/schema" })).unwrap()
+        });
+        static FLAT: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
+            jsonschema::draft202012::options().should_validate_formats(true)
+                .build(&servio_manifest::schema::flat_meta_schema()).unwrap()
+        });
+        prop_assert_eq!(FLAT.is_valid(&schema), OFFICIAL.is_valid(&schema), "{}", schema);
+    }
+}

@@ -13,18 +13,17 @@ pub(crate) mod tools_empty;
 pub(crate) mod unknown_field;
 pub(crate) mod version_semver;
 
-use serde_json::Value;
-
 use crate::diagnostic::Diagnostic;
-use crate::pointer::Pointer;
-use crate::schema::for_each_subschema;
+use crate::schema::{Keywords, SchemaPath};
 
-/// The lints that look inside an `input_schema`, in one walk over its subschemas.
-pub(crate) fn schema_lints(schema: &Value, at: &Pointer, warnings: &mut Vec<Diagnostic>) {
-    let mut path = at.as_str().to_owned();
-    for_each_subschema(schema, &mut path, &mut |sub, path| {
-        property_description::check(sub, path, warnings);
-        required_in_properties::check(sub, path, warnings);
-        default_valid::check(sub, path, warnings);
-    });
+/// The lints that look inside an `input_schema`, for one subschema; called from the walk
+/// that `crate::schema::check_input_schema` makes anyway.
+pub(crate) fn schema_lints(
+    schema: &Keywords<'_>,
+    path: &SchemaPath<'_>,
+    warnings: &mut Vec<Diagnostic>,
+) {
+    property_description::check(schema, path, warnings);
+    required_in_properties::check(schema, path, warnings);
+    default_valid::check(schema, path, warnings);
 }

@@ -2,17 +2,15 @@
 //!
 //! Usually a typo: the AI is told to send an argument it knows nothing about.
 
-use serde_json::{Map, Value};
-
 use crate::diagnostic::Diagnostic;
-use crate::pointer::Pointer;
 use crate::rules::Code;
+use crate::schema::{Keywords, SchemaPath};
 
-pub(crate) fn check(schema: &Map<String, Value>, path: &str, warnings: &mut Vec<Diagnostic>) {
-    let Some(Value::Array(required)) = schema.get("required") else {
+pub(crate) fn check(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut Vec<Diagnostic>) {
+    let Some(required) = schema.required else {
         return;
     };
-    let properties = schema.get("properties").and_then(Value::as_object);
+    let properties = schema.properties;
     for (i, name) in required.iter().enumerate() {
         let Some(name) = name.as_str() else { continue };
         if properties.is_some_and(|p| p.contains_key(name)) {
@@ -25,10 +23,7 @@ pub(crate) fn check(schema: &Map<String, Value>, path: &str, warnings: &mut Vec<
             Some(near) => format!("did you mean `{near}`?"),
             None => format!("define `{name}` under `properties`, or remove it from `required`"),
         };
-        let at = Pointer::parse(path)
-            .unwrap_or_default()
-            .child("required")
-            .index(i);
+        let at = path.pointer().child("required").index(i);
         warnings.push(
             Diagnostic::at(
                 Code::RequiredNotInProperties,
