@@ -5,11 +5,22 @@
 use libfuzzer_sys::fuzz_target;
 use servio_manifest::{CheckOptions, check, resolve_brief};
 
-const ZONES: [&str; 6] = ["UTC", "Pacific/Auckland", "America/New_York", "Asia/Kathmandu", "Pacific/Chatham", "Pacific/Apia"];
+const ZONES: [&str; 6] = [
+    "UTC",
+    "Pacific/Auckland",
+    "America/New_York",
+    "Asia/Kathmandu",
+    "Pacific/Chatham",
+    "Pacific/Apia",
+];
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&selector, brief)) = data.split_first() else { return };
-    let Ok(brief) = std::str::from_utf8(brief) else { return };
+    let Some((&selector, brief)) = data.split_first() else {
+        return;
+    };
+    let Ok(brief) = std::str::from_utf8(brief) else {
+        return;
+    };
     let manifest = format!(
         r#"{{"name": "F", "version": "1.0.0", "server": {{"url": "https://f.example.com"}}, "auth": {{"type": "bearer"}},
         "tools": [{{"name": "shop.getSalesSummary", "description": "Summarise sales for a date range in the shop.",
@@ -21,6 +32,7 @@ fuzz_target!(|data: &[u8]| {
         let day = 1 + (selector % 28) as i8;
         let date = jiff::civil::date(2026, 1 + (selector % 12) as i8, day);
         let zone = ZONES[selector as usize % ZONES.len()];
-        let _ = resolve_brief(&brief, date, selector % 24, zone).expect("a known zone and a valid date resolve");
+        let _ = resolve_brief(&brief, date, selector % 24, zone)
+            .expect("a known zone and a valid date resolve");
     }
 });

@@ -7,8 +7,18 @@ use servio_manifest::{CheckOptions, check};
 
 fuzz_target!(|data: &[u8]| {
     let report = check(data, &CheckOptions::default());
-    for d in report.errors.iter().chain(&report.warnings).chain(&report.brief_errors) {
-        assert!(d.span.start <= d.span.end && d.span.end <= data.len(), "span {:?} outside {} bytes", d.span, data.len());
+    for d in report
+        .errors
+        .iter()
+        .chain(&report.warnings)
+        .chain(&report.brief_errors)
+    {
+        assert!(
+            d.span.start <= d.span.end && d.span.end <= data.len(),
+            "span {:?} outside {} bytes",
+            d.span,
+            data.len()
+        );
         assert!(d.line >= 1 && d.column >= 1);
     }
     if report.is_valid() {

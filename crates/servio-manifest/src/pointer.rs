@@ -21,14 +21,7 @@ impl Pointer {
     pub fn child(&self, name: &str) -> Pointer {
         let mut out = String::with_capacity(self.0.len() + name.len() + 1);
         out.push_str(&self.0);
-        out.push('/');
-        for ch in name.chars() {
-            match ch {
-                '~' => out.push_str("~0"),
-                '/' => out.push_str("~1"),
-                _ => out.push(ch),
-            }
-        }
+        push_escaped(&mut out, name);
         Pointer(out)
     }
 
@@ -59,6 +52,18 @@ impl Pointer {
     pub fn starts_with(&self, other: &Pointer) -> bool {
         self.0 == other.0
             || (self.0.starts_with(&other.0) && self.0.as_bytes().get(other.0.len()) == Some(&b'/'))
+    }
+}
+
+/// Appends `/` and `name` escaped as a reference token (`~` as `~0`, `/` as `~1`).
+pub(crate) fn push_escaped(pointer: &mut String, name: &str) {
+    pointer.push('/');
+    for ch in name.chars() {
+        match ch {
+            '~' => pointer.push_str("~0"),
+            '/' => pointer.push_str("~1"),
+            _ => pointer.push(ch),
+        }
     }
 }
 

@@ -181,6 +181,16 @@ impl Scanner<'_> {
         Ok(())
     }
 
+    /// At `{` or `[`: checks the depth, steps in, and returns true when the container is
+    /// empty and already closed again.
+    fn open(&mut self, close: u8, depth: usize) -> Result<bool, ScanError> {
+        if depth > MAX_SCAN_DEPTH {
+            return Err(self.error("nesting too deep"));
+        }
+        self.pos += 1;
+        Ok(self.close_if_empty(close))
+    }
+
     /// After `{` or `[` (and white space): true when the container is empty and now closed.
     fn close_if_empty(&mut self, close: u8) -> bool {
         self.skip_ws();
@@ -231,11 +241,7 @@ impl Scanner<'_> {
         depth: usize,
         visit: &mut dyn Visit,
     ) -> Result<(), ScanError> {
-        if depth > MAX_SCAN_DEPTH {
-            return Err(self.error("nesting too deep"));
-        }
-        self.pos += 1;
-        if self.close_if_empty(b'}') {
+        if self.open(b'}', depth)? {
             return Ok(());
         }
         let mut seen = HashSet::new();
@@ -244,7 +250,7 @@ impl Scanner<'_> {
             let key = self.read_string()?;
             let key_span = Span::new(key_start, self.pos);
             let parent_len = pointer.len();
-            push_segment(pointer, &key);
+            crate::pointer::push_escaped(pointer, &key);
             visit.key(pointer, key_span);
             if !seen.insert(key) {
                 visit.duplicate(pointer, key_span);
@@ -265,11 +271,7 @@ impl Scanner<'_> {
         depth: usize,
         visit: &mut dyn Visit,
     ) -> Result<(), ScanError> {
-        if depth > MAX_SCAN_DEPTH {
-            return Err(self.error("nesting too deep"));
-        }
-        self.pos += 1;
-        if self.close_if_empty(b']') {
+        if self.open(b']', depth)? {
             return Ok(());
         }
         let mut index = 0usize;
@@ -521,17 +523,6 @@ impl Scanner<'_> {
         }
         self.pos += 4;
         Ok(value)
-    }
-}
-
-fn push_segment(pointer: &mut String, key: &str) {
-    pointer.push('/');
-    for ch in key.chars() {
-        match ch {
-            '~' => pointer.push_str("~0"),
-            '/' => pointer.push_str("~1"),
-            _ => pointer.push(ch),
-        }
     }
 }
 
