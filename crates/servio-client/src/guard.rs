@@ -183,6 +183,32 @@ pub fn classify(address: IpAddr) -> Option<Rule> {
     }
 }
 
+/// A policy plus the networks an operator lets through anyway (say, one internal site).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Guard {
+    /// The policy.
+    pub policy: Policy,
+    /// Networks allowed whatever the policy says.
+    pub allowed: Vec<IpNet>,
+}
+
+impl Guard {
+    /// Judges one address reached through `host`.
+    pub fn check(&self, host: &str, address: IpAddr) -> Result<(), Refusal> {
+        if self.allowed.iter().any(|net| net.contains(&address)) {
+            return Ok(());
+        }
+        self.policy.check(host, address)
+    }
+
+    /// Judges a whole DNS answer: one refused address refuses the answer.
+    pub fn check_all(&self, host: &str, addresses: &[IpAddr]) -> Result<(), Refusal> {
+        addresses
+            .iter()
+            .try_for_each(|address| self.check(host, *address))
+    }
+}
+
 impl Policy {
     /// Judges one address reached through `host`.
     pub fn check(self, host: &str, address: IpAddr) -> Result<(), Refusal> {

@@ -1,8 +1,16 @@
-//! The one crate that opens outbound connections to sites. So far: the address guard that
-//! decides which addresses may be connected to (interpretation §9). Discovery, limits, tool
-//! calls and OAuth follow (see the client issue).
+//! The one crate that opens outbound connections to sites.
+//!
+//! - [`guard`]: which addresses may be connected to (interpretation §9).
+//! - [`http`]: the client every request goes through: HTTPS only unless asked, the guard on
+//!   every DNS answer and redirect hop, body, time and redirect limits.
+//! - [`discovery`]: finding a site's manifest (interpretation §1) and refreshing it with
+//!   conditional requests.
 #![deny(missing_docs)]
 
+pub mod discovery;
 pub mod guard;
+pub mod http;
 
-pub use guard::{Policy, Refusal, Rule};
+pub use discovery::{Discovered, DiscoveryError, Validators, discover, refresh};
+pub use guard::{Guard, Policy, Refusal, Rule};
+pub use http::{Client, ClientConfig, ClientError, Fetched, Lookup};

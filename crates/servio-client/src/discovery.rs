@@ -1,0 +1,236 @@
+//! Finding a site's manifest (interpretation §1).
+//!
+//! The three well-known paths are tried in order. A path serves the manifest when it answers
+//! `200` with `Content-Type: application/json`; that answer is the manifest even when its
+//! JSON is broken. `404`, `410`, any other status below 500 and a `200` of another type (a
+//! single-page app answering `index.html` everywhere) mean "not here". A transport failure or
+//! a `5xx` stops discovery. When no path serves a manifest, the error says what each answered.
+
+use std::fmt;
+
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH};
+use url::Url;
+
+use crate::http::{Client, ClientError, Fetched};
+
+/// The paths tried, in order.
+pub const PATHS: [&str; 3] = [
+    "/.well-known/servio.json",
+    "/servio.json",
+    "/api/servio/manifest",
+];
+
+/// A manifest found.
+#[derive(Debug, Clone)]
+pub struct Discovered {
+    /// The site's origin, such as `https://example.com`.
+    pub origin: Url,
+    /// Where the manifest was served.
+    pub url: Url,
+    /// Its bytes, unvalidated.
+    pub body: Vec<u8>,
+    /// Validators for a later conditional request.
+    pub validators: Validators,
+}
+
+/// `ETag` and `Last-Modified` of a fetched manifest.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Validators {
+    /// The `ETag` header.
+    pub etag: Option<String>,
+    /// The `Last-Modified` header.
+    pub last_modified: Option<String>,
+}
+
+impl Validators {
+    fn from_response(fetched: &Fetched) -> Validators {
+        Validators {
+            etag: fetched.header("etag").map(str::to_owned),
+            last_modified: fetched.header("last-modified").map(str::to_owned),
+        }
+    }
+
+    fn headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Some(value) = self
+            .etag
+            .as_deref()
+            .and_then(|v| HeaderValue::from_str(v).ok())
+        {
+            headers.insert(IF_NONE_MATCH, value);
+        }
+        if let Some(value) = self
+            .last_modified
+            .as_deref()
+            .and_then(|v| HeaderValue::from_str(v).ok())
+        {
+            headers.insert(IF_MODIFIED_SINCE, value);
+        }
+        headers
+    }
+}
+
+/// What one path answered when it did not serve the manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    /// The path.
+    pub path: &'static str,
+    /// What it answered, for people: `404 Not Found`, `200 with text/html`.
+    pub answer: String,
+}
+
+/// Why discovery failed.
+#[derive(Debug)]
+pub enum DiscoveryError {
+    /// The input is not a site URL we fetch.
+    BadInput(String),
+    /// No path served a manifest; what each answered.
+    NotFound(Vec<Attempt>),
+    /// A path answered 5xx: discovery stops there.
+    ServerError {
+        /// The URL.
+        url: Box<Url>,
+        /// The status.
+        status: StatusCode,
+    },
+    /// A request failed (DNS, TLS, connect, timeout, limit, guard).
+    Request {
+        /// The URL.
+        url: Box<Url>,
+        /// What went wrong.
+        error: ClientError,
+    },
+}
+
+impl fmt::Display for DiscoveryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DiscoveryError::BadInput(m) => f.write_str(m),
+            DiscoveryError::NotFound(attempts) => {
+                f.write_str("no manifest found; each path answered:")?;
+                for a in attempts {
+                    write!(f, "\n  {}: {}", a.path, a.answer)?;
+                }
+                Ok(())
+            }
+            DiscoveryError::ServerError { url, status } => write!(
+                f,
+                "{url} answered {status}: discovery stops at a server error"
+            ),
+            DiscoveryError::Request { url, error } => write!(f, "{url}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for DiscoveryError {}
+
+impl DiscoveryError {
+    /// The guard's refusal, when that is what stopped discovery.
+    pub fn refusal(&self) -> Option<&crate::guard::Refusal> {
+        match self {
+            DiscoveryError::Request {
+                error: ClientError::Refused(r),
+                ..
+            } => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// The origin of a site given as an origin or any URL on it.
+pub fn origin_of(input: &str) -> Result<Url, DiscoveryError> {
+    let url = Url::parse(input)
+        .map_err(|e| DiscoveryError::BadInput(format!("{input:?} is not a URL: {e}")))?;
+    if url.host().is_none() {
+        return Err(DiscoveryError::BadInput(format!("{input:?} has no host")));
+    }
+    let origin = url.origin().ascii_serialization();
+    Url::parse(&origin).map_err(|e| DiscoveryError::BadInput(format!("{input:?}: {e}")))
+}
+
+fn is_json(fetched: &Fetched) -> bool {
+    fetched.media_type().as_deref() == Some("application/json")
+}
+
+/// Finds the manifest of the site `input` (an origin or any URL on it).
+pub async fn discover(client: &Client, input: &str) -> Result<Discovered, DiscoveryError> {
+    let origin = origin_of(input)?;
+    let mut attempts = Vec::new();
+    for path in PATHS {
+        let url = origin
+            .join(path)
+            .map_err(|e| DiscoveryError::BadInput(e.to_string()))?;
+        let fetched = client
+            .get_json(&url, HeaderMap::new())
+            .await
+            .map_err(|error| DiscoveryError::Request {
+                url: Box::new(url.clone()),
+                error,
+            })?;
+        if fetched.status.is_server_error() {
+            return Err(DiscoveryError::ServerError {
+                url: Box::new(url),
+                status: fetched.status,
+            });
+        }
+        if fetched.status == StatusCode::OK && is_json(&fetched) {
+            let validators = Validators::from_response(&fetched);
+            return Ok(Discovered {
+                origin,
+                url: fetched.url,
+                body: fetched.body,
+                validators,
+            });
+        }
+        let answer = match (fetched.status, fetched.media_type()) {
+            (StatusCode::OK, Some(kind)) => format!("200 OK with {kind}, not application/json"),
+            (StatusCode::OK, None) => "200 OK without a Content-Type".to_owned(),
+            (status, _) => status.to_string(),
+        };
+        attempts.push(Attempt { path, answer });
+    }
+    Err(DiscoveryError::NotFound(attempts))
+}
+
+/// The result of a conditional refresh.
+#[derive(Debug, Clone)]
+pub enum Refreshed {
+    /// `304 Not Modified`: the stored manifest is current.
+    NotModified,
+    /// A new copy.
+    Changed(Box<Discovered>),
+}
+
+/// Fetches a known manifest URL again with its validators.
+pub async fn refresh(
+    client: &Client,
+    origin: &Url,
+    url: &Url,
+    validators: &Validators,
+) -> Result<Refreshed, DiscoveryError> {
+    let fetched = client
+        .get_json(url, validators.headers())
+        .await
+        .map_err(|error| DiscoveryError::Request {
+            url: Box::new(url.clone()),
+            error,
+        })?;
+    match fetched.status {
+        StatusCode::NOT_MODIFIED => Ok(Refreshed::NotModified),
+        status if status.is_server_error() => Err(DiscoveryError::ServerError {
+            url: Box::new(url.clone()),
+            status,
+        }),
+        StatusCode::OK if is_json(&fetched) => Ok(Refreshed::Changed(Box::new(Discovered {
+            origin: origin.clone(),
+            url: fetched.url.clone(),
+            validators: Validators::from_response(&fetched),
+            body: fetched.body,
+        }))),
+        // The manifest moved or went away: look for it from the start.
+        _ => discover(client, origin.as_str())
+            .await
+            .map(|found| Refreshed::Changed(Box::new(found))),
+    }
+}

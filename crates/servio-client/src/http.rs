@@ -1,0 +1,429 @@
+//! The HTTP client every outbound request goes through: HTTPS only (plain `http` by explicit
+//! opt-in), the address guard on every DNS answer and every redirect hop, and limits on body
+//! size (counted after decompression, while streaming), total time and redirects.
+
+use std::fmt;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::{Method, StatusCode};
+use url::{Host, Url};
+
+use crate::guard::{Guard, Policy, Refusal};
+
+/// Settings of a [`Client`].
+#[derive(Clone)]
+pub struct ClientConfig {
+    /// Which addresses may be connected to.
+    pub guard: Guard,
+    /// Whether plain `http://` URLs are allowed (local development only).
+    pub allow_http: bool,
+    /// Largest response body accepted, after decompression.
+    pub max_body: usize,
+    /// Longest a whole request may take, body included.
+    pub timeout: Duration,
+    /// Most redirects followed.
+    pub max_redirects: usize,
+    /// Extra trusted roots, PEM, beside the platform's.
+    pub extra_roots_pem: Option<Vec<u8>>,
+    /// How host names become addresses; the system resolver when `None`.
+    pub lookup: Option<Arc<dyn Lookup>>,
+}
+
+impl Default for ClientConfig {
+    /// Interpretation §1: 8 MiB, 10 s, 5 redirects; the `any` policy, https only.
+    fn default() -> ClientConfig {
+        ClientConfig {
+            guard: Guard::default(),
+            allow_http: false,
+            max_body: 8 * 1024 * 1024,
+            timeout: Duration::from_secs(10),
+            max_redirects: 5,
+            extra_roots_pem: None,
+            lookup: None,
+        }
+    }
+}
+
+impl ClientConfig {
+    /// The settings with `policy` as the guard's policy.
+    pub fn with_policy(mut self, policy: Policy) -> ClientConfig {
+        self.guard.policy = policy;
+        self
+    }
+
+    /// Adds the roots in the PEM file at `path`.
+    pub fn with_ca_file(mut self, path: &Path) -> Result<ClientConfig, ClientError> {
+        let pem = std::fs::read(path)
+            .map_err(|e| ClientError::Setup(format!("could not read {}: {e}", path.display())))?;
+        self.extra_roots_pem = Some(pem);
+        Ok(self)
+    }
+}
+
+/// Turns a host name into addresses. The guard judges whatever this answers.
+pub trait Lookup: Send + Sync {
+    /// The addresses of `host`.
+    fn lookup(
+        &self,
+        host: &str,
+    ) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<IpAddr>>> + Send>>;
+}
+
+/// The operating system's resolver.
+struct SystemLookup;
+
+impl Lookup for SystemLookup {
+    fn lookup(
+        &self,
+        host: &str,
+    ) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<IpAddr>>> + Send>> {
+        let host = host.to_owned();
+        Box::pin(async move {
+            Ok(tokio::net::lookup_host((host.as_str(), 0))
+                .await?
+                .map(|a| a.ip())
+                .collect())
+        })
+    }
+}
+
+/// The resolver reqwest calls: looks up, judges every address, and hands over exactly the
+/// addresses it judged, so that the connection goes to a checked address.
+struct GuardedResolver {
+    lookup: Arc<dyn Lookup>,
+    guard: Guard,
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let lookup = Arc::clone(&self.lookup);
+        let guard = self.guard.clone();
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let addresses = lookup.lookup(&host).await?;
+            if addresses.is_empty() {
+                return Err(format!("{host} has no addresses").into());
+            }
+            guard.check_all(&host, &addresses)?;
+            let addrs: Addrs = Box::new(addresses.into_iter().map(|ip| SocketAddr::new(ip, 0)));
+            Ok(addrs)
+        })
+    }
+}
+
+/// Why a request failed.
+#[derive(Debug)]
+pub enum ClientError {
+    /// The client could not be built (a bad PEM file, say).
+    Setup(String),
+    /// The URL is not one we fetch: not https, or malformed.
+    BadUrl(String),
+    /// The guard refused an address.
+    Refused(Refusal),
+    /// A redirect broke a rule: too many, or to another scheme.
+    Redirect(String),
+    /// The body is larger than the limit.
+    TooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The request took longer than the limit.
+    Timeout(Duration),
+    /// DNS, TLS, connect or protocol failure.
+    Transport(String),
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::Setup(m) => write!(f, "client setup failed: {m}"),
+            ClientError::BadUrl(m) => f.write_str(m),
+            ClientError::Refused(r) => write!(f, "refused: {r}"),
+            ClientError::Redirect(m) => write!(f, "redirect refused: {m}"),
+            ClientError::TooLarge { limit } => write!(
+                f,
+                "the response body is larger than the limit of {limit} bytes"
+            ),
+            ClientError::Timeout(t) => {
+                write!(f, "no complete response within {} s", t.as_secs_f64())
+            }
+            ClientError::Transport(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+impl ClientError {
+    /// True when the address guard refused the request.
+    pub fn is_refused(&self) -> bool {
+        matches!(self, ClientError::Refused(_))
+    }
+}
+
+/// A response read in full, within the limits.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The final URL, after redirects.
+    pub url: Url,
+    /// The status.
+    pub status: StatusCode,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body, decompressed.
+    pub body: Vec<u8>,
+}
+
+impl Fetched {
+    /// The media type without parameters, lowercased (`application/json`).
+    pub fn media_type(&self) -> Option<String> {
+        let value = self
+            .headers
+            .get(reqwest::header::CONTENT_TYPE)?
+            .to_str()
+            .ok()?;
+        Some(
+            value
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase(),
+        )
+    }
+
+    /// A header as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// The outbound HTTP client.
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    config: ClientConfig,
+}
+
+impl Client {
+    /// Builds a client with `config`.
+    pub fn new(config: ClientConfig) -> Result<Client, ClientError> {
+        let lookup = config
+            .lookup
+            .clone()
+            .unwrap_or_else(|| Arc::new(SystemLookup));
+        let hop_rules = HopRules {
+            guard: config.guard.clone(),
+            allow_http: config.allow_http,
+            max_redirects: config.max_redirects,
+        };
+        let mut builder = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(config.timeout)
+            .user_agent(concat!("servio/", env!("CARGO_PKG_VERSION")))
+            .dns_resolver(Arc::new(GuardedResolver {
+                lookup,
+                guard: config.guard.clone(),
+            }))
+            .redirect(reqwest::redirect::Policy::custom(
+                move |attempt| match hop_rules.check(attempt.url(), attempt.previous().len()) {
+                    Ok(()) => attempt.follow(),
+                    Err(error) => attempt.error(error),
+                },
+            ));
+        if let Some(pem) = &config.extra_roots_pem {
+            let certs = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| ClientError::Setup(format!("bad CA file: {e}")))?;
+            if certs.is_empty() {
+                return Err(ClientError::Setup(
+                    "the CA file holds no certificate".into(),
+                ));
+            }
+            builder = builder.tls_certs_merge(certs);
+        }
+        let http = builder
+            .build()
+            .map_err(|e| ClientError::Setup(describe(&e)))?;
+        Ok(Client { http, config })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// Checks that `url` may be fetched at all: scheme, and a literal address's guard verdict
+    /// (names are judged when they are resolved).
+    pub fn check_url(&self, url: &Url) -> Result<(), ClientError> {
+        HopRules {
+            guard: self.config.guard.clone(),
+            allow_http: self.config.allow_http,
+            max_redirects: 0,
+        }
+        .check_target(url)
+    }
+
+    /// Sends a request and reads the whole response within the limits.
+    pub async fn send(
+        &self,
+        method: Method,
+        url: &Url,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+    ) -> Result<Fetched, ClientError> {
+        self.check_url(url)?;
+        let mut request = self.http.request(method, url.clone()).headers(headers);
+        if let Some(body) = body {
+            request = request.body(body);
+        }
+        let response = request.send().await.map_err(|e| self.classify(e))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let final_url = response.url().clone();
+        // reqwest hands back, unfollowed, a redirect to a scheme it does not speak (`file:`).
+        if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
+            let location = headers
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("nowhere");
+            return Err(ClientError::Redirect(format!(
+                "{final_url} redirects to {location}, which is not followed: only https is"
+            )));
+        }
+        if response
+            .content_length()
+            .is_some_and(|n| n > self.config.max_body as u64)
+        {
+            return Err(ClientError::TooLarge {
+                limit: self.config.max_body,
+            });
+        }
+        let mut body = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| self.classify(e))?;
+            if body.len() + chunk.len() > self.config.max_body {
+                return Err(ClientError::TooLarge {
+                    limit: self.config.max_body,
+                });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(Fetched {
+            url: final_url,
+            status,
+            headers,
+            body,
+        })
+    }
+
+    /// `GET url` with `Accept: application/json` and any extra headers.
+    pub async fn get_json(&self, url: &Url, extra: HeaderMap) -> Result<Fetched, ClientError> {
+        let mut headers = extra;
+        headers.insert(
+            reqwest::header::ACCEPT,
+            HeaderValue::from_static("application/json"),
+        );
+        self.send(Method::GET, url, headers, None).await
+    }
+
+    /// Maps a reqwest error to ours, finding a guard refusal or redirect error inside it.
+    fn classify(&self, error: reqwest::Error) -> ClientError {
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+        while let Some(current) = source {
+            if let Some(refusal) = current.downcast_ref::<Refusal>() {
+                return ClientError::Refused(refusal.clone());
+            }
+            if let Some(ClientError::Refused(refusal)) = current.downcast_ref::<ClientError>() {
+                return ClientError::Refused(refusal.clone());
+            }
+            if let Some(ClientError::Redirect(message)) = current.downcast_ref::<ClientError>() {
+                return ClientError::Redirect(message.clone());
+            }
+            if let Some(ClientError::BadUrl(message)) = current.downcast_ref::<ClientError>() {
+                return ClientError::Redirect(message.clone());
+            }
+            source = current.source();
+        }
+        if error.is_timeout() {
+            return ClientError::Timeout(self.config.timeout);
+        }
+        ClientError::Transport(describe(&error))
+    }
+}
+
+/// The rules every redirect hop must pass.
+#[derive(Clone)]
+struct HopRules {
+    guard: Guard,
+    allow_http: bool,
+    max_redirects: usize,
+}
+
+impl HopRules {
+    /// `redirects` counts this redirect too (reqwest's list of URLs visited before it).
+    fn check(&self, url: &Url, redirects: usize) -> Result<(), ClientError> {
+        if redirects > self.max_redirects {
+            return Err(ClientError::Redirect(format!(
+                "more than {} redirects (the last to {url})",
+                self.max_redirects
+            )));
+        }
+        self.check_target(url).map_err(|e| match e {
+            ClientError::BadUrl(message) => ClientError::Redirect(message),
+            other => other,
+        })
+    }
+
+    fn check_target(&self, url: &Url) -> Result<(), ClientError> {
+        match url.scheme() {
+            "https" => {}
+            "http" if self.allow_http => {}
+            "http" => {
+                return Err(ClientError::BadUrl(format!(
+                    "{url} is plain http: only https is fetched (use --allow-http for local development)"
+                )));
+            }
+            other => {
+                return Err(ClientError::BadUrl(format!(
+                    "{url} uses the {other}: scheme; only https is fetched"
+                )));
+            }
+        }
+        let literal = match url.host() {
+            Some(Host::Ipv4(v4)) => Some(IpAddr::V4(v4)),
+            Some(Host::Ipv6(v6)) => Some(IpAddr::V6(v6)),
+            Some(Host::Domain(_)) => None,
+            None => return Err(ClientError::BadUrl(format!("{url} has no host"))),
+        };
+        if let Some(address) = literal {
+            self.guard
+                .check(url.host_str().unwrap_or_default(), address)
+                .map_err(ClientError::Refused)?;
+        }
+        Ok(())
+    }
+}
+
+/// A reqwest error with its causes, which is where the useful part usually is.
+fn describe(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
