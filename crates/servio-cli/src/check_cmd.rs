@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, anyhow};
-use servio_manifest::{CheckOptions, Code, Report, Severity, check};
+use servio_manifest::{CheckOptions, Code, Report, Severity, Site, check};
 
 use crate::cli::{CheckArgs, Format};
+use crate::fetch::{Fetcher, is_url};
 use crate::render;
 use crate::{Failure, Outcome};
 
@@ -33,31 +34,36 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
         .max(1);
 
+    // The network client is built only when a source is a site.
+    let fetcher = match paths.iter().any(|p| is_url(&p.to_string_lossy())) {
+        true => Some(Fetcher::new(&args.fetch)?),
+        false => None,
+    };
+    let job = Job {
+        options: &options,
+        format: args.format,
+        style,
+        fetcher: fetcher.as_ref(),
+    };
+
     let mut stdout = std::io::stdout().lock();
     let mut any_invalid = false;
     let mut sarif = render::sarif::Builder::default();
     let mut write_error = None;
-    check_all(
-        &paths,
-        &options,
-        args.format,
-        style,
-        jobs,
-        |result| match result {
-            Err(message) => unreadable.push(message),
-            Ok(checked) => {
-                any_invalid |= !checked.valid || (args.deny_warnings && checked.has_warnings);
-                match &checked.sarif {
-                    Some((bytes, report)) => sarif.add(&checked.name, bytes, report),
-                    None => {
-                        if let Err(e) = stdout.write_all(checked.rendered.as_bytes()) {
-                            write_error.get_or_insert(e);
-                        }
+    check_all(&paths, &job, jobs, |result| match result {
+        Err(message) => unreadable.push(message),
+        Ok(checked) => {
+            any_invalid |= !checked.valid || (args.deny_warnings && checked.has_warnings);
+            match &checked.sarif {
+                Some((bytes, report)) => sarif.add(&checked.name, bytes, report),
+                None => {
+                    if let Err(e) = stdout.write_all(checked.rendered.as_bytes()) {
+                        write_error.get_or_insert(e);
                     }
                 }
             }
-        },
-    );
+        }
+    });
     if let Some(error) = write_error {
         return Err(Failure(
             anyhow!(error).context("writing to standard output"),
@@ -154,16 +160,41 @@ pub fn read_source(path: &Path) -> Result<Source, String> {
     })
 }
 
-fn check_one(
-    path: &Path,
-    options: &CheckOptions,
+/// What every check of one run shares.
+struct Job<'a> {
+    options: &'a CheckOptions,
     format: Format,
     style: render::Style,
-) -> Result<Checked, String> {
-    let Source { name, bytes } = read_source(path)?;
-    let report = check(&bytes, options);
-    let rendered = match format {
-        Format::Human => render::human::render(&name, &bytes, &report, style),
+    fetcher: Option<&'a Fetcher>,
+}
+
+/// Reads a file or fetches a site's manifest; a site is its own site for the name lints.
+fn load(path: &Path, job: &Job<'_>) -> Result<(Source, CheckOptions), String> {
+    let text = path.to_string_lossy();
+    match job.fetcher {
+        Some(fetcher) if is_url(&text) => {
+            let found = fetcher.discover(&text).map_err(|e| format!("{e:#}"))?;
+            let options = CheckOptions {
+                site: Site::from_url(&found.origin),
+                ..job.options.clone()
+            };
+            Ok((
+                Source {
+                    name: found.url.to_string(),
+                    bytes: found.body,
+                },
+                options,
+            ))
+        }
+        _ => Ok((read_source(path)?, job.options.clone())),
+    }
+}
+
+fn check_one(path: &Path, job: &Job<'_>) -> Result<Checked, String> {
+    let (Source { name, bytes }, options) = load(path, job)?;
+    let report = check(&bytes, &options);
+    let rendered = match job.format {
+        Format::Human => render::human::render(&name, &bytes, &report, job.style),
         Format::Json => render::json::render_line(&name, &report),
         Format::Sarif => String::new(),
     };
@@ -172,7 +203,7 @@ fn check_one(
         valid: report.is_valid(),
         has_warnings: !report.warnings.is_empty(),
         rendered,
-        sarif: (format == Format::Sarif).then_some((bytes, report)),
+        sarif: (job.format == Format::Sarif).then_some((bytes, report)),
     })
 }
 
@@ -180,17 +211,13 @@ fn check_one(
 /// soon as it and all before it are done, so that memory stays flat over a big corpus.
 fn check_all(
     paths: &[PathBuf],
-    options: &CheckOptions,
-    format: Format,
-    style: render::Style,
+    job: &Job<'_>,
     jobs: usize,
     mut emit: impl FnMut(Result<Checked, String>),
 ) {
     let jobs = jobs.min(paths.len()).max(1);
     if jobs == 1 {
-        paths
-            .iter()
-            .for_each(|path| emit(check_one(path, options, format, style)));
+        paths.iter().for_each(|path| emit(check_one(path, job)));
         return;
     }
     let next = AtomicUsize::new(0);
@@ -203,10 +230,7 @@ fn check_all(
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(path) = paths.get(i) else { break };
-                    if sender
-                        .send((i, check_one(path, options, format, style)))
-                        .is_err()
-                    {
+                    if sender.send((i, check_one(path, job))).is_err() {
                         break;
                     }
                 }

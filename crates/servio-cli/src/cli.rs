@@ -57,9 +57,28 @@ pub struct CheckArgs {
     /// Worker threads for many files (default: the number of cores).
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
-    /// Manifest files, directories (every *.json under them) or - for standard input.
+    /// Manifest files, directories (every *.json under them), - for standard input, or a
+    /// site URL (https://example.com), whose manifest is discovered and fetched.
     #[arg(required = true, value_name = "SOURCE")]
     pub sources: Vec<PathBuf>,
+    #[command(flatten)]
+    pub fetch: FetchArgs,
+}
+
+/// How to fetch from sites.
+#[derive(Debug, Clone, Args)]
+pub struct FetchArgs {
+    /// Which addresses may be contacted: `public` refuses loopback, private, link-local and
+    /// other non-global addresses, as the platform does; `any` allows them, for testing a site
+    /// on your own machine.
+    #[arg(long, value_name = "POLICY", default_value = "any", value_parser = ["public", "any"])]
+    pub guard: String,
+    /// Trust the certificate authorities in this PEM file too (for a local or test site).
+    #[arg(long, value_name = "PEM", env = "SERVIO_CA_CERT")]
+    pub ca_cert: Option<PathBuf>,
+    /// Allow plain http:// URLs (local development only; the platform never does).
+    #[arg(long)]
+    pub allow_http: bool,
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@ mod brief_cmd;
 mod check_cmd;
 mod cli;
 mod explain_cmd;
+mod fetch;
 mod render;
 
 use std::process::ExitCode;
