@@ -12,12 +12,8 @@ use crate::{Failure, Outcome};
 pub fn resolve(args: &ResolveArgs) -> Result<Outcome, Failure> {
     // Bad arguments are reported before the manifest is looked at: they are exit 2 whatever
     // the manifest says.
-    let date: jiff::civil::Date = args.date.parse().map_err(|e| {
-        anyhow!(
-            "--date {:?} is not a date of the form YYYY-MM-DD: {e}",
-            args.date
-        )
-    })?;
+    let date: jiff::civil::Date =
+        args.date.parse().map_err(|e| anyhow!("--date {:?} is not a date of the form YYYY-MM-DD: {e}", args.date))?;
     period::zone(&args.timezone)?;
     if args.hour > 23 {
         return Err(Failure(anyhow!("--hour {} is not 0 to 23", args.hour)));
@@ -43,31 +39,18 @@ pub fn resolve(args: &ResolveArgs) -> Result<Outcome, Failure> {
         (BriefStatus::Ignored, _) => {
             eprintln!("{}: the brief is ignored:", source.name);
             for e in &report.brief_errors {
-                eprintln!(
-                    "  {}:{}: {} {} (at {})",
-                    e.line, e.column, e.code, e.message, e.pointer
-                );
+                eprintln!("  {}:{}: {} {} (at {})", e.line, e.column, e.code, e.message, e.pointer);
             }
             return Ok(Outcome::Invalid);
         }
         _ => {
-            eprintln!(
-                "{}: the manifest has no brief, so there is nothing to resolve",
-                source.name
-            );
+            eprintln!("{}: the manifest has no brief, so there is nothing to resolve", source.name);
             return Ok(Outcome::Invalid);
         }
     };
-    if let Some(key) = args
-        .metric
-        .as_ref()
-        .filter(|key| !brief.metrics.iter().any(|m| &m.key == *key))
-    {
+    if let Some(key) = args.metric.as_ref().filter(|key| !brief.metrics.iter().any(|m| &m.key == *key)) {
         let keys: Vec<&str> = brief.metrics.iter().map(|m| m.key.as_str()).collect();
-        return Err(Failure(anyhow!(
-            "no metric {key:?} in the brief; it declares: {}",
-            keys.join(", ")
-        )));
+        return Err(Failure(anyhow!("no metric {key:?} in the brief; it declares: {}", keys.join(", "))));
     }
     let resolution = resolve_brief(brief, date, args.hour, &args.timezone)?;
     for (key, why) in resolution.skipped {
@@ -94,31 +77,20 @@ pub fn resolve(args: &ResolveArgs) -> Result<Outcome, Failure> {
             })
         })
         .collect();
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&out).context("rendering JSON")?
-    );
+    println!("{}", serde_json::to_string_pretty(&out).context("rendering JSON")?);
     Ok(Outcome::Ok)
 }
 
 fn display_pointer(pointer: &str) -> &str {
-    if pointer.is_empty() {
-        "the whole document"
-    } else {
-        pointer
-    }
+    if pointer.is_empty() { "the whole document" } else { pointer }
 }
 
 pub fn extract(args: &ExtractArgs) -> Result<Outcome, Failure> {
-    let path = ValuePath::parse(&args.value_path)
-        .map_err(|e| anyhow!("--value-path {:?}: {e}", args.value_path))?;
+    let path = ValuePath::parse(&args.value_path).map_err(|e| anyhow!("--value-path {:?}: {e}", args.value_path))?;
     let source = read_source(&args.file).map_err(|e| anyhow!(e))?;
     match extract_value(&source.bytes, &path) {
         Ok(found) => {
-            println!(
-                "{}",
-                json!({ "value": number(found.value), "raw": raw_json(&found.raw) })
-            );
+            println!("{}", json!({ "value": number(found.value), "raw": raw_json(&found.raw) }));
             Ok(Outcome::Ok)
         }
         Err(dropped) => {
@@ -132,11 +104,7 @@ pub fn extract(args: &ExtractArgs) -> Result<Outcome, Failure> {
 /// A whole number prints as an integer (`2340`, not `2340.0`) while it is exact in `f64`.
 fn number(value: f64) -> Value {
     const EXACT: f64 = 9_007_199_254_740_992.0;
-    if value.fract() == 0.0 && value.abs() < EXACT {
-        json!(value as i64)
-    } else {
-        json!(value)
-    }
+    if value.fract() == 0.0 && value.abs() < EXACT { json!(value as i64) } else { json!(value) }
 }
 
 /// The raw value exactly as the response wrote it.

@@ -23,28 +23,17 @@ pub struct Source {
 }
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
-    let options = CheckOptions {
-        site: None,
-        allow: allowed_codes(&args.allow)?,
-    };
+    let options = CheckOptions { site: None, allow: allowed_codes(&args.allow)? };
     let (paths, mut unreadable) = expand_sources(&args.sources);
     let style = render::Style::detect();
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
-        .max(1);
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)).max(1);
 
     // The network client is built only when a source is a site.
     let fetcher = match paths.iter().any(|p| is_url(&p.to_string_lossy())) {
         true => Some(Fetcher::new(&args.fetch)?),
         false => None,
     };
-    let job = Job {
-        options: &options,
-        format: args.format,
-        style,
-        fetcher: fetcher.as_ref(),
-    };
+    let job = Job { options: &options, format: args.format, style, fetcher: fetcher.as_ref() };
 
     let mut stdout = std::io::stdout().lock();
     let mut any_invalid = false;
@@ -65,9 +54,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         }
     });
     if let Some(error) = write_error {
-        return Err(Failure(
-            anyhow!(error).context("writing to standard output"),
-        ));
+        return Err(Failure(anyhow!(error).context("writing to standard output")));
     }
     if args.format == Format::Sarif {
         writeln!(stdout, "{}", sarif.finish()).context("writing to standard output")?;
@@ -76,11 +63,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
     if !unreadable.is_empty() {
         return Err(Failure(anyhow!("{}", unreadable.join("\nerror: "))));
     }
-    Ok(if any_invalid {
-        Outcome::Invalid
-    } else {
-        Outcome::Ok
-    })
+    Ok(if any_invalid { Outcome::Invalid } else { Outcome::Ok })
 }
 
 fn allowed_codes(names: &[String]) -> Result<Vec<Code>, Failure> {
@@ -88,8 +71,12 @@ fn allowed_codes(names: &[String]) -> Result<Vec<Code>, Failure> {
         .iter()
         .map(|name| match Code::from_text(name) {
             Some(code) if code.severity() == Severity::Warning => Ok(code),
-            Some(code) => Err(Failure(anyhow!("{code} is not a lint: only W codes can be allowed, errors always count"))),
-            None => Err(Failure(anyhow!("unknown rule {name:?}: `servio explain` lists nothing by that name; lints are W001 to W010"))),
+            Some(code) => {
+                Err(Failure(anyhow!("{code} is not a lint: only W codes can be allowed, errors always count")))
+            }
+            None => Err(Failure(anyhow!(
+                "unknown rule {name:?}: `servio explain` lists nothing by that name; lints are W001 to W010"
+            ))),
         })
         .collect()
 }
@@ -113,10 +100,7 @@ fn expand_sources(sources: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
     for source in sources {
         if source.is_dir() {
             if let Err(e) = collect_json(source, &mut files) {
-                problems.push(format!(
-                    "could not read directory {}: {e}",
-                    source.display()
-                ));
+                problems.push(format!("could not read directory {}: {e}", source.display()));
             }
         } else {
             files.push(source.clone());
@@ -126,9 +110,7 @@ fn expand_sources(sources: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
 }
 
 fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
     entries.sort();
     for path in entries {
         if path.is_dir() {
@@ -144,20 +126,11 @@ fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 pub fn read_source(path: &Path) -> Result<Source, String> {
     if path == Path::new("-") {
         let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| format!("could not read standard input: {e}"))?;
-        return Ok(Source {
-            name: "<stdin>".to_owned(),
-            bytes,
-        });
+        std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("could not read standard input: {e}"))?;
+        return Ok(Source { name: "<stdin>".to_owned(), bytes });
     }
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("could not read {}: {e}", path.display()))?;
-    Ok(Source {
-        name: path.display().to_string(),
-        bytes,
-    })
+    let bytes = std::fs::read(path).map_err(|e| format!("could not read {}: {e}", path.display()))?;
+    Ok(Source { name: path.display().to_string(), bytes })
 }
 
 /// What every check of one run shares.
@@ -174,17 +147,8 @@ fn load(path: &Path, job: &Job<'_>) -> Result<(Source, CheckOptions), String> {
     match job.fetcher {
         Some(fetcher) if is_url(&text) => {
             let found = fetcher.discover(&text).map_err(|e| format!("{e:#}"))?;
-            let options = CheckOptions {
-                site: Site::from_url(&found.origin),
-                ..job.options.clone()
-            };
-            Ok((
-                Source {
-                    name: found.url.to_string(),
-                    bytes: found.body,
-                },
-                options,
-            ))
+            let options = CheckOptions { site: Site::from_url(&found.origin), ..job.options.clone() };
+            Ok((Source { name: found.url.to_string(), bytes: found.body }, options))
         }
         _ => Ok((read_source(path)?, job.options.clone())),
     }
@@ -209,12 +173,7 @@ fn check_one(path: &Path, job: &Job<'_>) -> Result<Checked, String> {
 
 /// Checks every path with `jobs` threads and hands each result to `emit` in path order, as
 /// soon as it and all before it are done, so that memory stays flat over a big corpus.
-fn check_all(
-    paths: &[PathBuf],
-    job: &Job<'_>,
-    jobs: usize,
-    mut emit: impl FnMut(Result<Checked, String>),
-) {
+fn check_all(paths: &[PathBuf], job: &Job<'_>, jobs: usize, mut emit: impl FnMut(Result<Checked, String>)) {
     let jobs = jobs.min(paths.len()).max(1);
     if jobs == 1 {
         paths.iter().for_each(|path| emit(check_one(path, job)));

@@ -31,6 +31,56 @@ pub enum Command {
     },
     /// Print the prefixed name under which a platform offers a site's tool to an AI.
     Address(AddressArgs),
+    /// Call a site's tool and print its JSON result.
+    ///
+    /// The manifest is discovered first, and the arguments are checked against the tool's
+    /// input_schema before anything is sent. Exit 1 when the arguments are invalid or the site
+    /// answers with an error, 2 when the site cannot be reached.
+    Call(CallArgs),
+    /// Run the demo site over HTTPS: a forum and a shop with a brief, behind a bearer token.
+    ///
+    /// A local certificate authority is created in --tls-dir; trust DIR/ca.pem with --ca-cert.
+    DemoSite(DemoSiteArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The site: an origin or any URL on it.
+    pub site: String,
+    /// The tool's name as in the manifest.
+    pub tool: String,
+    /// An argument: key=value; the value is read as JSON when it is valid JSON (42, true,
+    /// ["a"]), as a string otherwise. Repeatable; applied on top of --json.
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    pub args: Vec<String>,
+    /// All arguments as one JSON object.
+    #[arg(long, value_name = "OBJECT")]
+    pub json: Option<String>,
+    /// Bearer token for the site.
+    #[arg(long, env = "SERVIO_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    #[command(flatten)]
+    pub fetch: FetchArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoSiteArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8443")]
+    pub addr: std::net::SocketAddr,
+    /// Directory for the local CA and certificate; ca.pem is written there.
+    #[arg(long, value_name = "DIR")]
+    pub tls_dir: PathBuf,
+    /// Authentication the manifest declares. Only bearer exists so far.
+    #[arg(long, default_value = "bearer", value_parser = ["bearer"])]
+    pub auth: String,
+    /// The bearer token to accept (default: a random one, printed at start).
+    #[arg(long, env = "SERVIO_DEMO_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Make a path misbehave: PATH=slow:MILLIS, PATH=500, PATH=huge:BYTES, PATH=wrong-type,
+    /// PATH=html or PATH=redirect-loop. Repeatable.
+    #[arg(long = "misbehave", value_name = "PATH=MODE")]
+    pub misbehave: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

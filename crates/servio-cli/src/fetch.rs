@@ -6,9 +6,10 @@ use servio_client::{Client, ClientConfig, Discovered, Policy, discover};
 
 use crate::cli::FetchArgs;
 
-/// A client and the runtime it runs on.
+/// The clients and the runtime they run on.
 pub struct Fetcher {
     client: Client,
+    tools: Client,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -16,28 +17,38 @@ impl Fetcher {
     /// Builds the client the arguments describe.
     pub fn new(args: &FetchArgs) -> anyhow::Result<Fetcher> {
         let policy: Policy = args.guard.parse().map_err(|e: String| anyhow!(e))?;
-        let mut config = ClientConfig {
-            allow_http: args.allow_http,
-            ..ClientConfig::default()
-        }
-        .with_policy(policy);
+        let mut config = ClientConfig { allow_http: args.allow_http, ..ClientConfig::default() }.with_policy(policy);
         if let Some(path) = &args.ca_cert {
             config = config.with_ca_file(path)?;
         }
-        let client = Client::new(config)?;
+        let client = Client::new(config.clone())?;
+        // Tool calls have their own limits (interpretation §5): 30 s and 4 MiB.
+        let tools = Client::new(ClientConfig {
+            timeout: std::time::Duration::from_secs(30),
+            max_body: 4 * 1024 * 1024,
+            ..config
+        })?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .context("starting the async runtime")?;
-        Ok(Fetcher { client, runtime })
+        Ok(Fetcher { client, tools, runtime })
+    }
+
+    /// The client for tool calls.
+    pub fn tool_client(&self) -> &Client {
+        &self.tools
+    }
+
+    /// Runs a future to completion.
+    pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
     }
 
     /// Discovers and fetches the manifest of the site `input`.
     pub fn discover(&self, input: &str) -> anyhow::Result<Discovered> {
-        self.runtime
-            .block_on(discover(&self.client, input))
-            .map_err(|e| anyhow!("{input}: {e}"))
+        self.runtime.block_on(discover(&self.client, input)).map_err(|e| anyhow!("{input}: {e}"))
     }
 }
 

@@ -5,8 +5,10 @@
 //! that cannot be read, bad arguments).
 
 mod brief_cmd;
+mod call_cmd;
 mod check_cmd;
 mod cli;
+mod demo_site_cmd;
 mod explain_cmd;
 mod fetch;
 mod render;
@@ -52,12 +54,10 @@ fn try_main(cli: Cli) -> Result<Outcome, Failure> {
     match cli.command {
         Command::Check(args) => check_cmd::run(&args),
         Command::Explain(args) => explain_cmd::run(&args),
-        Command::Brief {
-            command: BriefCommand::Resolve(args),
-        } => brief_cmd::resolve(&args),
-        Command::Brief {
-            command: BriefCommand::Extract(args),
-        } => brief_cmd::extract(&args),
+        Command::Brief { command: BriefCommand::Resolve(args) } => brief_cmd::resolve(&args),
+        Command::Brief { command: BriefCommand::Extract(args) } => brief_cmd::extract(&args),
+        Command::Call(args) => call_cmd::run(&args),
+        Command::DemoSite(args) => demo_site_cmd::run(&args),
         Command::Address(args) => {
             let site = servio_manifest::Site::parse(&args.site)?;
             println!("{}", site.prefixed_name(&args.tool));

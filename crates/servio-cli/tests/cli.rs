@@ -5,19 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
 fn servio(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_servio"))
-        .args(args)
-        .current_dir(repo())
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
+    Command::new(env!("CARGO_BIN_EXE_servio")).args(args).current_dir(repo()).env("NO_COLOR", "1").output().unwrap()
 }
 
 fn stdout(output: &Output) -> String {
@@ -35,10 +27,7 @@ fn seed_example_is_valid_with_the_naming_lint_on_search_threads() {
     assert_eq!(report["warnings"][0]["code"], "W002");
     assert_eq!(report["warnings"][0]["pointer"], "/tools/0/name");
     assert_eq!(
-        (
-            report["warnings"][0]["line"].as_u64(),
-            report["warnings"][0]["column"].as_u64()
-        ),
+        (report["warnings"][0]["line"].as_u64(), report["warnings"][0]["column"].as_u64()),
         (Some(16), Some(15))
     );
 }
@@ -72,36 +61,15 @@ fn warnings_can_be_denied_and_allowed() {
 fn directories_give_one_json_line_per_manifest_in_order() {
     let out = servio(&["check", "--format", "json", "-j", "2", "examples"]);
     assert_eq!(out.status.code(), Some(1));
-    let lines: Vec<serde_json::Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let sources: Vec<&str> = lines
-        .iter()
-        .map(|l| l["source"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        sources,
-        [
-            "examples/devcommunity-broken.json",
-            "examples/devcommunity.json"
-        ]
-    );
-    assert_eq!(
-        (lines[0]["valid"].as_bool(), lines[1]["valid"].as_bool()),
-        (Some(false), Some(true))
-    );
+    let lines: Vec<serde_json::Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let sources: Vec<&str> = lines.iter().map(|l| l["source"].as_str().unwrap()).collect();
+    assert_eq!(sources, ["examples/devcommunity-broken.json", "examples/devcommunity.json"]);
+    assert_eq!((lines[0]["valid"].as_bool(), lines[1]["valid"].as_bool()), (Some(false), Some(true)));
 }
 
 #[test]
 fn unreadable_sources_exit_2_after_reporting_the_rest() {
-    let out = servio(&[
-        "check",
-        "--format",
-        "json",
-        "examples/devcommunity.json",
-        "examples/missing.json",
-    ]);
+    let out = servio(&["check", "--format", "json", "examples/devcommunity.json", "examples/missing.json"]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(stdout(&out).lines().count(), 1);
     assert!(String::from_utf8_lossy(&out.stderr).contains("could not read examples/missing.json"));
@@ -109,28 +77,14 @@ fn unreadable_sources_exit_2_after_reporting_the_rest() {
 
 #[test]
 fn sarif_is_one_log_with_rules_and_regions() {
-    let out = servio(&[
-        "check",
-        "--format",
-        "sarif",
-        "examples/devcommunity-broken.json",
-    ]);
+    let out = servio(&["check", "--format", "sarif", "examples/devcommunity-broken.json"]);
     let log: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(log["version"], "2.1.0");
     let results = log["runs"][0]["results"].as_array().unwrap();
     let http = results.iter().find(|r| r["ruleId"] == "E020").unwrap();
     let region = &http["locations"][0]["physicalLocation"]["region"];
-    assert_eq!(
-        (region["startLine"].as_u64(), region["startColumn"].as_u64()),
-        (Some(5), Some(12))
-    );
-    assert!(
-        log["runs"][0]["tool"]["driver"]["rules"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r["id"] == "E020")
-    );
+    assert_eq!((region["startLine"].as_u64(), region["startColumn"].as_u64()), (Some(5), Some(12)));
+    assert!(log["runs"][0]["tool"]["driver"]["rules"].as_array().unwrap().iter().any(|r| r["id"] == "E020"));
 }
 
 #[test]
@@ -147,48 +101,16 @@ fn explain_documents_every_code_and_refuses_unknown_ones() {
 fn brief_commands_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let response = dir.path().join("r.json");
-    std::fs::write(
-        &response,
-        r#"{"data": {"totals": {"revenue": "$2,340.00", "none": null}}}"#,
-    )
-    .unwrap();
+    std::fs::write(&response, r#"{"data": {"totals": {"revenue": "$2,340.00", "none": null}}}"#).unwrap();
     let response = response.to_str().unwrap();
-    let out = servio(&[
-        "brief",
-        "extract",
-        "--value-path",
-        "data.totals.revenue",
-        response,
-    ]);
-    assert_eq!(
-        (out.status.code(), stdout(&out).trim()),
-        (Some(0), r#"{"value":2340,"raw":"$2,340.00"}"#)
-    );
-    let out = servio(&[
-        "brief",
-        "extract",
-        "--value-path",
-        "data.totals.none",
-        response,
-    ]);
+    let out = servio(&["brief", "extract", "--value-path", "data.totals.revenue", response]);
+    assert_eq!((out.status.code(), stdout(&out).trim()), (Some(0), r#"{"value":2340,"raw":"$2,340.00"}"#));
+    let out = servio(&["brief", "extract", "--value-path", "data.totals.none", response]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        servio(&["brief", "extract", "--value-path", "$.data", response])
-            .status
-            .code(),
-        Some(2)
-    );
+    assert_eq!(servio(&["brief", "extract", "--value-path", "$.data", response]).status.code(), Some(2));
     // The seed example has no brief: exit 1; an unknown zone is bad input: exit 2.
     let resolve = |zone: &str| {
-        servio(&[
-            "brief",
-            "resolve",
-            "examples/devcommunity.json",
-            "--date",
-            "2026-08-20",
-            "--timezone",
-            zone,
-        ])
+        servio(&["brief", "resolve", "examples/devcommunity.json", "--date", "2026-08-20", "--timezone", zone])
     };
     assert_eq!(resolve("UTC").status.code(), Some(1));
     assert_eq!(resolve("Mars/Olympus").status.code(), Some(2));

@@ -29,7 +29,9 @@ async fn check_discovers_and_reports_like_a_file() {
     let url = format!("https://localhost:{}", site.addr.port());
     let ca_arg = ca_file.to_str().unwrap().to_owned();
 
-    let out = servio(vec!["check".into(), "--format".into(), "json".into(), url.clone(), "--ca-cert".into(), ca_arg.clone()]).await;
+    let out =
+        servio(vec!["check".into(), "--format".into(), "json".into(), url.clone(), "--ca-cert".into(), ca_arg.clone()])
+            .await;
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["source"], format!("{url}/servio.json"));

@@ -15,11 +15,7 @@ use url::Url;
 use crate::http::{Client, ClientError, Fetched};
 
 /// The paths tried, in order.
-pub const PATHS: [&str; 3] = [
-    "/.well-known/servio.json",
-    "/servio.json",
-    "/api/servio/manifest",
-];
+pub const PATHS: [&str; 3] = ["/.well-known/servio.json", "/servio.json", "/api/servio/manifest"];
 
 /// A manifest found.
 #[derive(Debug, Clone)]
@@ -53,18 +49,10 @@ impl Validators {
 
     fn headers(&self) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        if let Some(value) = self
-            .etag
-            .as_deref()
-            .and_then(|v| HeaderValue::from_str(v).ok())
-        {
+        if let Some(value) = self.etag.as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
             headers.insert(IF_NONE_MATCH, value);
         }
-        if let Some(value) = self
-            .last_modified
-            .as_deref()
-            .and_then(|v| HeaderValue::from_str(v).ok())
-        {
+        if let Some(value) = self.last_modified.as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
             headers.insert(IF_MODIFIED_SINCE, value);
         }
         headers
@@ -114,10 +102,9 @@ impl fmt::Display for DiscoveryError {
                 }
                 Ok(())
             }
-            DiscoveryError::ServerError { url, status } => write!(
-                f,
-                "{url} answered {status}: discovery stops at a server error"
-            ),
+            DiscoveryError::ServerError { url, status } => {
+                write!(f, "{url} answered {status}: discovery stops at a server error")
+            }
             DiscoveryError::Request { url, error } => write!(f, "{url}: {error}"),
         }
     }
@@ -129,10 +116,7 @@ impl DiscoveryError {
     /// The guard's refusal, when that is what stopped discovery.
     pub fn refusal(&self) -> Option<&crate::guard::Refusal> {
         match self {
-            DiscoveryError::Request {
-                error: ClientError::Refused(r),
-                ..
-            } => Some(r),
+            DiscoveryError::Request { error: ClientError::Refused(r), .. } => Some(r),
             _ => None,
         }
     }
@@ -140,8 +124,7 @@ impl DiscoveryError {
 
 /// The origin of a site given as an origin or any URL on it.
 pub fn origin_of(input: &str) -> Result<Url, DiscoveryError> {
-    let url = Url::parse(input)
-        .map_err(|e| DiscoveryError::BadInput(format!("{input:?} is not a URL: {e}")))?;
+    let url = Url::parse(input).map_err(|e| DiscoveryError::BadInput(format!("{input:?} is not a URL: {e}")))?;
     if url.host().is_none() {
         return Err(DiscoveryError::BadInput(format!("{input:?} has no host")));
     }
@@ -158,30 +141,17 @@ pub async fn discover(client: &Client, input: &str) -> Result<Discovered, Discov
     let origin = origin_of(input)?;
     let mut attempts = Vec::new();
     for path in PATHS {
-        let url = origin
-            .join(path)
-            .map_err(|e| DiscoveryError::BadInput(e.to_string()))?;
+        let url = origin.join(path).map_err(|e| DiscoveryError::BadInput(e.to_string()))?;
         let fetched = client
             .get_json(&url, HeaderMap::new())
             .await
-            .map_err(|error| DiscoveryError::Request {
-                url: Box::new(url.clone()),
-                error,
-            })?;
+            .map_err(|error| DiscoveryError::Request { url: Box::new(url.clone()), error })?;
         if fetched.status.is_server_error() {
-            return Err(DiscoveryError::ServerError {
-                url: Box::new(url),
-                status: fetched.status,
-            });
+            return Err(DiscoveryError::ServerError { url: Box::new(url), status: fetched.status });
         }
         if fetched.status == StatusCode::OK && is_json(&fetched) {
             let validators = Validators::from_response(&fetched);
-            return Ok(Discovered {
-                origin,
-                url: fetched.url,
-                body: fetched.body,
-                validators,
-            });
+            return Ok(Discovered { origin, url: fetched.url, body: fetched.body, validators });
         }
         let answer = match (fetched.status, fetched.media_type()) {
             (StatusCode::OK, Some(kind)) => format!("200 OK with {kind}, not application/json"),
@@ -212,16 +182,10 @@ pub async fn refresh(
     let fetched = client
         .get_json(url, validators.headers())
         .await
-        .map_err(|error| DiscoveryError::Request {
-            url: Box::new(url.clone()),
-            error,
-        })?;
+        .map_err(|error| DiscoveryError::Request { url: Box::new(url.clone()), error })?;
     match fetched.status {
         StatusCode::NOT_MODIFIED => Ok(Refreshed::NotModified),
-        status if status.is_server_error() => Err(DiscoveryError::ServerError {
-            url: Box::new(url.clone()),
-            status,
-        }),
+        status if status.is_server_error() => Err(DiscoveryError::ServerError { url: Box::new(url.clone()), status }),
         StatusCode::OK if is_json(&fetched) => Ok(Refreshed::Changed(Box::new(Discovered {
             origin: origin.clone(),
             url: fetched.url.clone(),
@@ -229,8 +193,6 @@ pub async fn refresh(
             body: fetched.body,
         }))),
         // The manifest moved or went away: look for it from the start.
-        _ => discover(client, origin.as_str())
-            .await
-            .map(|found| Refreshed::Changed(Box::new(found))),
+        _ => discover(client, origin.as_str()).await.map(|found| Refreshed::Changed(Box::new(found))),
     }
 }

@@ -32,9 +32,7 @@ impl FromStr for Policy {
         match text {
             "public" => Ok(Policy::Public),
             "any" => Ok(Policy::Any),
-            other => Err(format!(
-                "unknown guard policy {other:?}: expected public or any"
-            )),
+            other => Err(format!("unknown guard policy {other:?}: expected public or any")),
         }
     }
 }
@@ -99,12 +97,7 @@ impl fmt::Display for Refusal {
         if self.host.trim_matches(['[', ']']) == address {
             write!(f, "{address} is {}", self.rule.describe())?;
         } else {
-            write!(
-                f,
-                "{} resolves to {address}, {}",
-                self.host,
-                self.rule.describe()
-            )?;
+            write!(f, "{} resolves to {address}, {}", self.host, self.rule.describe())?;
         }
         f.write_str("; the public guard only connects to global unicast addresses")
     }
@@ -203,9 +196,7 @@ impl Guard {
 
     /// Judges a whole DNS answer: one refused address refuses the answer.
     pub fn check_all(&self, host: &str, addresses: &[IpAddr]) -> Result<(), Refusal> {
-        addresses
-            .iter()
-            .try_for_each(|address| self.check(host, *address))
+        addresses.iter().try_for_each(|address| self.check(host, *address))
     }
 }
 
@@ -213,11 +204,7 @@ impl Policy {
     /// Judges one address reached through `host`.
     pub fn check(self, host: &str, address: IpAddr) -> Result<(), Refusal> {
         match (self, classify(address)) {
-            (Policy::Public, Some(rule)) => Err(Refusal {
-                host: host.to_owned(),
-                address,
-                rule,
-            }),
+            (Policy::Public, Some(rule)) => Err(Refusal { host: host.to_owned(), address, rule }),
             _ => Ok(()),
         }
     }
@@ -225,9 +212,7 @@ impl Policy {
     /// Judges a whole DNS answer: one refused address refuses the answer, so that a name
     /// mixing public and private addresses cannot be used to reach the private one.
     pub fn check_all(self, host: &str, addresses: &[IpAddr]) -> Result<(), Refusal> {
-        addresses
-            .iter()
-            .try_for_each(|address| self.check(host, *address))
+        addresses.iter().try_for_each(|address| self.check(host, *address))
     }
 }
 
@@ -276,42 +261,24 @@ mod tests {
         for form in forms {
             let address = host_address(form);
             let refusal = Policy::Public.check(form, address).expect_err(form);
-            assert!(
-                refusal.to_string().contains(&address.to_string()),
-                "{refusal}"
-            );
+            assert!(refusal.to_string().contains(&address.to_string()), "{refusal}");
             assert_eq!(Policy::Any.check(form, address), Ok(()));
         }
-        assert_eq!(
-            classify(host_address("[::ffff:a9fe:a9fe]")),
-            Some(Rule::CloudMetadata)
-        );
+        assert_eq!(classify(host_address("[::ffff:a9fe:a9fe]")), Some(Rule::CloudMetadata));
         assert_eq!(classify(host_address("0x7f.1")), Some(Rule::Loopback));
     }
 
     #[test]
     fn global_addresses_pass() {
-        for public in [
-            "93.184.216.34",
-            "8.8.8.8",
-            "[2606:4700::1111]",
-            "[2002:5db8:d822::1]",
-            "[::ffff:8.8.8.8]",
-        ] {
-            assert_eq!(
-                Policy::Public.check(public, host_address(public)),
-                Ok(()),
-                "{public}"
-            );
+        for public in ["93.184.216.34", "8.8.8.8", "[2606:4700::1111]", "[2002:5db8:d822::1]", "[::ffff:8.8.8.8]"] {
+            assert_eq!(Policy::Public.check(public, host_address(public)), Ok(()), "{public}");
         }
     }
 
     #[test]
     fn one_private_address_refuses_the_whole_answer() {
         let answer = [host_address("93.184.216.34"), host_address("10.0.0.1")];
-        let refusal = Policy::Public
-            .check_all("mixed.example", &answer)
-            .unwrap_err();
+        let refusal = Policy::Public.check_all("mixed.example", &answer).unwrap_err();
         assert_eq!((refusal.address, refusal.rule), (answer[1], Rule::Private));
         assert_eq!(
             refusal.to_string(),

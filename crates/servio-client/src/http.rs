@@ -61,8 +61,8 @@ impl ClientConfig {
 
     /// Adds the roots in the PEM file at `path`.
     pub fn with_ca_file(mut self, path: &Path) -> Result<ClientConfig, ClientError> {
-        let pem = std::fs::read(path)
-            .map_err(|e| ClientError::Setup(format!("could not read {}: {e}", path.display())))?;
+        let pem =
+            std::fs::read(path).map_err(|e| ClientError::Setup(format!("could not read {}: {e}", path.display())))?;
         self.extra_roots_pem = Some(pem);
         Ok(self)
     }
@@ -71,27 +71,16 @@ impl ClientConfig {
 /// Turns a host name into addresses. The guard judges whatever this answers.
 pub trait Lookup: Send + Sync {
     /// The addresses of `host`.
-    fn lookup(
-        &self,
-        host: &str,
-    ) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<IpAddr>>> + Send>>;
+    fn lookup(&self, host: &str) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<IpAddr>>> + Send>>;
 }
 
 /// The operating system's resolver.
 struct SystemLookup;
 
 impl Lookup for SystemLookup {
-    fn lookup(
-        &self,
-        host: &str,
-    ) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<IpAddr>>> + Send>> {
+    fn lookup(&self, host: &str) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<IpAddr>>> + Send>> {
         let host = host.to_owned();
-        Box::pin(async move {
-            Ok(tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .map(|a| a.ip())
-                .collect())
-        })
+        Box::pin(async move { Ok(tokio::net::lookup_host((host.as_str(), 0)).await?.map(|a| a.ip()).collect()) })
     }
 }
 
@@ -148,10 +137,7 @@ impl fmt::Display for ClientError {
             ClientError::BadUrl(m) => f.write_str(m),
             ClientError::Refused(r) => write!(f, "refused: {r}"),
             ClientError::Redirect(m) => write!(f, "redirect refused: {m}"),
-            ClientError::TooLarge { limit } => write!(
-                f,
-                "the response body is larger than the limit of {limit} bytes"
-            ),
+            ClientError::TooLarge { limit } => write!(f, "the response body is larger than the limit of {limit} bytes"),
             ClientError::Timeout(t) => {
                 write!(f, "no complete response within {} s", t.as_secs_f64())
             }
@@ -185,19 +171,8 @@ pub struct Fetched {
 impl Fetched {
     /// The media type without parameters, lowercased (`application/json`).
     pub fn media_type(&self) -> Option<String> {
-        let value = self
-            .headers
-            .get(reqwest::header::CONTENT_TYPE)?
-            .to_str()
-            .ok()?;
-        Some(
-            value
-                .split(';')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase(),
-        )
+        let value = self.headers.get(reqwest::header::CONTENT_TYPE)?.to_str().ok()?;
+        Some(value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
     }
 
     /// A header as text.
@@ -216,10 +191,7 @@ pub struct Client {
 impl Client {
     /// Builds a client with `config`.
     pub fn new(config: ClientConfig) -> Result<Client, ClientError> {
-        let lookup = config
-            .lookup
-            .clone()
-            .unwrap_or_else(|| Arc::new(SystemLookup));
+        let lookup = config.lookup.clone().unwrap_or_else(|| Arc::new(SystemLookup));
         let hop_rules = HopRules {
             guard: config.guard.clone(),
             allow_http: config.allow_http,
@@ -229,29 +201,22 @@ impl Client {
             .no_proxy()
             .timeout(config.timeout)
             .user_agent(concat!("servio/", env!("CARGO_PKG_VERSION")))
-            .dns_resolver(Arc::new(GuardedResolver {
-                lookup,
-                guard: config.guard.clone(),
-            }))
-            .redirect(reqwest::redirect::Policy::custom(
-                move |attempt| match hop_rules.check(attempt.url(), attempt.previous().len()) {
+            .dns_resolver(Arc::new(GuardedResolver { lookup, guard: config.guard.clone() }))
+            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                match hop_rules.check(attempt.url(), attempt.previous().len()) {
                     Ok(()) => attempt.follow(),
                     Err(error) => attempt.error(error),
-                },
-            ));
+                }
+            }));
         if let Some(pem) = &config.extra_roots_pem {
             let certs = reqwest::Certificate::from_pem_bundle(pem)
                 .map_err(|e| ClientError::Setup(format!("bad CA file: {e}")))?;
             if certs.is_empty() {
-                return Err(ClientError::Setup(
-                    "the CA file holds no certificate".into(),
-                ));
+                return Err(ClientError::Setup("the CA file holds no certificate".into()));
             }
             builder = builder.tls_certs_merge(certs);
         }
-        let http = builder
-            .build()
-            .map_err(|e| ClientError::Setup(describe(&e)))?;
+        let http = builder.build().map_err(|e| ClientError::Setup(describe(&e)))?;
         Ok(Client { http, config })
     }
 
@@ -263,12 +228,8 @@ impl Client {
     /// Checks that `url` may be fetched at all: scheme, and a literal address's guard verdict
     /// (names are judged when they are resolved).
     pub fn check_url(&self, url: &Url) -> Result<(), ClientError> {
-        HopRules {
-            guard: self.config.guard.clone(),
-            allow_http: self.config.allow_http,
-            max_redirects: 0,
-        }
-        .check_target(url)
+        HopRules { guard: self.config.guard.clone(), allow_http: self.config.allow_http, max_redirects: 0 }
+            .check_target(url)
     }
 
     /// Sends a request and reads the whole response within the limits.
@@ -290,48 +251,30 @@ impl Client {
         let final_url = response.url().clone();
         // reqwest hands back, unfollowed, a redirect to a scheme it does not speak (`file:`).
         if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
-            let location = headers
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("nowhere");
+            let location = headers.get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("nowhere");
             return Err(ClientError::Redirect(format!(
                 "{final_url} redirects to {location}, which is not followed: only https is"
             )));
         }
-        if response
-            .content_length()
-            .is_some_and(|n| n > self.config.max_body as u64)
-        {
-            return Err(ClientError::TooLarge {
-                limit: self.config.max_body,
-            });
+        if response.content_length().is_some_and(|n| n > self.config.max_body as u64) {
+            return Err(ClientError::TooLarge { limit: self.config.max_body });
         }
         let mut body = Vec::new();
         let mut stream = response.bytes_stream();
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| self.classify(e))?;
             if body.len() + chunk.len() > self.config.max_body {
-                return Err(ClientError::TooLarge {
-                    limit: self.config.max_body,
-                });
+                return Err(ClientError::TooLarge { limit: self.config.max_body });
             }
             body.extend_from_slice(&chunk);
         }
-        Ok(Fetched {
-            url: final_url,
-            status,
-            headers,
-            body,
-        })
+        Ok(Fetched { url: final_url, status, headers, body })
     }
 
     /// `GET url` with `Accept: application/json` and any extra headers.
     pub async fn get_json(&self, url: &Url, extra: HeaderMap) -> Result<Fetched, ClientError> {
         let mut headers = extra;
-        headers.insert(
-            reqwest::header::ACCEPT,
-            HeaderValue::from_static("application/json"),
-        );
+        headers.insert(reqwest::header::ACCEPT, HeaderValue::from_static("application/json"));
         self.send(Method::GET, url, headers, None).await
     }
 
@@ -393,9 +336,7 @@ impl HopRules {
                 )));
             }
             other => {
-                return Err(ClientError::BadUrl(format!(
-                    "{url} uses the {other}: scheme; only https is fetched"
-                )));
+                return Err(ClientError::BadUrl(format!("{url} uses the {other}: scheme; only https is fetched")));
             }
         }
         let literal = match url.host() {
@@ -405,9 +346,7 @@ impl HopRules {
             None => return Err(ClientError::BadUrl(format!("{url} has no host"))),
         };
         if let Some(address) = literal {
-            self.guard
-                .check(url.host_str().unwrap_or_default(), address)
-                .map_err(ClientError::Refused)?;
+            self.guard.check(url.host_str().unwrap_or_default(), address).map_err(ClientError::Refused)?;
         }
         Ok(())
     }

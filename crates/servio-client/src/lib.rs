@@ -5,12 +5,15 @@
 //!   every DNS answer and redirect hop, body, time and redirect limits.
 //! - [`discovery`]: finding a site's manifest (interpretation §1) and refreshing it with
 //!   conditional requests.
+//! - [`call`]: calling a tool (interpretation §5), arguments validated before anything is sent.
 #![deny(missing_docs)]
 
+pub mod call;
 pub mod discovery;
 pub mod guard;
 pub mod http;
 
+pub use call::{CallError, call_tool};
 pub use discovery::{Discovered, DiscoveryError, Validators, discover, refresh};
 pub use guard::{Guard, Policy, Refusal, Rule};
 pub use http::{Client, ClientConfig, ClientError, Fetched, Lookup};

@@ -1,14 +1,17 @@
 //! A real Servio site over HTTPS on loopback, for tests, benchmarks and the demo.
 //!
-//! So far: [`tls`], a local certificate authority and a server certificate for `localhost`,
-//! `127.0.0.1` and `::1`, and [`serve_https`] to serve any router with it. The demo site's
-//! own manifest and tools follow (see the client issue).
+//! - [`tls`]: a local certificate authority and a server certificate for `localhost`,
+//!   `127.0.0.1` and `::1`; [`serve_https`] serves any router with it.
+//! - [`site`]: the site itself: a manifest with forum and shop tools and a brief, bearer
+//!   authentication, deterministic sales figures, and per-path misbehaviour for tests.
 #![deny(missing_docs)]
 
+pub mod site;
 pub mod tls;
 
 use std::net::SocketAddr;
 
+pub use site::{Misbehaviour, Site, SiteConfig};
 pub use tls::LocalCa;
 
 /// A running HTTPS server; it stops when dropped.
@@ -25,8 +28,14 @@ impl Drop for Running {
 }
 
 /// Serves `app` over HTTPS with the certificate of `ca` on `addr` (port 0 picks a free port).
-pub async fn serve_https(
-    addr: SocketAddr,
+pub async fn serve_https(addr: SocketAddr, ca: &LocalCa, app: axum::Router) -> std::io::Result<Running> {
+    serve_https_on(std::net::TcpListener::bind(addr)?, ca, app).await
+}
+
+/// Serves `app` over HTTPS on a listener already bound (so that its port can go into the
+/// manifest before serving starts).
+pub async fn serve_https_on(
+    listener: std::net::TcpListener,
     ca: &LocalCa,
     app: axum::Router,
 ) -> std::io::Result<Running> {
@@ -35,7 +44,6 @@ pub async fn serve_https(
         ca.key_pem.clone().into_bytes(),
     )
     .await?;
-    let listener = std::net::TcpListener::bind(addr)?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     let handle = axum_server::Handle::new();

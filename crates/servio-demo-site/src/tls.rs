@@ -34,14 +34,9 @@ impl LocalCa {
         let ca_key = KeyPair::generate().map_err(error)?;
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(error)?;
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "Servio demo site local CA");
-        ca_params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
+        ca_params.distinguished_name.push(DnType::CommonName, "Servio demo site local CA");
+        ca_params.key_usages =
+            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
         let ca_cert = ca_params.self_signed(&ca_key).map_err(error)?;
         let issuer = rcgen::Issuer::new(ca_params, ca_key);
 
@@ -49,19 +44,11 @@ impl LocalCa {
         names.extend(extra_names.iter().map(|n| n.to_string()));
         let mut params = CertificateParams::new(names).map_err(error)?;
         for ip in ["127.0.0.1", "::1"] {
-            params
-                .subject_alt_names
-                .push(SanType::IpAddress(ip.parse().expect("literal addresses")));
+            params.subject_alt_names.push(SanType::IpAddress(ip.parse().expect("literal addresses")));
         }
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "localhost");
+        params.distinguished_name.push(DnType::CommonName, "localhost");
         let key = KeyPair::generate().map_err(error)?;
         let cert = params.signed_by(&key, &issuer).map_err(error)?;
-        Ok(LocalCa {
-            ca_pem: ca_cert.pem(),
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-        })
+        Ok(LocalCa { ca_pem: ca_cert.pem(), cert_pem: cert.pem(), key_pem: key.serialize_pem() })
     }
 }

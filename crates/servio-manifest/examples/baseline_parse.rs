@@ -5,10 +5,8 @@
 use std::path::{Path, PathBuf};
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("readable directory")
-        .map(|e| e.expect("entry").path())
-        .collect();
+    let mut entries: Vec<PathBuf> =
+        std::fs::read_dir(dir).expect("readable directory").map(|e| e.expect("entry").path()).collect();
     entries.sort();
     for path in entries {
         if path.is_dir() {
@@ -23,11 +21,7 @@ fn main() {
     let mut files = Vec::new();
     for arg in std::env::args().skip(1) {
         let path = PathBuf::from(arg);
-        if path.is_dir() {
-            collect(&path, &mut files)
-        } else {
-            files.push(path)
-        }
+        if path.is_dir() { collect(&path, &mut files) } else { files.push(path) }
     }
     let (mut bytes, mut values) = (0usize, 0usize);
     for file in &files {

@@ -37,17 +37,10 @@ impl std::error::Error for SiteError {}
 impl Site {
     /// Reads a site given as an origin, any URL on it, or a bare `host[:port]` (meaning https).
     pub fn parse(input: &str) -> Result<Site, SiteError> {
-        let error = |reason: &str| SiteError {
-            input: input.to_owned(),
-            reason: reason.to_owned(),
-        };
+        let error = |reason: &str| SiteError { input: input.to_owned(), reason: reason.to_owned() };
         let trimmed = input.trim();
-        let url = if trimmed.contains("://") {
-            Url::parse(trimmed)
-        } else {
-            Url::parse(&format!("https://{trimmed}"))
-        }
-        .map_err(|e| error(&e.to_string()))?;
+        let url = if trimmed.contains("://") { Url::parse(trimmed) } else { Url::parse(&format!("https://{trimmed}")) }
+            .map_err(|e| error(&e.to_string()))?;
         Site::from_url(&url).ok_or_else(|| error("it has no host"))
     }
 
@@ -58,24 +51,13 @@ impl Site {
             Host::Ipv4(addr) => addr.to_string(),
             Host::Ipv6(addr) => addr.to_string(),
         };
-        let mut identifier: String = host
-            .chars()
-            .map(|c| {
-                if c.is_ascii_lowercase() || c.is_ascii_digit() {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let mut identifier: String =
+            host.chars().map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() { c } else { '_' }).collect();
         if let Some(port) = url.port() {
             identifier.push('_');
             identifier.push_str(&port.to_string());
         }
-        Some(Site {
-            origin: url.origin().ascii_serialization(),
-            identifier,
-        })
+        Some(Site { origin: url.origin().ascii_serialization(), identifier })
     }
 
     /// The ASCII origin, such as `https://localhost:8443`.
@@ -95,16 +77,8 @@ impl Site {
 
     /// `SITE_TOOL` before any shortening.
     fn base_name(&self, tool: &str) -> String {
-        let tool_part: String = tool
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let tool_part: String =
+            tool.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
         format!("{}_{tool_part}", self.identifier)
     }
 
@@ -140,10 +114,7 @@ pub fn is_shortened(site: &Site, tool: &str) -> bool {
 /// 64-character rule. A name depends only on the tools it collides with, so adding or
 /// removing a site renames nothing else.
 pub fn assign_names(tools: &[(&Site, &str)]) -> Vec<String> {
-    let plain: Vec<String> = tools
-        .iter()
-        .map(|(site, tool)| site.prefixed_name(tool))
-        .collect();
+    let plain: Vec<String> = tools.iter().map(|(site, tool)| site.prefixed_name(tool)).collect();
     let mut count: HashMap<&str, usize> = HashMap::new();
     for name in &plain {
         *count.entry(name.as_str()).or_default() += 1;
@@ -169,24 +140,12 @@ mod tests {
     fn site_identifiers() {
         let cases = [
             ("example.com", "example_com", "https://example.com"),
-            (
-                "https://community.example.com/api/servio",
-                "community_example_com",
-                "https://community.example.com",
-            ),
+            ("https://community.example.com/api/servio", "community_example_com", "https://community.example.com"),
             ("localhost:8443", "localhost_8443", "https://localhost:8443"),
-            (
-                "https://Example.COM:443/x",
-                "example_com",
-                "https://example.com",
-            ),
+            ("https://Example.COM:443/x", "example_com", "https://example.com"),
             ("straße.de", "xn__strae_oqa_de", "https://xn--strae-oqa.de"),
             ("example.com.", "example_com", "https://example.com."),
-            (
-                "https://[2001:db8::1]:8443",
-                "2001_db8__1_8443",
-                "https://[2001:db8::1]:8443",
-            ),
+            ("https://[2001:db8::1]:8443", "2001_db8__1_8443", "https://[2001:db8::1]:8443"),
             ("http://127.0.0.1:80", "127_0_0_1", "http://127.0.0.1"),
         ];
         for (input, id, origin) in cases {
@@ -196,47 +155,26 @@ mod tests {
         assert!(Site::parse("https://").is_err());
         let site = Site::parse("example.com").unwrap();
         for tool in ["a".repeat(52), "b".repeat(53), "ß".repeat(53)] {
-            assert_eq!(
-                is_shortened(&site, &tool),
-                site.base_name(&tool).len() > MAX_NAME_LEN,
-                "{tool}"
-            );
+            assert_eq!(is_shortened(&site, &tool), site.base_name(&tool).len() > MAX_NAME_LEN, "{tool}");
         }
     }
 
     #[test]
     fn prefixed_names() {
         let cases = [
-            (
-                "example.com",
-                "xenforo.searchThreads",
-                "example_com_xenforo_searchThreads",
-            ),
-            (
-                "https://community.example.com/api/servio",
-                "get_thread",
-                "community_example_com_get_thread",
-            ),
+            ("example.com", "xenforo.searchThreads", "example_com_xenforo_searchThreads"),
+            ("https://community.example.com/api/servio", "get_thread", "community_example_com_get_thread"),
             (
                 "https://analytics.example.com",
                 "reporting.getQuarterlyRevenueBreakdownByRegionAndProductCategory",
                 "analytics_example_com_reporting_getQuarterlyRevenueBrea_c86dab61",
             ),
-            (
-                "localhost:8443",
-                "shop.get Sales/Summary-2",
-                "localhost_8443_shop_get_Sales_Summary-2",
-            ),
+            ("localhost:8443", "shop.get Sales/Summary-2", "localhost_8443_shop_get_Sales_Summary-2"),
         ];
         for (site, tool, want) in cases {
             let name = Site::parse(site).unwrap().prefixed_name(tool);
             assert_eq!(name, want);
-            assert!(
-                name.len() <= 64
-                    && name
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            );
+            assert!(name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
         }
     }
 
@@ -248,18 +186,9 @@ mod tests {
         let alone = assign_names(&[(&a, "x.y"), (&c, "x.y")]);
         assert_eq!(alone, ["a_example_com_x_y", "c_example_com_x_y"]);
         let together = assign_names(&[(&a, "x.y"), (&c, "x.y"), (&b, "x.y")]);
-        assert_eq!(
-            together[1], alone[1],
-            "a site outside the collision keeps its names"
-        );
-        assert_eq!(
-            together[0],
-            format!("a_example_com_x_y_{}", &a.hash("x.y")[..6])
-        );
-        assert_eq!(
-            together[2],
-            format!("a_example_com_x_y_{}", &b.hash("x.y")[..6])
-        );
+        assert_eq!(together[1], alone[1], "a site outside the collision keeps its names");
+        assert_eq!(together[0], format!("a_example_com_x_y_{}", &a.hash("x.y")[..6]));
+        assert_eq!(together[2], format!("a_example_com_x_y_{}", &b.hash("x.y")[..6]));
         assert_ne!(together[0], together[2]);
     }
 }

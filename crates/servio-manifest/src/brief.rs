@@ -31,10 +31,7 @@ pub const CANONICAL_KEYS: [(&str, &str); 4] = [
 
 /// The dashboard label of a canonical key.
 pub fn canonical_label(key: &str) -> Option<&'static str> {
-    CANONICAL_KEYS
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map(|(_, label)| *label)
+    CANONICAL_KEYS.iter().find(|(k, _)| *k == key).map(|(_, label)| *label)
 }
 
 /// A valid brief.
@@ -102,9 +99,7 @@ pub(crate) fn check(
     let brief = Object::expect(value, &at, "`brief`", fields::BRIEF, errors)?;
     lints::unknown_field::check(brief.map, &at, &BRIEF_FIELDS, warnings);
     let metrics_at = at.child("metrics");
-    let items = brief
-        .required("metrics", errors)
-        .and_then(|v| brief.array("metrics", v, errors))?;
+    let items = brief.required("metrics", errors).and_then(|v| brief.array("metrics", v, errors))?;
     let first = errors.len();
     let mut keys = HashSet::new();
     let mut metrics = Vec::with_capacity(items.len());
@@ -134,35 +129,21 @@ fn check_metric<'a>(
     let tool_name = metric.required_str("tool", errors);
     let tool = tool_name.and_then(|name| find_tool(name, tools, &at.child("tool"), errors));
     let args = check_args(&metric, tool, errors);
-    let value_path =
-        metric
-            .required_str("valuePath", errors)
-            .and_then(|text| match ValuePath::parse(text) {
-                Ok(path) => Some(path),
-                Err(e) => {
-                    errors.push(
-                        Diagnostic::at(Code::ValuePath, at.child("valuePath"), e.message)
-                            .with_help_opt(e.help),
-                    );
-                    None
-                }
-            });
+    let value_path = metric.required_str("valuePath", errors).and_then(|text| match ValuePath::parse(text) {
+        Ok(path) => Some(path),
+        Err(e) => {
+            errors.push(Diagnostic::at(Code::ValuePath, at.child("valuePath"), e.message).with_help_opt(e.help));
+            None
+        }
+    });
     let unit = metric.optional_str("unit", errors);
     let granularity = check_granularity(&metric, errors);
 
     if let (Some(key), Some(granularity)) = (key, granularity) {
-        lints::metric_key_granularity::check(
-            key,
-            granularity,
-            at,
-            metric.map.contains_key("granularity"),
-            warnings,
-        );
+        lints::metric_key_granularity::check(key, granularity, at, metric.map.contains_key("granularity"), warnings);
     }
     match (key, tool_name, args, value_path, granularity) {
-        (Some(key), Some(tool), Some(args), Some(value_path), Some(granularity))
-            if errors.len() == first =>
-        {
+        (Some(key), Some(tool), Some(args), Some(value_path), Some(granularity)) if errors.len() == first => {
             Some(Metric {
                 key: key.to_owned(),
                 tool: tool.to_owned(),
@@ -177,19 +158,13 @@ fn check_metric<'a>(
 }
 
 /// The key grammar `^[a-z0-9]+(\.[a-z0-9_]+)+$` and uniqueness. True when the key is good.
-fn check_key<'a>(
-    key: &'a str,
-    at: &Pointer,
-    keys: &mut HashSet<&'a str>,
-    errors: &mut Vec<Diagnostic>,
-) -> bool {
+fn check_key<'a>(key: &'a str, at: &Pointer, keys: &mut HashSet<&'a str>, errors: &mut Vec<Diagnostic>) -> bool {
     if !is_valid_key(key) {
         let lower = key.to_ascii_lowercase();
         let help = if is_valid_key(&lower) {
             format!("write {lower:?}")
         } else {
-            "lowercase segments separated by dots, at least two, such as sales.revenue.daily"
-                .to_owned()
+            "lowercase segments separated by dots, at least two, such as sales.revenue.daily".to_owned()
         };
         errors.push(
             Diagnostic::at(
@@ -216,16 +191,11 @@ fn check_key<'a>(
 pub fn is_valid_key(key: &str) -> bool {
     let mut segments = key.split('.');
     let first = segments.next().unwrap_or_default();
-    let first_ok = !first.is_empty()
-        && first
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    let first_ok = !first.is_empty() && first.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
     let mut rest = 0;
     let rest_ok = segments.all(|s| {
         rest += 1;
-        !s.is_empty()
-            && s.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
     });
     first_ok && rest_ok && rest >= 1
 }
@@ -244,25 +214,18 @@ fn find_tool<'t, 'a>(
     let near = tools
         .iter()
         .find(|t| {
-            t.name.rsplit('.').next() == Some(name)
-                || name.ends_with(&format!("_{}", t.name.replace(['.'], "_")))
+            t.name.rsplit('.').next() == Some(name) || name.ends_with(&format!("_{}", t.name.replace(['.'], "_")))
         })
         .map(|t| t.name)
         .or_else(|| crate::suggest::closest(name, &names));
     let help = match near {
-        Some(near) => format!(
-            "did you mean \"{near}\"? write the name exactly as in `tools`, without a site prefix"
-        ),
+        Some(near) => format!("did you mean \"{near}\"? write the name exactly as in `tools`, without a site prefix"),
         None if names.is_empty() => "the manifest has no tools".to_owned(),
         None => format!("tools in this manifest: {}", names.join(", ")),
     };
     errors.push(
-        Diagnostic::at(
-            Code::UnknownMetricTool,
-            at.clone(),
-            format!("no tool named {name:?} in this manifest"),
-        )
-        .with_help(help),
+        Diagnostic::at(Code::UnknownMetricTool, at.clone(), format!("no tool named {name:?} in this manifest"))
+            .with_help(help),
     );
     None
 }
@@ -296,14 +259,17 @@ fn check_args(
         if let Ok(validator) = ArgumentValidator::new(tool.input_schema) {
             for error in validator.check(&filled) {
                 let pointer = at.join(&error.pointer);
-                let anchor = if present {
-                    at.join(&error.anchor)
-                } else {
-                    metric.at.clone()
-                };
+                let anchor = if present { at.join(&error.anchor) } else { metric.at.clone() };
                 errors.push(
-                    Diagnostic::new(Code::MetricArgs, pointer, Anchor::Value(anchor), format!("{} (for tool {:?})", error.message, tool.name))
-                        .with_help("args are checked against the tool's input_schema with placeholders filled with sample values"),
+                    Diagnostic::new(
+                        Code::MetricArgs,
+                        pointer,
+                        Anchor::Value(anchor),
+                        format!("{} (for tool {:?})", error.message, tool.name),
+                    )
+                    .with_help(
+                        "args are checked against the tool's input_schema with placeholders filled with sample values",
+                    ),
                 );
             }
         }
@@ -319,18 +285,12 @@ fn check_placeholders(value: &Value, at: &Pointer, errors: &mut Vec<Diagnostic>)
                     Some(s) => format!("did you mean {{{{{s}}}}}? placeholders are case-sensitive"),
                     None => format!(
                         "known placeholders: {}",
-                        period::PLACEHOLDERS
-                            .map(|p| format!("{{{{{p}}}}}"))
-                            .join(", ")
+                        period::PLACEHOLDERS.map(|p| format!("{{{{{p}}}}}")).join(", ")
                     ),
                 };
                 errors.push(
-                    Diagnostic::at(
-                        Code::Placeholder,
-                        at.clone(),
-                        format!("unknown placeholder {}", bad.text),
-                    )
-                    .with_help(help),
+                    Diagnostic::at(Code::Placeholder, at.clone(), format!("unknown placeholder {}", bad.text))
+                        .with_help(help),
                 );
             }
         }
@@ -344,8 +304,12 @@ fn check_placeholders(value: &Value, at: &Pointer, errors: &mut Vec<Diagnostic>)
                 let member_at = at.child(name);
                 if name.contains("{{") {
                     errors.push(
-                        Diagnostic::at_key(Code::Placeholder, member_at.clone(), format!("placeholder in member name {name:?}"))
-                            .with_help("placeholders are filled in string values only; use a fixed member name"),
+                        Diagnostic::at_key(
+                            Code::Placeholder,
+                            member_at.clone(),
+                            format!("placeholder in member name {name:?}"),
+                        )
+                        .with_help("placeholders are filled in string values only; use a fixed member name"),
                     );
                 }
                 check_placeholders(member, &member_at, errors);
@@ -377,12 +341,8 @@ fn check_granularity(metric: &Object<'_>, errors: &mut Vec<Diagnostic>) -> Optio
         .map(Granularity::as_str)
         .or_else(|| crate::suggest::closest(name, &Granularity::ALL.map(Granularity::as_str)));
     errors.push(
-        Diagnostic::at(
-            Code::Granularity,
-            at,
-            format!("granularity {name:?} is not one of hour, day, week, month"),
-        )
-        .with_help_opt(suggestion.map(|s| format!("write \"{s}\""))),
+        Diagnostic::at(Code::Granularity, at, format!("granularity {name:?} is not one of hour, day, week, month"))
+            .with_help_opt(suggestion.map(|s| format!("write \"{s}\""))),
     );
     None
 }
@@ -396,17 +356,7 @@ mod tests {
         for good in ["sales.revenue.daily", "a.b", "a1.b_2.c", "0.0"] {
             assert!(is_valid_key(good), "{good}");
         }
-        for bad in [
-            "sales",
-            "Sales.revenue",
-            "sales..daily",
-            "sales.revenue.",
-            ".a",
-            "a_b.c",
-            "a.b-c",
-            "a.B",
-            "",
-        ] {
+        for bad in ["sales", "Sales.revenue", "sales..daily", "sales.revenue.", ".a", "a_b.c", "a.b-c", "a.B", ""] {
             assert!(!is_valid_key(bad), "{bad}");
         }
     }

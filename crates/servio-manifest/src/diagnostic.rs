@@ -84,18 +84,8 @@ impl Diagnostic {
     }
 
     /// A diagnostic for a member that is missing from the object at `parent`.
-    pub fn missing(
-        code: Code,
-        parent: &Pointer,
-        member: &str,
-        message: impl Into<String>,
-    ) -> Diagnostic {
-        Diagnostic::new(
-            code,
-            parent.child(member),
-            Anchor::Value(parent.clone()),
-            message,
-        )
+    pub fn missing(code: Code, parent: &Pointer, member: &str, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::new(code, parent.child(member), Anchor::Value(parent.clone()), message)
     }
 
     /// A diagnostic whose caret goes under the member name at `pointer`.
@@ -105,12 +95,7 @@ impl Diagnostic {
     }
 
     /// A diagnostic with an explicit anchor.
-    pub fn new(
-        code: Code,
-        pointer: Pointer,
-        anchor: Anchor,
-        message: impl Into<String>,
-    ) -> Diagnostic {
+    pub fn new(code: Code, pointer: Pointer, anchor: Anchor, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             code,
             severity: code.severity(),

@@ -21,17 +21,11 @@ pub struct ShapeCodes {
 }
 
 /// Codes for the manifest proper.
-pub const MANIFEST: ShapeCodes = ShapeCodes {
-    missing: Code::MissingMember,
-    wrong_type: Code::WrongType,
-    blank: Code::BlankString,
-};
+pub const MANIFEST: ShapeCodes =
+    ShapeCodes { missing: Code::MissingMember, wrong_type: Code::WrongType, blank: Code::BlankString };
 /// Codes for the brief, whose problems make only the brief ignored.
-pub const BRIEF: ShapeCodes = ShapeCodes {
-    missing: Code::BriefShape,
-    wrong_type: Code::BriefShape,
-    blank: Code::BriefShape,
-};
+pub const BRIEF: ShapeCodes =
+    ShapeCodes { missing: Code::BriefShape, wrong_type: Code::BriefShape, blank: Code::BriefShape };
 
 /// An object being read, with where it is.
 #[derive(Clone)]
@@ -54,11 +48,7 @@ impl<'a> Object<'a> {
         out: &mut Vec<Diagnostic>,
     ) -> Option<Object<'a>> {
         match value.as_object() {
-            Some(map) => Some(Object {
-                map,
-                at: at.clone(),
-                codes,
-            }),
+            Some(map) => Some(Object { map, at: at.clone(), codes }),
             None => {
                 out.push(Diagnostic::at(
                     codes.wrong_type,
@@ -75,13 +65,8 @@ impl<'a> Object<'a> {
         let value = self.map.get(key);
         if value.is_none() {
             out.push(
-                Diagnostic::missing(
-                    self.codes.missing,
-                    &self.at,
-                    key,
-                    format!("missing required member `{key}`"),
-                )
-                .with_help(format!("add \"{key}\" to this object")),
+                Diagnostic::missing(self.codes.missing, &self.at, key, format!("missing required member `{key}`"))
+                    .with_help(format!("add \"{key}\" to this object")),
             );
         }
         value
@@ -99,13 +84,7 @@ impl<'a> Object<'a> {
         self.string(key, value, false, out)
     }
 
-    fn string(
-        &self,
-        key: &str,
-        value: &'a Value,
-        non_blank: bool,
-        out: &mut Vec<Diagnostic>,
-    ) -> Option<&'a str> {
+    fn string(&self, key: &str, value: &'a Value, non_blank: bool, out: &mut Vec<Diagnostic>) -> Option<&'a str> {
         let at = self.at.child(key);
         match value {
             Value::String(text) if non_blank && text.trim().is_empty() => {
@@ -131,22 +110,11 @@ impl<'a> Object<'a> {
     /// A required object member.
     pub fn required_object(&self, key: &str, out: &mut Vec<Diagnostic>) -> Option<Object<'a>> {
         let value = self.required(key, out)?;
-        Object::expect(
-            value,
-            &self.at.child(key),
-            &format!("`{key}`"),
-            self.codes,
-            out,
-        )
+        Object::expect(value, &self.at.child(key), &format!("`{key}`"), self.codes, out)
     }
 
     /// An array member (required or not), reporting a wrong type.
-    pub fn array(
-        &self,
-        key: &str,
-        value: &'a Value,
-        out: &mut Vec<Diagnostic>,
-    ) -> Option<&'a Vec<Value>> {
+    pub fn array(&self, key: &str, value: &'a Value, out: &mut Vec<Diagnostic>) -> Option<&'a Vec<Value>> {
         match value.as_array() {
             Some(items) => Some(items),
             None => {

@@ -45,22 +45,16 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, ParseError> {
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     // Our own depth count below is the limit; serde_json's built-in one is one level lower.
     deserializer.disable_recursion_limit();
-    let seed = ValueSeed {
-        depth: 0,
-        has_duplicates: &mut has_duplicates,
-    };
+    let seed = ValueSeed { depth: 0, has_duplicates: &mut has_duplicates };
     let result = seed.deserialize(&mut deserializer).and_then(|value| {
         deserializer.end()?;
         Ok(value)
     });
     match result {
-        Ok(value) => Ok(Parsed {
-            value,
-            has_duplicates,
-        }),
-        Err(error) if error.to_string().starts_with(TOO_DEEP) => Err(ParseError::TooDeep {
-            offset: crate::scan::find_depth_excess(bytes, MAX_DEPTH).unwrap_or(0),
-        }),
+        Ok(value) => Ok(Parsed { value, has_duplicates }),
+        Err(error) if error.to_string().starts_with(TOO_DEEP) => {
+            Err(ParseError::TooDeep { offset: crate::scan::find_depth_excess(bytes, MAX_DEPTH).unwrap_or(0) })
+        }
         Err(error) => Err(ParseError::Syntax {
             message: describe(&error),
             offset: offset_of(bytes, error.line(), error.column()),
@@ -99,10 +93,7 @@ struct ValueSeed<'a> {
 
 impl ValueSeed<'_> {
     fn nested(&mut self) -> ValueSeed<'_> {
-        ValueSeed {
-            depth: self.depth + 1,
-            has_duplicates: self.has_duplicates,
-        }
+        ValueSeed { depth: self.depth + 1, has_duplicates: self.has_duplicates }
     }
 
     fn enter<E: de::Error>(&self) -> Result<(), E> {
@@ -189,15 +180,9 @@ mod tests {
     #[test]
     fn depth_128_is_accepted_and_129_is_not() {
         assert!(parse(nested(128).as_bytes()).is_ok());
-        assert_eq!(
-            parse(nested(129).as_bytes()).unwrap_err(),
-            ParseError::TooDeep { offset: 128 }
-        );
+        assert_eq!(parse(nested(129).as_bytes()).unwrap_err(), ParseError::TooDeep { offset: 128 });
         // Far deeper input must not exhaust the stack.
-        assert!(matches!(
-            parse(nested(100_000).as_bytes()),
-            Err(ParseError::TooDeep { offset: 128 })
-        ));
+        assert!(matches!(parse(nested(100_000).as_bytes()), Err(ParseError::TooDeep { offset: 128 })));
     }
 
     #[test]
@@ -211,14 +196,10 @@ mod tests {
     #[test]
     fn syntax_errors_carry_the_offset() {
         let text = "{\n  \"name\": \"x\",\n}\n";
-        let ParseError::Syntax { message, offset } = parse(text.as_bytes()).unwrap_err() else {
-            panic!()
-        };
+        let ParseError::Syntax { message, offset } = parse(text.as_bytes()).unwrap_err() else { panic!() };
         assert_eq!(message, "trailing comma");
         assert_eq!(&text[offset..offset + 1], "}");
-        let ParseError::Syntax { offset, .. } = parse(b"").unwrap_err() else {
-            panic!()
-        };
+        let ParseError::Syntax { offset, .. } = parse(b"").unwrap_err() else { panic!() };
         assert_eq!(offset, 0);
     }
 }

@@ -144,19 +144,8 @@ pub fn check(source: &[u8], options: &CheckOptions) -> Report {
         locate::locate(source, list);
         list.sort_by_key(|d| d.span.start);
     }
-    let manifest = if errors.is_empty() {
-        manifest.map(|m| move_schemas(m, &mut document))
-    } else {
-        None
-    };
-    Report {
-        errors,
-        warnings,
-        brief_status,
-        brief_errors,
-        manifest,
-        brief,
-    }
+    let manifest = if errors.is_empty() { manifest.map(|m| move_schemas(m, &mut document)) } else { None };
+    Report { errors, warnings, brief_status, brief_errors, manifest, brief }
 }
 
 /// Moves each tool's `input_schema` out of the parsed document into the manifest. In a valid
@@ -176,12 +165,7 @@ fn parse_error(source: &[u8], error: ParseError) -> Diagnostic {
     let (code, message, offset, help) = match error {
         ParseError::Syntax { message, offset } => {
             let help = syntax_help(&message);
-            (
-                Code::JsonSyntax,
-                format!("invalid JSON: {message}"),
-                offset,
-                help,
-            )
+            (Code::JsonSyntax, format!("invalid JSON: {message}"), offset, help)
         }
         ParseError::TooDeep { offset } => (
             Code::NestingTooDeep,
@@ -191,13 +175,8 @@ fn parse_error(source: &[u8], error: ParseError) -> Diagnostic {
         ),
     };
     let end = (offset + 1).min(source.len()).max(offset);
-    let mut diagnostic = Diagnostic::new(
-        code,
-        Pointer::root(),
-        Anchor::Offset(Span::new(offset, end)),
-        message,
-    )
-    .with_help_opt(help);
+    let mut diagnostic =
+        Diagnostic::new(code, Pointer::root(), Anchor::Offset(Span::new(offset, end)), message).with_help_opt(help);
     locate::locate(source, std::slice::from_mut(&mut diagnostic));
     diagnostic
 }
@@ -206,15 +185,9 @@ fn syntax_help(message: &str) -> Option<String> {
     Some(
         match message {
             "trailing comma" => "JSON allows no comma after the last member or element: remove it",
-            m if m.starts_with("key must be a string") => {
-                "member names need double quotes: \"name\""
-            }
-            m if m.starts_with("EOF while parsing") => {
-                "the document ends early: close every { and ["
-            }
-            m if m.starts_with("expected value") => {
-                "single quotes, comments and bare words are not JSON"
-            }
+            m if m.starts_with("key must be a string") => "member names need double quotes: \"name\"",
+            m if m.starts_with("EOF while parsing") => "the document ends early: close every { and [",
+            m if m.starts_with("expected value") => "single quotes, comments and bare words are not JSON",
             "trailing characters" => "a manifest is exactly one JSON object",
             _ => return None,
         }
@@ -276,8 +249,5 @@ pub fn resolve_brief(
             Err(error) => return Err(error),
         }
     }
-    Ok(Resolution {
-        metrics: resolved,
-        skipped,
-    })
+    Ok(Resolution { metrics: resolved, skipped })
 }

@@ -33,11 +33,7 @@ pub fn locate(source: &[u8], diagnostics: &mut [Diagnostic]) {
         let span = match &diagnostic.anchor {
             Anchor::Offset(span) => Some(*span),
             Anchor::Value(p) => finder.values.get(p.as_str()).copied(),
-            Anchor::Key(p) => finder
-                .keys
-                .get(p.as_str())
-                .or_else(|| finder.values.get(p.as_str()))
-                .copied(),
+            Anchor::Key(p) => finder.keys.get(p.as_str()).or_else(|| finder.values.get(p.as_str())).copied(),
         };
         diagnostic.span = span.unwrap_or_default();
         (diagnostic.line, diagnostic.column) = lines.line_column(source, diagnostic.span.start);
@@ -52,8 +48,7 @@ pub fn find_duplicates(source: &[u8]) -> Vec<(Pointer, Span)> {
             true
         }
         fn duplicate(&mut self, pointer: &str, span: Span) {
-            self.0
-                .push((Pointer::parse(pointer).unwrap_or_default(), span));
+            self.0.push((Pointer::parse(pointer).unwrap_or_default(), span));
         }
     }
     let mut found = Duplicates(Vec::new());
@@ -107,13 +102,7 @@ impl LineIndex {
     /// Indexes the line starts of `source`.
     pub fn new(source: &[u8]) -> LineIndex {
         let mut starts = vec![0];
-        starts.extend(
-            source
-                .iter()
-                .enumerate()
-                .filter(|(_, b)| **b == b'\n')
-                .map(|(i, _)| i + 1),
-        );
+        starts.extend(source.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1));
         LineIndex { starts }
     }
 
@@ -122,10 +111,7 @@ impl LineIndex {
         let offset = offset.min(source.len());
         let line = self.starts.partition_point(|&start| start <= offset);
         let start = self.starts[line - 1];
-        let chars = source[start..offset]
-            .iter()
-            .filter(|b| (**b & 0xC0) != 0x80)
-            .count();
+        let chars = source[start..offset].iter().filter(|b| (**b & 0xC0) != 0x80).count();
         (line, chars + 1)
     }
 
@@ -149,28 +135,14 @@ mod tests {
     fn locates_values_keys_and_missing_members() {
         let text = "{\n  \"server\": {},\n  \"ñame\": \"x\"\n}";
         let mut diagnostics = vec![
-            Diagnostic::missing(
-                Code::MissingMember,
-                &Pointer::root().child("server"),
-                "url",
-                "missing",
-            ),
+            Diagnostic::missing(Code::MissingMember, &Pointer::root().child("server"), "url", "missing"),
             Diagnostic::at_key(Code::UnknownField, Pointer::root().child("ñame"), "unknown"),
             Diagnostic::at(Code::WrongType, Pointer::root().child("ñame"), "wrong"),
         ];
         locate(text.as_bytes(), &mut diagnostics);
-        let got: Vec<_> = diagnostics
-            .iter()
-            .map(|d| (d.pointer.as_str(), d.line, d.column))
-            .collect();
-        assert_eq!(
-            got,
-            [("/server/url", 2, 13), ("/ñame", 3, 3), ("/ñame", 3, 11)]
-        );
-        assert_eq!(
-            &text[diagnostics[2].span.start..diagnostics[2].span.end],
-            "\"x\""
-        );
+        let got: Vec<_> = diagnostics.iter().map(|d| (d.pointer.as_str(), d.line, d.column)).collect();
+        assert_eq!(got, [("/server/url", 2, 13), ("/ñame", 3, 3), ("/ñame", 3, 11)]);
+        assert_eq!(&text[diagnostics[2].span.start..diagnostics[2].span.end], "\"x\"");
     }
 
     #[test]

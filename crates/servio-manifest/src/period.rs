@@ -28,12 +28,7 @@ pub enum Granularity {
 
 impl Granularity {
     /// Every granularity, shortest first.
-    pub const ALL: [Granularity; 4] = [
-        Granularity::Hour,
-        Granularity::Day,
-        Granularity::Week,
-        Granularity::Month,
-    ];
+    pub const ALL: [Granularity; 4] = [Granularity::Hour, Granularity::Day, Granularity::Week, Granularity::Month];
 
     /// The name used in manifests: `hour`, `day`, `week`, `month`.
     pub fn as_str(self) -> &'static str {
@@ -124,19 +119,14 @@ pub enum PeriodError {
 impl fmt::Display for PeriodError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PeriodError::UnknownZone(name) => write!(
-                f,
-                "unknown time zone {name:?}: expected an IANA name such as Pacific/Auckland"
-            ),
+            PeriodError::UnknownZone(name) => {
+                write!(f, "unknown time zone {name:?}: expected an IANA name such as Pacific/Auckland")
+            }
             PeriodError::BadHour(hour) => write!(f, "hour {hour} is not 0 to 23"),
-            PeriodError::SkippedHour { date, hour } => write!(
-                f,
-                "hour {hour} does not occur on {date} in this zone (the clocks skip it)"
-            ),
-            PeriodError::SkippedDate(date) => write!(
-                f,
-                "{date} does not occur in this zone (the calendar skips it)"
-            ),
+            PeriodError::SkippedHour { date, hour } => {
+                write!(f, "hour {hour} does not occur on {date} in this zone (the clocks skip it)")
+            }
+            PeriodError::SkippedDate(date) => write!(f, "{date} does not occur in this zone (the calendar skips it)"),
             PeriodError::OutOfRange => f.write_str("the date is out of the supported range"),
         }
     }
@@ -156,12 +146,7 @@ pub fn zone(name: &str) -> Result<TimeZone, PeriodError> {
 
 /// The period of `granularity` that contains local `date` (and, for hours, local `hour`, its
 /// first occurrence when the clocks repeat it).
-pub fn resolve(
-    granularity: Granularity,
-    date: Date,
-    hour: u8,
-    zone: &TimeZone,
-) -> Result<Period, PeriodError> {
+pub fn resolve(granularity: Granularity, date: Date, hour: u8, zone: &TimeZone) -> Result<Period, PeriodError> {
     if hour > 23 {
         return Err(PeriodError::BadHour(hour));
     }
@@ -174,11 +159,7 @@ pub fn resolve(
         }
         Granularity::Month => {
             let first = date.first_of_month();
-            (
-                first,
-                date.last_of_month(),
-                add_days(date.last_of_month(), 1)?,
-            )
+            (first, date.last_of_month(), add_days(date.last_of_month(), 1)?)
         }
     };
     let start = day_start(start_date, zone)?;
@@ -186,22 +167,12 @@ pub fn resolve(
     if start == end {
         return Err(PeriodError::SkippedDate(date));
     }
-    Ok(Period {
-        granularity,
-        start_date,
-        end_date,
-        start,
-        end,
-        time_zone: zone.clone(),
-    })
+    Ok(Period { granularity, start_date, end_date, start, end, time_zone: zone.clone() })
 }
 
 /// Every hour period of local `date`, in order: 23, 24 or 25 of them on DST changes.
 pub fn hours_of_day(date: Date, zone: &TimeZone) -> Result<Vec<Period>, PeriodError> {
-    Ok(labelled_hours(date, zone)?
-        .into_iter()
-        .map(|(_, period)| period)
-        .collect())
+    Ok(labelled_hours(date, zone)?.into_iter().map(|(_, period)| period).collect())
 }
 
 /// The hour periods of `date`, each with the clock hour it starts at. Boundaries are sorted
@@ -251,11 +222,7 @@ fn day_start(date: Date, zone: &TimeZone) -> Result<Timestamp, PeriodError> {
 /// gap the instant the clock jumped past it.
 fn boundaries(clock: DateTime, zone: &TimeZone) -> Result<Vec<Timestamp>, PeriodError> {
     let ambiguous = zone.to_ambiguous_timestamp(clock);
-    let at = |offset: jiff::tz::Offset| {
-        offset
-            .to_timestamp(clock)
-            .map_err(|_| PeriodError::OutOfRange)
-    };
+    let at = |offset: jiff::tz::Offset| offset.to_timestamp(clock).map_err(|_| PeriodError::OutOfRange);
     Ok(match ambiguous.offset() {
         AmbiguousOffset::Unambiguous { offset } => vec![at(offset)?],
         AmbiguousOffset::Fold { before, after } => vec![at(before)?, at(after)?],
@@ -263,19 +230,14 @@ fn boundaries(clock: DateTime, zone: &TimeZone) -> Result<Vec<Timestamp>, Period
             // Read with the later offset the clock time lies before the jump; the jump is the
             // first transition after that.
             let before_jump = at(after)?;
-            let jump = zone
-                .following(before_jump)
-                .next()
-                .map(|t| t.timestamp())
-                .ok_or(PeriodError::OutOfRange)?;
+            let jump = zone.following(before_jump).next().map(|t| t.timestamp()).ok_or(PeriodError::OutOfRange)?;
             vec![jump]
         }
     })
 }
 
 fn add_days(date: Date, days: i64) -> Result<Date, PeriodError> {
-    date.checked_add(days.days())
-        .map_err(|_| PeriodError::OutOfRange)
+    date.checked_add(days.days()).map_err(|_| PeriodError::OutOfRange)
 }
 
 /// The weekday a date falls on; re-exported for callers that compare periods.
@@ -284,13 +246,7 @@ pub fn weekday(date: Date) -> Weekday {
 }
 
 /// The placeholders a brief's `args` may use.
-pub const PLACEHOLDERS: [&str; 5] = [
-    "periodStart",
-    "periodEnd",
-    "timezone",
-    "periodStartTime",
-    "periodEndTime",
-];
+pub const PLACEHOLDERS: [&str; 5] = ["periodStart", "periodEnd", "timezone", "periodStartTime", "periodEndTime"];
 
 /// A `{{...}}` in a string that is not one of [`PLACEHOLDERS`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -312,18 +268,12 @@ pub fn bad_placeholders(text: &str) -> Vec<BadPlaceholder> {
                 let name = &after[..close];
                 if !PLACEHOLDERS.contains(&name) {
                     let suggestion = crate::suggest::closest(name.trim(), &PLACEHOLDERS);
-                    bad.push(BadPlaceholder {
-                        text: format!("{{{{{name}}}}}"),
-                        suggestion,
-                    });
+                    bad.push(BadPlaceholder { text: format!("{{{{{name}}}}}"), suggestion });
                 }
                 rest = &after[close + 2..];
             }
             None => {
-                bad.push(BadPlaceholder {
-                    text: rest[open..].to_owned(),
-                    suggestion: None,
-                });
+                bad.push(BadPlaceholder { text: rest[open..].to_owned(), suggestion: None });
                 break;
             }
         }
@@ -386,12 +336,7 @@ impl PlaceholderValues {
         match args {
             Value::String(text) => Value::String(self.fill_str(text)),
             Value::Array(items) => Value::Array(items.iter().map(|v| self.fill(v)).collect()),
-            Value::Object(members) => Value::Object(
-                members
-                    .iter()
-                    .map(|(k, v)| (k.clone(), self.fill(v)))
-                    .collect(),
-            ),
+            Value::Object(members) => Value::Object(members.iter().map(|(k, v)| (k.clone(), self.fill(v))).collect()),
             other => other.clone(),
         }
     }
@@ -422,12 +367,7 @@ mod tests {
 
     fn period(g: Granularity, d: Date, hour: u8, tz: &str) -> (String, String, String, String) {
         let p = resolve(g, d, hour, &zone(tz).unwrap()).unwrap();
-        (
-            p.start_date.to_string(),
-            p.end_date.to_string(),
-            p.start_time(),
-            p.end_time(),
-        )
+        (p.start_date.to_string(), p.end_date.to_string(), p.start_time(), p.end_time())
     }
 
     fn s(a: &str, b: &str, c: &str, d: &str) -> (String, String, String, String) {
@@ -443,120 +383,70 @@ mod tests {
                 date(2026, 8, 20),
                 0,
                 "Pacific/Auckland",
-                s(
-                    "2026-08-20",
-                    "2026-08-20",
-                    "2026-08-20T00:00:00+12:00",
-                    "2026-08-21T00:00:00+12:00",
-                ),
+                s("2026-08-20", "2026-08-20", "2026-08-20T00:00:00+12:00", "2026-08-21T00:00:00+12:00"),
             ),
             (
                 Day,
                 date(2026, 3, 8),
                 0,
                 "America/New_York",
-                s(
-                    "2026-03-08",
-                    "2026-03-08",
-                    "2026-03-08T00:00:00-05:00",
-                    "2026-03-09T00:00:00-04:00",
-                ),
+                s("2026-03-08", "2026-03-08", "2026-03-08T00:00:00-05:00", "2026-03-09T00:00:00-04:00"),
             ),
             (
                 Day,
                 date(2026, 11, 1),
                 0,
                 "America/New_York",
-                s(
-                    "2026-11-01",
-                    "2026-11-01",
-                    "2026-11-01T00:00:00-04:00",
-                    "2026-11-02T00:00:00-05:00",
-                ),
+                s("2026-11-01", "2026-11-01", "2026-11-01T00:00:00-04:00", "2026-11-02T00:00:00-05:00"),
             ),
             (
                 Day,
                 date(2026, 8, 20),
                 0,
                 "Asia/Kathmandu",
-                s(
-                    "2026-08-20",
-                    "2026-08-20",
-                    "2026-08-20T00:00:00+05:45",
-                    "2026-08-21T00:00:00+05:45",
-                ),
+                s("2026-08-20", "2026-08-20", "2026-08-20T00:00:00+05:45", "2026-08-21T00:00:00+05:45"),
             ),
             (
                 Day,
                 date(2026, 4, 5),
                 0,
                 "Pacific/Chatham",
-                s(
-                    "2026-04-05",
-                    "2026-04-05",
-                    "2026-04-05T00:00:00+13:45",
-                    "2026-04-06T00:00:00+12:45",
-                ),
+                s("2026-04-05", "2026-04-05", "2026-04-05T00:00:00+13:45", "2026-04-06T00:00:00+12:45"),
             ),
             (
                 Week,
                 date(2026, 8, 20),
                 0,
                 "Europe/Berlin",
-                s(
-                    "2026-08-17",
-                    "2026-08-23",
-                    "2026-08-17T00:00:00+02:00",
-                    "2026-08-24T00:00:00+02:00",
-                ),
+                s("2026-08-17", "2026-08-23", "2026-08-17T00:00:00+02:00", "2026-08-24T00:00:00+02:00"),
             ),
             (
                 Week,
                 date(2026, 8, 23),
                 0,
                 "Europe/Berlin",
-                s(
-                    "2026-08-17",
-                    "2026-08-23",
-                    "2026-08-17T00:00:00+02:00",
-                    "2026-08-24T00:00:00+02:00",
-                ),
+                s("2026-08-17", "2026-08-23", "2026-08-17T00:00:00+02:00", "2026-08-24T00:00:00+02:00"),
             ),
             (
                 Month,
                 date(2026, 2, 10),
                 0,
                 "Asia/Tokyo",
-                s(
-                    "2026-02-01",
-                    "2026-02-28",
-                    "2026-02-01T00:00:00+09:00",
-                    "2026-03-01T00:00:00+09:00",
-                ),
+                s("2026-02-01", "2026-02-28", "2026-02-01T00:00:00+09:00", "2026-03-01T00:00:00+09:00"),
             ),
             (
                 Month,
                 date(2028, 2, 10),
                 0,
                 "UTC",
-                s(
-                    "2028-02-01",
-                    "2028-02-29",
-                    "2028-02-01T00:00:00+00:00",
-                    "2028-03-01T00:00:00+00:00",
-                ),
+                s("2028-02-01", "2028-02-29", "2028-02-01T00:00:00+00:00", "2028-03-01T00:00:00+00:00"),
             ),
             (
                 Hour,
                 date(2026, 8, 20),
                 13,
                 "Asia/Kolkata",
-                s(
-                    "2026-08-20",
-                    "2026-08-20",
-                    "2026-08-20T13:00:00+05:30",
-                    "2026-08-20T14:00:00+05:30",
-                ),
+                s("2026-08-20", "2026-08-20", "2026-08-20T13:00:00+05:30", "2026-08-20T14:00:00+05:30"),
             ),
             // The repeated hour resolves to its first occurrence.
             (
@@ -564,12 +454,7 @@ mod tests {
                 date(2026, 11, 1),
                 1,
                 "America/New_York",
-                s(
-                    "2026-11-01",
-                    "2026-11-01",
-                    "2026-11-01T01:00:00-04:00",
-                    "2026-11-01T01:00:00-05:00",
-                ),
+                s("2026-11-01", "2026-11-01", "2026-11-01T01:00:00-04:00", "2026-11-01T01:00:00-05:00"),
             ),
             // The hour before a skipped hour ends when the clocks jump.
             (
@@ -577,12 +462,7 @@ mod tests {
                 date(2026, 3, 8),
                 1,
                 "America/New_York",
-                s(
-                    "2026-03-08",
-                    "2026-03-08",
-                    "2026-03-08T01:00:00-05:00",
-                    "2026-03-08T03:00:00-04:00",
-                ),
+                s("2026-03-08", "2026-03-08", "2026-03-08T01:00:00-05:00", "2026-03-08T03:00:00-04:00"),
             ),
             // A day that starts at 01:00 because midnight is skipped (Chile's spring change).
             (
@@ -590,12 +470,7 @@ mod tests {
                 date(2026, 9, 6),
                 0,
                 "America/Santiago",
-                s(
-                    "2026-09-06",
-                    "2026-09-06",
-                    "2026-09-06T01:00:00-03:00",
-                    "2026-09-07T00:00:00-03:00",
-                ),
+                s("2026-09-06", "2026-09-06", "2026-09-06T01:00:00-03:00", "2026-09-07T00:00:00-03:00"),
             ),
         ];
         for (g, d, hour, tz, want) in cases {
@@ -608,34 +483,21 @@ mod tests {
         let ny = zone("America/New_York").unwrap();
         assert_eq!(
             resolve(Granularity::Hour, date(2026, 3, 8), 2, &ny),
-            Err(PeriodError::SkippedHour {
-                date: date(2026, 3, 8),
-                hour: 2
-            })
+            Err(PeriodError::SkippedHour { date: date(2026, 3, 8), hour: 2 })
         );
         let apia = zone("Pacific/Apia").unwrap();
         assert_eq!(
             resolve(Granularity::Day, date(2011, 12, 30), 0, &apia),
             Err(PeriodError::SkippedDate(date(2011, 12, 30)))
         );
-        assert!(matches!(
-            zone("Mars/Olympus"),
-            Err(PeriodError::UnknownZone(_))
-        ));
-        assert!(matches!(
-            zone("EST5EDT,M3.2.0,M11.1.0"),
-            Err(PeriodError::UnknownZone(_))
-        ));
+        assert!(matches!(zone("Mars/Olympus"), Err(PeriodError::UnknownZone(_))));
+        assert!(matches!(zone("EST5EDT,M3.2.0,M11.1.0"), Err(PeriodError::UnknownZone(_))));
     }
 
     #[test]
     fn dst_days_have_23_24_and_25_hours() {
         let ny = zone("America/New_York").unwrap();
-        for (d, n) in [
-            (date(2026, 3, 8), 23),
-            (date(2026, 3, 9), 24),
-            (date(2026, 11, 1), 25),
-        ] {
+        for (d, n) in [(date(2026, 3, 8), 23), (date(2026, 3, 9), 24), (date(2026, 11, 1), 25)] {
             let hours = hours_of_day(d, &ny).unwrap();
             assert_eq!(hours.len(), n, "{d}");
             let day = resolve(Granularity::Day, d, 0, &ny).unwrap();
@@ -651,12 +513,7 @@ mod tests {
         assert_eq!(hours_of_day(date(2026, 10, 25), &troll).unwrap().len(), 26);
         assert_eq!(
             period(Granularity::Hour, date(2026, 10, 25), 1, "Antarctica/Troll"),
-            s(
-                "2026-10-25",
-                "2026-10-25",
-                "2026-10-25T01:00:00+02:00",
-                "2026-10-25T02:00:00+02:00"
-            )
+            s("2026-10-25", "2026-10-25", "2026-10-25T01:00:00+02:00", "2026-10-25T02:00:00+02:00")
         );
     }
 
@@ -670,13 +527,7 @@ mod tests {
         );
         let bad = bad_placeholders("{{periodstart}} and {{timezone}} and {{ end");
         assert_eq!(bad.len(), 2);
-        assert_eq!(
-            bad[0],
-            BadPlaceholder {
-                text: "{{periodstart}}".into(),
-                suggestion: Some("periodStart")
-            }
-        );
+        assert_eq!(bad[0], BadPlaceholder { text: "{{periodstart}}".into(), suggestion: Some("periodStart") });
         assert_eq!(bad[1].text, "{{ end");
         assert!(bad_placeholders("{{periodStartTime}}/{{periodEndTime}}").is_empty());
     }

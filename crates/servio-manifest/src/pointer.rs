@@ -42,16 +42,12 @@ impl Pointer {
 
     /// The unescaped reference tokens, in order.
     pub fn segments(&self) -> impl Iterator<Item = String> + '_ {
-        self.0
-            .split('/')
-            .skip(1)
-            .map(|token| token.replace("~1", "/").replace("~0", "~"))
+        self.0.split('/').skip(1).map(|token| token.replace("~1", "/").replace("~0", "~"))
     }
 
     /// True when `self` is `other` or lies inside it.
     pub fn starts_with(&self, other: &Pointer) -> bool {
-        self.0 == other.0
-            || (self.0.starts_with(&other.0) && self.0.as_bytes().get(other.0.len()) == Some(&b'/'))
+        self.0 == other.0 || (self.0.starts_with(&other.0) && self.0.as_bytes().get(other.0.len()) == Some(&b'/'))
     }
 }
 

@@ -178,10 +178,7 @@ rules! {
 impl Code {
     /// Looks a code up by its text (`e020` and `E020` alike) or by its name (`https-url`).
     pub fn from_text(text: &str) -> Option<Code> {
-        Code::ALL
-            .iter()
-            .copied()
-            .find(|code| code.as_str().eq_ignore_ascii_case(text) || code.name() == text)
+        Code::ALL.iter().copied().find(|code| code.as_str().eq_ignore_ascii_case(text) || code.name() == text)
     }
 
     /// True for the brief's own codes, whose diagnostics make the brief ignored.
@@ -212,10 +209,7 @@ mod tests {
             };
             assert_eq!(code.severity(), expected, "{code}");
             let text = code.explanation();
-            assert!(
-                text.contains("Example:") && text.contains("Fix:") && text.contains("Why:"),
-                "{code}"
-            );
+            assert!(text.contains("Example:") && text.contains("Fix:") && text.contains("Why:"), "{code}");
         }
     }
 

@@ -145,10 +145,7 @@ struct Scanner<'a> {
 
 impl Scanner<'_> {
     fn error(&self, message: &'static str) -> ScanError {
-        ScanError {
-            offset: self.pos,
-            message,
-        }
+        ScanError { offset: self.pos, message }
     }
 
     fn peek(&self) -> Option<u8> {
@@ -218,12 +215,7 @@ impl Scanner<'_> {
         }
     }
 
-    fn visit_value(
-        &mut self,
-        pointer: &mut String,
-        depth: usize,
-        visit: &mut dyn Visit,
-    ) -> Result<(), ScanError> {
+    fn visit_value(&mut self, pointer: &mut String, depth: usize, visit: &mut dyn Visit) -> Result<(), ScanError> {
         let start = self.pos;
         let descend = matches!(self.peek(), Some(b'{' | b'[')) && visit.wants(pointer);
         match self.peek() {
@@ -235,12 +227,7 @@ impl Scanner<'_> {
         Ok(())
     }
 
-    fn visit_object(
-        &mut self,
-        pointer: &mut String,
-        depth: usize,
-        visit: &mut dyn Visit,
-    ) -> Result<(), ScanError> {
+    fn visit_object(&mut self, pointer: &mut String, depth: usize, visit: &mut dyn Visit) -> Result<(), ScanError> {
         if self.open(b'}', depth)? {
             return Ok(());
         }
@@ -265,12 +252,7 @@ impl Scanner<'_> {
         }
     }
 
-    fn visit_array(
-        &mut self,
-        pointer: &mut String,
-        depth: usize,
-        visit: &mut dyn Visit,
-    ) -> Result<(), ScanError> {
+    fn visit_array(&mut self, pointer: &mut String, depth: usize, visit: &mut dyn Visit) -> Result<(), ScanError> {
         if self.open(b']', depth)? {
             return Ok(());
         }
@@ -321,11 +303,7 @@ impl Scanner<'_> {
     }
 
     /// Inside an array at the cursor, moves to element `index`.
-    fn find_element(
-        &mut self,
-        index: usize,
-        depth: usize,
-    ) -> Result<Result<(), PathMiss>, ScanError> {
+    fn find_element(&mut self, index: usize, depth: usize) -> Result<Result<(), PathMiss>, ScanError> {
         self.pos += 1;
         if self.close_if_empty(b']') {
             return Ok(Err(PathMiss::IndexOutOfRange { depth, len: 0 }));
@@ -472,17 +450,12 @@ impl Scanner<'_> {
     }
 
     fn utf8(&self, start: usize, end: usize) -> Result<&str, ScanError> {
-        std::str::from_utf8(&self.bytes[start..end]).map_err(|_| ScanError {
-            offset: start,
-            message: "invalid UTF-8",
-        })
+        std::str::from_utf8(&self.bytes[start..end]).map_err(|_| ScanError { offset: start, message: "invalid UTF-8" })
     }
 
     /// After a backslash: the escaped character (a lone surrogate decodes to U+FFFD).
     fn escape(&mut self) -> Result<char, ScanError> {
-        let b = self
-            .peek()
-            .ok_or_else(|| self.error("unterminated escape"))?;
+        let b = self.peek().ok_or_else(|| self.error("unterminated escape"))?;
         self.pos += 1;
         Ok(match b {
             b'"' => '"',
@@ -512,10 +485,7 @@ impl Scanner<'_> {
     }
 
     fn hex4(&mut self) -> Result<u32, ScanError> {
-        let digits = self
-            .bytes
-            .get(self.pos..self.pos + 4)
-            .ok_or_else(|| self.error("short \\u escape"))?;
+        let digits = self.bytes.get(self.pos..self.pos + 4).ok_or_else(|| self.error("short \\u escape"))?;
         let text = std::str::from_utf8(digits).map_err(|_| self.error("invalid \\u escape"))?;
         let value = u32::from_str_radix(text, 16).map_err(|_| self.error("invalid \\u escape"))?;
         if !text.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -557,11 +527,7 @@ mod tests {
     #[test]
     fn walk_reports_every_value_with_its_span() {
         let text = r#"{"a": [1, {"b~/": "x"}], "c": null}"#;
-        let got: Vec<_> = spans(text)
-            .values
-            .iter()
-            .map(|(p, s)| format!("{p}={}", &text[s.start..s.end]))
-            .collect();
+        let got: Vec<_> = spans(text).values.iter().map(|(p, s)| format!("{p}={}", &text[s.start..s.end])).collect();
         assert_eq!(
             got,
             [
@@ -586,27 +552,12 @@ mod tests {
         let text = br#"{"rows": [{"count": 12}, {"count": "7"}], "dup": {"k": 1, "k": 2}}"#;
         let span = follow(text, &["rows", "1", "count"]).unwrap().unwrap();
         assert_eq!(&text[span.start..span.end], br#""7""#);
-        assert_eq!(
-            follow(text, &["rows", "2"]).unwrap(),
-            Err(PathMiss::IndexOutOfRange { depth: 1, len: 2 })
-        );
-        assert_eq!(
-            follow(text, &["rows", "01"]).unwrap(),
-            Err(PathMiss::WrongKind {
-                depth: 1,
-                found: "array"
-            })
-        );
-        assert_eq!(
-            follow(text, &["dup", "k"]).unwrap(),
-            Err(PathMiss::RepeatedMember { depth: 1 })
-        );
+        assert_eq!(follow(text, &["rows", "2"]).unwrap(), Err(PathMiss::IndexOutOfRange { depth: 1, len: 2 }));
+        assert_eq!(follow(text, &["rows", "01"]).unwrap(), Err(PathMiss::WrongKind { depth: 1, found: "array" }));
+        assert_eq!(follow(text, &["dup", "k"]).unwrap(), Err(PathMiss::RepeatedMember { depth: 1 }));
         assert_eq!(
             follow(text, &["rows", "0", "count", "x"]).unwrap(),
-            Err(PathMiss::WrongKind {
-                depth: 3,
-                found: "number"
-            })
+            Err(PathMiss::WrongKind { depth: 3, found: "number" })
         );
         assert_eq!(follow(b"[5]", &["0"]).unwrap().unwrap(), Span::new(1, 2));
     }

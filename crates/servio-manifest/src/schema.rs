@@ -16,8 +16,7 @@ use crate::pointer::Pointer;
 use crate::rules::Code;
 
 /// The types the format supports in an `input_schema`.
-pub const SUPPORTED_TYPES: [&str; 6] =
-    ["string", "number", "integer", "boolean", "array", "object"];
+pub const SUPPORTED_TYPES: [&str; 6] = ["string", "number", "integer", "boolean", "array", "object"];
 
 /// Keywords whose value is one schema, as the draft 2020-12 meta-schema defines them
 /// (`additionalItems` is gone from 2020-12, so its value is data there).
@@ -37,14 +36,8 @@ const SCHEMA_KEYWORDS: [&str; 11] = [
 /// Keywords whose value is an object of schemas. The 2020-12 meta-schema still validates
 /// the older `definitions` and `dependencies` (whose members may also be string arrays,
 /// which the walk passes over) as schemas.
-const SCHEMA_MAP_KEYWORDS: [&str; 6] = [
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-    "dependencies",
-];
+const SCHEMA_MAP_KEYWORDS: [&str; 6] =
+    ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"];
 /// Keywords whose value is an array of schemas.
 const SCHEMA_ARRAY_KEYWORDS: [&str; 4] = ["prefixItems", "allOf", "anyOf", "oneOf"];
 
@@ -86,9 +79,8 @@ pub fn is_valid_schema(schema: &Value) -> bool {
 /// them to it, and whatever the flat one rejects is reported with the official one's errors.
 pub fn flat_meta_schema() -> Value {
     use referencing::meta::{
-        DRAFT202012, DRAFT202012_APPLICATOR, DRAFT202012_CONTENT, DRAFT202012_CORE,
-        DRAFT202012_FORMAT_ANNOTATION, DRAFT202012_META_DATA, DRAFT202012_UNEVALUATED,
-        DRAFT202012_VALIDATION,
+        DRAFT202012, DRAFT202012_APPLICATOR, DRAFT202012_CONTENT, DRAFT202012_CORE, DRAFT202012_FORMAT_ANNOTATION,
+        DRAFT202012_META_DATA, DRAFT202012_UNEVALUATED, DRAFT202012_VALIDATION,
     };
     let parts = [
         &*DRAFT202012_CORE,
@@ -109,8 +101,7 @@ pub fn flat_meta_schema() -> Value {
             }
         }
     }
-    let mut flat =
-        json!({ "type": ["object", "boolean"], "properties": properties, "$defs": defs });
+    let mut flat = json!({ "type": ["object", "boolean"], "properties": properties, "$defs": defs });
     make_local(&mut flat);
     flat
 }
@@ -158,13 +149,8 @@ pub fn check_input_schema(
     let first = out.len();
     match object.get("type") {
         None => out.push(
-            Diagnostic::missing(
-                Code::SchemaRootType,
-                at,
-                "type",
-                "input_schema has no root `type`",
-            )
-            .with_help("add \"type\": \"object\": tool arguments are always one JSON object"),
+            Diagnostic::missing(Code::SchemaRootType, at, "type", "input_schema has no root `type`")
+                .with_help("add \"type\": \"object\": tool arguments are always one JSON object"),
         ),
         Some(Value::String(t)) if t == "object" => {}
         Some(other) => out.push(
@@ -173,15 +159,10 @@ pub fn check_input_schema(
                 at.child("type"),
                 format!("input_schema root `type` must be \"object\", found {other}"),
             )
-            .with_help(
-                "tool arguments are sent as one JSON object; wrap other values in a property",
-            ),
+            .with_help("tool arguments are sent as one JSON object; wrap other values in a property"),
         ),
     }
-    let mut path = SchemaPath {
-        base: at,
-        segments: Vec::new(),
-    };
+    let mut path = SchemaPath { base: at, segments: Vec::new() };
     for_each_subschema(schema, &mut path, &mut |sub, path| {
         let keywords = Keywords::of(sub);
         check_types(keywords.type_, path, out);
@@ -190,19 +171,12 @@ pub fn check_input_schema(
     if !is_valid_schema(schema) {
         let reported: Vec<Pointer> = out[first..].iter().map(|d| d.pointer.clone()).collect();
         for error in META_VALIDATOR.iter_errors(schema) {
-            let pointer =
-                at.join(&Pointer::parse(error.instance_path().as_str()).unwrap_or_default());
+            let pointer = at.join(&Pointer::parse(error.instance_path().as_str()).unwrap_or_default());
             // Our own rules above say the same thing more precisely.
-            if reported
-                .iter()
-                .any(|r| pointer.starts_with(r) || r.starts_with(&pointer))
-            {
+            if reported.iter().any(|r| pointer.starts_with(r) || r.starts_with(&pointer)) {
                 continue;
             }
-            if out
-                .iter()
-                .any(|d| d.code == Code::InvalidSchema && d.pointer == pointer)
-            {
+            if out.iter().any(|d| d.code == Code::InvalidSchema && d.pointer == pointer) {
                 continue;
             }
             let (message, help) = describe_meta_error(&error, &pointer);
@@ -238,12 +212,10 @@ impl SchemaPath<'_> {
 
     /// The JSON Pointer of the subschema.
     pub fn pointer(&self) -> Pointer {
-        self.segments
-            .iter()
-            .fold(self.base.clone(), |pointer, segment| match segment {
-                Segment::Keyword(name) | Segment::Name(name) => pointer.child(name),
-                Segment::Index(i) => pointer.index(*i),
-            })
+        self.segments.iter().fold(self.base.clone(), |pointer, segment| match segment {
+            Segment::Keyword(name) | Segment::Name(name) => pointer.child(name),
+            Segment::Index(i) => pointer.index(*i),
+        })
     }
 }
 
@@ -355,10 +327,7 @@ fn check_types(type_: Option<&Value>, path: &SchemaPath<'_>, out: &mut Vec<Diagn
                     None => out.push(Diagnostic::at(
                         Code::UnsupportedType,
                         at().index(i),
-                        format!(
-                            "a `type` entry must be a type name, found {}",
-                            kind_of(name)
-                        ),
+                        format!("a `type` entry must be a type name, found {}", kind_of(name)),
                     )),
                 }
             }
@@ -386,16 +355,13 @@ fn unsupported_type(pointer: Pointer, name: &str) -> Diagnostic {
         _ => crate::suggest::closest(name, &SUPPORTED_TYPES),
     };
     let help = match (name, suggestion) {
-        ("null", _) => "the format does not support null: leave the property out of `required` to make it optional".to_owned(),
+        ("null", _) => {
+            "the format does not support null: leave the property out of `required` to make it optional".to_owned()
+        }
         (_, Some(s)) => format!("did you mean \"{s}\"?"),
         (_, None) => format!("supported types: {}", SUPPORTED_TYPES.join(", ")),
     };
-    Diagnostic::at(
-        Code::UnsupportedType,
-        pointer,
-        format!("unsupported type \"{name}\""),
-    )
-    .with_help(help)
+    Diagnostic::at(Code::UnsupportedType, pointer, format!("unsupported type \"{name}\"")).with_help(help)
 }
 
 /// The expected form of a keyword's value, for messages.
@@ -410,11 +376,11 @@ fn expected_form(keyword: &str) -> Option<&'static str> {
         "dependentRequired" => "an object whose members are arrays of unique strings",
         "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => "a number",
         "multipleOf" => "a number greater than 0",
-        "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties" | "maxProperties"
-        | "minContains" | "maxContains" => "a non-negative integer",
+        "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties" | "maxProperties" | "minContains"
+        | "maxContains" => "a non-negative integer",
         "pattern" => "a valid regular expression (ECMA-262)",
-        "format" | "title" | "description" | "$comment" | "$anchor" | "$dynamicAnchor"
-        | "contentEncoding" | "contentMediaType" => "a string",
+        "format" | "title" | "description" | "$comment" | "$anchor" | "$dynamicAnchor" | "contentEncoding"
+        | "contentMediaType" => "a string",
         "$ref" | "$dynamicRef" | "$id" | "$schema" => "a URI reference string",
         "uniqueItems" | "readOnly" | "writeOnly" | "deprecated" => "a boolean",
         "examples" => "an array",
@@ -425,55 +391,28 @@ fn expected_form(keyword: &str) -> Option<&'static str> {
 fn describe_meta_error(error: &ValidationError<'_>, pointer: &Pointer) -> (String, Option<String>) {
     let segments: Vec<String> = pointer.segments().collect();
     let last = segments.last().map(String::as_str).unwrap_or("");
-    let parent = segments
-        .len()
-        .checked_sub(2)
-        .map(|i| segments[i].as_str())
-        .unwrap_or("");
+    let parent = segments.len().checked_sub(2).map(|i| segments[i].as_str()).unwrap_or("");
     // A position that holds a schema, such as `/properties/q`, rather than a keyword.
-    let in_schema_slot =
-        SCHEMA_MAP_KEYWORDS.contains(&parent) || SCHEMA_ARRAY_KEYWORDS.contains(&parent);
-    let form = if in_schema_slot {
-        Some("a schema (an object or a boolean)")
-    } else {
-        expected_form(last)
-    };
-    let subject = if in_schema_slot {
-        format!("`{parent}/{last}`")
-    } else {
-        format!("`{last}`")
-    };
+    let in_schema_slot = SCHEMA_MAP_KEYWORDS.contains(&parent) || SCHEMA_ARRAY_KEYWORDS.contains(&parent);
+    let form = if in_schema_slot { Some("a schema (an object or a boolean)") } else { expected_form(last) };
+    let subject = if in_schema_slot { format!("`{parent}/{last}`") } else { format!("`{last}`") };
     match (error.kind(), form) {
         (ValidationErrorKind::Format { format }, _) if format == "regex" => (
-            format!(
-                "{subject} is not a valid regular expression: {}",
-                error.instance()
-            ),
+            format!("{subject} is not a valid regular expression: {}", error.instance()),
             Some("patterns use ECMA-262 syntax; escape a literal bracket as \\\\[".to_owned()),
         ),
-        (ValidationErrorKind::UniqueItems, _) => (
-            format!("{subject} has repeated entries"),
-            Some("list each entry once".to_owned()),
-        ),
+        (ValidationErrorKind::UniqueItems, _) => {
+            (format!("{subject} has repeated entries"), Some("list each entry once".to_owned()))
+        }
         (ValidationErrorKind::MinItems { .. }, _) => (format!("{subject} must not be empty"), None),
-        (_, Some(form)) => (
-            format!(
-                "{subject} must be {form}, found {}",
-                describe_value(error.instance())
-            ),
-            None,
-        ),
+        (_, Some(form)) => (format!("{subject} must be {form}, found {}", describe_value(error.instance())), None),
         _ => (format!("{subject}: {error}"), None),
     }
 }
 
 fn describe_value(value: &Value) -> String {
     let text = value.to_string();
-    if text.len() <= 40 {
-        format!("{} {text}", kind_of(value))
-    } else {
-        kind_of(value).to_owned()
-    }
+    if text.len() <= 40 { format!("{} {text}", kind_of(value)) } else { kind_of(value).to_owned() }
 }
 
 /// The JSON type name of a value, for messages.
@@ -515,9 +454,7 @@ impl ArgumentValidator {
     /// Compiles `schema`; fails when it does not compile (for instance a `$ref` that cannot be
     /// resolved without fetching it).
     pub fn new(schema: &Value) -> Result<ArgumentValidator, String> {
-        jsonschema::draft202012::new(schema)
-            .map(|validator| ArgumentValidator { validator })
-            .map_err(|e| e.to_string())
+        jsonschema::draft202012::new(schema).map(|validator| ArgumentValidator { validator }).map_err(|e| e.to_string())
     }
 
     /// Every way in which `args` fail the schema, each at its own pointer (a missing required
@@ -533,29 +470,17 @@ impl ArgumentValidator {
                 ValidationErrorKind::Required { property } => {
                     let name = property.as_str().unwrap_or_default();
                     let message = format!("required argument `{name}` is missing");
-                    errors.push(ArgumentError {
-                        pointer: at.child(name),
-                        anchor: at.clone(),
-                        message,
-                    });
+                    errors.push(ArgumentError { pointer: at.child(name), anchor: at.clone(), message });
                 }
                 ValidationErrorKind::AdditionalProperties { unexpected }
                 | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
                     for name in unexpected {
                         let pointer = at.child(name);
                         let message = format!("argument `{name}` is not allowed by the schema");
-                        errors.push(ArgumentError {
-                            anchor: pointer.clone(),
-                            pointer,
-                            message,
-                        });
+                        errors.push(ArgumentError { anchor: pointer.clone(), pointer, message });
                     }
                 }
-                _ => errors.push(ArgumentError {
-                    anchor: at.clone(),
-                    pointer: at,
-                    message: error.to_string(),
-                }),
+                _ => errors.push(ArgumentError { anchor: at.clone(), pointer: at, message: error.to_string() }),
             }
         }
         errors
@@ -582,9 +507,7 @@ pub fn default_is_valid_in(keywords: &Keywords<'_>, value: &Value) -> Option<boo
         return direct_is_valid(schema, value);
     }
     let object = Value::Object(schema.clone());
-    jsonschema::draft202012::new(&object)
-        .ok()
-        .map(|v| v.is_valid(value))
+    jsonschema::draft202012::new(&object).ok().map(|v| v.is_valid(value))
 }
 
 /// Keywords [`default_is_valid`] decides without compiling: annotations and the simple
@@ -618,33 +541,21 @@ fn direct_is_valid(schema: &Map<String, Value>, value: &Value) -> Option<bool> {
         valid &= match keyword.as_str() {
             "type" => match limit {
                 Value::String(name) => has_type(value, name),
-                Value::Array(names) => names
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .any(|n| has_type(value, n)),
+                Value::Array(names) => names.iter().filter_map(Value::as_str).any(|n| has_type(value, n)),
                 _ => return None,
             },
-            "enum" => limit
-                .as_array()?
-                .iter()
-                .any(|option| json_equal(option, value)),
+            "enum" => limit.as_array()?.iter().any(|option| json_equal(option, value)),
             "const" => json_equal(limit, value),
             "minimum" => compare(value, limit, |v, l| v >= l)?,
             "maximum" => compare(value, limit, |v, l| v <= l)?,
             "exclusiveMinimum" => compare(value, limit, |v, l| v > l)?,
             "exclusiveMaximum" => compare(value, limit, |v, l| v < l)?,
-            "minLength" => value
-                .as_str()
-                .is_none_or(|s| s.chars().count() as u64 >= limit.as_u64().unwrap_or(0)),
-            "maxLength" => value
-                .as_str()
-                .is_none_or(|s| s.chars().count() as u64 <= limit.as_u64().unwrap_or(u64::MAX)),
-            "minItems" => value
-                .as_array()
-                .is_none_or(|a| a.len() as u64 >= limit.as_u64().unwrap_or(0)),
-            "maxItems" => value
-                .as_array()
-                .is_none_or(|a| a.len() as u64 <= limit.as_u64().unwrap_or(u64::MAX)),
+            "minLength" => value.as_str().is_none_or(|s| s.chars().count() as u64 >= limit.as_u64().unwrap_or(0)),
+            "maxLength" => {
+                value.as_str().is_none_or(|s| s.chars().count() as u64 <= limit.as_u64().unwrap_or(u64::MAX))
+            }
+            "minItems" => value.as_array().is_none_or(|a| a.len() as u64 >= limit.as_u64().unwrap_or(0)),
+            "maxItems" => value.as_array().is_none_or(|a| a.len() as u64 <= limit.as_u64().unwrap_or(u64::MAX)),
             _ => true,
         };
     }
@@ -661,20 +572,14 @@ fn compare(value: &Value, limit: &Value, holds: fn(f64, f64) -> bool) -> Option<
 /// JSON Schema equality: numbers by value (1 equals 1.0), the rest structurally.
 fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
-                (Some(x), Some(y), _, _) => x == y,
-                (_, _, Some(x), Some(y)) => x == y,
-                _ => x.as_f64() == y.as_f64(),
-            }
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_equal(a, b))
-        }
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
+            (Some(x), Some(y), _, _) => x == y,
+            (_, _, Some(x), Some(y)) => x == y,
+            _ => x.as_f64() == y.as_f64(),
+        },
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_equal(a, b)),
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
         }
         _ => a == b,
     }
@@ -685,9 +590,7 @@ fn has_type(value: &Value, name: &str) -> bool {
         "string" => value.is_string(),
         "number" => value.is_number(),
         // JSON Schema counts 1.0 as an integer: any number with a zero fractional part.
-        "integer" => {
-            value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|n| n.fract() == 0.0)
-        }
+        "integer" => value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|n| n.fract() == 0.0),
         "boolean" => value.is_boolean(),
         "array" => value.is_array(),
         "object" => value.is_object(),
@@ -702,32 +605,16 @@ mod tests {
 
     fn errors(schema: Value) -> Vec<(String, Code)> {
         let mut out = Vec::new();
-        check_input_schema(
-            &schema,
-            &Pointer::root().child("s"),
-            &mut out,
-            &mut |_, _| {},
-        );
-        out.into_iter()
-            .map(|d| (d.pointer.to_string(), d.code))
-            .collect()
+        check_input_schema(&schema, &Pointer::root().child("s"), &mut out, &mut |_, _| {});
+        out.into_iter().map(|d| (d.pointer.to_string(), d.code)).collect()
     }
 
     #[test]
     fn schema_rules() {
         let cases: Vec<(Value, Vec<(&str, Code)>)> = vec![
-            (
-                json!({"type": "object", "properties": {"q": {"type": "string"}}}),
-                vec![],
-            ),
-            (
-                json!({"properties": {}}),
-                vec![("/s/type", Code::SchemaRootType)],
-            ),
-            (
-                json!({"type": "array"}),
-                vec![("/s/type", Code::SchemaRootType)],
-            ),
+            (json!({"type": "object", "properties": {"q": {"type": "string"}}}), vec![]),
+            (json!({"properties": {}}), vec![("/s/type", Code::SchemaRootType)]),
+            (json!({"type": "array"}), vec![("/s/type", Code::SchemaRootType)]),
             (json!(true), vec![("/s", Code::SchemaRootType)]),
             (
                 json!({"type": "object", "properties": {"l": {"type": "int"}}}),
@@ -765,26 +652,16 @@ mod tests {
                 json!({"type": "object", "properties": {"q": {"type": "string", "pattern": "["}}}),
                 vec![("/s/properties/q/pattern", Code::InvalidSchema)],
             ),
-            (
-                json!({"type": "object", "required": "q"}),
-                vec![("/s/required", Code::InvalidSchema)],
-            ),
-            (
-                json!({"type": "object", "properties": {"q": 5}}),
-                vec![("/s/properties/q", Code::InvalidSchema)],
-            ),
-            (
-                json!({"type": "object", "required": ["a", "a"]}),
-                vec![("/s/required", Code::InvalidSchema)],
-            ),
+            (json!({"type": "object", "required": "q"}), vec![("/s/required", Code::InvalidSchema)]),
+            (json!({"type": "object", "properties": {"q": 5}}), vec![("/s/properties/q", Code::InvalidSchema)]),
+            (json!({"type": "object", "required": ["a", "a"]}), vec![("/s/required", Code::InvalidSchema)]),
             (
                 json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": "1"}}}),
                 vec![("/s/properties/n/minimum", Code::InvalidSchema)],
             ),
         ];
         for (schema, want) in cases {
-            let want: Vec<(String, Code)> =
-                want.into_iter().map(|(p, c)| (p.to_owned(), c)).collect();
+            let want: Vec<(String, Code)> = want.into_iter().map(|(p, c)| (p.to_owned(), c)).collect();
             assert_eq!(errors(schema.clone()), want, "{schema}");
         }
     }
@@ -792,32 +669,17 @@ mod tests {
     #[test]
     fn meta_errors_name_the_keyword() {
         let mut out = Vec::new();
-        check_input_schema(
-            &json!({"type": "object", "required": "q"}),
-            &Pointer::root(),
-            &mut out,
-            &mut |_, _| {},
-        );
-        assert_eq!(
-            out[0].message,
-            "`required` must be an array of unique strings, found a string \"q\""
-        );
+        check_input_schema(&json!({"type": "object", "required": "q"}), &Pointer::root(), &mut out, &mut |_, _| {});
+        assert_eq!(out[0].message, "`required` must be an array of unique strings, found a string \"q\"");
     }
 
     #[test]
     fn arguments_are_checked_with_pointers() {
         let schema = json!({"type": "object", "properties": {"from": {"type": "string"}, "n": {"type": "integer"}}, "required": ["from", "to"], "additionalProperties": false});
         let v = ArgumentValidator::new(&schema).unwrap();
-        assert!(
-            v.check(&json!({"from": "x", "to": 1}))
-                .iter()
-                .all(|e| e.pointer.as_str() == "/to")
-        );
-        let got: Vec<String> = v
-            .check(&json!({"n": "x", "extra": 1}))
-            .into_iter()
-            .map(|e| e.pointer.to_string())
-            .collect();
+        assert!(v.check(&json!({"from": "x", "to": 1})).iter().all(|e| e.pointer.as_str() == "/to"));
+        let got: Vec<String> =
+            v.check(&json!({"n": "x", "extra": 1})).into_iter().map(|e| e.pointer.to_string()).collect();
         for want in ["/from", "/to", "/n", "/extra"] {
             assert!(got.contains(&want.to_owned()), "{want} in {got:?}");
         }
@@ -826,23 +688,11 @@ mod tests {
     #[test]
     fn defaults_are_checked_against_their_schema() {
         let check = |s: Value, v: Value| default_is_valid(s.as_object().unwrap(), &v);
-        assert_eq!(
-            check(json!({"type": "integer", "default": 10}), json!(10)),
-            Some(true)
-        );
+        assert_eq!(check(json!({"type": "integer", "default": 10}), json!(10)), Some(true));
         assert_eq!(check(json!({"type": "integer"}), json!(1.0)), Some(true));
         assert_eq!(check(json!({"type": "integer"}), json!("10")), Some(false));
-        assert_eq!(
-            check(json!({"type": "string", "enum": ["a", "b"]}), json!("c")),
-            Some(false)
-        );
-        assert_eq!(
-            check(json!({"type": "string", "enum": ["a", "b"]}), json!("a")),
-            Some(true)
-        );
-        assert_eq!(
-            check(json!({"type": ["string", "integer"]}), json!(3)),
-            Some(true)
-        );
+        assert_eq!(check(json!({"type": "string", "enum": ["a", "b"]}), json!("c")), Some(false));
+        assert_eq!(check(json!({"type": "string", "enum": ["a", "b"]}), json!("a")), Some(true));
+        assert_eq!(check(json!({"type": ["string", "integer"]}), json!(3)), Some(true));
     }
 }

@@ -5,15 +5,8 @@
 pub fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
     candidates
         .iter()
-        .map(|&candidate| {
-            (
-                strsim::damerau_levenshtein(&name.to_lowercase(), &candidate.to_lowercase()),
-                candidate,
-            )
-        })
-        .filter(|&(distance, candidate)| {
-            distance <= (name.chars().count().max(candidate.len()) / 3).max(1)
-        })
+        .map(|&candidate| (strsim::damerau_levenshtein(&name.to_lowercase(), &candidate.to_lowercase()), candidate))
+        .filter(|&(distance, candidate)| distance <= (name.chars().count().max(candidate.len()) / 3).max(1))
         .min_by_key(|&(distance, _)| distance)
         .map(|(_, candidate)| candidate)
 }

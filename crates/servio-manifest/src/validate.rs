@@ -15,16 +15,8 @@ use crate::pointer::Pointer;
 use crate::rules::Code;
 use crate::schema;
 
-const TOP_LEVEL_FIELDS: [&str; 8] = [
-    "name",
-    "version",
-    "description",
-    "server",
-    "auth",
-    "tools",
-    "verification",
-    "brief",
-];
+const TOP_LEVEL_FIELDS: [&str; 8] =
+    ["name", "version", "description", "server", "auth", "tools", "verification", "brief"];
 const SERVER_FIELDS: [&str; 1] = ["url"];
 const AUTH_FIELDS: [&str; 4] = ["type", "authorization_url", "token_url", "scopes"];
 const TOOL_FIELDS: [&str; 3] = ["name", "description", "input_schema"];
@@ -56,17 +48,10 @@ pub(crate) fn validate<'a>(
             Diagnostic::at(Code::TopLevelNotObject, at, format!("the manifest must be a JSON object, found {}", schema::kind_of(root)))
                 .with_help("write the manifest as { \"name\": ..., \"version\": ..., \"server\": ..., \"auth\": ..., \"tools\": [...] }"),
         );
-        return Validated {
-            manifest: None,
-            tools: Vec::new(),
-        };
+        return Validated { manifest: None, tools: Vec::new() };
     };
     let first_error = errors.len();
-    let doc = Object {
-        map: top,
-        at: at.clone(),
-        codes: fields::MANIFEST,
-    };
+    let doc = Object { map: top, at: at.clone(), codes: fields::MANIFEST };
     lints::unknown_field::check(top, &at, &TOP_LEVEL_FIELDS, warnings);
 
     let name = doc.required_str("name", errors);
@@ -89,47 +74,30 @@ pub(crate) fn validate<'a>(
     });
 
     // `server.url` stands in for the site when a manifest is checked from a file.
-    let site = site
-        .cloned()
-        .or_else(|| server_url.as_ref().and_then(Site::from_url));
+    let site = site.cloned().or_else(|| server_url.as_ref().and_then(Site::from_url));
     let tools_at = at.child("tools");
-    let (tools, tool_refs) = match doc
-        .required("tools", errors)
-        .and_then(|v| doc.array("tools", v, errors))
-    {
+    let (tools, tool_refs) = match doc.required("tools", errors).and_then(|v| doc.array("tools", v, errors)) {
         Some(items) => check_tools(items, &tools_at, site.as_ref(), errors, warnings),
         None => (Vec::new(), Vec::new()),
     };
 
     let manifest = match (name, version, server_url, auth) {
-        (Some(name), Some(version), Some(server_url), Some(auth))
-            if errors.len() == first_error =>
-        {
-            Some(Manifest {
-                name: name.to_owned(),
-                version: version.to_owned(),
-                description: description.map(str::to_owned),
-                server_url,
-                auth,
-                tools,
-                verification: verification.map(str::to_owned),
-            })
-        }
+        (Some(name), Some(version), Some(server_url), Some(auth)) if errors.len() == first_error => Some(Manifest {
+            name: name.to_owned(),
+            version: version.to_owned(),
+            description: description.map(str::to_owned),
+            server_url,
+            auth,
+            tools,
+            verification: verification.map(str::to_owned),
+        }),
         _ => None,
     };
-    Validated {
-        manifest,
-        tools: tool_refs,
-    }
+    Validated { manifest, tools: tool_refs }
 }
 
 /// An absolute `https` URL without user information or fragment.
-fn check_https_url(
-    text: &str,
-    at: &Pointer,
-    what: &str,
-    errors: &mut Vec<Diagnostic>,
-) -> Option<Url> {
+fn check_https_url(text: &str, at: &Pointer, what: &str, errors: &mut Vec<Diagnostic>) -> Option<Url> {
     let problem = match Url::parse(text) {
         Err(e) => Some((
             format!("{what} is not an absolute URL: {e}"),
@@ -137,8 +105,7 @@ fn check_https_url(
         )),
         Ok(url) if url.scheme() != "https" => Some((
             format!("{what} must use https, found {}:", url.scheme()),
-            (url.scheme() == "http")
-                .then(|| format!("write {}", text.replacen("http:", "https:", 1))),
+            (url.scheme() == "http").then(|| format!("write {}", text.replacen("http:", "https:", 1))),
         )),
         Ok(url) if !url.username().is_empty() || url.password().is_some() => Some((
             format!("{what} must not contain user information"),
@@ -148,9 +115,7 @@ fn check_https_url(
             format!("{what} must not contain a fragment (`#...`)"),
             Some("a fragment is never sent to the server: remove it".to_owned()),
         )),
-        Ok(url) if url.host_str().is_none_or(str::is_empty) => {
-            Some((format!("{what} has no host"), None))
-        }
+        Ok(url) if url.host_str().is_none_or(str::is_empty) => Some((format!("{what} has no host"), None)),
         Ok(url) => return Some(url),
     };
     if let Some((message, help)) = problem {
@@ -174,11 +139,7 @@ fn check_auth(auth: &Object<'_>, errors: &mut Vec<Diagnostic>) -> Option<Auth> {
             let token_url = url("token_url");
             match (authorization_url, token_url) {
                 (Some(authorization_url), Some(token_url)) if errors.len() == first => {
-                    Some(Auth::OAuth2 {
-                        authorization_url,
-                        token_url,
-                        scopes: scopes.unwrap_or_default(),
-                    })
+                    Some(Auth::OAuth2 { authorization_url, token_url, scopes: scopes.unwrap_or_default() })
                 }
                 _ => None,
             }
@@ -213,10 +174,7 @@ fn check_scopes(auth: &Object<'_>, errors: &mut Vec<Diagnostic>) -> Option<Vec<S
             None => errors.push(Diagnostic::at(
                 Code::WrongType,
                 at.index(i),
-                format!(
-                    "each scope must be a string, found {}",
-                    schema::kind_of(item)
-                ),
+                format!("each scope must be a string, found {}", schema::kind_of(item)),
             )),
         }
     }
@@ -238,22 +196,14 @@ fn check_tools<'a>(
     let mut names = HashSet::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let tool_at = at.index(i);
-        let Some(tool) = Object::expect(item, &tool_at, "each tool", fields::MANIFEST, errors)
-        else {
+        let Some(tool) = Object::expect(item, &tool_at, "each tool", fields::MANIFEST, errors) else {
             continue;
         };
         let first = errors.len();
         lints::unknown_field::check(tool.map, &tool_at, &TOOL_FIELDS, warnings);
         let name = tool.required_str("name", errors);
         if let Some(name) = name {
-            check_tool_name(
-                name,
-                &tool_at.child("name"),
-                &mut names,
-                site,
-                errors,
-                warnings,
-            );
+            check_tool_name(name, &tool_at.child("name"), &mut names, site, errors, warnings);
         }
         let description = tool.required_str("description", errors);
         if let Some(description) = description {
@@ -275,11 +225,7 @@ fn check_tools<'a>(
             // The schema is moved out of the parsed document once the whole check is done
             // (see `crate::check`): cloning it here would double the memory of a big manifest.
             let _ = input_schema;
-            tools.push(Tool {
-                name: name.to_owned(),
-                description: description.to_owned(),
-                input_schema: Value::Null,
-            });
+            tools.push(Tool { name: name.to_owned(), description: description.to_owned(), input_schema: Value::Null });
         }
     }
     (tools, refs)
@@ -303,25 +249,13 @@ fn check_tool_name<'a>(
             .with_help("give each tool its own name"),
         );
     }
-    let bad: Vec<char> = name
-        .chars()
-        .filter(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
-        .collect();
+    let bad: Vec<char> =
+        name.chars().filter(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))).collect();
     if !bad.is_empty() {
-        let shown: String = bad
-            .iter()
-            .map(|c| format!("{c:?}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let shown: String = bad.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(", ");
         let fixed: String = name
             .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
-                    c
-                } else {
-                    '_'
-                }
-            })
+            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') { c } else { '_' })
             .collect();
         errors.push(
             Diagnostic::at(

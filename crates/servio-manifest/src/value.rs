@@ -54,17 +54,14 @@ impl ValuePath {
         }
         if text.contains(['[', ']']) {
             return Err(ValuePathError {
-                message: "valuePath has no brackets: array indexes are segments of their own"
-                    .into(),
+                message: "valuePath has no brackets: array indexes are segments of their own".into(),
                 help: jsonpath_hint(),
             });
         }
         if text.contains('*') {
             return Err(ValuePathError {
                 message: "valuePath has no wildcards: it selects exactly one value".into(),
-                help: Some(
-                    "name the one value to collect, with an index such as rows.0.count".into(),
-                ),
+                help: Some("name the one value to collect, with an index such as rows.0.count".into()),
             });
         }
         if text.split('.').any(str::is_empty) {
@@ -72,16 +69,11 @@ impl ValuePath {
                 message: "valuePath has an empty segment".into(),
                 help: Some(format!(
                     "write {}",
-                    text.split('.')
-                        .filter(|s| !s.is_empty())
-                        .collect::<Vec<_>>()
-                        .join(".")
+                    text.split('.').filter(|s| !s.is_empty()).collect::<Vec<_>>().join(".")
                 )),
             });
         }
-        Ok(ValuePath {
-            text: text.to_owned(),
-        })
+        Ok(ValuePath { text: text.to_owned() })
     }
 
     /// The segments, in order.
@@ -142,55 +134,37 @@ impl fmt::Display for Dropped {
 /// Walks `path` through the JSON `response` and reduces what it finds.
 pub fn extract(response: &[u8], path: &ValuePath) -> Result<Extracted, Dropped> {
     if let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(response) {
-        return Err(Dropped {
-            reason: format!("the response is not valid JSON: {error}"),
-            raw: None,
-        });
+        return Err(Dropped { reason: format!("the response is not valid JSON: {error}"), raw: None });
     }
     let segments = path.segments();
     let span = match scan::follow(response, &segments) {
         Ok(Ok(span)) => span,
         Ok(Err(miss)) => {
-            return Err(Dropped {
-                reason: describe_miss(&miss, &segments),
-                raw: None,
-            });
+            return Err(Dropped { reason: describe_miss(&miss, &segments), raw: None });
         }
         Err(error) => {
-            return Err(Dropped {
-                reason: format!("the response could not be read: {}", error.message),
-                raw: None,
-            });
+            return Err(Dropped { reason: format!("the response could not be read: {}", error.message), raw: None });
         }
     };
     // The span lies on value boundaries of a document that parsed as UTF-8 JSON.
     let raw = String::from_utf8_lossy(&response[span.start..span.end]).into_owned();
     match reduce_raw(&raw) {
         Ok(value) => Ok(Extracted { value, raw }),
-        Err(reason) => Err(Dropped {
-            reason,
-            raw: Some(raw),
-        }),
+        Err(reason) => Err(Dropped { reason, raw: Some(raw) }),
     }
 }
 
 fn describe_miss(miss: &PathMiss, segments: &[&str]) -> String {
     let upto = |depth: usize| {
-        if depth == 0 {
-            "the response".to_owned()
-        } else {
-            format!("`{}`", segments[..depth].join("."))
-        }
+        if depth == 0 { "the response".to_owned() } else { format!("`{}`", segments[..depth].join(".")) }
     };
     match *miss {
         PathMiss::MissingMember { depth } => {
             format!("no member `{}` in {}", segments[depth], upto(depth))
         }
-        PathMiss::RepeatedMember { depth } => format!(
-            "member `{}` appears more than once in {}",
-            segments[depth],
-            upto(depth)
-        ),
+        PathMiss::RepeatedMember { depth } => {
+            format!("member `{}` appears more than once in {}", segments[depth], upto(depth))
+        }
         PathMiss::IndexOutOfRange { depth, len } => {
             format!(
                 "index {} is out of range: {} has {len} element{}",
@@ -199,22 +173,12 @@ fn describe_miss(miss: &PathMiss, segments: &[&str]) -> String {
                 if len == 1 { "" } else { "s" }
             )
         }
-        PathMiss::WrongKind {
-            depth,
-            found: "array",
-        } => {
-            format!(
-                "{} is an array and `{}` is not an index (digits, no leading zero)",
-                upto(depth),
-                segments[depth]
-            )
+        PathMiss::WrongKind { depth, found: "array" } => {
+            format!("{} is an array and `{}` is not an index (digits, no leading zero)", upto(depth), segments[depth])
         }
-        PathMiss::WrongKind { depth, found } => format!(
-            "{} is {}, so it has no `{}`",
-            upto(depth),
-            article(found),
-            segments[depth]
-        ),
+        PathMiss::WrongKind { depth, found } => {
+            format!("{} is {}, so it has no `{}`", upto(depth), article(found), segments[depth])
+        }
     }
 }
 
@@ -234,8 +198,7 @@ fn reduce_raw(raw: &str) -> Result<f64, String> {
             _ => Err(format!("the number {raw} overflows to infinity")),
         },
         Some(b'"') => {
-            let text: String =
-                serde_json::from_str(raw).map_err(|e| format!("unreadable string: {e}"))?;
+            let text: String = serde_json::from_str(raw).map_err(|e| format!("unreadable string: {e}"))?;
             reduce(&text).ok_or_else(|| format!("the string {raw} is not a number"))
         }
         Some(b'n') => Err("the value is null".to_owned()),
@@ -286,22 +249,13 @@ pub fn reduce(text: &str) -> Option<f64> {
         return None;
     }
     let magnitude: f64 = digits.parse().ok()?;
-    let value = if sign == Some('-') {
-        -magnitude
-    } else {
-        magnitude
-    };
+    let value = if sign == Some('-') { -magnitude } else { magnitude };
     value.is_finite().then_some(value)
 }
 
 /// The number at the start of `chars`: its plain digits (commas removed) and its length.
 fn number(chars: &[char]) -> Option<(String, usize)> {
-    let run = |from: usize| {
-        chars[from..]
-            .iter()
-            .take_while(|c| c.is_ascii_digit())
-            .count()
-    };
+    let run = |from: usize| chars[from..].iter().take_while(|c| c.is_ascii_digit()).count();
     let first = run(0);
     if first == 0 {
         return None;
@@ -371,9 +325,9 @@ mod tests {
             assert_eq!(reduce(text), Some(want), "{text:?}");
         }
         let rejected = [
-            "2 340", "5.", "0,123", "R$ 5", "CHF 5", "no sales", "", "NaN", "Infinity", "1.234,56",
-            "12%", "(5)", "$", "-", "$$5", "5$$", "$5$", "--5", "$  5", ".5", "1,23", "1,2345",
-            "1234,567", "- 5", "5-", "1e5", "0x10", "١٢",
+            "2 340", "5.", "0,123", "R$ 5", "CHF 5", "no sales", "", "NaN", "Infinity", "1.234,56", "12%", "(5)", "$",
+            "-", "$$5", "5$$", "$5$", "--5", "$  5", ".5", "1,23", "1,2345", "1234,567", "- 5", "5-", "1e5", "0x10",
+            "١٢",
         ];
         for text in rejected {
             assert_eq!(reduce(text), None, "{text:?}");
@@ -383,40 +337,21 @@ mod tests {
 
     #[test]
     fn extraction_keeps_the_raw_value_and_explains_drops() {
-        let response = br#"{"data": {"totals": {"revenue": "$2,340.00", "orders": null, "n": 1e400}}, "rows": [{"count": 12}]}"#;
+        let response =
+            br#"{"data": {"totals": {"revenue": "$2,340.00", "orders": null, "n": 1e400}}, "rows": [{"count": 12}]}"#;
         let path = |p: &str| ValuePath::parse(p).unwrap();
         assert_eq!(
             extract(response, &path("data.totals.revenue")),
-            Ok(Extracted {
-                value: 2340.0,
-                raw: "\"$2,340.00\"".into()
-            })
+            Ok(Extracted { value: 2340.0, raw: "\"$2,340.00\"".into() })
         );
-        assert_eq!(
-            extract(response, &path("rows.0.count")).unwrap().value,
-            12.0
-        );
+        assert_eq!(extract(response, &path("rows.0.count")).unwrap().value, 12.0);
         let reason = |p: &str| extract(response, &path(p)).unwrap_err().reason;
         assert_eq!(reason("data.totals.orders"), "the value is null");
-        assert_eq!(
-            reason("data.totals.n"),
-            "the number 1e400 overflows to infinity"
-        );
+        assert_eq!(reason("data.totals.n"), "the number 1e400 overflows to infinity");
         assert_eq!(reason("data.total"), "no member `total` in `data`");
-        assert_eq!(
-            reason("rows.1"),
-            "index 1 is out of range: `rows` has 1 element"
-        );
-        assert_eq!(
-            reason("rows.x"),
-            "`rows` is an array and `x` is not an index (digits, no leading zero)"
-        );
-        assert!(
-            extract(b"{", &path("a"))
-                .unwrap_err()
-                .reason
-                .starts_with("the response is not valid JSON")
-        );
+        assert_eq!(reason("rows.1"), "index 1 is out of range: `rows` has 1 element");
+        assert_eq!(reason("rows.x"), "`rows` is an array and `x` is not an index (digits, no leading zero)");
+        assert!(extract(b"{", &path("a")).unwrap_err().reason.starts_with("the response is not valid JSON"));
     }
 
     #[test]

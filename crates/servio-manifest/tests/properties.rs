@@ -19,16 +19,13 @@ fn oracle(text: &str) -> bool {
         format!(r"^[+-]?{number}{space}\p{{Sc}}$"),
     ];
     let trimmed = text.trim();
-    forms
-        .iter()
-        .any(|form| regex::Regex::new(form).unwrap().is_match(trimmed))
+    forms.iter().any(|form| regex::Regex::new(form).unwrap().is_match(trimmed))
 }
 
 fn grammar_string() -> impl Strategy<Value = String> {
     let pieces = prop::sample::select(vec![
-        "0", "1", "2", "9", "12", "007", ",", ",000", ".", ".5", "-", "+", "$", "€", "₪", "¥", "R",
-        "CHF", " ", "\u{A0}", "\u{202F}", "  ", "%", "(", ")", "e5", "NaN", "a", "\u{2003}",
-        "1,234",
+        "0", "1", "2", "9", "12", "007", ",", ",000", ".", ".5", "-", "+", "$", "€", "₪", "¥", "R", "CHF", " ",
+        "\u{A0}", "\u{202F}", "  ", "%", "(", ")", "e5", "NaN", "a", "\u{2003}", "1,234",
     ]);
     prop::collection::vec(pieces, 0..7).prop_map(|parts| parts.concat())
 }
@@ -38,9 +35,7 @@ fn arbitrary_json() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
         grammar_string().prop_map(Value::String),
         ".*".prop_map(Value::String),
     ];
@@ -100,15 +95,8 @@ proptest! {
 }
 
 fn every_zone() -> Vec<String> {
-    let names: Vec<String> = jiff::tz::db()
-        .available()
-        .map(|name| name.to_string())
-        .collect();
-    assert!(
-        names.len() > 300,
-        "the IANA database is available ({} zones)",
-        names.len()
-    );
+    let names: Vec<String> = jiff::tz::db().available().map(|name| name.to_string()).collect();
+    assert!(names.len() > 300, "the IANA database is available ({} zones)", names.len());
     names
 }
 
@@ -125,21 +113,15 @@ fn periods_are_contiguous_in_every_zone() {
         for granularity in [Granularity::Day, Granularity::Week, Granularity::Month] {
             let mut previous: Option<period::Period> = None;
             for day in dates(date(2026, 1, 1), 731) {
-                let current = resolve(granularity, day, 0, &zone)
-                    .unwrap_or_else(|e| panic!("{name} {day} {granularity}: {e}"));
-                assert!(
-                    current.start < current.end,
-                    "{name} {day} {granularity}: empty"
-                );
+                let current =
+                    resolve(granularity, day, 0, &zone).unwrap_or_else(|e| panic!("{name} {day} {granularity}: {e}"));
+                assert!(current.start < current.end, "{name} {day} {granularity}: empty");
                 assert!(current.start_date <= day && day <= current.end_date);
                 if let Some(prev) = &previous {
                     if prev.start_date == current.start_date {
                         assert_eq!(prev, &current, "{name} {day}: one period, two answers");
                     } else {
-                        assert_eq!(
-                            prev.end, current.start,
-                            "{name} {day} {granularity}: gap or overlap"
-                        );
+                        assert_eq!(prev.end, current.start, "{name} {day} {granularity}: gap or overlap");
                     }
                 }
                 previous = Some(current);
@@ -183,9 +165,7 @@ fn small_value() -> impl Strategy<Value = Value> {
         prop::sample::select(vec![1.0, 2.5, -0.5, 3.0, 1e20]).prop_map(Value::from),
         prop::sample::select(vec!["", "a", "ab", "abc", "é", "ñañ", "10"]).prop_map(Value::from),
     ];
-    leaf.prop_recursive(2, 8, 3, |inner| {
-        prop::collection::vec(inner, 0..4).prop_map(Value::Array)
-    })
+    leaf.prop_recursive(2, 8, 3, |inner| prop::collection::vec(inner, 0..4).prop_map(Value::Array))
 }
 
 fn direct_schema() -> impl Strategy<Value = serde_json::Map<String, Value>> {
@@ -313,18 +293,11 @@ fn schema_like() -> impl Strategy<Value = Value> {
     ];
     leaf.prop_recursive(4, 40, 5, move |inner| {
         prop_oneof![
-            prop::collection::vec((keywords.clone(), inner.clone()), 0..5).prop_map(|members| {
-                Value::Object(
-                    members
-                        .into_iter()
-                        .map(|(k, v)| (k.to_owned(), v))
-                        .collect(),
-                )
-            }),
+            prop::collection::vec((keywords.clone(), inner.clone()), 0..5)
+                .prop_map(|members| { Value::Object(members.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),) }),
             prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-            prop::collection::vec(("[a-z]{1,3}", inner), 0..3).prop_map(
-                |members| json!({ "properties": Value::Object(members.into_iter().collect()) })
-            ),
+            prop::collection::vec(("[a-z]{1,3}", inner), 0..3)
+                .prop_map(|members| json!({ "properties": Value::Object(members.into_iter().collect()) })),
         ]
     })
 }

@@ -65,22 +65,14 @@ fn apply(change: Change) -> Vec<u8> {
                 }
                 Value::Array(items) => {
                     let i: usize = name.parse().unwrap();
-                    if i < items.len() {
-                        items[i] = value
-                    } else {
-                        items.push(value)
-                    }
+                    if i < items.len() { items[i] = value } else { items.push(value) }
                 }
                 _ => panic!("{pointer}"),
             }
         }
         Remove(pointer) => {
             let (parent, name) = pointer.rsplit_once('/').unwrap();
-            doc.pointer_mut(parent)
-                .unwrap()
-                .as_object_mut()
-                .unwrap()
-                .shift_remove(name);
+            doc.pointer_mut(parent).unwrap().as_object_mut().unwrap().shift_remove(name);
         }
         Text(text) => return text.as_bytes().to_vec(),
     }
@@ -89,21 +81,10 @@ fn apply(change: Change) -> Vec<u8> {
 
 fn run(change: Change) -> Found {
     let report = check(&apply(change), &CheckOptions::default());
-    let list = |d: &[servio_manifest::Diagnostic]| {
-        d.iter().map(|d| (d.pointer.to_string(), d.code)).collect()
-    };
-    for d in report
-        .errors
-        .iter()
-        .chain(&report.warnings)
-        .chain(&report.brief_errors)
-    {
+    let list = |d: &[servio_manifest::Diagnostic]| d.iter().map(|d| (d.pointer.to_string(), d.code)).collect();
+    for d in report.errors.iter().chain(&report.warnings).chain(&report.brief_errors) {
         assert!(d.line >= 1 && d.column >= 1, "{d:?}");
-        assert!(
-            !d.message.ends_with('.') && !d.message.is_empty(),
-            "message style: {:?}",
-            d.message
-        );
+        assert!(!d.message.ends_with('.') && !d.message.is_empty(), "message style: {:?}", d.message);
     }
     Found {
         errors: list(&report.errors),
@@ -133,24 +114,13 @@ fn warns(change: Change, want: &[(&str, Code)]) {
 fn ignores_brief(change: Change, want: &[(&str, Code)]) {
     let found = run(change);
     assert_eq!(found.errors, vec![], "{found:#?}");
-    assert_eq!(
-        (found.brief, found.brief_errors),
-        (BriefStatus::Ignored, pairs(want))
-    );
+    assert_eq!((found.brief, found.brief_errors), (BriefStatus::Ignored, pairs(want)));
 }
 
 #[test]
 fn base_is_valid_and_clean() {
     let found = run(Set("/name", json!("DevCommunity Forum")));
-    assert_eq!(
-        found,
-        Found {
-            errors: vec![],
-            warnings: vec![],
-            brief: BriefStatus::Valid,
-            brief_errors: vec![]
-        }
-    );
+    assert_eq!(found, Found { errors: vec![], warnings: vec![], brief: BriefStatus::Valid, brief_errors: vec![] });
 }
 
 #[test]
@@ -160,10 +130,7 @@ fn document_rules() {
     errors(Text("[1, 2]"), &[("", TopLevelNotObject)]);
     errors(Text(""), &[("", JsonSyntax)]);
     let deep = format!("{{\"name\": {}{}}}", "[".repeat(128), "]".repeat(128));
-    errors(
-        Text(Box::leak(deep.into_boxed_str())),
-        &[("", NestingTooDeep)],
-    );
+    errors(Text(Box::leak(deep.into_boxed_str())), &[("", NestingTooDeep)]);
     errors(
         Text(
             r#"{"name": "a", "name": "b", "version": "1.0.0", "server": {"url": "https://a.example"}, "auth": {"type": "bearer"}, "tools": []}"#,
@@ -177,49 +144,22 @@ fn document_rules() {
     errors(Set("/name", json!("  ")), &[("/name", BlankString)]);
     errors(Set("/version", json!(2)), &[("/version", WrongType)]);
     errors(Set("/tools", json!({})), &[("/tools", WrongType)]);
-    errors(
-        Set("/server", json!("https://a.example")),
-        &[("/server", WrongType)],
-    );
-    errors(
-        Set("/description", json!(5)),
-        &[("/description", WrongType)],
-    );
-    errors(
-        Set("/verification", json!(["x"])),
-        &[("/verification", WrongType)],
-    );
+    errors(Set("/server", json!("https://a.example")), &[("/server", WrongType)]);
+    errors(Set("/description", json!(5)), &[("/description", WrongType)]);
+    errors(Set("/verification", json!(["x"])), &[("/verification", WrongType)]);
 }
 
 #[test]
 fn url_and_auth_rules() {
     use Code::*;
-    errors(
-        Set("/server/url", json!("http://a.example.com")),
-        &[("/server/url", InvalidUrl)],
-    );
-    errors(
-        Set("/server/url", json!("/api/servio")),
-        &[("/server/url", InvalidUrl)],
-    );
-    errors(
-        Set("/server/url", json!("https://user:pw@a.example.com")),
-        &[("/server/url", InvalidUrl)],
-    );
-    errors(
-        Set("/server/url", json!("https://a.example.com/#x")),
-        &[("/server/url", InvalidUrl)],
-    );
+    errors(Set("/server/url", json!("http://a.example.com")), &[("/server/url", InvalidUrl)]);
+    errors(Set("/server/url", json!("/api/servio")), &[("/server/url", InvalidUrl)]);
+    errors(Set("/server/url", json!("https://user:pw@a.example.com")), &[("/server/url", InvalidUrl)]);
+    errors(Set("/server/url", json!("https://a.example.com/#x")), &[("/server/url", InvalidUrl)]);
     errors(Remove("/server/url"), &[("/server/url", MissingMember)]);
+    errors(Set("/auth/type", json!("apikey")), &[("/auth/type", UnknownAuthType)]);
     errors(
-        Set("/auth/type", json!("apikey")),
-        &[("/auth/type", UnknownAuthType)],
-    );
-    errors(
-        Set(
-            "/auth",
-            json!({"type": "oauth2", "authorization_url": "https://a.example/authorize"}),
-        ),
+        Set("/auth", json!({"type": "oauth2", "authorization_url": "https://a.example/authorize"})),
         &[("/auth/token_url", MissingMember)],
     );
     errors(
@@ -236,127 +176,58 @@ fn url_and_auth_rules() {
         ),
         &[("/auth/scopes/1", WrongType), ("/auth/scopes/2", WrongType)],
     );
-    errors(
-        Set("/auth/scopes", json!("read")),
-        &[("/auth/scopes", WrongType)],
-    );
+    errors(Set("/auth/scopes", json!("read")), &[("/auth/scopes", WrongType)]);
 }
 
 #[test]
 fn tool_rules() {
     use Code::*;
-    errors(
-        Remove("/tools/1/description"),
-        &[("/tools/1/description", MissingMember)],
-    );
+    errors(Remove("/tools/1/description"), &[("/tools/1/description", MissingMember)]);
     errors(Remove("/tools/0/name"), &[("/tools/0/name", MissingMember)]);
+    errors(Remove("/tools/0/input_schema"), &[("/tools/0/input_schema", MissingMember)]);
+    errors(Set("/tools/1/name", json!("forum.searchThreads")), &[("/tools/1/name", DuplicateToolName)]);
+    errors(Set("/tools/0/name", json!("forum search")), &[("/tools/0/name", ToolNameCharacters)]);
+    errors(Set("/tools/0/input_schema/type", json!("array")), &[("/tools/0/input_schema/type", SchemaRootType)]);
+    errors(Remove("/tools/0/input_schema/type"), &[("/tools/0/input_schema/type", SchemaRootType)]);
     errors(
-        Remove("/tools/0/input_schema"),
-        &[("/tools/0/input_schema", MissingMember)],
+        Set("/tools/0/input_schema/properties/limit/type", json!("integr")),
+        &[("/tools/0/input_schema/properties/limit/type", UnsupportedType)],
     );
     errors(
-        Set("/tools/1/name", json!("forum.searchThreads")),
-        &[("/tools/1/name", DuplicateToolName)],
-    );
-    errors(
-        Set("/tools/0/name", json!("forum search")),
-        &[("/tools/0/name", ToolNameCharacters)],
-    );
-    errors(
-        Set("/tools/0/input_schema/type", json!("array")),
-        &[("/tools/0/input_schema/type", SchemaRootType)],
-    );
-    errors(
-        Remove("/tools/0/input_schema/type"),
-        &[("/tools/0/input_schema/type", SchemaRootType)],
-    );
-    errors(
-        Set(
-            "/tools/0/input_schema/properties/limit/type",
-            json!("integr"),
-        ),
-        &[(
-            "/tools/0/input_schema/properties/limit/type",
-            UnsupportedType,
-        )],
-    );
-    errors(
-        Set(
-            "/tools/0/input_schema/properties/limit/type",
-            json!(["integer", "null"]),
-        ),
-        &[(
-            "/tools/0/input_schema/properties/limit/type/1",
-            UnsupportedType,
-        )],
+        Set("/tools/0/input_schema/properties/limit/type", json!(["integer", "null"])),
+        &[("/tools/0/input_schema/properties/limit/type/1", UnsupportedType)],
     );
     errors(
         Set("/tools/0/input_schema/properties/query/pattern", json!("[")),
-        &[(
-            "/tools/0/input_schema/properties/query/pattern",
-            InvalidSchema,
-        )],
+        &[("/tools/0/input_schema/properties/query/pattern", InvalidSchema)],
     );
-    errors(
-        Set("/tools/0/input_schema/required", json!("query")),
-        &[("/tools/0/input_schema/required", InvalidSchema)],
-    );
-    errors(
-        Set("/tools/0", json!("forum.searchThreads")),
-        &[("/tools/0", WrongType)],
-    );
+    errors(Set("/tools/0/input_schema/required", json!("query")), &[("/tools/0/input_schema/required", InvalidSchema)]);
+    errors(Set("/tools/0", json!("forum.searchThreads")), &[("/tools/0", WrongType)]);
 }
 
 #[test]
 fn lints() {
     use Code::*;
-    warns(
-        Set("/version", json!("v2")),
-        &[("/version", VersionNotSemver)],
-    );
-    warns(
-        Set("/tools/0/name", json!("search_threads")),
-        &[("/tools/0/name", ToolNameConvention)],
-    );
-    warns(
-        Set("/tools/0/description", json!("Search threads")),
-        &[("/tools/0/description", VagueDescription)],
-    );
+    warns(Set("/version", json!("v2")), &[("/version", VersionNotSemver)]);
+    warns(Set("/tools/0/name", json!("search_threads")), &[("/tools/0/name", ToolNameConvention)]);
+    warns(Set("/tools/0/description", json!("Search threads")), &[("/tools/0/description", VagueDescription)]);
     warns(
         Remove("/tools/0/input_schema/properties/query/description"),
-        &[(
-            "/tools/0/input_schema/properties/query",
-            PropertyDescription,
-        )],
+        &[("/tools/0/input_schema/properties/query", PropertyDescription)],
     );
     warns(
         Set("/tools/0/input_schema/required", json!(["query", "qeury"])),
         &[("/tools/0/input_schema/required/1", RequiredNotInProperties)],
     );
     warns(
-        Set(
-            "/tools/0/input_schema/properties/limit/default",
-            json!("10"),
-        ),
-        &[(
-            "/tools/0/input_schema/properties/limit/default",
-            DefaultMismatch,
-        )],
+        Set("/tools/0/input_schema/properties/limit/default", json!("10")),
+        &[("/tools/0/input_schema/properties/limit/default", DefaultMismatch)],
     );
     warns(Set("/breif", json!({})), &[("/breif", UnknownField)]);
+    warns(Set("/tools/0/inputSchema", json!({})), &[("/tools/0/inputSchema", UnknownField)]);
+    warns(Set("/brief/metrics/0/value_path", json!("x")), &[("/brief/metrics/0/value_path", UnknownField)]);
     warns(
-        Set("/tools/0/inputSchema", json!({})),
-        &[("/tools/0/inputSchema", UnknownField)],
-    );
-    warns(
-        Set("/brief/metrics/0/value_path", json!("x")),
-        &[("/brief/metrics/0/value_path", UnknownField)],
-    );
-    warns(
-        Set(
-            "/tools/0/name",
-            json!("reporting.getQuarterlyRevenueBreakdownByRegionAndProductCategory"),
-        ),
+        Set("/tools/0/name", json!("reporting.getQuarterlyRevenueBreakdownByRegionAndProductCategory")),
         &[("/tools/0/name", PrefixedNameTooLong)],
     );
     warns(
@@ -378,22 +249,10 @@ fn brief_rules() {
     use Code::*;
     ignores_brief(Set("/brief", json!([])), &[("/brief", BriefShape)]);
     ignores_brief(Set("/brief", json!({})), &[("/brief/metrics", BriefShape)]);
-    ignores_brief(
-        Set("/brief/metrics", json!({})),
-        &[("/brief/metrics", BriefShape)],
-    );
-    ignores_brief(
-        Set("/brief/metrics/0/key", json!("Sales.Revenue")),
-        &[("/brief/metrics/0/key", MetricKey)],
-    );
-    ignores_brief(
-        Remove("/brief/metrics/0/key"),
-        &[("/brief/metrics/0/key", BriefShape)],
-    );
-    ignores_brief(
-        Remove("/brief/metrics/0/valuePath"),
-        &[("/brief/metrics/0/valuePath", BriefShape)],
-    );
+    ignores_brief(Set("/brief/metrics", json!({})), &[("/brief/metrics", BriefShape)]);
+    ignores_brief(Set("/brief/metrics/0/key", json!("Sales.Revenue")), &[("/brief/metrics/0/key", MetricKey)]);
+    ignores_brief(Remove("/brief/metrics/0/key"), &[("/brief/metrics/0/key", BriefShape)]);
+    ignores_brief(Remove("/brief/metrics/0/valuePath"), &[("/brief/metrics/0/valuePath", BriefShape)]);
     ignores_brief(
         Set("/brief/metrics/0/tool", json!("getSalesSummary")),
         &[("/brief/metrics/0/tool", UnknownMetricTool)],
@@ -414,10 +273,7 @@ fn brief_rules() {
         Set("/brief/metrics/0/granularity", json!("daily")),
         &[("/brief/metrics/0/granularity", Granularity)],
     );
-    ignores_brief(
-        Set("/brief/metrics/0/unit", json!(5)),
-        &[("/brief/metrics/0/unit", BriefShape)],
-    );
+    ignores_brief(Set("/brief/metrics/0/unit", json!(5)), &[("/brief/metrics/0/unit", BriefShape)]);
     ignores_brief(
         Set("/brief/metrics/0/args/from", json!("{{periodstart}}")),
         &[("/brief/metrics/0/args/from", Placeholder)],
@@ -430,33 +286,18 @@ fn brief_rules() {
         Set("/brief/metrics/0/args/x{{timezone}}", json!("a")),
         &[("/brief/metrics/0/args/x{{timezone}}", Placeholder)],
     );
-    ignores_brief(
-        Remove("/brief/metrics/0/args/to"),
-        &[("/brief/metrics/0/args/to", MetricArgs)],
-    );
+    ignores_brief(Remove("/brief/metrics/0/args/to"), &[("/brief/metrics/0/args/to", MetricArgs)]);
     ignores_brief(
         Remove("/brief/metrics/0/args"),
-        &[
-            ("/brief/metrics/0/args/from", MetricArgs),
-            ("/brief/metrics/0/args/to", MetricArgs),
-        ],
+        &[("/brief/metrics/0/args/from", MetricArgs), ("/brief/metrics/0/args/to", MetricArgs)],
     );
-    ignores_brief(
-        Set("/brief/metrics/0/args/to", json!(5)),
-        &[("/brief/metrics/0/args/to", MetricArgs)],
-    );
-    ignores_brief(
-        Set("/brief/metrics/0/args", json!([])),
-        &[("/brief/metrics/0/args", MetricArgs)],
-    );
+    ignores_brief(Set("/brief/metrics/0/args/to", json!(5)), &[("/brief/metrics/0/args/to", MetricArgs)]);
+    ignores_brief(Set("/brief/metrics/0/args", json!([])), &[("/brief/metrics/0/args", MetricArgs)]);
     ignores_brief(
         Set("/brief/metrics/1", base()["brief"]["metrics"][0].clone()),
         &[("/brief/metrics/1/key", DuplicateMetricKey)],
     );
-    ignores_brief(
-        Set("/brief/metrics/1", json!("sales.orders.daily")),
-        &[("/brief/metrics/1", BriefShape)],
-    );
+    ignores_brief(Set("/brief/metrics/1", json!("sales.orders.daily")), &[("/brief/metrics/1", BriefShape)]);
     // An empty metrics array is a valid brief that declares nothing.
     let found = run(Set("/brief/metrics", json!([])));
     assert_eq!((found.brief, found.errors.len()), (BriefStatus::Valid, 0));

@@ -29,26 +29,13 @@ pub fn render(source: &str, bytes: &[u8], report: &Report, style: Style) -> Stri
     };
     let mut out = String::new();
     for diagnostic in &report.errors {
-        render_one(
-            &mut out, source, bytes, &lines, &renderer, diagnostic, style, "",
-        );
+        render_one(&mut out, source, bytes, &lines, &renderer, diagnostic, style, "");
     }
     for diagnostic in &report.brief_errors {
-        render_one(
-            &mut out,
-            source,
-            bytes,
-            &lines,
-            &renderer,
-            diagnostic,
-            style,
-            " (the brief is ignored)",
-        );
+        render_one(&mut out, source, bytes, &lines, &renderer, diagnostic, style, " (the brief is ignored)");
     }
     for diagnostic in &report.warnings {
-        render_one(
-            &mut out, source, bytes, &lines, &renderer, diagnostic, style, "",
-        );
+        render_one(&mut out, source, bytes, &lines, &renderer, diagnostic, style, "");
     }
     out.push_str(&summary(source, report, style));
     out.push('\n');
@@ -67,11 +54,7 @@ fn render_one(
     note: &str,
 ) {
     let code = paint(style, severity_color(d.severity), d.code.as_str());
-    let _ = writeln!(
-        out,
-        "{}:{}:{}: {code} {}{note}",
-        source, d.line, d.column, d.message
-    );
+    let _ = writeln!(out, "{}:{}:{}: {code} {}{note}", source, d.line, d.column, d.message);
     if d.line == 0 {
         return;
     }
@@ -79,11 +62,7 @@ fn render_one(
     let text = String::from_utf8_lossy(&bytes[line_span.start..line_span.end]);
     // Underline the value on its first line; a value spanning lines gets a caret at its start.
     let start = d.span.start.clamp(line_span.start, line_span.end) - line_span.start;
-    let end = if d.span.end <= line_span.end {
-        d.span.end.max(d.span.start + 1)
-    } else {
-        d.span.start + 1
-    };
+    let end = if d.span.end <= line_span.end { d.span.end.max(d.span.start + 1) } else { d.span.start + 1 };
     let end = (end.min(line_span.end) - line_span.start).max(start);
     let level = match d.severity {
         Severity::Error => Level::ERROR,
@@ -93,10 +72,7 @@ fn render_one(
         Snippet::source(text.as_ref())
             .line_start(d.line)
             .fold(false)
-            .annotation(
-                AnnotationKind::Primary
-                    .span(char_boundary(&text, start)..char_boundary(&text, end)),
-            ),
+            .annotation(AnnotationKind::Primary.span(char_boundary(&text, start)..char_boundary(&text, end))),
     );
     if let Some(help) = &d.help {
         group = group.element(Level::HELP.message(help.as_str()));
@@ -119,35 +95,18 @@ fn summary(source: &str, report: &Report, style: Style) -> String {
     let verdict = if report.is_valid() {
         paint(style, GREEN, "valid")
     } else {
-        format!(
-            "{} ({})",
-            paint(style, RED, "invalid"),
-            count(report.errors.len(), "error")
-        )
+        format!("{} ({})", paint(style, RED, "invalid"), count(report.errors.len(), "error"))
     };
     let brief = match report.brief_status {
         servio_manifest::BriefStatus::Absent => "no brief".to_owned(),
         servio_manifest::BriefStatus::Valid => {
-            format!(
-                "brief valid ({})",
-                count(
-                    report.brief.as_ref().map_or(0, |b| b.metrics.len()),
-                    "metric"
-                )
-            )
+            format!("brief valid ({})", count(report.brief.as_ref().map_or(0, |b| b.metrics.len()), "metric"))
         }
         servio_manifest::BriefStatus::Ignored => {
-            format!(
-                "{} ({})",
-                paint(style, YELLOW, "brief ignored"),
-                count(report.brief_errors.len(), "error")
-            )
+            format!("{} ({})", paint(style, YELLOW, "brief ignored"), count(report.brief_errors.len(), "error"))
         }
     };
-    format!(
-        "{source}: {verdict}, {}, {brief}",
-        count(report.warnings.len(), "warning")
-    )
+    format!("{source}: {verdict}, {}, {brief}", count(report.warnings.len(), "warning"))
 }
 
 const RED: &str = "\x1b[1;31m";

@@ -20,10 +20,6 @@ impl Style {
     /// Colour only on a terminal, and never when `NO_COLOR` is set to anything non-empty.
     pub fn detect() -> Style {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        if !no_color && std::io::stdout().is_terminal() {
-            Style::Color
-        } else {
-            Style::Plain
-        }
+        if !no_color && std::io::stdout().is_terminal() { Style::Color } else { Style::Plain }
     }
 }

@@ -17,11 +17,7 @@ impl Builder {
     /// Adds every diagnostic of one source.
     pub fn add(&mut self, source: &str, bytes: &[u8], report: &Report) {
         let lines = LineIndex::new(bytes);
-        let all = report
-            .errors
-            .iter()
-            .chain(&report.brief_errors)
-            .chain(&report.warnings);
+        let all = report.errors.iter().chain(&report.brief_errors).chain(&report.warnings);
         for diagnostic in all {
             self.rules.insert(diagnostic.code);
             self.results.push(result(source, bytes, &lines, diagnostic));

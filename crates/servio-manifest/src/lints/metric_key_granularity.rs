@@ -16,26 +16,17 @@ pub(crate) fn check(
     warnings: &mut Vec<Diagnostic>,
 ) {
     for segment in key.split('.') {
-        let Some(named) = Granularity::ALL
-            .into_iter()
-            .find(|g| g.adjective() == segment)
-        else {
+        let Some(named) = Granularity::ALL.into_iter().find(|g| g.adjective() == segment) else {
             continue;
         };
         if named != granularity {
-            let at = if explicit {
-                metric_at.child("granularity")
-            } else {
-                metric_at.child("key")
-            };
+            let at = if explicit { metric_at.child("granularity") } else { metric_at.child("key") };
             let stated = if explicit { "" } else { " (the default)" };
             warnings.push(
                 Diagnostic::at(
                     Code::KeyGranularityMismatch,
                     at,
-                    format!(
-                        "key {key:?} says {segment} but the granularity is {granularity}{stated}"
-                    ),
+                    format!("key {key:?} says {segment} but the granularity is {granularity}{stated}"),
                 )
                 .with_help(format!(
                     "write \"granularity\": \"{named}\", or a key that says {}",

@@ -18,11 +18,7 @@ use crate::schema::{Keywords, SchemaPath};
 
 /// The lints that look inside an `input_schema`, for one subschema; called from the walk
 /// that `crate::schema::check_input_schema` makes anyway.
-pub(crate) fn schema_lints(
-    schema: &Keywords<'_>,
-    path: &SchemaPath<'_>,
-    warnings: &mut Vec<Diagnostic>,
-) {
+pub(crate) fn schema_lints(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut Vec<Diagnostic>) {
     property_description::check(schema, path, warnings);
     required_in_properties::check(schema, path, warnings);
     default_valid::check(schema, path, warnings);

@@ -12,8 +12,18 @@ pub(crate) fn check(site: &Site, tool: &str, at: &Pointer, warnings: &mut Vec<Di
     if address::is_shortened(site, tool) {
         let name = site.prefixed_name(tool);
         warnings.push(
-            Diagnostic::at(Code::PrefixedNameTooLong, at.clone(), format!("on {} this tool is addressed as {name}, shortened from more than 64 characters", site.origin()))
-                .with_help(format!("choose a name of at most {} characters", address::MAX_NAME_LEN.saturating_sub(site.identifier().len() + 1))),
+            Diagnostic::at(
+                Code::PrefixedNameTooLong,
+                at.clone(),
+                format!(
+                    "on {} this tool is addressed as {name}, shortened from more than 64 characters",
+                    site.origin()
+                ),
+            )
+            .with_help(format!(
+                "choose a name of at most {} characters",
+                address::MAX_NAME_LEN.saturating_sub(site.identifier().len() + 1)
+            )),
         );
     }
 }

@@ -16,11 +16,7 @@ pub(crate) fn check(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut
         return;
     };
     warnings.push(
-        Diagnostic::at_key(
-            Code::PropertyDescription,
-            path.pointer(),
-            format!("property `{name}` has no description"),
-        )
-        .with_help("add \"description\": what the value means and which values are good"),
+        Diagnostic::at_key(Code::PropertyDescription, path.pointer(), format!("property `{name}` has no description"))
+            .with_help("add \"description\": what the value means and which values are good"),
     );
 }

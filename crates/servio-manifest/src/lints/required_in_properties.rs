@@ -16,9 +16,7 @@ pub(crate) fn check(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut
         if properties.is_some_and(|p| p.contains_key(name)) {
             continue;
         }
-        let known: Vec<&str> = properties
-            .map(|p| p.keys().map(String::as_str).collect())
-            .unwrap_or_default();
+        let known: Vec<&str> = properties.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
         let help = match crate::suggest::closest(name, &known) {
             Some(near) => format!("did you mean `{near}`?"),
             None => format!("define `{name}` under `properties`, or remove it from `required`"),

@@ -29,9 +29,7 @@ fn follows_convention(name: &str) -> bool {
         return false;
     };
     let namespace_ok = namespace.starts_with(|c: char| c.is_ascii_lowercase())
-        && namespace
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        && namespace.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     let action_ok = action.starts_with(|c: char| c.is_ascii_lowercase())
         && action.chars().all(|c| c.is_ascii_alphanumeric())
         && action.chars().any(|c| c.is_ascii_uppercase());
@@ -45,11 +43,7 @@ fn suggestion(name: &str) -> String {
         None => ("site".to_owned(), name.to_owned()),
     };
     let mut camel = String::new();
-    for (i, word) in action
-        .split(['_', '-', '.'])
-        .filter(|w| !w.is_empty())
-        .enumerate()
-    {
+    for (i, word) in action.split(['_', '-', '.']).filter(|w| !w.is_empty()).enumerate() {
         let mut chars = word.chars();
         let first = chars.next().unwrap_or_default();
         if i == 0 {
@@ -71,12 +65,7 @@ mod tests {
 
     #[test]
     fn convention() {
-        for good in [
-            "xenforo.searchThreads",
-            "xenforo_pro.getPost",
-            "shop.getSalesSummary",
-            "a1.listV2",
-        ] {
+        for good in ["xenforo.searchThreads", "xenforo_pro.getPost", "shop.getSalesSummary", "a1.listV2"] {
             assert!(follows_convention(good), "{good}");
         }
         for bad in [

@@ -5,6 +5,5 @@ use crate::pointer::Pointer;
 use crate::rules::Code;
 
 pub(crate) fn diagnostic(at: &Pointer) -> Diagnostic {
-    Diagnostic::at(Code::EmptyTools, at.clone(), "`tools` is empty")
-        .with_help("describe at least one tool")
+    Diagnostic::at(Code::EmptyTools, at.clone(), "`tools` is empty").with_help("describe at least one tool")
 }

@@ -9,22 +9,13 @@ use crate::diagnostic::Diagnostic;
 use crate::pointer::Pointer;
 use crate::rules::Code;
 
-pub(crate) fn check(
-    object: &Map<String, Value>,
-    at: &Pointer,
-    known: &[&str],
-    warnings: &mut Vec<Diagnostic>,
-) {
+pub(crate) fn check(object: &Map<String, Value>, at: &Pointer, known: &[&str], warnings: &mut Vec<Diagnostic>) {
     for name in object.keys() {
         if known.contains(&name.as_str()) {
             continue;
         }
         let near = crate::suggest::closest(name, known).filter(|near| !object.contains_key(*near));
-        let diagnostic = Diagnostic::at_key(
-            Code::UnknownField,
-            at.child(name),
-            format!("unknown member `{name}`"),
-        );
+        let diagnostic = Diagnostic::at_key(Code::UnknownField, at.child(name), format!("unknown member `{name}`"));
         warnings.push(match near {
             Some(near) => diagnostic.with_help(format!("did you mean `{near}`?")),
             None => diagnostic.with_help(format!("known members here: {}", known.join(", "))),

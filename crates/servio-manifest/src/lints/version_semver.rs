@@ -19,11 +19,7 @@ pub(crate) fn check(version: &str, at: &Pointer, warnings: &mut Vec<Diagnostic>)
         _ => "write MAJOR.MINOR.PATCH, as in \"2.1.0\"".to_owned(),
     };
     warnings.push(
-        Diagnostic::at(
-            Code::VersionNotSemver,
-            at.clone(),
-            format!("version {version:?} is not semantic versioning"),
-        )
-        .with_help(help),
+        Diagnostic::at(Code::VersionNotSemver, at.clone(), format!("version {version:?} is not semantic versioning"))
+            .with_help(help),
     );
 }

@@ -1,0 +1,63 @@
+//! `servio call`: discover a site, check the arguments, call the tool, print the result.
+
+use anyhow::{Context, anyhow};
+use serde_json::{Map, Value};
+use servio_client::{CallError, call_tool};
+use servio_manifest::{CheckOptions, Site, check};
+
+use crate::cli::CallArgs;
+use crate::fetch::Fetcher;
+use crate::{Failure, Outcome};
+
+pub fn run(args: &CallArgs) -> Result<Outcome, Failure> {
+    let arguments = build_arguments(args)?;
+    let fetcher = Fetcher::new(&args.fetch)?;
+    let found = fetcher.discover(&args.site)?;
+    let report = check(&found.body, &CheckOptions { site: Site::from_url(&found.origin), allow: Vec::new() });
+    let Some(manifest) = report.manifest else {
+        let problems: Vec<String> =
+            report.errors.iter().map(|e| format!("  {}:{}: {} {}", e.line, e.column, e.code, e.message)).collect();
+        return Err(Failure(anyhow!(
+            "{} is not a valid manifest (servio check {} shows why):\n{}",
+            found.url,
+            args.site,
+            problems.join("\n")
+        )));
+    };
+    let result =
+        fetcher.block_on(call_tool(fetcher.tool_client(), &manifest, &args.tool, &arguments, args.token.as_deref()));
+    match result {
+        Ok(value) => {
+            println!("{}", serde_json::to_string_pretty(&value).context("rendering the result")?);
+            Ok(Outcome::Ok)
+        }
+        Err(error @ (CallError::InvalidArguments(_) | CallError::Failed { .. } | CallError::UnknownTool { .. })) => {
+            eprintln!("error: {error}");
+            if matches!(error, CallError::Failed { status: 401, .. }) && args.token.is_none() {
+                eprintln!("help: pass the site's token with --token or SERVIO_TOKEN");
+            }
+            Ok(Outcome::Invalid)
+        }
+        Err(error) => Err(Failure(anyhow!(error))),
+    }
+}
+
+/// The arguments object: `--json`, then each `--arg key=value` on top.
+fn build_arguments(args: &CallArgs) -> anyhow::Result<Value> {
+    let mut object = match &args.json {
+        None => Map::new(),
+        Some(text) => match serde_json::from_str(text).with_context(|| format!("--json {text:?} is not JSON"))? {
+            Value::Object(map) => map,
+            _ => {
+                return Err(anyhow!("--json must be a JSON object of arguments, such as '{{\"query\": \"rust\"}}'"));
+            }
+        },
+    };
+    for pair in &args.args {
+        let (key, value) =
+            pair.split_once('=').ok_or_else(|| anyhow!("--arg {pair:?} is not of the form key=value"))?;
+        let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
+        object.insert(key.to_owned(), value);
+    }
+    Ok(Value::Object(object))
+}

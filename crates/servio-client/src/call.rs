@@ -1,0 +1,131 @@
+//! Calling a tool (interpretation §5): arguments validated first, then
+//! `POST {server.url}/tools/{name}` with the bearer token; a `2xx` with JSON is the result.
+
+use std::fmt;
+
+use reqwest::Method;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde_json::Value;
+use servio_manifest::schema::{ArgumentError, ArgumentValidator};
+use servio_manifest::{Manifest, Tool};
+use url::Url;
+
+use crate::http::{Client, ClientError};
+
+/// Why a call failed.
+#[derive(Debug)]
+pub enum CallError {
+    /// No tool of that name in the manifest.
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// The names there are.
+        known: Vec<String>,
+    },
+    /// The arguments do not match the tool's schema; nothing was sent.
+    InvalidArguments(Vec<ArgumentError>),
+    /// The tool's schema could not be compiled.
+    BadSchema(String),
+    /// The request failed.
+    Request(ClientError),
+    /// The site answered, but not with a `2xx` JSON result.
+    Failed {
+        /// The status.
+        status: u16,
+        /// The start of the body.
+        body: String,
+    },
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::UnknownTool { name, known } => {
+                write!(f, "no tool named {name:?}; the site has: {}", known.join(", "))
+            }
+            CallError::InvalidArguments(errors) => {
+                f.write_str("invalid arguments, nothing was sent:")?;
+                for e in errors {
+                    let at = if e.pointer.as_str().is_empty() { "(the arguments)" } else { e.pointer.as_str() };
+                    write!(f, "\n  {at}: {}", e.message)?;
+                }
+                Ok(())
+            }
+            CallError::BadSchema(m) => write!(f, "the tool's input_schema cannot be used: {m}"),
+            CallError::Request(e) => write!(f, "{e}"),
+            CallError::Failed { status, body } => write!(f, "the site answered {status}: {body}"),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// The endpoint of `tool`: `{server.url}/tools/{name}`, one trailing `/` of `server.url`
+/// dropped and the name percent-encoded as one path segment.
+pub fn tool_url(server_url: &Url, tool: &str) -> Url {
+    let mut url = server_url.clone();
+    if let Ok(mut segments) = url.path_segments_mut() {
+        segments.pop_if_empty().push("tools").push(tool);
+    }
+    url
+}
+
+/// Looks the tool up, validates `args` against its schema and calls it with `token`.
+pub async fn call_tool(
+    client: &Client,
+    manifest: &Manifest,
+    name: &str,
+    args: &Value,
+    token: Option<&str>,
+) -> Result<Value, CallError> {
+    let tool = find(manifest, name)?;
+    let validator = ArgumentValidator::new(&tool.input_schema).map_err(CallError::BadSchema)?;
+    let problems = validator.check(args);
+    if !problems.is_empty() {
+        return Err(CallError::InvalidArguments(problems));
+    }
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+    if let Some(token) = token {
+        let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+            CallError::Request(ClientError::Setup("the token has characters a header cannot carry".into()))
+        })?;
+        headers.insert(AUTHORIZATION, value);
+    }
+    let url = tool_url(&manifest.server_url, &tool.name);
+    let body = serde_json::to_vec(args).map_err(|e| CallError::BadSchema(e.to_string()))?;
+    let fetched = client.send(Method::POST, &url, headers, Some(body)).await.map_err(CallError::Request)?;
+    let start = || String::from_utf8_lossy(&fetched.body[..fetched.body.len().min(500)]).into_owned();
+    if !fetched.status.is_success() {
+        return Err(CallError::Failed { status: fetched.status.as_u16(), body: start() });
+    }
+    serde_json::from_slice(&fetched.body).map_err(|e| CallError::Failed {
+        status: fetched.status.as_u16(),
+        body: format!("not JSON ({e}): {}", start()),
+    })
+}
+
+fn find<'m>(manifest: &'m Manifest, name: &str) -> Result<&'m Tool, CallError> {
+    manifest.tool(name).ok_or_else(|| CallError::UnknownTool {
+        name: name.to_owned(),
+        known: manifest.tools.iter().map(|t| t.name.clone()).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tool_url;
+
+    #[test]
+    fn tool_urls() {
+        let cases = [
+            ("https://a.example/api/servio", "shop.getSales", "https://a.example/api/servio/tools/shop.getSales"),
+            ("https://a.example/api/servio/", "x", "https://a.example/api/servio/tools/x"),
+            ("https://a.example", "a b/c?", "https://a.example/tools/a%20b%2Fc%3F"),
+        ];
+        for (server, tool, want) in cases {
+            assert_eq!(tool_url(&server.parse().unwrap(), tool).as_str(), want);
+        }
+    }
+}

@@ -1,0 +1,410 @@
+//! The demo site itself: its manifest, a forum and a shop, bearer authentication, and switches
+//! that make any path misbehave for tests.
+//!
+//! Shop figures are a pure function of the date and the time zone asked for, so tests and the
+//! demo can predict them: [`daily_figures`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+/// How a path can be made to misbehave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Misbehaviour {
+    /// Answer after this long.
+    Slow(Duration),
+    /// Answer `500 Internal Server Error`.
+    ServerError,
+    /// Answer a JSON body of this many bytes.
+    HugeBody(usize),
+    /// Answer the usual body as `text/plain`.
+    WrongContentType,
+    /// Answer an HTML page, as a single-page app does for every path.
+    Html,
+    /// Redirect to itself forever.
+    RedirectLoop,
+}
+
+impl std::str::FromStr for Misbehaviour {
+    type Err = String;
+
+    /// `slow:MILLIS`, `500`, `huge:BYTES`, `wrong-type`, `html`, `redirect-loop`.
+    fn from_str(text: &str) -> Result<Misbehaviour, String> {
+        let number = |n: &str| n.parse::<u64>().map_err(|_| format!("{n:?} is not a number"));
+        Ok(match text.split_once(':') {
+            Some(("slow", ms)) => Misbehaviour::Slow(Duration::from_millis(number(ms)?)),
+            Some(("huge", bytes)) => Misbehaviour::HugeBody(number(bytes)? as usize),
+            None if text == "500" => Misbehaviour::ServerError,
+            None if text == "wrong-type" => Misbehaviour::WrongContentType,
+            None if text == "html" => Misbehaviour::Html,
+            None if text == "redirect-loop" => Misbehaviour::RedirectLoop,
+            _ => {
+                return Err(format!(
+                    "unknown misbehaviour {text:?}: expected slow:MS, 500, huge:BYTES, wrong-type, html or redirect-loop"
+                ));
+            }
+        })
+    }
+}
+
+/// Settings of the demo site.
+#[derive(Debug, Clone)]
+pub struct SiteConfig {
+    /// The origin clients reach it at, such as `https://localhost:8443`.
+    pub origin: String,
+    /// The bearer token tool calls must carry.
+    pub token: String,
+}
+
+/// The shared state: forum posts and the misbehaviour switches.
+#[derive(Clone)]
+pub struct Site {
+    config: Arc<SiteConfig>,
+    forum: Arc<Mutex<Vec<Thread>>>,
+    switches: Arc<Mutex<HashMap<String, Misbehaviour>>>,
+}
+
+#[derive(Debug, Clone)]
+struct Thread {
+    id: u64,
+    title: String,
+    category: &'static str,
+    author: &'static str,
+    created: &'static str,
+    posts: Vec<(String, String)>,
+}
+
+impl Site {
+    /// A site with the seed forum threads.
+    pub fn new(config: SiteConfig) -> Site {
+        Site { config: Arc::new(config), forum: Arc::new(Mutex::new(seed_threads())), switches: Arc::default() }
+    }
+
+    /// Makes `path` misbehave, or behave again with `None`.
+    pub fn set_misbehaviour(&self, path: &str, how: Option<Misbehaviour>) {
+        let mut switches = self.switches.lock().unwrap_or_else(|e| e.into_inner());
+        match how {
+            Some(how) => switches.insert(path.to_owned(), how),
+            None => switches.remove(path),
+        };
+    }
+
+    /// The manifest this site serves.
+    pub fn manifest(&self) -> Value {
+        manifest(&self.config.origin)
+    }
+
+    /// The router: the manifest, the tools under `/api/servio/tools/`, and a home page.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/", get(home))
+            .route("/.well-known/servio.json", get(serve_manifest))
+            .route("/api/servio/tools/{name}", post(call_tool))
+            .layer(middleware::from_fn_with_state(self.clone(), misbehave))
+            .with_state(self.clone())
+    }
+}
+
+async fn home() -> Html<&'static str> {
+    Html(
+        "<!doctype html><title>Servio demo site</title><h1>Servio demo site</h1><p>Manifest: <a href=\"/.well-known/servio.json\">/.well-known/servio.json</a></p>",
+    )
+}
+
+async fn serve_manifest(State(site): State<Site>) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], site.manifest().to_string()).into_response()
+}
+
+async fn misbehave(State(site): State<Site>, request: Request, next: Next) -> Response {
+    let path = request.uri().path().to_owned();
+    let how = site.switches.lock().unwrap_or_else(|e| e.into_inner()).get(&path).cloned();
+    match how {
+        None => next.run(request).await,
+        Some(Misbehaviour::Slow(delay)) => {
+            tokio::time::sleep(delay).await;
+            next.run(request).await
+        }
+        Some(Misbehaviour::ServerError) => {
+            (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": "made to fail"}))).into_response()
+        }
+        Some(Misbehaviour::HugeBody(size)) => {
+            ([(header::CONTENT_TYPE, "application/json")], format!("\"{}\"", "x".repeat(size.saturating_sub(2))))
+                .into_response()
+        }
+        Some(Misbehaviour::WrongContentType) => {
+            let response = next.run(request).await;
+            let (mut parts, body) = response.into_parts();
+            parts.headers.insert(header::CONTENT_TYPE, "text/plain".parse().expect("a valid header"));
+            Response::from_parts(parts, body)
+        }
+        Some(Misbehaviour::Html) => Html("<!doctype html><div id=app></div>").into_response(),
+        Some(Misbehaviour::RedirectLoop) => Redirect::temporary(&path).into_response(),
+    }
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": message.into() }))).into_response()
+}
+
+async fn call_tool(
+    State(site): State<Site>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let presented =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    if presented != Some(site.config.token.as_str()) {
+        return error(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+    }
+    let args: Value = match serde_json::from_slice(&body) {
+        Ok(Value::Object(args)) => Value::Object(args),
+        _ => {
+            return error(StatusCode::BAD_REQUEST, "the body must be a JSON object of arguments");
+        }
+    };
+    let result = match name.as_str() {
+        "shop.getSalesSummary" => sales_summary(&args),
+        "forum.searchThreads" => Ok(search_threads(&site, &args)),
+        "forum.getThread" => get_thread(&site, &args),
+        "forum.createPost" => create_post(&site, &args),
+        other => return error(StatusCode::NOT_FOUND, format!("no tool named {other}")),
+    };
+    match result {
+        Ok(value) => Json(value).into_response(),
+        Err(message) => error(StatusCode::BAD_REQUEST, message),
+    }
+}
+
+/// Revenue in cents and the order count for one local date in one zone: deterministic, so
+/// that tests can predict what collection stores.
+pub fn daily_figures(date: &str, timezone: &str) -> (u64, u64) {
+    // FNV-1a: small, stable across platforms and versions.
+    let hash = format!("{date}|{timezone}")
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let orders = 20 + hash % 60;
+    let cents = orders * (2_500 + (hash >> 16) % 4_000);
+    (cents, orders)
+}
+
+/// `1234567` cents as `$12,345.67`.
+pub fn dollars(cents: u64) -> String {
+    let whole = (cents / 100).to_string();
+    let mut grouped = String::new();
+    for (i, digit) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    format!("${grouped}.{:02}", cents % 100)
+}
+
+fn sales_summary(args: &Value) -> Result<Value, String> {
+    let text = |key: &str| args.get(key).and_then(Value::as_str);
+    let from = text("from").ok_or("`from` (YYYY-MM-DD) is required")?;
+    let to = text("to").ok_or("`to` (YYYY-MM-DD) is required")?;
+    let timezone = text("timezone").unwrap_or("UTC");
+    let first: jiff::civil::Date = from.parse().map_err(|e| format!("`from` {from:?}: {e}"))?;
+    let last: jiff::civil::Date = to.parse().map_err(|e| format!("`to` {to:?}: {e}"))?;
+    if last < first || (last - first).get_days() > 366 {
+        return Err("`to` must be on or after `from`, at most a year later".into());
+    }
+    let (mut cents, mut orders) = (0, 0);
+    let mut day = first;
+    while day <= last {
+        let (c, o) = daily_figures(&day.to_string(), timezone);
+        cents += c;
+        orders += o;
+        day = day.tomorrow().map_err(|e| e.to_string())?;
+    }
+    Ok(json!({
+        "data": {
+            "period": { "from": from, "to": to, "timezone": timezone },
+            "totals": { "revenue": dollars(cents), "orders": orders, "refunds": 0 },
+            "currency": "USD",
+        }
+    }))
+}
+
+fn seed_threads() -> Vec<Thread> {
+    let thread = |id, title: &str, category, author, created, first: &str| Thread {
+        id,
+        title: title.to_owned(),
+        category,
+        author,
+        created,
+        posts: vec![(author.to_owned(), first.to_owned())],
+    };
+    vec![
+        thread(
+            1,
+            "Rust async runtimes compared",
+            "backend",
+            "ana",
+            "2026-08-01",
+            "Which runtime do you use for services?",
+        ),
+        thread(
+            2,
+            "CSS grid or flexbox for dashboards?",
+            "frontend",
+            "ben",
+            "2026-08-05",
+            "Our dashboard has cards of mixed sizes.",
+        ),
+        thread(
+            3,
+            "Zero-downtime PostgreSQL migrations",
+            "devops",
+            "chen",
+            "2026-08-11",
+            "How do you add a NOT NULL column safely?",
+        ),
+        thread(
+            4,
+            "Testing OAuth flows end to end",
+            "backend",
+            "dana",
+            "2026-08-14",
+            "PKCE makes mocking harder, any tips?",
+        ),
+    ]
+}
+
+fn thread_json(thread: &Thread) -> Value {
+    json!({
+        "id": thread.id, "title": thread.title, "category": thread.category, "author": thread.author,
+        "created": thread.created, "replies": thread.posts.len() - 1,
+    })
+}
+
+fn search_threads(site: &Site, args: &Value) -> Value {
+    let query = args.get("query").and_then(Value::as_str).unwrap_or_default().to_lowercase();
+    let category = args.get("category").and_then(Value::as_str);
+    let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(10).min(50) as usize;
+    let forum = site.forum.lock().unwrap_or_else(|e| e.into_inner());
+    let threads: Vec<Value> = forum
+        .iter()
+        .filter(|t| category.is_none_or(|c| c == t.category))
+        .filter(|t| {
+            t.title.to_lowercase().contains(&query) || t.posts.iter().any(|(_, p)| p.to_lowercase().contains(&query))
+        })
+        .take(limit)
+        .map(thread_json)
+        .collect();
+    json!({ "threads": threads })
+}
+
+fn get_thread(site: &Site, args: &Value) -> Result<Value, String> {
+    let id = args.get("thread_id").and_then(Value::as_u64).ok_or("`thread_id` (integer) is required")?;
+    let forum = site.forum.lock().unwrap_or_else(|e| e.into_inner());
+    let thread = forum.iter().find(|t| t.id == id).ok_or(format!("no thread {id}"))?;
+    let mut value = thread_json(thread);
+    value["posts"] = thread.posts.iter().map(|(author, body)| json!({ "author": author, "body": body })).collect();
+    Ok(value)
+}
+
+fn create_post(site: &Site, args: &Value) -> Result<Value, String> {
+    let id = args.get("thread_id").and_then(Value::as_u64).ok_or("`thread_id` (integer) is required")?;
+    let content =
+        args.get("content").and_then(Value::as_str).filter(|c| !c.trim().is_empty()).ok_or("`content` is required")?;
+    let mut forum = site.forum.lock().unwrap_or_else(|e| e.into_inner());
+    let thread = forum.iter_mut().find(|t| t.id == id).ok_or(format!("no thread {id}"))?;
+    thread.posts.push(("you".to_owned(), content.to_owned()));
+    Ok(json!({ "thread_id": id, "post_number": thread.posts.len() }))
+}
+
+fn manifest(origin: &str) -> Value {
+    json!({
+        "name": "Servio Demo Forum & Shop",
+        "version": "1.0.0",
+        "description": "A demo site: a small developer forum and a shop whose daily sales a platform can collect.",
+        "server": { "url": format!("{origin}/api/servio") },
+        "auth": { "type": "bearer" },
+        "tools": [
+            {
+                "name": "forum.searchThreads",
+                "description": "Search forum threads by keyword. Returns matching threads with title, author, creation date, reply count and category.",
+                "input_schema": { "type": "object", "properties": {
+                    "query": { "type": "string", "description": "Search keyword or phrase" },
+                    "category": { "type": "string", "description": "Only threads in this category", "enum": ["backend", "frontend", "devops"] },
+                    "limit": { "type": "integer", "description": "Maximum number of results (1-50)", "minimum": 1, "maximum": 50, "default": 10 }
+                }, "required": ["query"] }
+            },
+            {
+                "name": "forum.getThread",
+                "description": "Retrieve one forum thread by its ID, with every post and its author.",
+                "input_schema": { "type": "object", "properties": {
+                    "thread_id": { "type": "integer", "description": "The thread ID" }
+                }, "required": ["thread_id"] }
+            },
+            {
+                "name": "forum.createPost",
+                "description": "Reply to an existing forum thread with a new post signed by the current user.",
+                "input_schema": { "type": "object", "properties": {
+                    "thread_id": { "type": "integer", "description": "The thread to reply to" },
+                    "content": { "type": "string", "description": "The text of the reply" }
+                }, "required": ["thread_id", "content"] }
+            },
+            {
+                "name": "shop.getSalesSummary",
+                "description": "Summarise shop sales for a date range in a time zone: revenue in USD, order count and refunds.",
+                "input_schema": { "type": "object", "properties": {
+                    "from": { "type": "string", "description": "First local date, YYYY-MM-DD" },
+                    "to": { "type": "string", "description": "Last local date, YYYY-MM-DD" },
+                    "timezone": { "type": "string", "description": "IANA time zone the dates are in" }
+                }, "required": ["from", "to"] }
+            }
+        ],
+        "brief": { "metrics": [
+            {
+                "key": "sales.revenue.daily", "tool": "shop.getSalesSummary",
+                "args": { "from": "{{periodStart}}", "to": "{{periodEnd}}", "timezone": "{{timezone}}" },
+                "valuePath": "data.totals.revenue", "unit": "USD", "granularity": "day"
+            },
+            {
+                "key": "sales.orders.daily", "tool": "shop.getSalesSummary",
+                "args": { "from": "{{periodStart}}", "to": "{{periodEnd}}", "timezone": "{{timezone}}" },
+                "valuePath": "data.totals.orders", "unit": "count", "granularity": "day"
+            }
+        ]}
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dollars_are_grouped() {
+        assert_eq!(dollars(234_000), "$2,340.00");
+        assert_eq!(dollars(5), "$0.05");
+        assert_eq!(dollars(123_456_789), "$1,234,567.89");
+    }
+
+    #[test]
+    fn figures_depend_on_date_and_zone_only() {
+        assert_eq!(daily_figures("2026-08-20", "UTC"), daily_figures("2026-08-20", "UTC"));
+        assert_ne!(daily_figures("2026-08-20", "UTC"), daily_figures("2026-08-20", "Pacific/Auckland"));
+    }
+
+    #[test]
+    fn the_manifest_is_valid_with_a_valid_brief() {
+        let text = manifest("https://localhost:8443").to_string();
+        let report = servio_manifest::check(text.as_bytes(), &servio_manifest::CheckOptions::default());
+        assert!(report.is_valid(), "{:?}", report.errors);
+        assert_eq!(report.brief_status, servio_manifest::BriefStatus::Valid);
+        assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    }
+}
