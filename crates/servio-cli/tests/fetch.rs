@@ -47,3 +47,73 @@ async fn check_discovers_and_reports_like_a_file() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("localhost resolves to") && stderr.contains("a loopback address"), "{stderr}");
 }
+
+#[tokio::test]
+async fn call_validates_arguments_sends_the_token_and_prints_the_result() {
+    use servio_demo_site::{Site, SiteConfig, serve_https_on};
+    let ca = LocalCa::generate(&[]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca.ca_pem).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t0k3n".into() });
+    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    let call = |extra: &[&str]| {
+        let mut args: Vec<String> =
+            vec!["call".into(), origin.clone(), "--ca-cert".into(), ca_file.to_str().unwrap().into()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        servio(args)
+    };
+
+    let out =
+        call(&["shop.getSalesSummary", "--json", r#"{"from": "2026-08-20", "to": "2026-08-20"}"#, "--token", "t0k3n"])
+            .await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (cents, orders) = servio_demo_site::site::daily_figures("2026-08-20", "UTC");
+    assert_eq!(result["data"]["totals"]["revenue"], servio_demo_site::site::dollars(cents));
+    assert_eq!(result["data"]["totals"]["orders"], orders);
+
+    let out = call(&["forum.searchThreads", "--arg", "limit=ten", "--token", "t0k3n"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("nothing was sent") && stderr.contains("/limit") && stderr.contains("/query"), "{stderr}");
+
+    let out = call(&["forum.getThread", "--arg", "thread_id=1"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("401"));
+}
+
+#[tokio::test]
+async fn discovery_reports_a_misbehaving_site() {
+    use servio_demo_site::{Misbehaviour, Site, SiteConfig, serve_https_on};
+    let ca = LocalCa::generate(&[]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca.ca_pem).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t".into() });
+    site.set_misbehaviour("/.well-known/servio.json", Some(Misbehaviour::Html));
+    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    let check = || servio(vec!["check".into(), origin.clone(), "--ca-cert".into(), ca_file.to_str().unwrap().into()]);
+
+    let out = check().await;
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/.well-known/servio.json: 200 OK with text/html"), "{stderr}");
+    assert!(stderr.contains("/servio.json: 404 Not Found"), "{stderr}");
+
+    site.set_misbehaviour("/.well-known/servio.json", Some(Misbehaviour::ServerError));
+    let out = check().await;
+    assert!(String::from_utf8_lossy(&out.stderr).contains("500 Internal Server Error"));
+    site.set_misbehaviour("/.well-known/servio.json", Some(Misbehaviour::RedirectLoop));
+    let out = check().await;
+    assert!(String::from_utf8_lossy(&out.stderr).contains("more than 5 redirects"));
+    site.set_misbehaviour("/.well-known/servio.json", Some(Misbehaviour::HugeBody(9 * 1024 * 1024)));
+    let out = check().await;
+    assert!(String::from_utf8_lossy(&out.stderr).contains("larger than the limit"));
+    site.set_misbehaviour("/.well-known/servio.json", None);
+    assert_eq!(check().await.status.code(), Some(0));
+}
