@@ -31,7 +31,12 @@ pub fn run(args: &CallArgs) -> Result<Outcome, Failure> {
             println!("{}", serde_json::to_string_pretty(&value).context("rendering the result")?);
             Ok(Outcome::Ok)
         }
-        Err(error @ (CallError::InvalidArguments(_) | CallError::Failed { .. } | CallError::UnknownTool { .. })) => {
+        Err(
+            error @ (CallError::InvalidArguments(_)
+            | CallError::Failed { .. }
+            | CallError::NotJson(_)
+            | CallError::UnknownTool { .. }),
+        ) => {
             eprintln!("error: {error}");
             if matches!(error, CallError::Failed { status: 401, .. }) && args.token.is_none() {
                 eprintln!("help: pass the site's token with --token or SERVIO_TOKEN");

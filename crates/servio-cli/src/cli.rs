@@ -149,6 +149,35 @@ pub enum BriefCommand {
     /// Prints {"value": N, "raw": ...} and exits 0, or {"dropped": "reason"} and exits 1.
     /// A malformed value path exits 2.
     Extract(ExtractArgs),
+    /// Dry-run a site's brief: resolve each metric's period, call the tool, read the value and
+    /// say whether a platform would store it, and what, or drop it, and why.
+    ///
+    /// Nothing is stored anywhere. Exit 0 when every metric would be stored, 1 when any would
+    /// be dropped or the brief is absent or ignored, 2 when the site cannot be reached.
+    Test(BriefTestArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BriefTestArgs {
+    /// The site: an origin or any URL on it.
+    pub site: String,
+    /// The local date to collect, YYYY-MM-DD (default: yesterday in the zone).
+    #[arg(long)]
+    pub date: Option<String>,
+    /// The IANA time zone to collect in (default: this machine's zone).
+    #[arg(long)]
+    pub timezone: Option<String>,
+    /// For hourly metrics: the local hour, 0 to 23.
+    #[arg(long, default_value_t = 0)]
+    pub hour: u8,
+    /// Only this metric key.
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// Bearer token for the site.
+    #[arg(long, env = "SERVIO_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    #[command(flatten)]
+    pub fetch: FetchArgs,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@
 //! that cannot be read, bad arguments).
 
 mod brief_cmd;
+mod brief_test_cmd;
 mod call_cmd;
 mod check_cmd;
 mod cli;
@@ -56,6 +57,7 @@ fn try_main(cli: Cli) -> Result<Outcome, Failure> {
         Command::Explain(args) => explain_cmd::run(&args),
         Command::Brief { command: BriefCommand::Resolve(args) } => brief_cmd::resolve(&args),
         Command::Brief { command: BriefCommand::Extract(args) } => brief_cmd::extract(&args),
+        Command::Brief { command: BriefCommand::Test(args) } => brief_test_cmd::run(&args),
         Command::Call(args) => call_cmd::run(&args),
         Command::DemoSite(args) => demo_site_cmd::run(&args),
         Command::Address(args) => {

@@ -117,3 +117,35 @@ async fn discovery_reports_a_misbehaving_site() {
     site.set_misbehaviour("/.well-known/servio.json", None);
     assert_eq!(check().await.status.code(), Some(0));
 }
+
+#[tokio::test]
+async fn brief_test_shows_what_would_be_stored() {
+    use servio_demo_site::{Site, SiteConfig, serve_https_on};
+    let ca = LocalCa::generate(&[]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca.ca_pem).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t0k3n".into() });
+    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    let test = |extra: &[&str]| {
+        let mut args: Vec<String> =
+            ["brief", "test", &origin, "--ca-cert", ca_file.to_str().unwrap()].map(String::from).to_vec();
+        args.extend(["--date", "2026-08-20", "--timezone", "America/Los_Angeles"].map(String::from));
+        args.extend(extra.iter().map(|s| s.to_string()));
+        servio(args)
+    };
+
+    let out = test(&["--token", "t0k3n"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (cents, orders) = servio_demo_site::site::daily_figures("2026-08-20", "America/Los_Angeles");
+    assert!(stdout.contains(&format!("stored as {}", cents as f64 / 100.0)), "{stdout}");
+    assert!(stdout.contains(&format!("stored as {orders}")), "{stdout}");
+    assert!(stdout.contains("2026-08-20T00:00:00-07:00 to 2026-08-21T00:00:00-07:00"), "{stdout}");
+
+    let out = test(&[]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("dropped: the site answered 401"));
+}

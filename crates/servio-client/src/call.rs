@@ -28,7 +28,9 @@ pub enum CallError {
     BadSchema(String),
     /// The request failed.
     Request(ClientError),
-    /// The site answered, but not with a `2xx` JSON result.
+    /// The site answered `2xx`, but not with JSON.
+    NotJson(String),
+    /// The site answered, but not with a `2xx`.
     Failed {
         /// The status.
         status: u16,
@@ -54,6 +56,7 @@ impl fmt::Display for CallError {
             CallError::BadSchema(m) => write!(f, "the tool's input_schema cannot be used: {m}"),
             CallError::Request(e) => write!(f, "{e}"),
             CallError::Failed { status, body } => write!(f, "the site answered {status}: {body}"),
+            CallError::NotJson(detail) => write!(f, "the site's answer is not JSON: {detail}"),
         }
     }
 }
@@ -78,6 +81,24 @@ pub async fn call_tool(
     args: &Value,
     token: Option<&str>,
 ) -> Result<Value, CallError> {
+    let body = call_tool_raw(client, manifest, name, args, token).await?;
+    serde_json::from_slice(&body).map_err(|e| CallError::NotJson(format!("{e}: {}", excerpt(&body))))
+}
+
+/// The start of a body, for messages.
+pub fn excerpt(body: &[u8]) -> String {
+    String::from_utf8_lossy(&body[..body.len().min(500)]).into_owned()
+}
+
+/// Like [`call_tool`], but returns the `2xx` body as bytes, unparsed: for reading a metric
+/// out of it exactly as the site wrote it.
+pub async fn call_tool_raw(
+    client: &Client,
+    manifest: &Manifest,
+    name: &str,
+    args: &Value,
+    token: Option<&str>,
+) -> Result<Vec<u8>, CallError> {
     let tool = find(manifest, name)?;
     let validator = ArgumentValidator::new(&tool.input_schema).map_err(CallError::BadSchema)?;
     let problems = validator.check(args);
@@ -96,14 +117,10 @@ pub async fn call_tool(
     let url = tool_url(&manifest.server_url, &tool.name);
     let body = serde_json::to_vec(args).map_err(|e| CallError::BadSchema(e.to_string()))?;
     let fetched = client.send(Method::POST, &url, headers, Some(body)).await.map_err(CallError::Request)?;
-    let start = || String::from_utf8_lossy(&fetched.body[..fetched.body.len().min(500)]).into_owned();
     if !fetched.status.is_success() {
-        return Err(CallError::Failed { status: fetched.status.as_u16(), body: start() });
+        return Err(CallError::Failed { status: fetched.status.as_u16(), body: excerpt(&fetched.body) });
     }
-    serde_json::from_slice(&fetched.body).map_err(|e| CallError::Failed {
-        status: fetched.status.as_u16(),
-        body: format!("not JSON ({e}): {}", start()),
-    })
+    Ok(fetched.body)
 }
 
 fn find<'m>(manifest: &'m Manifest, name: &str) -> Result<&'m Tool, CallError> {

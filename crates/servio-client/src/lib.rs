@@ -13,7 +13,7 @@ pub mod discovery;
 pub mod guard;
 pub mod http;
 
-pub use call::{CallError, call_tool};
+pub use call::{CallError, call_tool, call_tool_raw};
 pub use discovery::{Discovered, DiscoveryError, Validators, discover, refresh};
 pub use guard::{Guard, Policy, Refusal, Rule};
 pub use http::{Client, ClientConfig, ClientError, Fetched, Lookup};
