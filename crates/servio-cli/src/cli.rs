@@ -71,9 +71,13 @@ pub struct DemoSiteArgs {
     /// Directory for the local CA and certificate; ca.pem is written there.
     #[arg(long, value_name = "DIR")]
     pub tls_dir: PathBuf,
-    /// Authentication the manifest declares. Only bearer exists so far.
-    #[arg(long, default_value = "bearer", value_parser = ["bearer"])]
+    /// Authentication the manifest declares: a fixed bearer token, or this site's own OAuth 2.0
+    /// server (authorization code with PKCE; sign in with `servio login`).
+    #[arg(long, default_value = "bearer", value_parser = ["bearer", "oauth2"])]
     pub auth: String,
+    /// With --auth oauth2: lifetime of access tokens, in seconds.
+    #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
+    pub access_ttl: u64,
     /// The bearer token to accept (default: a random one, printed at start).
     #[arg(long, env = "SERVIO_DEMO_TOKEN", hide_env_values = true)]
     pub token: Option<String>,

@@ -1,7 +1,7 @@
 //! `servio demo-site`: the demo site over HTTPS, until interrupted.
 
 use anyhow::{Context, anyhow};
-use servio_demo_site::{LocalCa, Misbehaviour, Site, SiteConfig, serve_https_on};
+use servio_demo_site::{DemoAuth, LocalCa, Misbehaviour, Site, SiteConfig, serve_https_on};
 
 use crate::cli::DemoSiteArgs;
 use crate::{Failure, Outcome};
@@ -31,7 +31,12 @@ pub fn run(args: &DemoSiteArgs) -> Result<Outcome, Failure> {
         let listener = std::net::TcpListener::bind(args.addr).with_context(|| format!("listening on {}", args.addr))?;
         let addr = listener.local_addr()?;
         let origin = format!("https://localhost:{}", addr.port());
-        let site = Site::new(SiteConfig { origin: origin.clone(), token: token.clone() });
+        let auth = match args.auth.as_str() {
+            "oauth2" => DemoAuth::OAuth2 { access_ttl: std::time::Duration::from_secs(args.access_ttl) },
+            _ => DemoAuth::Bearer,
+        };
+        let oauth = auth != DemoAuth::Bearer;
+        let site = Site::new(SiteConfig { origin: origin.clone(), token: token.clone(), auth });
         for (path, how) in switches {
             site.set_misbehaviour(&path, Some(how));
         }
@@ -40,7 +45,11 @@ pub fn run(args: &DemoSiteArgs) -> Result<Outcome, Failure> {
         println!("Servio demo site on {origin}");
         println!("  manifest:  {origin}/.well-known/servio.json");
         println!("  CA file:   {}", ca_file.display());
-        println!("  token:     {token}");
+        if oauth {
+            println!("  auth:      OAuth 2.0 with PKCE ({origin}/oauth/authorize); run servio login {origin}");
+        } else {
+            println!("  token:     {token}");
+        }
         println!("try: servio check {origin} --ca-cert {}", ca_file.display());
         tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
         anyhow::Ok(())

@@ -50,14 +50,14 @@ async fn check_discovers_and_reports_like_a_file() {
 
 #[tokio::test]
 async fn call_validates_arguments_sends_the_token_and_prints_the_result() {
-    use servio_demo_site::{Site, SiteConfig, serve_https_on};
+    use servio_demo_site::{DemoAuth, Site, SiteConfig, serve_https_on};
     let ca = LocalCa::generate(&[]).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let ca_file = dir.path().join("ca.pem");
     std::fs::write(&ca_file, &ca.ca_pem).unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t0k3n".into() });
+    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t0k3n".into(), auth: DemoAuth::Bearer });
     let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
     let call = |extra: &[&str]| {
         let mut args: Vec<String> =
@@ -87,14 +87,14 @@ async fn call_validates_arguments_sends_the_token_and_prints_the_result() {
 
 #[tokio::test]
 async fn discovery_reports_a_misbehaving_site() {
-    use servio_demo_site::{Misbehaviour, Site, SiteConfig, serve_https_on};
+    use servio_demo_site::{DemoAuth, Misbehaviour, Site, SiteConfig, serve_https_on};
     let ca = LocalCa::generate(&[]).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let ca_file = dir.path().join("ca.pem");
     std::fs::write(&ca_file, &ca.ca_pem).unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t".into() });
+    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t".into(), auth: DemoAuth::Bearer });
     site.set_misbehaviour("/.well-known/servio.json", Some(Misbehaviour::Html));
     let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
     let check = || servio(vec!["check".into(), origin.clone(), "--ca-cert".into(), ca_file.to_str().unwrap().into()]);
@@ -120,14 +120,14 @@ async fn discovery_reports_a_misbehaving_site() {
 
 #[tokio::test]
 async fn brief_test_shows_what_would_be_stored() {
-    use servio_demo_site::{Site, SiteConfig, serve_https_on};
+    use servio_demo_site::{DemoAuth, Site, SiteConfig, serve_https_on};
     let ca = LocalCa::generate(&[]).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let ca_file = dir.path().join("ca.pem");
     std::fs::write(&ca_file, &ca.ca_pem).unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t0k3n".into() });
+    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t0k3n".into(), auth: DemoAuth::Bearer });
     let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
     let test = |extra: &[&str]| {
         let mut args: Vec<String> =

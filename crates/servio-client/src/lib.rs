@@ -6,12 +6,14 @@
 //! - [`discovery`]: finding a site's manifest (interpretation §1) and refreshing it with
 //!   conditional requests.
 //! - [`call`]: calling a tool (interpretation §5), arguments validated before anything is sent.
+//! - [`oauth`]: OAuth 2.0 authorization code with PKCE `S256`, token exchange and refresh.
 #![deny(missing_docs)]
 
 pub mod call;
 pub mod discovery;
 pub mod guard;
 pub mod http;
+pub mod oauth;
 
 pub use call::{CallError, call_tool, call_tool_raw};
 pub use discovery::{Discovered, DiscoveryError, Validators, discover, refresh};

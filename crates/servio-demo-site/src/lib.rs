@@ -4,14 +4,17 @@
 //!   `127.0.0.1` and `::1`; [`serve_https`] serves any router with it.
 //! - [`site`]: the site itself: a manifest with forum and shop tools and a brief, bearer
 //!   authentication, deterministic sales figures, and per-path misbehaviour for tests.
+//! - [`oauth`]: an OAuth 2.0 authorization server (code with PKCE `S256`, refresh tokens) for
+//!   `--auth oauth2`.
 #![deny(missing_docs)]
 
+pub mod oauth;
 pub mod site;
 pub mod tls;
 
 use std::net::SocketAddr;
 
-pub use site::{Misbehaviour, Site, SiteConfig};
+pub use site::{DemoAuth, Misbehaviour, Site, SiteConfig};
 pub use tls::LocalCa;
 
 /// A running HTTPS server; it stops when dropped.

@@ -61,8 +61,23 @@ impl std::str::FromStr for Misbehaviour {
 pub struct SiteConfig {
     /// The origin clients reach it at, such as `https://localhost:8443`.
     pub origin: String,
-    /// The bearer token tool calls must carry.
+    /// The bearer token tool calls must carry (bearer mode).
     pub token: String,
+    /// Bearer tokens, or an OAuth 2.0 authorization server issuing them.
+    pub auth: DemoAuth,
+}
+
+/// How tool calls are authenticated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DemoAuth {
+    /// One fixed bearer token, [`SiteConfig::token`].
+    Bearer,
+    /// Tokens from this site's own OAuth 2.0 server (`/oauth/authorize`, `/oauth/token`),
+    /// authorization code with PKCE `S256`; access tokens live this long.
+    OAuth2 {
+        /// Lifetime of access tokens.
+        access_ttl: Duration,
+    },
 }
 
 /// The shared state: forum posts and the misbehaviour switches.
@@ -71,6 +86,7 @@ pub struct Site {
     config: Arc<SiteConfig>,
     forum: Arc<Mutex<Vec<Thread>>>,
     switches: Arc<Mutex<HashMap<String, Misbehaviour>>>,
+    pub(crate) oauth: Arc<Mutex<crate::oauth::Grants>>,
 }
 
 #[derive(Debug, Clone)]
@@ -86,7 +102,12 @@ struct Thread {
 impl Site {
     /// A site with the seed forum threads.
     pub fn new(config: SiteConfig) -> Site {
-        Site { config: Arc::new(config), forum: Arc::new(Mutex::new(seed_threads())), switches: Arc::default() }
+        Site {
+            config: Arc::new(config),
+            forum: Arc::new(Mutex::new(seed_threads())),
+            switches: Arc::default(),
+            oauth: Arc::default(),
+        }
     }
 
     /// Makes `path` misbehave, or behave again with `None`.
@@ -100,7 +121,22 @@ impl Site {
 
     /// The manifest this site serves.
     pub fn manifest(&self) -> Value {
-        manifest(&self.config.origin)
+        let mut manifest = manifest(&self.config.origin);
+        if let DemoAuth::OAuth2 { .. } = self.config.auth {
+            let origin = &self.config.origin;
+            manifest["auth"] = json!({
+                "type": "oauth2",
+                "authorization_url": format!("{origin}/oauth/authorize"),
+                "token_url": format!("{origin}/oauth/token"),
+                "scopes": ["read", "write"],
+            });
+        }
+        manifest
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &SiteConfig {
+        &self.config
     }
 
     /// The router: the manifest, the tools under `/api/servio/tools/`, and a home page.
@@ -109,6 +145,8 @@ impl Site {
             .route("/", get(home))
             .route("/.well-known/servio.json", get(serve_manifest))
             .route("/api/servio/tools/{name}", post(call_tool))
+            .route("/oauth/authorize", get(crate::oauth::consent).post(crate::oauth::approve))
+            .route("/oauth/token", post(crate::oauth::token))
             .layer(middleware::from_fn_with_state(self.clone(), misbehave))
             .with_state(self.clone())
     }
@@ -163,7 +201,12 @@ async fn call_tool(
 ) -> Response {
     let presented =
         headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-    if presented != Some(site.config.token.as_str()) {
+    let allowed = match (&site.config.auth, presented) {
+        (_, None) => false,
+        (DemoAuth::Bearer, Some(token)) => token == site.config.token,
+        (DemoAuth::OAuth2 { .. }, Some(token)) => crate::oauth::is_valid_access_token(&site, token),
+    };
+    if !allowed {
         return error(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
     }
     let args: Value = match serde_json::from_slice(&body) {
