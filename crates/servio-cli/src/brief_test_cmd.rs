@@ -6,6 +6,7 @@ use servio_client::{CallError, call_tool_raw};
 use servio_manifest::value::extract;
 use servio_manifest::{BriefStatus, CheckOptions, Site, check, period, resolve_brief};
 
+use crate::auth::Credential;
 use crate::cli::BriefTestArgs;
 use crate::fetch::Fetcher;
 use crate::{Failure, Outcome};
@@ -51,6 +52,8 @@ pub fn run(args: &BriefTestArgs) -> Result<Outcome, Failure> {
         return Err(Failure(anyhow!("no metric {key:?} in the brief; it declares: {}", keys.join(", "))));
     }
     let resolution = resolve_brief(&brief, date, args.hour, &zone_name)?;
+    let origin = found.origin.as_str().trim_end_matches('/');
+    let mut credential = Credential::find(&fetcher, origin, args.token.as_deref())?;
     println!("{} — {} in {zone_name}\n", found.url, date);
     let mut all_stored = true;
     for (key, why) in &resolution.skipped {
@@ -68,13 +71,13 @@ pub fn run(args: &BriefTestArgs) -> Result<Outcome, Failure> {
         );
         println!("  call:    POST {}", tool_url(&manifest.server_url, &metric.tool));
         println!("  args:    {}", metric.args);
-        let outcome = fetcher.block_on(call_tool_raw(
-            fetcher.tool_client(),
-            &manifest,
-            &metric.tool,
-            &metric.args,
-            args.token.as_deref(),
-        ));
+        let call = |token: Option<&str>| {
+            fetcher.block_on(call_tool_raw(fetcher.tool_client(), &manifest, &metric.tool, &metric.args, token))
+        };
+        let mut outcome = call(credential.token());
+        if matches!(outcome, Err(CallError::Failed { status: 401, .. })) && credential.refresh(&fetcher)? {
+            outcome = call(credential.token());
+        }
         match outcome {
             Ok(body) => {
                 println!("  answer:  {}", one_line(&excerpt(&body)));

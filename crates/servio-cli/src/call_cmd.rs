@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 use servio_client::{CallError, call_tool};
 use servio_manifest::{CheckOptions, Site, check};
 
+use crate::auth::Credential;
 use crate::cli::CallArgs;
 use crate::fetch::Fetcher;
 use crate::{Failure, Outcome};
@@ -24,8 +25,16 @@ pub fn run(args: &CallArgs) -> Result<Outcome, Failure> {
             problems.join("\n")
         )));
     };
-    let result =
-        fetcher.block_on(call_tool(fetcher.tool_client(), &manifest, &args.tool, &arguments, args.token.as_deref()));
+    let origin = found.origin.as_str().trim_end_matches('/');
+    let mut credential = Credential::find(&fetcher, origin, args.token.as_deref())?;
+    let call = |token: Option<&str>| {
+        fetcher.block_on(call_tool(fetcher.tool_client(), &manifest, &args.tool, &arguments, token))
+    };
+    let mut result = call(credential.token());
+    // A stored OAuth token may have been revoked or expired early: refresh once and retry.
+    if matches!(result, Err(CallError::Failed { status: 401, .. })) && credential.refresh(&fetcher)? {
+        result = call(credential.token());
+    }
     match result {
         Ok(value) => {
             println!("{}", serde_json::to_string_pretty(&value).context("rendering the result")?);
@@ -39,7 +48,10 @@ pub fn run(args: &CallArgs) -> Result<Outcome, Failure> {
         ) => {
             eprintln!("error: {error}");
             if matches!(error, CallError::Failed { status: 401, .. }) && args.token.is_none() {
-                eprintln!("help: pass the site's token with --token or SERVIO_TOKEN");
+                eprintln!(
+                    "help: pass the site's token with --token or SERVIO_TOKEN, or sign in: servio login {}",
+                    args.site
+                );
             }
             Ok(Outcome::Invalid)
         }

@@ -37,6 +37,12 @@ pub enum Command {
     /// input_schema before anything is sent. Exit 1 when the arguments are invalid or the site
     /// answers with an error, 2 when the site cannot be reached.
     Call(CallArgs),
+    /// Sign in to a site that uses OAuth 2.0, and store its tokens for `call` and `brief test`.
+    ///
+    /// Opens the site's consent page (the URL is printed too) and waits on a loopback address
+    /// for the browser to come back. Tokens go to the per-user credentials file
+    /// (~/.config/servio/credentials.json, or SERVIO_CREDENTIALS), readable only by you.
+    Login(LoginArgs),
     /// Run the demo site over HTTPS: a forum and a shop with a brief, behind a bearer token.
     ///
     /// A local certificate authority is created in --tls-dir; trust DIR/ca.pem with --ca-cert.
@@ -59,6 +65,23 @@ pub struct CallArgs {
     /// Bearer token for the site.
     #[arg(long, env = "SERVIO_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    #[command(flatten)]
+    pub fetch: FetchArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The site: an origin or any URL on it.
+    pub site: String,
+    /// The OAuth client id to sign in as (the manifest has none).
+    #[arg(long, env = "SERVIO_CLIENT_ID", default_value = "servio-cli")]
+    pub client_id: String,
+    /// Print the URL without trying to open a browser.
+    #[arg(long)]
+    pub no_browser: bool,
+    /// How long to wait for the browser to come back, in seconds.
+    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    pub timeout: u64,
     #[command(flatten)]
     pub fetch: FetchArgs,
 }

@@ -4,14 +4,17 @@
 //! invalid manifest, an ignored brief, a dropped value), 2 something could not be done (a file
 //! that cannot be read, bad arguments).
 
+mod auth;
 mod brief_cmd;
 mod brief_test_cmd;
 mod call_cmd;
 mod check_cmd;
 mod cli;
+mod credentials;
 mod demo_site_cmd;
 mod explain_cmd;
 mod fetch;
+mod login_cmd;
 mod render;
 
 use std::process::ExitCode;
@@ -59,6 +62,7 @@ fn try_main(cli: Cli) -> Result<Outcome, Failure> {
         Command::Brief { command: BriefCommand::Extract(args) } => brief_cmd::extract(&args),
         Command::Brief { command: BriefCommand::Test(args) } => brief_test_cmd::run(&args),
         Command::Call(args) => call_cmd::run(&args),
+        Command::Login(args) => login_cmd::run(&args),
         Command::DemoSite(args) => demo_site_cmd::run(&args),
         Command::Address(args) => {
             let site = servio_manifest::Site::parse(&args.site)?;
