@@ -36,7 +36,10 @@ pub fn run(args: &DemoSiteArgs) -> Result<Outcome, Failure> {
             _ => DemoAuth::Bearer,
         };
         let oauth = auth != DemoAuth::Bearer;
-        let site = Site::new(SiteConfig { origin: origin.clone(), token: token.clone(), auth });
+        let forum_db = args.tls_dir.join("forum.sqlite");
+        let site = Site::new(SiteConfig { origin: origin.clone(), token: token.clone(), auth }, Some(&forum_db))
+            .await
+            .with_context(|| format!("opening the forum database {}", forum_db.display()))?;
         for (path, how) in switches {
             site.set_misbehaviour(&path, Some(how));
         }

@@ -57,7 +57,9 @@ async fn call_validates_arguments_sends_the_token_and_prints_the_result() {
     std::fs::write(&ca_file, &ca.ca_pem).unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t0k3n".into(), auth: DemoAuth::Bearer });
+    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t0k3n".into(), auth: DemoAuth::Bearer }, None)
+        .await
+        .unwrap();
     let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
     let call = |extra: &[&str]| {
         let mut args: Vec<String> =
@@ -94,7 +96,9 @@ async fn discovery_reports_a_misbehaving_site() {
     std::fs::write(&ca_file, &ca.ca_pem).unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t".into(), auth: DemoAuth::Bearer });
+    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t".into(), auth: DemoAuth::Bearer }, None)
+        .await
+        .unwrap();
     site.set_misbehaviour("/.well-known/servio.json", Some(Misbehaviour::Html));
     let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
     let check = || servio(vec!["check".into(), origin.clone(), "--ca-cert".into(), ca_file.to_str().unwrap().into()]);
@@ -127,7 +131,9 @@ async fn brief_test_shows_what_would_be_stored() {
     std::fs::write(&ca_file, &ca.ca_pem).unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t0k3n".into(), auth: DemoAuth::Bearer });
+    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t0k3n".into(), auth: DemoAuth::Bearer }, None)
+        .await
+        .unwrap();
     let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
     let test = |extra: &[&str]| {
         let mut args: Vec<String> =

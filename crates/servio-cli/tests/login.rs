@@ -53,7 +53,7 @@ async fn login_stores_private_tokens_that_calls_use_and_refresh() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
     let auth = DemoAuth::OAuth2 { access_ttl: Duration::from_secs(3600) };
-    let site = Site::new(SiteConfig { origin: origin.clone(), token: String::new(), auth });
+    let site = Site::new(SiteConfig { origin: origin.clone(), token: String::new(), auth }, None).await.unwrap();
     let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
     let servio = |args: &[&str]| {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_servio"));

@@ -22,7 +22,7 @@ async fn demo() -> Demo {
     let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
     let config =
         SiteConfig { origin, token: String::new(), auth: DemoAuth::OAuth2 { access_ttl: Duration::from_secs(60) } };
-    let demo_site = Site::new(config);
+    let demo_site = Site::new(config, None).await.unwrap();
     let manifest_text = demo_site.manifest().to_string();
     let running = serve_https_on(listener, &ca, demo_site.router()).await.unwrap();
     let manifest = check(manifest_text.as_bytes(), &CheckOptions::default()).manifest.unwrap();

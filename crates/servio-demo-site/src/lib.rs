@@ -2,12 +2,14 @@
 //!
 //! - [`tls`]: a local certificate authority and a server certificate for `localhost`,
 //!   `127.0.0.1` and `::1`; [`serve_https`] serves any router with it.
+//! - [`forum`]: the forum's threads and posts in SQLite (sqlx).
 //! - [`site`]: the site itself: a manifest with forum and shop tools and a brief, bearer
 //!   authentication, deterministic sales figures, and per-path misbehaviour for tests.
 //! - [`oauth`]: an OAuth 2.0 authorization server (code with PKCE `S256`, refresh tokens) for
 //!   `--auth oauth2`.
 #![deny(missing_docs)]
 
+pub mod forum;
 pub mod oauth;
 pub mod site;
 pub mod tls;

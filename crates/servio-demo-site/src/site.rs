@@ -84,30 +84,21 @@ pub enum DemoAuth {
 #[derive(Clone)]
 pub struct Site {
     config: Arc<SiteConfig>,
-    forum: Arc<Mutex<Vec<Thread>>>,
+    forum: crate::forum::Forum,
     switches: Arc<Mutex<HashMap<String, Misbehaviour>>>,
     pub(crate) oauth: Arc<Mutex<crate::oauth::Grants>>,
 }
 
-#[derive(Debug, Clone)]
-struct Thread {
-    id: u64,
-    title: String,
-    category: &'static str,
-    author: &'static str,
-    created: &'static str,
-    posts: Vec<(String, String)>,
-}
-
 impl Site {
-    /// A site with the seed forum threads.
-    pub fn new(config: SiteConfig) -> Site {
-        Site {
+    /// A site with the seed forum threads, its forum in the SQLite file `forum_db` or in
+    /// memory.
+    pub async fn new(config: SiteConfig, forum_db: Option<&std::path::Path>) -> Result<Site, sqlx::Error> {
+        Ok(Site {
             config: Arc::new(config),
-            forum: Arc::new(Mutex::new(seed_threads())),
+            forum: crate::forum::Forum::open(forum_db).await?,
             switches: Arc::default(),
             oauth: Arc::default(),
-        }
+        })
     }
 
     /// Makes `path` misbehave, or behave again with `None`.
@@ -217,9 +208,9 @@ async fn call_tool(
     };
     let result = match name.as_str() {
         "shop.getSalesSummary" => sales_summary(&args),
-        "forum.searchThreads" => Ok(search_threads(&site, &args)),
-        "forum.getThread" => get_thread(&site, &args),
-        "forum.createPost" => create_post(&site, &args),
+        "forum.searchThreads" => search_threads(&site, &args).await,
+        "forum.getThread" => get_thread(&site, &args).await,
+        "forum.createPost" => create_post(&site, &args).await,
         other => return error(StatusCode::NOT_FOUND, format!("no tool named {other}")),
     };
     match result {
@@ -280,92 +271,25 @@ fn sales_summary(args: &Value) -> Result<Value, String> {
     }))
 }
 
-fn seed_threads() -> Vec<Thread> {
-    let thread = |id, title: &str, category, author, created, first: &str| Thread {
-        id,
-        title: title.to_owned(),
-        category,
-        author,
-        created,
-        posts: vec![(author.to_owned(), first.to_owned())],
-    };
-    vec![
-        thread(
-            1,
-            "Rust async runtimes compared",
-            "backend",
-            "ana",
-            "2026-08-01",
-            "Which runtime do you use for services?",
-        ),
-        thread(
-            2,
-            "CSS grid or flexbox for dashboards?",
-            "frontend",
-            "ben",
-            "2026-08-05",
-            "Our dashboard has cards of mixed sizes.",
-        ),
-        thread(
-            3,
-            "Zero-downtime PostgreSQL migrations",
-            "devops",
-            "chen",
-            "2026-08-11",
-            "How do you add a NOT NULL column safely?",
-        ),
-        thread(
-            4,
-            "Testing OAuth flows end to end",
-            "backend",
-            "dana",
-            "2026-08-14",
-            "PKCE makes mocking harder, any tips?",
-        ),
-    ]
-}
-
-fn thread_json(thread: &Thread) -> Value {
-    json!({
-        "id": thread.id, "title": thread.title, "category": thread.category, "author": thread.author,
-        "created": thread.created, "replies": thread.posts.len() - 1,
-    })
-}
-
-fn search_threads(site: &Site, args: &Value) -> Value {
-    let query = args.get("query").and_then(Value::as_str).unwrap_or_default().to_lowercase();
+async fn search_threads(site: &Site, args: &Value) -> Result<Value, String> {
+    let query = args.get("query").and_then(Value::as_str).unwrap_or_default();
     let category = args.get("category").and_then(Value::as_str);
-    let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(10).min(50) as usize;
-    let forum = site.forum.lock().unwrap_or_else(|e| e.into_inner());
-    let threads: Vec<Value> = forum
-        .iter()
-        .filter(|t| category.is_none_or(|c| c == t.category))
-        .filter(|t| {
-            t.title.to_lowercase().contains(&query) || t.posts.iter().any(|(_, p)| p.to_lowercase().contains(&query))
-        })
-        .take(limit)
-        .map(thread_json)
-        .collect();
-    json!({ "threads": threads })
+    let limit = args.get("limit").and_then(Value::as_i64).unwrap_or(10).clamp(1, 50);
+    site.forum.search(query, category, limit).await.map_err(|e| format!("the forum failed: {e}"))
 }
 
-fn get_thread(site: &Site, args: &Value) -> Result<Value, String> {
-    let id = args.get("thread_id").and_then(Value::as_u64).ok_or("`thread_id` (integer) is required")?;
-    let forum = site.forum.lock().unwrap_or_else(|e| e.into_inner());
-    let thread = forum.iter().find(|t| t.id == id).ok_or(format!("no thread {id}"))?;
-    let mut value = thread_json(thread);
-    value["posts"] = thread.posts.iter().map(|(author, body)| json!({ "author": author, "body": body })).collect();
-    Ok(value)
+async fn get_thread(site: &Site, args: &Value) -> Result<Value, String> {
+    let id = args.get("thread_id").and_then(Value::as_i64).ok_or("`thread_id` (integer) is required")?;
+    site.forum.thread(id).await.map_err(|e| format!("the forum failed: {e}"))?.ok_or(format!("no thread {id}"))
 }
 
-fn create_post(site: &Site, args: &Value) -> Result<Value, String> {
-    let id = args.get("thread_id").and_then(Value::as_u64).ok_or("`thread_id` (integer) is required")?;
+async fn create_post(site: &Site, args: &Value) -> Result<Value, String> {
+    let id = args.get("thread_id").and_then(Value::as_i64).ok_or("`thread_id` (integer) is required")?;
     let content =
         args.get("content").and_then(Value::as_str).filter(|c| !c.trim().is_empty()).ok_or("`content` is required")?;
-    let mut forum = site.forum.lock().unwrap_or_else(|e| e.into_inner());
-    let thread = forum.iter_mut().find(|t| t.id == id).ok_or(format!("no thread {id}"))?;
-    thread.posts.push(("you".to_owned(), content.to_owned()));
-    Ok(json!({ "thread_id": id, "post_number": thread.posts.len() }))
+    let number = site.forum.reply(id, content).await.map_err(|e| format!("the forum failed: {e}"))?;
+    let number = number.ok_or(format!("no thread {id}"))?;
+    Ok(json!({ "thread_id": id, "post_number": number }))
 }
 
 fn manifest(origin: &str) -> Value {
