@@ -34,24 +34,8 @@ pub fn resolve(args: &ResolveArgs) -> Result<Outcome, Failure> {
         }
         return Ok(Outcome::Invalid);
     }
-    let brief = match (report.brief_status, &report.brief) {
-        (BriefStatus::Valid, Some(brief)) => brief,
-        (BriefStatus::Ignored, _) => {
-            eprintln!("{}: the brief is ignored:", source.name);
-            for e in &report.brief_errors {
-                eprintln!("  {}:{}: {} {} (at {})", e.line, e.column, e.code, e.message, e.pointer);
-            }
-            return Ok(Outcome::Invalid);
-        }
-        _ => {
-            eprintln!("{}: the manifest has no brief, so there is nothing to resolve", source.name);
-            return Ok(Outcome::Invalid);
-        }
-    };
-    if let Some(key) = args.metric.as_ref().filter(|key| !brief.metrics.iter().any(|m| &m.key == *key)) {
-        let keys: Vec<&str> = brief.metrics.iter().map(|m| m.key.as_str()).collect();
-        return Err(Failure(anyhow!("no metric {key:?} in the brief; it declares: {}", keys.join(", "))));
-    }
+    let Some(brief) = usable_brief(&source.name, &report) else { return Ok(Outcome::Invalid) };
+    check_metric(brief, args.metric.as_deref())?;
     let resolution = resolve_brief(brief, date, args.hour, &args.timezone)?;
     for (key, why) in resolution.skipped {
         if args.metric.as_ref().is_none_or(|k| *k == key) {
@@ -79,6 +63,35 @@ pub fn resolve(args: &ResolveArgs) -> Result<Outcome, Failure> {
         .collect();
     println!("{}", serde_json::to_string_pretty(&out).context("rendering JSON")?);
     Ok(Outcome::Ok)
+}
+
+/// The brief when it is there and valid; otherwise says why on stderr (the caller exits 1).
+pub fn usable_brief<'r>(name: &str, report: &'r servio_manifest::Report) -> Option<&'r servio_manifest::Brief> {
+    match (report.brief_status, &report.brief) {
+        (BriefStatus::Valid, Some(brief)) => Some(brief),
+        (BriefStatus::Ignored, _) => {
+            eprintln!("{name}: the brief is ignored, so nothing would be collected:");
+            for e in &report.brief_errors {
+                eprintln!("  {}:{}: {} {} (at {})", e.line, e.column, e.code, e.message, e.pointer);
+            }
+            None
+        }
+        _ => {
+            eprintln!("{name}: the manifest has no brief, so nothing would be collected");
+            None
+        }
+    }
+}
+
+/// `--metric KEY` must name a metric of the brief.
+pub fn check_metric(brief: &servio_manifest::Brief, metric: Option<&str>) -> Result<(), Failure> {
+    match metric.filter(|key| !brief.metrics.iter().any(|m| m.key == *key)) {
+        Some(key) => {
+            let keys: Vec<&str> = brief.metrics.iter().map(|m| m.key.as_str()).collect();
+            Err(Failure(anyhow!("no metric {key:?} in the brief; it declares: {}", keys.join(", "))))
+        }
+        None => Ok(()),
+    }
 }
 
 fn display_pointer(pointer: &str) -> &str {

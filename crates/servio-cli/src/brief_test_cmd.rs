@@ -4,9 +4,10 @@ use anyhow::{Context, anyhow};
 use servio_client::call::{excerpt, tool_url};
 use servio_client::{CallError, call_tool_raw};
 use servio_manifest::value::extract;
-use servio_manifest::{BriefStatus, CheckOptions, Site, check, period, resolve_brief};
+use servio_manifest::{CheckOptions, Site, check, period, resolve_brief};
 
 use crate::auth::Credential;
+use crate::brief_cmd::{check_metric, usable_brief};
 use crate::cli::BriefTestArgs;
 use crate::fetch::Fetcher;
 use crate::{Failure, Outcome};
@@ -29,29 +30,13 @@ pub fn run(args: &BriefTestArgs) -> Result<Outcome, Failure> {
     let fetcher = Fetcher::new(&args.fetch)?;
     let found = fetcher.discover(&args.site)?;
     let report = check(&found.body, &CheckOptions { site: Site::from_url(&found.origin), allow: Vec::new() });
-    let Some(manifest) = report.manifest else {
+    let Some(manifest) = &report.manifest else {
         eprintln!("{}: the manifest is invalid; run `servio check {}` for the details", found.url, args.site);
         return Ok(Outcome::Invalid);
     };
-    let brief = match (report.brief_status, report.brief) {
-        (BriefStatus::Valid, Some(brief)) => brief,
-        (BriefStatus::Ignored, _) => {
-            eprintln!("{}: the brief is ignored, so nothing would be collected:", found.url);
-            for e in &report.brief_errors {
-                eprintln!("  {}:{}: {} {} (at {})", e.line, e.column, e.code, e.message, e.pointer);
-            }
-            return Ok(Outcome::Invalid);
-        }
-        _ => {
-            eprintln!("{}: the manifest has no brief, so nothing would be collected", found.url);
-            return Ok(Outcome::Invalid);
-        }
-    };
-    if let Some(key) = args.metric.as_ref().filter(|key| !brief.metrics.iter().any(|m| &m.key == *key)) {
-        let keys: Vec<&str> = brief.metrics.iter().map(|m| m.key.as_str()).collect();
-        return Err(Failure(anyhow!("no metric {key:?} in the brief; it declares: {}", keys.join(", "))));
-    }
-    let resolution = resolve_brief(&brief, date, args.hour, &zone_name)?;
+    let Some(brief) = usable_brief(found.url.as_str(), &report) else { return Ok(Outcome::Invalid) };
+    check_metric(brief, args.metric.as_deref())?;
+    let resolution = resolve_brief(brief, date, args.hour, &zone_name)?;
     let origin = found.origin.as_str().trim_end_matches('/');
     let mut credential = Credential::find(&fetcher, origin, args.token.as_deref())?;
     println!("{} — {} in {zone_name}\n", found.url, date);

@@ -9,6 +9,8 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use servio_demo_site::{LocalCa, serve_https};
 
+mod common;
+
 const MANIFEST: &str = include_str!("../../../examples/devcommunity.json");
 
 async fn servio(args: Vec<String>) -> Output {
@@ -50,17 +52,9 @@ async fn check_discovers_and_reports_like_a_file() {
 
 #[tokio::test]
 async fn call_validates_arguments_sends_the_token_and_prints_the_result() {
-    use servio_demo_site::{DemoAuth, Site, SiteConfig, serve_https_on};
-    let ca = LocalCa::generate(&[]).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let ca_file = dir.path().join("ca.pem");
-    std::fs::write(&ca_file, &ca.ca_pem).unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t0k3n".into(), auth: DemoAuth::Bearer }, None)
-        .await
-        .unwrap();
-    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    use servio_demo_site::DemoAuth;
+    let demo = common::start("t0k3n", DemoAuth::Bearer).await;
+    let (origin, ca_file) = (demo.origin.clone(), demo.ca_file.clone());
     let call = |extra: &[&str]| {
         let mut args: Vec<String> =
             vec!["call".into(), origin.clone(), "--ca-cert".into(), ca_file.to_str().unwrap().into()];
@@ -89,18 +83,10 @@ async fn call_validates_arguments_sends_the_token_and_prints_the_result() {
 
 #[tokio::test]
 async fn discovery_reports_a_misbehaving_site() {
-    use servio_demo_site::{DemoAuth, Misbehaviour, Site, SiteConfig, serve_https_on};
-    let ca = LocalCa::generate(&[]).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let ca_file = dir.path().join("ca.pem");
-    std::fs::write(&ca_file, &ca.ca_pem).unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t".into(), auth: DemoAuth::Bearer }, None)
-        .await
-        .unwrap();
+    use servio_demo_site::{DemoAuth, Misbehaviour};
+    let demo = common::start("t", DemoAuth::Bearer).await;
+    let (origin, ca_file, site) = (demo.origin.clone(), demo.ca_file.clone(), demo.site.clone());
     site.set_misbehaviour("/.well-known/servio.json", Some(Misbehaviour::Html));
-    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
     let check = || servio(vec!["check".into(), origin.clone(), "--ca-cert".into(), ca_file.to_str().unwrap().into()]);
 
     let out = check().await;
@@ -124,17 +110,9 @@ async fn discovery_reports_a_misbehaving_site() {
 
 #[tokio::test]
 async fn brief_test_shows_what_would_be_stored() {
-    use servio_demo_site::{DemoAuth, Site, SiteConfig, serve_https_on};
-    let ca = LocalCa::generate(&[]).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let ca_file = dir.path().join("ca.pem");
-    std::fs::write(&ca_file, &ca.ca_pem).unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t0k3n".into(), auth: DemoAuth::Bearer }, None)
-        .await
-        .unwrap();
-    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    use servio_demo_site::DemoAuth;
+    let demo = common::start("t0k3n", DemoAuth::Bearer).await;
+    let (origin, ca_file) = (demo.origin.clone(), demo.ca_file.clone());
     let test = |extra: &[&str]| {
         let mut args: Vec<String> =
             ["brief", "test", &origin, "--ca-cert", ca_file.to_str().unwrap()].map(String::from).to_vec();

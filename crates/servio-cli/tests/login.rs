@@ -1,12 +1,13 @@
 //! `servio login` against the demo site's OAuth server, then calls with the stored tokens,
 //! refreshed before expiry and after a 401.
 
-use std::net::TcpListener;
 use std::process::Stdio;
 use std::time::Duration;
 
-use servio_demo_site::{DemoAuth, LocalCa, Site, SiteConfig, serve_https_on};
+use servio_demo_site::DemoAuth;
 use tokio::io::{AsyncBufReadExt, BufReader};
+
+mod common;
 
 fn browser(ca_pem: &str) -> reqwest::Client {
     reqwest::Client::builder()
@@ -45,16 +46,10 @@ async fn approve(browser: &reqwest::Client, authorize_url: &url::Url) {
 
 #[tokio::test]
 async fn login_stores_private_tokens_that_calls_use_and_refresh() {
-    let ca = LocalCa::generate(&[]).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let ca_file = dir.path().join("ca.pem");
-    std::fs::write(&ca_file, &ca.ca_pem).unwrap();
-    let credentials = dir.path().join("config").join("credentials.json");
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
     let auth = DemoAuth::OAuth2 { access_ttl: Duration::from_secs(3600) };
-    let site = Site::new(SiteConfig { origin: origin.clone(), token: String::new(), auth }, None).await.unwrap();
-    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    let demo = common::start("", auth).await;
+    let (origin, ca_file) = (demo.origin.clone(), demo.ca_file.clone());
+    let credentials = demo.dir.path().join("config").join("credentials.json");
     let servio = |args: &[&str]| {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_servio"));
         command.args(args).args(["--ca-cert", ca_file.to_str().unwrap()]).env("SERVIO_CREDENTIALS", &credentials);
@@ -70,7 +65,7 @@ async fn login_stores_private_tokens_that_calls_use_and_refresh() {
             break format!("https://{url}").parse().unwrap();
         }
     };
-    approve(&browser(&ca.ca_pem), &authorize_url).await;
+    approve(&browser(&demo.ca_pem), &authorize_url).await;
     assert!(login.wait().await.unwrap().success());
 
     #[cfg(unix)]

@@ -194,7 +194,8 @@ impl Guard {
         self.policy.check(host, address)
     }
 
-    /// Judges a whole DNS answer: one refused address refuses the answer.
+    /// Judges a whole DNS answer: one refused address refuses the answer, so that a name
+    /// mixing public and private addresses cannot be used to reach the private one.
     pub fn check_all(&self, host: &str, addresses: &[IpAddr]) -> Result<(), Refusal> {
         addresses.iter().try_for_each(|address| self.check(host, *address))
     }
@@ -208,13 +209,38 @@ impl Policy {
             _ => Ok(()),
         }
     }
-
-    /// Judges a whole DNS answer: one refused address refuses the answer, so that a name
-    /// mixing public and private addresses cannot be used to reach the private one.
-    pub fn check_all(self, host: &str, addresses: &[IpAddr]) -> Result<(), Refusal> {
-        addresses.iter().try_for_each(|address| self.check(host, *address))
-    }
 }
+
+/// Every form of the guard list in the client issue, as a URL host would carry it (IPv6 in
+/// brackets), plus one IPv4-mapped private address. Shared by the guard's and the client's tests.
+#[cfg(test)]
+pub(crate) const LISTED_FORMS: [&str; 25] = [
+    "127.0.0.1",
+    "0177.1",
+    "017700000001",
+    "0x7f.1",
+    "0x7f000001",
+    "2130706433",
+    "127.0.1",
+    "127.0.0.2",
+    "0.0.0.0",
+    "[::]",
+    "[::1]",
+    "[::ffff:127.0.0.1]",
+    "[::ffff:7f00:1]",
+    "[::ffff:a9fe:a9fe]",
+    "169.254.169.254",
+    "10.0.0.1",
+    "172.16.0.1",
+    "192.168.1.2",
+    "100.64.0.1",
+    "[fc00::1]",
+    "[fe80::1]",
+    "[64:ff9b::7f00:1]",
+    "255.255.255.255",
+    "224.0.0.1",
+    "[::ffff:10.0.0.1]",
+];
 
 #[cfg(test)]
 mod tests {
@@ -278,7 +304,8 @@ mod tests {
     #[test]
     fn one_private_address_refuses_the_whole_answer() {
         let answer = [host_address("93.184.216.34"), host_address("10.0.0.1")];
-        let refusal = Policy::Public.check_all("mixed.example", &answer).unwrap_err();
+        let guard = Guard { policy: Policy::Public, allowed: Vec::new() };
+        let refusal = guard.check_all("mixed.example", &answer).unwrap_err();
         assert_eq!((refusal.address, refusal.rule), (answer[1], Rule::Private));
         assert_eq!(
             refusal.to_string(),

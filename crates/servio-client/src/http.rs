@@ -371,35 +371,6 @@ fn describe(error: &reqwest::Error) -> String {
 mod tests {
     use super::*;
 
-    /// Every form of the guard list, in the notation a URL or a DNS answer would carry it.
-    const FORMS: [&str; 25] = [
-        "127.0.0.1",
-        "0177.1",
-        "017700000001",
-        "0x7f.1",
-        "0x7f000001",
-        "2130706433",
-        "127.0.1",
-        "127.0.0.2",
-        "0.0.0.0",
-        "[::]",
-        "[::1]",
-        "[::ffff:127.0.0.1]",
-        "[::ffff:7f00:1]",
-        "[::ffff:a9fe:a9fe]",
-        "169.254.169.254",
-        "10.0.0.1",
-        "172.16.0.1",
-        "192.168.1.2",
-        "100.64.0.1",
-        "[fc00::1]",
-        "[fe80::1]",
-        "[64:ff9b::7f00:1]",
-        "255.255.255.255",
-        "224.0.0.1",
-        "[::ffff:10.0.0.1]",
-    ];
-
     fn public() -> Guard {
         Guard { policy: Policy::Public, allowed: Vec::new() }
     }
@@ -407,7 +378,7 @@ mod tests {
     #[test]
     fn every_form_is_refused_as_a_redirect_target() {
         let rules = HopRules { guard: public(), allow_http: false, max_redirects: 5 };
-        for form in FORMS {
+        for form in crate::guard::LISTED_FORMS {
             let url: Url = format!("https://{form}:8443/next").parse().unwrap();
             let error = rules.check(&url, 1).unwrap_err();
             assert!(error.is_refused(), "{form}: {error}");
@@ -433,7 +404,7 @@ mod tests {
 
     #[tokio::test]
     async fn every_form_is_refused_as_a_dns_answer_before_any_connection() {
-        for form in FORMS {
+        for form in crate::guard::LISTED_FORMS {
             let url: Url = format!("https://{form}/").parse().unwrap();
             let address = match url.host().unwrap() {
                 Host::Ipv4(v4) => IpAddr::V4(v4),
