@@ -57,7 +57,7 @@ pub fn run(args: &BriefTestArgs) -> Result<Outcome, Failure> {
         println!("  call:    POST {}", tool_url(&manifest.server_url, &metric.tool));
         println!("  args:    {}", metric.args);
         let call = |token: Option<&str>| {
-            fetcher.block_on(call_tool_raw(fetcher.tool_client(), &manifest, &metric.tool, &metric.args, token))
+            fetcher.block_on(call_tool_raw(fetcher.tool_client(), manifest, &metric.tool, &metric.args, token))
         };
         let mut outcome = call(credential.token());
         if matches!(outcome, Err(CallError::Failed { status: 401, .. })) && credential.refresh(&fetcher)? {
