@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 ///
 /// Exit codes: 0 all good, 1 the input is invalid, 2 something could not be done.
 #[derive(Debug, Parser)]
-#[command(name = "servio", version, about, long_about = None, propagate_version = true)]
+#[command(name = "servio", version, propagate_version = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
