@@ -1,0 +1,149 @@
+//! The platform's storage: one interface ([`Store`]), with SQLite (embedded, the default) and
+//! PostgreSQL (several `servio serve` processes on one database) behind it.
+//!
+//! Only this crate knows SQL. Each backend has its own migrations folder
+//! (`migrations/sqlite`, `migrations/postgres`), applied when the store opens; an applied
+//! migration is never edited. Times are seconds since the Unix epoch; secrets are stored only
+//! as hashes the caller computed.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), servio_store::StoreError> {
+//! let store = servio_store::open("sqlite:///var/lib/servio/servio.db").await?;
+//! let user = store.user_by_email("ana@example.com").await?;
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+mod postgres;
+mod sqlite;
+
+use async_trait::async_trait;
+
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A unique value is taken already (an email, a token).
+    #[error("{0} is already taken")]
+    Conflict(&'static str),
+    /// The database URL is not one we open.
+    #[error("unsupported database URL {0:?}: expected sqlite:PATH or postgres://...")]
+    BadUrl(String),
+    /// The database failed.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// A migration failed.
+    #[error("migration failed: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+}
+
+impl StoreError {
+    /// True for [`StoreError::Conflict`].
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, StoreError::Conflict(_))
+    }
+}
+
+/// An account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// Its id.
+    pub id: i64,
+    /// The sign-in email, lowercased.
+    pub email: String,
+    /// The argon2id hash (PHC string).
+    pub password_hash: String,
+    /// The user's IANA time zone.
+    pub time_zone: String,
+    /// When it was created.
+    pub created_at: i64,
+}
+
+/// A browser session, found by the hash of its cookie value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    /// Whose.
+    pub user_id: i64,
+    /// The CSRF token forms and cookie-authenticated API calls must carry.
+    pub csrf_token: String,
+    /// When it ends.
+    pub expires_at: i64,
+}
+
+/// A personal API token; the token itself is shown once and stored only as a hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiToken {
+    /// Its id.
+    pub id: i64,
+    /// Whose.
+    pub user_id: i64,
+    /// A name the user chose.
+    pub name: String,
+    /// When it was created.
+    pub created_at: i64,
+    /// When it was last used.
+    pub last_used_at: Option<i64>,
+}
+
+/// Everything the platform stores.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Creates a user; [`StoreError::Conflict`] when the email is taken.
+    async fn create_user(
+        &self,
+        email: &str,
+        password_hash: &str,
+        time_zone: &str,
+        now: i64,
+    ) -> Result<User, StoreError>;
+    /// The user with this (lowercased) email.
+    async fn user_by_email(&self, email: &str) -> Result<Option<User>, StoreError>;
+    /// The user with this id.
+    async fn user(&self, id: i64) -> Result<Option<User>, StoreError>;
+    /// Changes a user's time zone.
+    async fn set_time_zone(&self, user_id: i64, time_zone: &str) -> Result<(), StoreError>;
+
+    /// Records a session.
+    async fn create_session(&self, token_hash: &str, session: &Session, now: i64) -> Result<(), StoreError>;
+    /// The session with this token hash, unless it has expired.
+    async fn session(&self, token_hash: &str, now: i64) -> Result<Option<Session>, StoreError>;
+    /// Ends a session.
+    async fn delete_session(&self, token_hash: &str) -> Result<(), StoreError>;
+
+    /// Records an API token.
+    async fn create_api_token(
+        &self,
+        user_id: i64,
+        name: &str,
+        token_hash: &str,
+        now: i64,
+    ) -> Result<ApiToken, StoreError>;
+    /// The owner of the API token with this hash; records the use.
+    async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<User>, StoreError>;
+    /// A user's API tokens.
+    async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>, StoreError>;
+    /// Deletes one of a user's API tokens; false when there was none.
+    async fn delete_api_token(&self, user_id: i64, id: i64) -> Result<bool, StoreError>;
+}
+
+/// Opens the store at `url` (`sqlite:PATH`, `sqlite::memory:` or `postgres://...`) and applies
+/// its migrations.
+pub async fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Box::new(PgStore::open(url).await?))
+    } else if url.starts_with("sqlite:") {
+        Ok(Box::new(SqliteStore::open(url).await?))
+    } else {
+        Err(StoreError::BadUrl(url.to_owned()))
+    }
+}
+
+/// Maps a unique-constraint violation to [`StoreError::Conflict`].
+fn conflict(error: sqlx::Error, what: &'static str) -> StoreError {
+    match &error {
+        sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict(what),
+        _ => StoreError::Database(error),
+    }
+}

@@ -1,0 +1,89 @@
+//! The same behaviour from both backends: SQLite in a temporary file, and PostgreSQL in a
+//! schema of its own when `SERVIO_TEST_DATABASE_URL` is set (CI sets it; elsewhere those runs
+//! say they are skipped).
+
+use servio_store::{PgStore, Session, SqliteStore, Store};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+struct Backend {
+    name: &'static str,
+    store: Box<dyn Store>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+async fn backends() -> Vec<Backend> {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("servio.db").display());
+    let mut all =
+        vec![Backend { name: "sqlite", store: Box::new(SqliteStore::open(&url).await.unwrap()), _dir: Some(dir) }];
+    match std::env::var("SERVIO_TEST_DATABASE_URL") {
+        Ok(url) => {
+            // A schema per test run keeps parallel tests apart.
+            let mut bytes = [0u8; 8];
+            getrandom::fill(&mut bytes).unwrap();
+            let schema = format!("servio_test_{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>());
+            let admin = PgPoolOptions::new()
+                .max_connections(1)
+                .connect(&url)
+                .await
+                .expect("PostgreSQL at SERVIO_TEST_DATABASE_URL");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}"))).execute(&admin).await.unwrap();
+            let options: PgConnectOptions = url.parse().unwrap();
+            let pool = PgPoolOptions::new()
+                .max_connections(4)
+                .connect_with(options.options([("search_path", schema.as_str())]))
+                .await
+                .unwrap();
+            all.push(Backend {
+                name: "postgres",
+                store: Box::new(PgStore::from_pool(pool).await.unwrap()),
+                _dir: None,
+            });
+        }
+        Err(_) => eprintln!("skipped: PostgreSQL backend (SERVIO_TEST_DATABASE_URL is not set)"),
+    }
+    all
+}
+
+#[tokio::test]
+async fn users_are_unique_by_email() {
+    for Backend { name, store, .. } in backends().await {
+        let ana = store.create_user("ana@example.com", "$argon2id$x", "Pacific/Auckland", 100).await.unwrap();
+        assert_eq!(store.user_by_email("ana@example.com").await.unwrap().as_ref(), Some(&ana), "{name}");
+        assert_eq!(store.user(ana.id).await.unwrap().unwrap().time_zone, "Pacific/Auckland", "{name}");
+        let again = store.create_user("ana@example.com", "$argon2id$y", "UTC", 101).await.unwrap_err();
+        assert!(again.is_conflict(), "{name}: {again}");
+        store.set_time_zone(ana.id, "America/Los_Angeles").await.unwrap();
+        assert_eq!(store.user(ana.id).await.unwrap().unwrap().time_zone, "America/Los_Angeles", "{name}");
+        assert!(store.user_by_email("nobody@example.com").await.unwrap().is_none(), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn sessions_expire_and_end() {
+    for Backend { name, store, .. } in backends().await {
+        let user = store.create_user("ben@example.com", "h", "UTC", 0).await.unwrap();
+        let session = Session { user_id: user.id, csrf_token: "csrf".into(), expires_at: 1_000 };
+        store.create_session("hash-1", &session, 0).await.unwrap();
+        assert_eq!(store.session("hash-1", 999).await.unwrap(), Some(session.clone()), "{name}");
+        assert_eq!(store.session("hash-1", 1_000).await.unwrap(), None, "{name}: expired");
+        assert_eq!(store.session("hash-2", 0).await.unwrap(), None, "{name}");
+        store.delete_session("hash-1").await.unwrap();
+        assert_eq!(store.session("hash-1", 0).await.unwrap(), None, "{name}: ended");
+    }
+}
+
+#[tokio::test]
+async fn api_tokens_find_their_owner_only() {
+    for Backend { name, store, .. } in backends().await {
+        let chen = store.create_user("chen@example.com", "h", "UTC", 0).await.unwrap();
+        let dana = store.create_user("dana@example.com", "h", "UTC", 0).await.unwrap();
+        let token = store.create_api_token(chen.id, "laptop", "token-hash", 5).await.unwrap();
+        assert_eq!(store.user_by_api_token("token-hash", 7).await.unwrap().map(|u| u.id), Some(chen.id), "{name}");
+        assert_eq!(store.api_tokens(chen.id).await.unwrap()[0].last_used_at, Some(7), "{name}");
+        assert!(store.api_tokens(dana.id).await.unwrap().is_empty(), "{name}");
+        assert!(!store.delete_api_token(dana.id, token.id).await.unwrap(), "{name}: not hers to delete");
+        assert!(store.delete_api_token(chen.id, token.id).await.unwrap(), "{name}");
+        assert!(store.user_by_api_token("token-hash", 8).await.unwrap().is_none(), "{name}");
+    }
+}
