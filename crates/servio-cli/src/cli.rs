@@ -43,6 +43,12 @@ pub enum Command {
     /// for the browser to come back. Tokens go to the per-user credentials file
     /// (~/.config/servio/credentials.json, or SERVIO_CREDENTIALS), readable only by you.
     Login(LoginArgs),
+    /// Run the platform: accounts and personal API tokens over a JSON API (the vault, the
+    /// Directory and collection follow).
+    ///
+    /// Stores everything in an embedded SQLite file in --data-dir, or in PostgreSQL with
+    /// --database-url postgres://...; migrations are applied at start.
+    Serve(ServeArgs),
     /// Run the demo site over HTTPS: a forum and a shop with a brief, behind a bearer token.
     ///
     /// A local certificate authority is created in --tls-dir; trust DIR/ca.pem with --ca-cert.
@@ -67,6 +73,19 @@ pub struct CallArgs {
     pub token: Option<String>,
     #[command(flatten)]
     pub fetch: FetchArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "SERVIO_ADDR", default_value = "127.0.0.1:8080")]
+    pub addr: std::net::SocketAddr,
+    /// Database: postgres://USER@HOST/DB, or sqlite:PATH (default: servio.db in --data-dir).
+    #[arg(long, env = "SERVIO_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Directory for the embedded database and other state.
+    #[arg(long, env = "SERVIO_DATA_DIR", default_value = "servio-data")]
+    pub data_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -16,6 +16,7 @@ mod explain_cmd;
 mod fetch;
 mod login_cmd;
 mod render;
+mod serve_cmd;
 
 use std::process::ExitCode;
 
@@ -63,6 +64,7 @@ fn try_main(cli: Cli) -> Result<Outcome, Failure> {
         Command::Brief { command: BriefCommand::Test(args) } => brief_test_cmd::run(&args),
         Command::Call(args) => call_cmd::run(&args),
         Command::Login(args) => login_cmd::run(&args),
+        Command::Serve(args) => serve_cmd::run(&args),
         Command::DemoSite(args) => demo_site_cmd::run(&args),
         Command::Address(args) => {
             let site = servio_manifest::Site::parse(&args.site)?;

@@ -147,3 +147,43 @@ fn conflict(error: sqlx::Error, what: &'static str) -> StoreError {
         _ => StoreError::Database(error),
     }
 }
+
+/// Stores for tests of this and other crates: SQLite in memory, and PostgreSQL in a schema of
+/// its own when `SERVIO_TEST_DATABASE_URL` is set (elsewhere that backend says it is skipped).
+#[doc(hidden)]
+pub mod testing {
+    use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+    use crate::{PgStore, SqliteStore, Store};
+
+    /// Every backend available here, by name.
+    pub async fn backends() -> Vec<(&'static str, Box<dyn Store>)> {
+        let sqlite = SqliteStore::open("sqlite::memory:").await.expect("an in-memory SQLite database");
+        let mut all: Vec<(&'static str, Box<dyn Store>)> = vec![("sqlite", Box::new(sqlite))];
+        match std::env::var("SERVIO_TEST_DATABASE_URL") {
+            Ok(url) => all.push(("postgres", Box::new(postgres(&url).await))),
+            Err(_) => eprintln!("skipped: the PostgreSQL backend (SERVIO_TEST_DATABASE_URL is not set)"),
+        }
+        all
+    }
+
+    /// A PostgreSQL store in a fresh schema, so that parallel tests never meet.
+    pub async fn postgres(url: &str) -> PgStore {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes).expect("randomness");
+        let schema = format!("servio_test_{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>());
+        let admin =
+            PgPoolOptions::new().max_connections(1).connect(url).await.expect("PostgreSQL at SERVIO_TEST_DATABASE_URL");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+            .execute(&admin)
+            .await
+            .expect("a test schema");
+        let options: PgConnectOptions = url.parse().expect("a PostgreSQL URL");
+        let pool = PgPoolOptions::new()
+            .max_connections(4)
+            .connect_with(options.options([("search_path", schema.as_str())]))
+            .await
+            .expect("a connection to the test schema");
+        PgStore::from_pool(pool).await.expect("migrations")
+    }
+}

@@ -2,8 +2,7 @@
 //! schema of its own when `SERVIO_TEST_DATABASE_URL` is set (CI sets it; elsewhere those runs
 //! say they are skipped).
 
-use servio_store::{PgStore, Session, SqliteStore, Store};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use servio_store::{Session, SqliteStore, Store};
 
 struct Backend {
     name: &'static str,
@@ -11,36 +10,14 @@ struct Backend {
     _dir: Option<tempfile::TempDir>,
 }
 
+/// SQLite in a file (the WAL path), plus every backend of `servio_store::testing`.
 async fn backends() -> Vec<Backend> {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", dir.path().join("servio.db").display());
     let mut all =
-        vec![Backend { name: "sqlite", store: Box::new(SqliteStore::open(&url).await.unwrap()), _dir: Some(dir) }];
-    match std::env::var("SERVIO_TEST_DATABASE_URL") {
-        Ok(url) => {
-            // A schema per test run keeps parallel tests apart.
-            let mut bytes = [0u8; 8];
-            getrandom::fill(&mut bytes).unwrap();
-            let schema = format!("servio_test_{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>());
-            let admin = PgPoolOptions::new()
-                .max_connections(1)
-                .connect(&url)
-                .await
-                .expect("PostgreSQL at SERVIO_TEST_DATABASE_URL");
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}"))).execute(&admin).await.unwrap();
-            let options: PgConnectOptions = url.parse().unwrap();
-            let pool = PgPoolOptions::new()
-                .max_connections(4)
-                .connect_with(options.options([("search_path", schema.as_str())]))
-                .await
-                .unwrap();
-            all.push(Backend {
-                name: "postgres",
-                store: Box::new(PgStore::from_pool(pool).await.unwrap()),
-                _dir: None,
-            });
-        }
-        Err(_) => eprintln!("skipped: PostgreSQL backend (SERVIO_TEST_DATABASE_URL is not set)"),
+        vec![Backend { name: "sqlite file", store: Box::new(SqliteStore::open(&url).await.unwrap()), _dir: Some(dir) }];
+    for (name, store) in servio_store::testing::backends().await {
+        all.push(Backend { name, store, _dir: None });
     }
     all
 }

@@ -1,0 +1,101 @@
+//! Account secrets: argon2id password hashes, random tokens and the hashes they are stored as.
+
+use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use argon2::{Algorithm, Argon2, Params, Version};
+use base64::Engine;
+use sha2::{Digest, Sha256};
+
+/// argon2id with 19 MiB of memory, 2 iterations, 1 lane (the OWASP recommendation).
+fn argon2() -> Argon2<'static> {
+    let params = Params::new(19 * 1024, 2, 1, None).expect("constant parameters are valid");
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+}
+
+/// The PHC string of `password` with a fresh salt.
+pub fn hash_password(password: &str) -> Result<String, String> {
+    argon2().hash_password(password.as_bytes()).map(|hash| hash.to_string()).map_err(|e| e.to_string())
+}
+
+/// Whether `password` matches the PHC string `hash`.
+pub fn verify_password(password: &str, hash: &str) -> bool {
+    argon2().verify_password(password.as_bytes(), hash).is_ok()
+}
+
+/// A hash to verify against when there is no user, so that a wrong email takes as long as a
+/// wrong password and does not tell which emails have accounts.
+pub fn decoy_hash() -> &'static str {
+    static DECOY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DECOY.get_or_init(|| hash_password("not a password anyone has").unwrap_or_default())
+}
+
+/// 32 random bytes, base64url: session cookies, API tokens, CSRF tokens.
+pub fn new_token(prefix: &str) -> Result<String, String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness: {e}"))?;
+    Ok(format!("{prefix}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)))
+}
+
+/// How a token is stored: SHA-256 in hex. Tokens are random, so no salt or stretching is needed,
+/// and a stolen database yields no usable token.
+pub fn token_hash(token: &str) -> String {
+    Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Compares two secrets in time that does not depend on where they differ.
+pub fn same_secret(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A normalised email, or why it is not one.
+pub fn normalize_email(email: &str) -> Result<String, &'static str> {
+    let email = email.trim().to_lowercase();
+    let valid = email.len() <= 254
+        && email
+            .split_once('@')
+            .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.') && !domain.starts_with('.'))
+        && !email.contains(char::is_whitespace);
+    if valid { Ok(email) } else { Err("an email address such as ana@example.com") }
+}
+
+/// Why a password is refused, if it is.
+pub fn check_password(password: &str) -> Result<(), &'static str> {
+    match password.chars().count() {
+        0..10 => Err("a password of at least 10 characters"),
+        10..=1024 => Ok(()),
+        _ => Err("a password of at most 1024 characters"),
+    }
+}
+
+/// Why a time zone is refused, if it is: it must be an IANA name.
+pub fn check_time_zone(name: &str) -> Result<(), &'static str> {
+    let is_name = !name.is_empty() && !name.contains([',', '<']) && jiff::tz::TimeZone::get(name).is_ok();
+    if is_name { Ok(()) } else { Err("an IANA time zone such as Pacific/Auckland") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_hash_with_argon2id_at_19_mib_and_2_passes() {
+        let hash = hash_password("correct horse battery").unwrap();
+        assert!(hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{hash}");
+        assert!(verify_password("correct horse battery", &hash));
+        assert!(!verify_password("correct horse batterY", &hash));
+        assert_ne!(hash, hash_password("correct horse battery").unwrap(), "fresh salt");
+    }
+
+    #[test]
+    fn inputs_are_checked() {
+        assert_eq!(normalize_email(" Ana@Example.COM "), Ok("ana@example.com".into()));
+        assert!(
+            normalize_email("ana").is_err() && normalize_email("a b@c.d").is_err() && normalize_email("@x.io").is_err()
+        );
+        assert!(check_password("short").is_err() && check_password("long enough!").is_ok());
+        assert!(check_time_zone("Pacific/Chatham").is_ok() && check_time_zone("Mars/Base").is_err());
+        assert!(same_secret("abc", "abc") && !same_secret("abc", "abd") && !same_secret("abc", "ab"));
+        assert_eq!(token_hash("x").len(), 64);
+        assert_ne!(new_token("s_").unwrap(), new_token("s_").unwrap());
+    }
+}

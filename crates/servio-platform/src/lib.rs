@@ -1,0 +1,34 @@
+//! The Servio platform behind `servio serve`: accounts so far; the vault, the Directory and
+//! refresh follow (see the platform issue).
+//!
+//! [`router`] builds the HTTP API over an [`AppState`] holding the [`servio_store::Store`].
+//! Routes live by feature in [`routes`]; [`auth`] says who is asking; [`error`] maps failures to
+//! statuses without leaking internals.
+#![deny(missing_docs)]
+
+pub mod accounts;
+pub mod auth;
+pub mod error;
+pub mod routes;
+
+use std::sync::Arc;
+
+use axum::Router;
+use servio_store::Store;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The store.
+    pub store: Arc<dyn Store>,
+}
+
+/// The platform's HTTP routes.
+pub fn router(state: AppState) -> Router {
+    Router::new().merge(routes::accounts::router()).with_state(state)
+}
+
+/// Seconds since the Unix epoch.
+pub fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}

@@ -1,0 +1,182 @@
+//! Accounts over the JSON API: sign-up, sign-in (a new session each time), sign-out, the
+//! caller's profile and time zone, and personal API tokens (shown once, stored hashed).
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use servio_store::{Session, User};
+
+use crate::accounts::{
+    check_password, check_time_zone, decoy_hash, hash_password, new_token, normalize_email, token_hash, verify_password,
+};
+use crate::auth::{Caller, SESSION_COOKIE, Via, cookie};
+use crate::error::ApiError;
+use crate::{AppState, now};
+
+/// How long a session lasts.
+const SESSION_SECONDS: i64 = 14 * 24 * 3600;
+
+/// The account routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/signup", post(sign_up))
+        .route("/api/signin", post(sign_in))
+        .route("/api/signout", post(sign_out))
+        .route("/api/me", get(me))
+        .route("/api/me/time_zone", put(set_time_zone))
+        .route("/api/tokens", get(list_tokens).post(create_token))
+        .route("/api/tokens/{id}", delete(delete_token))
+}
+
+#[derive(Deserialize)]
+struct SignUp {
+    email: String,
+    password: String,
+    time_zone: String,
+}
+
+#[derive(Deserialize)]
+struct SignIn {
+    email: String,
+    password: String,
+}
+
+fn bad(field: &str, expected: &str) -> ApiError {
+    ApiError::BadRequest(format!("`{field}` must be {expected}"))
+}
+
+fn user_json(user: &User) -> Value {
+    json!({ "id": user.id, "email": user.email, "time_zone": user.time_zone })
+}
+
+/// Starts a session: a new random cookie value (so a session id planted before sign-in is never
+/// reused), stored as a hash, with its CSRF token.
+async fn start_session(state: &AppState, user: &User, headers: &HeaderMap) -> Result<Response, ApiError> {
+    if let Some(old) = request_cookie(headers) {
+        state.store.delete_session(&token_hash(&old)).await?;
+    }
+    let token = new_token("s_").map_err(ApiError::Internal)?;
+    let csrf_token = new_token("c_").map_err(ApiError::Internal)?;
+    let session = Session { user_id: user.id, csrf_token: csrf_token.clone(), expires_at: now() + SESSION_SECONDS };
+    state.store.create_session(&token_hash(&token), &session, now()).await?;
+    let cookie = format!("{SESSION_COOKIE}={token}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age={SESSION_SECONDS}");
+    let mut response = Json(json!({ "user": user_json(user), "csrf_token": csrf_token })).into_response();
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, HeaderValue::from_str(&cookie).map_err(|e| ApiError::Internal(e.to_string()))?);
+    Ok(response)
+}
+
+fn request_cookie(headers: &HeaderMap) -> Option<String> {
+    let (mut parts, ()) = axum::http::Request::new(()).into_parts();
+    parts.headers = headers.clone();
+    cookie(&parts, SESSION_COOKIE).map(str::to_owned)
+}
+
+async fn sign_up(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(form): Json<SignUp>,
+) -> Result<Response, ApiError> {
+    let email = normalize_email(&form.email).map_err(|e| bad("email", e))?;
+    check_password(&form.password).map_err(|e| bad("password", e))?;
+    check_time_zone(&form.time_zone).map_err(|e| bad("time_zone", e))?;
+    let hash = hash_password(&form.password).map_err(ApiError::Internal)?;
+    let user = state.store.create_user(&email, &hash, &form.time_zone, now()).await?;
+    let mut response = start_session(&state, &user, &headers).await?;
+    *response.status_mut() = StatusCode::CREATED;
+    Ok(response)
+}
+
+async fn sign_in(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(form): Json<SignIn>,
+) -> Result<Response, ApiError> {
+    let email = normalize_email(&form.email).map_err(|_| ApiError::WrongCredentials)?;
+    let user = state.store.user_by_email(&email).await?;
+    let hash = user.as_ref().map_or(decoy_hash(), |u| u.password_hash.as_str());
+    match (verify_password(&form.password, hash), user) {
+        (true, Some(user)) => start_session(&state, &user, &headers).await,
+        _ => Err(ApiError::WrongCredentials),
+    }
+}
+
+async fn sign_out(State(state): State<AppState>, caller: Caller) -> Result<Response, ApiError> {
+    if let Via::Session { token_hash, .. } = &caller.via {
+        state.store.delete_session(token_hash).await?;
+    }
+    let expired = format!("{SESSION_COOKIE}=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0");
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, HeaderValue::from_str(&expired).map_err(|e| ApiError::Internal(e.to_string()))?);
+    Ok(response)
+}
+
+async fn me(caller: Caller) -> Json<Value> {
+    let mut body = json!({ "user": user_json(&caller.user) });
+    if let Via::Session { csrf_token, .. } = &caller.via {
+        body["csrf_token"] = json!(csrf_token);
+    }
+    Json(body)
+}
+
+#[derive(Deserialize)]
+struct TimeZone {
+    time_zone: String,
+}
+
+async fn set_time_zone(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(form): Json<TimeZone>,
+) -> Result<Json<Value>, ApiError> {
+    check_time_zone(&form.time_zone).map_err(|e| bad("time_zone", e))?;
+    state.store.set_time_zone(caller.user.id, &form.time_zone).await?;
+    Ok(Json(json!({ "time_zone": form.time_zone })))
+}
+
+#[derive(Deserialize)]
+struct NewToken {
+    name: String,
+}
+
+async fn create_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(form): Json<NewToken>,
+) -> Result<Response, ApiError> {
+    let name = form.name.trim();
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(bad("name", "a name of 1 to 100 characters"));
+    }
+    let token = new_token("svt_").map_err(ApiError::Internal)?;
+    let stored = state.store.create_api_token(caller.user.id, name, &token_hash(&token), now()).await?;
+    let body = json!({ "id": stored.id, "name": stored.name, "token": token, "note": "shown once: store it now" });
+    Ok((StatusCode::CREATED, Json(body)).into_response())
+}
+
+async fn list_tokens(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let tokens = state.store.api_tokens(caller.user.id).await?;
+    let tokens: Vec<Value> = tokens
+        .iter()
+        .map(|t| json!({ "id": t.id, "name": t.name, "created_at": t.created_at, "last_used_at": t.last_used_at }))
+        .collect();
+    Ok(Json(json!({ "tokens": tokens })))
+}
+
+async fn delete_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<i64>,
+) -> Result<StatusCode, ApiError> {
+    match state.store.delete_api_token(caller.user.id, id).await? {
+        true => Ok(StatusCode::NO_CONTENT),
+        false => Err(ApiError::NotFound),
+    }
+}

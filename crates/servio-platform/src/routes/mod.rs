@@ -1,0 +1,3 @@
+//! Routes by feature; each module exposes `router()`, merged in [`crate::router`].
+
+pub mod accounts;

@@ -1,0 +1,188 @@
+//! Accounts over real HTTP, on every backend: sessions in `__Host-` cookies rotated at sign-in,
+//! CSRF on cookie-authenticated changes, API tokens shown once and usable as bearer tokens, and
+//! one user's things out of another's reach.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use servio_platform::{AppState, router};
+
+struct Server {
+    base: String,
+    http: reqwest::Client,
+}
+
+async fn servers() -> Vec<(&'static str, Server)> {
+    let mut all = Vec::new();
+    for (name, store) in servio_store::testing::backends().await {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let app = router(AppState { store: store.into() });
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        all.push((name, Server { base, http: reqwest::Client::new() }));
+    }
+    all
+}
+
+/// A signed-in browser: its session cookie and CSRF token.
+#[derive(Clone, Default)]
+struct Browser {
+    cookie: Option<String>,
+    csrf: Option<String>,
+    bearer: Option<String>,
+}
+
+impl Server {
+    async fn send(
+        &self,
+        who: &Browser,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value, Option<String>) {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(cookie) = &who.cookie {
+            request = request.header("cookie", cookie);
+        }
+        if let Some(csrf) = &who.csrf {
+            request = request.header("x-csrf-token", csrf);
+        }
+        if let Some(token) = &who.bearer {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let set_cookie = response.headers().get("set-cookie").map(|v| v.to_str().unwrap().to_owned());
+        let body = response.json().await.unwrap_or(Value::Null);
+        (status, body, set_cookie)
+    }
+
+    async fn sign_up(&self, email: &str) -> Browser {
+        let body = json!({ "email": email, "password": "a long enough password", "time_zone": "Pacific/Auckland" });
+        let (status, body, set_cookie) = self.send(&Browser::default(), Method::POST, "/api/signup", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        browser(&body, set_cookie)
+    }
+}
+
+fn browser(body: &Value, set_cookie: Option<String>) -> Browser {
+    let set_cookie = set_cookie.expect("a session cookie");
+    for attribute in ["__Host-servio_session=", "Path=/", "Secure", "HttpOnly", "SameSite=Lax"] {
+        assert!(set_cookie.contains(attribute), "{attribute} in {set_cookie}");
+    }
+    Browser {
+        cookie: Some(set_cookie.split(';').next().unwrap().to_owned()),
+        csrf: body["csrf_token"].as_str().map(str::to_owned),
+        bearer: None,
+    }
+}
+
+#[tokio::test]
+async fn sign_up_sign_in_and_csrf() {
+    for (name, server) in servers().await {
+        let ana = server.sign_up(&format!("ana-{name}@example.com")).await;
+        let (status, me, _) = server.send(&ana, Method::GET, "/api/me", None).await;
+        assert_eq!((status, me["user"]["time_zone"].as_str()), (StatusCode::OK, Some("Pacific/Auckland")), "{name}");
+
+        // A change with the cookie but without the CSRF token is refused.
+        let no_csrf = Browser { csrf: None, ..ana.clone() };
+        let tz = json!({ "time_zone": "Europe/Berlin" });
+        let (status, _, _) = server.send(&no_csrf, Method::PUT, "/api/me/time_zone", Some(tz.clone())).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{name}");
+        let (status, _, _) = server.send(&ana, Method::PUT, "/api/me/time_zone", Some(tz)).await;
+        assert_eq!(status, StatusCode::OK, "{name}");
+
+        // Signing in gives a new session; the old cookie stops working.
+        let credentials = json!({ "email": format!("ANA-{name}@example.com"), "password": "a long enough password" });
+        let (status, body, set_cookie) = server.send(&ana, Method::POST, "/api/signin", Some(credentials)).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {body}");
+        let again = browser(&body, set_cookie);
+        assert_ne!(again.cookie, ana.cookie, "{name}: rotated");
+        assert_eq!(server.send(&ana, Method::GET, "/api/me", None).await.0, StatusCode::UNAUTHORIZED, "{name}");
+        assert_eq!(server.send(&again, Method::GET, "/api/me", None).await.0, StatusCode::OK, "{name}");
+
+        let wrong = json!({ "email": format!("ana-{name}@example.com"), "password": "not the password" });
+        let (status, body, _) = server.send(&Browser::default(), Method::POST, "/api/signin", Some(wrong)).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (StatusCode::UNAUTHORIZED, Some("wrong email or password")),
+            "{name}"
+        );
+
+        let (status, _, _) = server.send(&again, Method::POST, "/api/signout", None).await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{name}");
+        assert_eq!(server.send(&again, Method::GET, "/api/me", None).await.0, StatusCode::UNAUTHORIZED, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn bad_sign_ups_say_what_is_wrong() {
+    for (name, server) in servers().await {
+        server.sign_up(&format!("ben-{name}@example.com")).await;
+        let cases = [
+            (
+                json!({ "email": format!("ben-{name}@example.com"), "password": "a long enough password", "time_zone": "UTC" }),
+                StatusCode::CONFLICT,
+                "already taken",
+            ),
+            (
+                json!({ "email": "ben", "password": "a long enough password", "time_zone": "UTC" }),
+                StatusCode::BAD_REQUEST,
+                "`email`",
+            ),
+            (
+                json!({ "email": "x@example.com", "password": "short", "time_zone": "UTC" }),
+                StatusCode::BAD_REQUEST,
+                "`password`",
+            ),
+            (
+                json!({ "email": "x@example.com", "password": "a long enough password", "time_zone": "Mars/Base" }),
+                StatusCode::BAD_REQUEST,
+                "`time_zone`",
+            ),
+        ];
+        for (body, want, says) in cases {
+            let (status, answer, _) = server.send(&Browser::default(), Method::POST, "/api/signup", Some(body)).await;
+            assert_eq!(status, want, "{name}: {answer}");
+            assert!(answer["error"].as_str().unwrap().contains(says), "{name}: {answer}");
+        }
+        assert_eq!(server.send(&Browser::default(), Method::GET, "/api/me", None).await.0, StatusCode::UNAUTHORIZED);
+    }
+}
+
+#[tokio::test]
+async fn api_tokens_work_as_bearer_and_stay_with_their_owner() {
+    for (name, server) in servers().await {
+        let chen = server.sign_up(&format!("chen-{name}@example.com")).await;
+        let dana = server.sign_up(&format!("dana-{name}@example.com")).await;
+        let (status, created, _) =
+            server.send(&chen, Method::POST, "/api/tokens", Some(json!({ "name": "laptop" }))).await;
+        assert_eq!(status, StatusCode::CREATED, "{name}");
+        let token = created["token"].as_str().unwrap().to_owned();
+
+        // The token alone: no cookie, no CSRF token needed.
+        let program = Browser { bearer: Some(token.clone()), ..Browser::default() };
+        let (status, me, _) = server.send(&program, Method::GET, "/api/me", None).await;
+        assert_eq!(
+            (status, me["user"]["email"].as_str()),
+            (StatusCode::OK, Some(format!("chen-{name}@example.com").as_str()))
+        );
+        assert!(me.get("csrf_token").is_none(), "{name}: no CSRF token for programs");
+        let (status, _, _) =
+            server.send(&program, Method::PUT, "/api/me/time_zone", Some(json!({ "time_zone": "UTC" }))).await;
+        assert_eq!(status, StatusCode::OK, "{name}");
+
+        // Listed without the secret; out of another user's reach.
+        let (_, listed, _) = server.send(&chen, Method::GET, "/api/tokens", None).await;
+        assert_eq!(listed["tokens"][0]["name"], "laptop");
+        assert!(!listed.to_string().contains(&token), "{name}: never shown again");
+        let (_, theirs, _) = server.send(&dana, Method::GET, "/api/tokens", None).await;
+        assert_eq!(theirs["tokens"], json!([]), "{name}");
+        let path = format!("/api/tokens/{}", created["id"]);
+        assert_eq!(server.send(&dana, Method::DELETE, &path, None).await.0, StatusCode::NOT_FOUND, "{name}");
+        assert_eq!(server.send(&chen, Method::DELETE, &path, None).await.0, StatusCode::NO_CONTENT, "{name}");
+        assert_eq!(server.send(&program, Method::GET, "/api/me", None).await.0, StatusCode::UNAUTHORIZED, "{name}");
+    }
+}
