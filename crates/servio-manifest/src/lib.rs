@@ -42,6 +42,7 @@ pub mod locate;
 pub mod manifest;
 pub mod period;
 pub mod pointer;
+pub mod report_json;
 pub mod rules;
 pub mod scan;
 pub mod schema;
