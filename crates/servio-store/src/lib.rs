@@ -87,6 +87,42 @@ pub struct ApiToken {
     pub last_used_at: Option<i64>,
 }
 
+/// A site the platform knows, with the last valid manifest it fetched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteRecord {
+    /// Its id.
+    pub id: i64,
+    /// The origin, such as `https://example.com`.
+    pub origin: String,
+    /// Where the manifest was found.
+    pub manifest_url: String,
+    /// The manifest as served (valid when stored).
+    pub manifest: String,
+    /// `ETag` of that copy.
+    pub etag: Option<String>,
+    /// `Last-Modified` of that copy.
+    pub last_modified: Option<String>,
+    /// When it was fetched.
+    pub fetched_at: i64,
+    /// Why the last refresh failed, while it keeps failing.
+    pub stale_error: Option<String>,
+}
+
+/// A fetched manifest to remember for a site.
+#[derive(Debug, Clone)]
+pub struct FetchedManifest<'a> {
+    /// The origin.
+    pub origin: &'a str,
+    /// Where it was found.
+    pub manifest_url: &'a str,
+    /// Its text.
+    pub manifest: &'a str,
+    /// `ETag`.
+    pub etag: Option<&'a str>,
+    /// `Last-Modified`.
+    pub last_modified: Option<&'a str>,
+}
+
 /// Everything the platform stores.
 #[async_trait]
 pub trait Store: Send + Sync {
@@ -126,6 +162,24 @@ pub trait Store: Send + Sync {
     async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>, StoreError>;
     /// Deletes one of a user's API tokens; false when there was none.
     async fn delete_api_token(&self, user_id: i64, id: i64) -> Result<bool, StoreError>;
+
+    /// Records a site's manifest (creating the site, or replacing its manifest), clearing any
+    /// stale mark.
+    async fn save_site(&self, fetched: &FetchedManifest<'_>, now: i64) -> Result<SiteRecord, StoreError>;
+    /// Puts a site in a user's vault; [`StoreError::Conflict`] when it is there already.
+    async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<(), StoreError>;
+    /// The sites in a user's vault, oldest first.
+    async fn vault(&self, user_id: i64) -> Result<Vec<SiteRecord>, StoreError>;
+    /// One site of a user's vault with its encrypted credential; `None` when it is not theirs.
+    async fn vault_entry(
+        &self,
+        user_id: i64,
+        site_id: i64,
+    ) -> Result<Option<(SiteRecord, Option<Vec<u8>>)>, StoreError>;
+    /// Sets (or clears) the encrypted credential of a vault entry; false when there is none.
+    async fn set_credential(&self, user_id: i64, site_id: i64, credential: Option<&[u8]>) -> Result<bool, StoreError>;
+    /// Takes a site out of a user's vault; false when it was not there.
+    async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError>;
 }
 
 /// Opens the store at `url` (`sqlite:PATH`, `sqlite::memory:` or `postgres://...`) and applies

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 
-use crate::{ApiToken, Session, Store, StoreError, User, conflict};
+use crate::{ApiToken, FetchedManifest, Session, SiteRecord, Store, StoreError, User, conflict};
 
 /// The store in PostgreSQL.
 pub struct PgStore {
@@ -42,6 +42,19 @@ fn api_token(row: &PgRow) -> ApiToken {
         name: row.get("name"),
         created_at: row.get("created_at"),
         last_used_at: row.get("last_used_at"),
+    }
+}
+
+fn site(row: &PgRow) -> SiteRecord {
+    SiteRecord {
+        id: row.get("id"),
+        origin: row.get("origin"),
+        manifest_url: row.get("manifest_url"),
+        manifest: row.get("manifest"),
+        etag: row.get("etag"),
+        last_modified: row.get("last_modified"),
+        fetched_at: row.get("fetched_at"),
+        stale_error: row.get("stale_error"),
     }
 }
 
@@ -176,6 +189,81 @@ impl Store for PgStore {
         let done = sqlx::query("DELETE FROM api_tokens WHERE id = $1 AND user_id = $2")
             .bind(id)
             .bind(user_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+    async fn save_site(&self, fetched: &FetchedManifest<'_>, now: i64) -> Result<SiteRecord, StoreError> {
+        let row = sqlx::query("INSERT INTO sites (origin, manifest_url, manifest, etag, last_modified, fetched_at) VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (origin) DO UPDATE SET manifest_url = excluded.manifest_url, manifest = excluded.manifest,
+                 etag = excluded.etag, last_modified = excluded.last_modified, fetched_at = excluded.fetched_at,
+                 stale_error = NULL
+             RETURNING id, origin, manifest_url, manifest, etag, last_modified, fetched_at, stale_error",
+        )
+        .bind(fetched.origin)
+        .bind(fetched.manifest_url)
+        .bind(fetched.manifest)
+        .bind(fetched.etag)
+        .bind(fetched.last_modified)
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(site(&row))
+    }
+
+    async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO vault (user_id, site_id, added_at) VALUES ($1, $2, $3)")
+            .bind(user_id)
+            .bind(site_id)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| conflict(e, "this site in your vault"))?;
+        Ok(())
+    }
+
+    async fn vault(&self, user_id: i64) -> Result<Vec<SiteRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT s.id, s.origin, s.manifest_url, s.manifest, s.etag, s.last_modified, s.fetched_at, s.stale_error
+             FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 ORDER BY v.added_at, s.id",
+        )
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(site).collect())
+    }
+
+    async fn vault_entry(
+        &self,
+        user_id: i64,
+        site_id: i64,
+    ) -> Result<Option<(SiteRecord, Option<Vec<u8>>)>, StoreError> {
+        let row = sqlx::query(
+            "SELECT s.id, s.origin, s.manifest_url, s.manifest, s.etag, s.last_modified, s.fetched_at, s.stale_error,
+                    v.credential
+             FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 AND v.site_id = $2",
+        )
+        .bind(user_id)
+        .bind(site_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|r| (site(&r), r.get("credential"))))
+    }
+
+    async fn set_credential(&self, user_id: i64, site_id: i64, credential: Option<&[u8]>) -> Result<bool, StoreError> {
+        let done = sqlx::query("UPDATE vault SET credential = $1 WHERE user_id = $2 AND site_id = $3")
+            .bind(credential)
+            .bind(user_id)
+            .bind(site_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM vault WHERE user_id = $1 AND site_id = $2")
+            .bind(user_id)
+            .bind(site_id)
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected() > 0)

@@ -64,3 +64,38 @@ async fn api_tokens_find_their_owner_only() {
         assert!(store.user_by_api_token("token-hash", 8).await.unwrap().is_none(), "{name}");
     }
 }
+
+#[tokio::test]
+async fn vaults_hold_sites_per_user_with_their_credentials() {
+    use servio_store::FetchedManifest;
+    for Backend { name, store, .. } in backends().await {
+        let eve = store.create_user("eve@example.com", "h", "UTC", 0).await.unwrap();
+        let fay = store.create_user("fay@example.com", "h", "UTC", 0).await.unwrap();
+        let fetched = FetchedManifest {
+            origin: "https://shop.example",
+            manifest_url: "https://shop.example/.well-known/servio.json",
+            manifest: "{\"name\": \"v1\"}",
+            etag: Some("\"1\""),
+            last_modified: None,
+        };
+        let site = store.save_site(&fetched, 10).await.unwrap();
+        store.add_to_vault(eve.id, site.id, 11).await.unwrap();
+        assert!(store.add_to_vault(eve.id, site.id, 12).await.unwrap_err().is_conflict(), "{name}");
+        let again = store.save_site(&FetchedManifest { manifest: "{\"name\": \"v2\"}", ..fetched }, 20).await.unwrap();
+        assert_eq!(
+            (again.id, again.manifest.as_str(), again.fetched_at),
+            (site.id, "{\"name\": \"v2\"}", 20),
+            "{name}"
+        );
+
+        assert_eq!(store.vault(eve.id).await.unwrap().len(), 1, "{name}");
+        assert!(store.vault(fay.id).await.unwrap().is_empty(), "{name}");
+        assert!(store.vault_entry(fay.id, site.id).await.unwrap().is_none(), "{name}: not hers");
+        assert!(!store.set_credential(fay.id, site.id, Some(b"x")).await.unwrap(), "{name}: not hers");
+        assert!(store.set_credential(eve.id, site.id, Some(&[1, 2, 3])).await.unwrap(), "{name}");
+        assert_eq!(store.vault_entry(eve.id, site.id).await.unwrap().unwrap().1, Some(vec![1, 2, 3]), "{name}");
+        assert!(!store.remove_from_vault(fay.id, site.id).await.unwrap(), "{name}");
+        assert!(store.remove_from_vault(eve.id, site.id).await.unwrap(), "{name}");
+        assert!(store.vault(eve.id).await.unwrap().is_empty(), "{name}");
+    }
+}
