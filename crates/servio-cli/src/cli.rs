@@ -83,9 +83,16 @@ pub struct ServeArgs {
     /// Database: postgres://USER@HOST/DB, or sqlite:PATH (default: servio.db in --data-dir).
     #[arg(long, env = "SERVIO_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
-    /// Directory for the embedded database and other state.
+    /// Directory for the embedded database and the generated secret key.
     #[arg(long, env = "SERVIO_DATA_DIR", default_value = "servio-data")]
     pub data_dir: PathBuf,
+    /// Trust the certificate authorities in this PEM file too when fetching sites.
+    #[arg(long, env = "SERVIO_CA_CERT", value_name = "PEM")]
+    pub ca_cert: Option<PathBuf>,
+    /// Let the platform fetch loopback and private addresses (development only: the address
+    /// guard refuses them otherwise).
+    #[arg(long, env = "SERVIO_ALLOW_LOCAL")]
+    pub allow_local: bool,
 }
 
 #[derive(Debug, Args)]

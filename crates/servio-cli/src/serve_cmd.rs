@@ -3,6 +3,8 @@
 use std::sync::Arc;
 
 use anyhow::Context;
+use servio_client::{Client, ClientConfig, Policy};
+use servio_platform::secrets::Secrets;
 use servio_platform::{AppState, router};
 
 use crate::cli::ServeArgs;
@@ -24,7 +26,22 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
             tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("listening on {}", args.addr))?;
         let backend = if url.starts_with("sqlite:") { "SQLite" } else { "PostgreSQL" };
         println!("Servio platform on http://{} ({backend})", listener.local_addr()?);
-        let app = router(AppState { store: Arc::from(store) });
+        let secrets = match std::env::var("SERVIO_SECRET_KEY") {
+            Ok(hex) => Secrets::from_hex(&hex).map_err(|e| anyhow::anyhow!("SERVIO_SECRET_KEY: {e}"))?,
+            Err(_) => {
+                std::fs::create_dir_all(&args.data_dir)
+                    .with_context(|| format!("creating {}", args.data_dir.display()))?;
+                Secrets::load_or_create(&args.data_dir.join("secret.key")).map_err(|e| anyhow::anyhow!(e))?
+            }
+        };
+        // The platform fetches user-supplied URLs: the public guard, unless told otherwise.
+        let policy = if args.allow_local { Policy::Any } else { Policy::Public };
+        let mut config = ClientConfig::default().with_policy(policy);
+        if let Some(path) = &args.ca_cert {
+            config = config.with_ca_file(path)?;
+        }
+        let client = Client::new(config)?;
+        let app = router(AppState { store: Arc::from(store), client, secrets: Arc::new(secrets) });
         axum::serve(listener, app)
             .with_graceful_shutdown(async {
                 let _ = tokio::signal::ctrl_c().await;

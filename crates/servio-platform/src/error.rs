@@ -27,6 +27,9 @@ pub enum ApiError {
     /// Taken already.
     #[error("{0}")]
     Conflict(String),
+    /// Understood but refused, with a body that says why (an invalid manifest's report).
+    #[error("unprocessable")]
+    Unprocessable(serde_json::Value),
     /// Our fault; the details are logged.
     #[error("internal error")]
     Internal(String),
@@ -49,6 +52,7 @@ impl IntoResponse for ApiError {
             ApiError::Csrf => StatusCode::FORBIDDEN,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Unprocessable(body) => return (StatusCode::UNPROCESSABLE_ENTITY, Json(body)).into_response(),
             ApiError::Internal(detail) => {
                 eprintln!("servio: internal error: {detail}");
                 StatusCode::INTERNAL_SERVER_ERROR

@@ -1,5 +1,5 @@
-//! The Servio platform behind `servio serve`: accounts so far; the vault, the Directory and
-//! refresh follow (see the platform issue).
+//! The Servio platform behind `servio serve`: accounts and the vault so far; refresh, the
+//! Directory and web pages follow (see the platform issue).
 //!
 //! [`router`] builds the HTTP API over an [`AppState`] holding the [`servio_store::Store`].
 //! Routes live by feature in [`routes`]; [`auth`] says who is asking; [`error`] maps failures to
@@ -10,6 +10,7 @@ pub mod accounts;
 pub mod auth;
 pub mod error;
 pub mod routes;
+pub mod secrets;
 
 use std::sync::Arc;
 
@@ -21,11 +22,15 @@ use servio_store::Store;
 pub struct AppState {
     /// The store.
     pub store: Arc<dyn Store>,
+    /// The outbound client (the address guard in `public` mode unless configured otherwise).
+    pub client: servio_client::Client,
+    /// The key that seals site credentials.
+    pub secrets: Arc<secrets::Secrets>,
 }
 
 /// The platform's HTTP routes.
 pub fn router(state: AppState) -> Router {
-    Router::new().merge(routes::accounts::router()).with_state(state)
+    Router::new().merge(routes::accounts::router()).merge(routes::vault::router()).with_state(state)
 }
 
 /// Seconds since the Unix epoch.

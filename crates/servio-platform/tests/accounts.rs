@@ -3,80 +3,13 @@
 //! one user's things out of another's reach.
 
 use reqwest::{Method, StatusCode};
-use serde_json::{Value, json};
-use servio_platform::{AppState, router};
+use serde_json::json;
 
-struct Server {
-    base: String,
-    http: reqwest::Client,
-}
+mod common;
+use common::{Browser, browser};
 
-async fn servers() -> Vec<(&'static str, Server)> {
-    let mut all = Vec::new();
-    for (name, store) in servio_store::testing::backends().await {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let app = router(AppState { store: store.into() });
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        all.push((name, Server { base, http: reqwest::Client::new() }));
-    }
-    all
-}
-
-/// A signed-in browser: its session cookie and CSRF token.
-#[derive(Clone, Default)]
-struct Browser {
-    cookie: Option<String>,
-    csrf: Option<String>,
-    bearer: Option<String>,
-}
-
-impl Server {
-    async fn send(
-        &self,
-        who: &Browser,
-        method: Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> (StatusCode, Value, Option<String>) {
-        let mut request = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(cookie) = &who.cookie {
-            request = request.header("cookie", cookie);
-        }
-        if let Some(csrf) = &who.csrf {
-            request = request.header("x-csrf-token", csrf);
-        }
-        if let Some(token) = &who.bearer {
-            request = request.bearer_auth(token);
-        }
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status();
-        let set_cookie = response.headers().get("set-cookie").map(|v| v.to_str().unwrap().to_owned());
-        let body = response.json().await.unwrap_or(Value::Null);
-        (status, body, set_cookie)
-    }
-
-    async fn sign_up(&self, email: &str) -> Browser {
-        let body = json!({ "email": email, "password": "a long enough password", "time_zone": "Pacific/Auckland" });
-        let (status, body, set_cookie) = self.send(&Browser::default(), Method::POST, "/api/signup", Some(body)).await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-        browser(&body, set_cookie)
-    }
-}
-
-fn browser(body: &Value, set_cookie: Option<String>) -> Browser {
-    let set_cookie = set_cookie.expect("a session cookie");
-    for attribute in ["__Host-servio_session=", "Path=/", "Secure", "HttpOnly", "SameSite=Lax"] {
-        assert!(set_cookie.contains(attribute), "{attribute} in {set_cookie}");
-    }
-    Browser {
-        cookie: Some(set_cookie.split(';').next().unwrap().to_owned()),
-        csrf: body["csrf_token"].as_str().map(str::to_owned),
-        bearer: None,
-    }
+async fn servers() -> Vec<(&'static str, common::Server)> {
+    common::servers(None).await
 }
 
 #[tokio::test]

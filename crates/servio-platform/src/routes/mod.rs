@@ -1,3 +1,4 @@
 //! Routes by feature; each module exposes `router()`, merged in [`crate::router`].
 
 pub mod accounts;
+pub mod vault;

@@ -1,0 +1,167 @@
+//! The vault over the JSON API: a user adds a site by URL (discovered and validated, refused
+//! with the report when invalid), sees their sites with their tools and report, gives each a
+//! credential (encrypted at rest, never shown again) and removes them. One user's vault is out
+//! of every other user's reach: what is not yours is "not found".
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use servio_client::{DiscoveryError, discover};
+use servio_manifest::report_json::to_json;
+use servio_manifest::{CheckOptions, Report, Site, check};
+use servio_store::{FetchedManifest, SiteRecord};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::secrets::credential_aad;
+use crate::{AppState, now};
+
+/// The vault routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/vault", get(list).post(add))
+        .route("/api/vault/{id}", get(show).delete(remove))
+        .route("/api/vault/{id}/credential", put(set_credential))
+}
+
+#[derive(Deserialize)]
+struct AddSite {
+    url: String,
+    token: Option<String>,
+}
+
+/// The report of a stored or fetched manifest, checked as served by its origin.
+fn report_of(origin: &str, text: &str) -> Report {
+    let site = Site::parse(origin).ok();
+    check(text.as_bytes(), &CheckOptions { site, allow: Vec::new() })
+}
+
+fn site_json(record: &SiteRecord, report: &Report, has_credential: bool) -> Value {
+    let site = Site::parse(&record.origin).ok();
+    let manifest = report.manifest.as_ref();
+    let tools: Vec<Value> = manifest
+        .map(|m| {
+            m.tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "name": t.name,
+                        "prefixed_name": site.as_ref().map(|s| s.prefixed_name(&t.name)),
+                        "description": t.description,
+                        "input_schema": t.input_schema,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({
+        "id": record.id,
+        "origin": record.origin,
+        "manifest_url": record.manifest_url,
+        "name": manifest.map(|m| m.name.clone()),
+        "description": manifest.and_then(|m| m.description.clone()),
+        "version": manifest.map(|m| m.version.clone()),
+        "auth": manifest.map(|m| match m.auth { servio_manifest::Auth::Bearer => "bearer", servio_manifest::Auth::OAuth2 { .. } => "oauth2" }),
+        "tools": tools,
+        "fetched_at": record.fetched_at,
+        "stale_error": record.stale_error,
+        "has_credential": has_credential,
+        "report": to_json(&record.manifest_url, report),
+    })
+}
+
+fn discovery_error(error: DiscoveryError) -> ApiError {
+    match &error {
+        DiscoveryError::BadInput(_) => ApiError::BadRequest(error.to_string()),
+        _ if error.refusal().is_some() => ApiError::BadRequest(error.to_string()),
+        _ => ApiError::Unprocessable(json!({ "error": error.to_string() })),
+    }
+}
+
+async fn add(State(state): State<AppState>, caller: Caller, Json(form): Json<AddSite>) -> Result<Response, ApiError> {
+    let url = form.url.trim();
+    let url = if url.contains("://") { url.to_owned() } else { format!("https://{url}") };
+    let found = discover(&state.client, &url).await.map_err(discovery_error)?;
+    let origin = found.origin.as_str().trim_end_matches('/').to_owned();
+    let text = String::from_utf8(found.body)
+        .map_err(|_| ApiError::Unprocessable(json!({ "error": "the manifest is not UTF-8" })))?;
+    let report = report_of(&origin, &text);
+    if !report.is_valid() {
+        return Err(ApiError::Unprocessable(json!({
+            "error": "the manifest is invalid; nothing was added",
+            "report": to_json(found.url.as_str(), &report),
+        })));
+    }
+    let fetched = FetchedManifest {
+        origin: &origin,
+        manifest_url: found.url.as_str(),
+        manifest: &text,
+        etag: found.validators.etag.as_deref(),
+        last_modified: found.validators.last_modified.as_deref(),
+    };
+    let record = state.store.save_site(&fetched, now()).await?;
+    state.store.add_to_vault(caller.user.id, record.id, now()).await?;
+    let token = form.token.as_deref().map(str::trim).filter(|t| !t.is_empty());
+    if let Some(token) = token {
+        let sealed = state.secrets.seal(token.as_bytes(), &credential_aad(caller.user.id, record.id));
+        state.store.set_credential(caller.user.id, record.id, Some(&sealed)).await?;
+    }
+    Ok((StatusCode::CREATED, Json(json!({ "site": site_json(&record, &report, token.is_some()) }))).into_response())
+}
+
+async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let sites = state.store.vault(caller.user.id).await?;
+    let sites: Vec<Value> = sites
+        .iter()
+        .map(|record| {
+            let report = report_of(&record.origin, &record.manifest);
+            json!({
+                "id": record.id,
+                "origin": record.origin,
+                "name": report.manifest.as_ref().map(|m| m.name.clone()),
+                "tools": report.manifest.as_ref().map_or(0, |m| m.tools.len()),
+                "stale_error": record.stale_error,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "sites": sites })))
+}
+
+async fn show(State(state): State<AppState>, caller: Caller, Path(id): Path<i64>) -> Result<Json<Value>, ApiError> {
+    let (record, credential) = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
+    let report = report_of(&record.origin, &record.manifest);
+    Ok(Json(json!({ "site": site_json(&record, &report, credential.is_some()) })))
+}
+
+#[derive(Deserialize)]
+struct Credential {
+    token: String,
+}
+
+async fn set_credential(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<i64>,
+    Json(form): Json<Credential>,
+) -> Result<StatusCode, ApiError> {
+    let token = form.token.trim();
+    if token.is_empty() {
+        return Err(ApiError::BadRequest("`token` must not be empty".into()));
+    }
+    let sealed = state.secrets.seal(token.as_bytes(), &credential_aad(caller.user.id, id));
+    match state.store.set_credential(caller.user.id, id, Some(&sealed)).await? {
+        true => Ok(StatusCode::NO_CONTENT),
+        false => Err(ApiError::NotFound),
+    }
+}
+
+async fn remove(State(state): State<AppState>, caller: Caller, Path(id): Path<i64>) -> Result<StatusCode, ApiError> {
+    match state.store.remove_from_vault(caller.user.id, id).await? {
+        true => Ok(StatusCode::NO_CONTENT),
+        false => Err(ApiError::NotFound),
+    }
+}

@@ -1,0 +1,140 @@
+//! The vault over real HTTP, against the demo site over real HTTPS: adding by URL, refusing an
+//! invalid manifest with its report, credentials sealed and never shown, one user's vault out of
+//! another's reach.
+
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+use servio_demo_site::{DemoAuth, LocalCa, Site, SiteConfig, serve_https_on};
+
+mod common;
+use common::Browser;
+
+struct Demo {
+    origin: String,
+    _running: servio_demo_site::Running,
+}
+
+async fn demo(ca: &LocalCa) -> Demo {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+    let site =
+        Site::new(SiteConfig { origin: origin.clone(), token: "demo-token".into(), auth: DemoAuth::Bearer }, None)
+            .await
+            .unwrap();
+    let running = serve_https_on(listener, ca, site.router()).await.unwrap();
+    Demo { origin, _running: running }
+}
+
+#[tokio::test]
+async fn add_the_demo_site_with_its_token() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let demo = demo(&ca).await;
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let ana = server.sign_up(&format!("ana-{name}@example.com")).await;
+        let (status, added, _) = server
+            .send(&ana, Method::POST, "/api/vault", Some(json!({ "url": demo.origin, "token": "demo-token" })))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{name}: {added}");
+        let site = &added["site"];
+        assert_eq!(site["name"], "Servio Demo Forum & Shop", "{name}");
+        assert_eq!(site["report"]["valid"], true, "{name}");
+        assert_eq!(site["report"]["brief"]["status"], "valid", "{name}");
+        assert_eq!(site["has_credential"], true, "{name}");
+        let port = demo.origin.rsplit(':').next().unwrap();
+        let names: Vec<&str> =
+            site["tools"].as_array().unwrap().iter().map(|t| t["prefixed_name"].as_str().unwrap()).collect();
+        assert!(names.contains(&format!("localhost_{port}_shop_getSalesSummary").as_str()), "{name}: {names:?}");
+        assert!(!added.to_string().contains("demo-token"), "{name}: the credential is never shown");
+
+        let id = site["id"].as_i64().unwrap();
+        let (_, listed, _) = server.send(&ana, Method::GET, "/api/vault", None).await;
+        assert_eq!(listed["sites"][0]["id"], id, "{name}");
+        let (status, again, _) =
+            server.send(&ana, Method::POST, "/api/vault", Some(json!({ "url": demo.origin }))).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{name}: {again}");
+
+        // Another user sees nothing of it and can change nothing.
+        let ben = server.sign_up(&format!("ben-{name}@example.com")).await;
+        let path = format!("/api/vault/{id}");
+        assert_eq!(server.send(&ben, Method::GET, &path, None).await.0, StatusCode::NOT_FOUND, "{name}");
+        let credential = Some(json!({ "token": "stolen" }));
+        assert_eq!(
+            server.send(&ben, Method::PUT, &format!("{path}/credential"), credential).await.0,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(server.send(&ben, Method::DELETE, &path, None).await.0, StatusCode::NOT_FOUND, "{name}");
+        let (_, theirs, _) = server.send(&ben, Method::GET, "/api/vault", None).await;
+        assert_eq!(theirs["sites"], json!([]), "{name}");
+        assert_eq!(server.send(&Browser::default(), Method::GET, &path, None).await.0, StatusCode::UNAUTHORIZED);
+
+        assert_eq!(server.send(&ana, Method::DELETE, &path, None).await.0, StatusCode::NO_CONTENT, "{name}");
+        assert_eq!(server.send(&ana, Method::GET, &path, None).await.0, StatusCode::NOT_FOUND, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn an_invalid_manifest_is_refused_with_its_report() {
+    use axum::routing::get;
+    let ca = LocalCa::generate(&[]).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+    let broken =
+        r#"{"name": "Broken", "server": {"url": "http://insecure.example"}, "auth": {"type": "bearer"}, "tools": []}"#;
+    let app = axum::Router::new().route(
+        "/.well-known/servio.json",
+        get(move || async move { ([("content-type", "application/json")], broken) }),
+    );
+    let _running = serve_https_on(listener, &ca, app).await.unwrap();
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let cara = server.sign_up(&format!("cara-{name}@example.com")).await;
+        let (status, refused, _) = server.send(&cara, Method::POST, "/api/vault", Some(json!({ "url": origin }))).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{name}: {refused}");
+        let pointers: Vec<&str> =
+            refused["report"]["errors"].as_array().unwrap().iter().map(|e| e["pointer"].as_str().unwrap()).collect();
+        assert_eq!(pointers, ["/version", "/server/url"], "{name}");
+        let (_, listed, _) = server.send(&cara, Method::GET, "/api/vault", None).await;
+        assert_eq!(listed["sites"], json!([]), "{name}: nothing added");
+        let (status, missing, _) =
+            server.send(&cara, Method::POST, "/api/vault", Some(json!({ "url": "https://localhost:1" }))).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{name}: {missing}");
+    }
+}
+
+/// Regression guard for "credentials are encrypted at rest": after adding a site with a token,
+/// neither the SQLite file nor its WAL holds the token's bytes.
+#[tokio::test]
+async fn no_credential_in_plaintext_in_the_database_files() {
+    use std::sync::Arc;
+
+    let ca = LocalCa::generate(&[]).unwrap();
+    let demo = demo(&ca).await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("servio.db").display());
+    let store = servio_store::SqliteStore::open(&url).await.unwrap();
+    let client = servio_client::Client::new(servio_client::ClientConfig {
+        extra_roots_pem: Some(ca.ca_pem.as_bytes().to_vec()),
+        ..Default::default()
+    })
+    .unwrap();
+    let secrets = Arc::new(servio_platform::secrets::Secrets::from_key(&[9; 32]));
+    let state = servio_platform::AppState { store: Arc::new(store), client, secrets };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server =
+        common::Server { base: format!("http://{}", listener.local_addr().unwrap()), http: reqwest::Client::new() };
+    tokio::spawn(async move { axum::serve(listener, servio_platform::router(state)).await });
+
+    let secret = "sekrit-site-token-0123456789";
+    let eve = server.sign_up("eve@example.com").await;
+    let (status, _, _) =
+        server.send(&eve, Method::POST, "/api/vault", Some(json!({ "url": demo.origin, "token": secret }))).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, _, _) = server.send(&eve, Method::GET, "/api/vault", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()), "plaintext credential on disk");
+        checked += 1;
+    }
+    assert!(checked >= 2, "the database and its WAL were read");
+}
