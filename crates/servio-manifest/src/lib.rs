@@ -35,6 +35,7 @@
 pub mod address;
 pub mod brief;
 pub mod diagnostic;
+pub mod diff;
 mod fields;
 pub mod json;
 mod lints;
