@@ -108,6 +108,29 @@ pub struct SiteRecord {
     pub stale_error: Option<String>,
 }
 
+/// One site of a user's vault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VaultEntry {
+    /// The site.
+    pub site: SiteRecord,
+    /// The sealed credential, when the user gave one.
+    pub credential: Option<Vec<u8>>,
+    /// The manifest the user approved (the one current when they added the site, until they
+    /// approve another).
+    pub approved_manifest: Option<String>,
+}
+
+/// One stored version of a site's manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version {
+    /// Its id.
+    pub id: i64,
+    /// When it was fetched.
+    pub fetched_at: i64,
+    /// The manifest.
+    pub manifest: String,
+}
+
 /// A fetched manifest to remember for a site.
 #[derive(Debug, Clone)]
 pub struct FetchedManifest<'a> {
@@ -170,16 +193,22 @@ pub trait Store: Send + Sync {
     async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<(), StoreError>;
     /// The sites in a user's vault, oldest first.
     async fn vault(&self, user_id: i64) -> Result<Vec<SiteRecord>, StoreError>;
-    /// One site of a user's vault with its encrypted credential; `None` when it is not theirs.
-    async fn vault_entry(
-        &self,
-        user_id: i64,
-        site_id: i64,
-    ) -> Result<Option<(SiteRecord, Option<Vec<u8>>)>, StoreError>;
+    /// One site of a user's vault; `None` when it is not theirs.
+    async fn vault_entry(&self, user_id: i64, site_id: i64) -> Result<Option<VaultEntry>, StoreError>;
     /// Sets (or clears) the encrypted credential of a vault entry; false when there is none.
     async fn set_credential(&self, user_id: i64, site_id: i64, credential: Option<&[u8]>) -> Result<bool, StoreError>;
     /// Takes a site out of a user's vault; false when it was not there.
     async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError>;
+    /// Approves, for this user, the site's current manifest; false when not in their vault.
+    async fn approve(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError>;
+    /// The versions of a site's manifest, newest first.
+    async fn versions(&self, site_id: i64) -> Result<Vec<Version>, StoreError>;
+    /// Records that a refresh failed; the last valid manifest stays in use.
+    async fn mark_stale(&self, site_id: i64, error: &str) -> Result<(), StoreError>;
+    /// Records that a refresh found the manifest unchanged.
+    async fn touch_site(&self, site_id: i64, now: i64) -> Result<(), StoreError>;
+    /// Sites last fetched before `before`, oldest first, at most `limit`.
+    async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>, StoreError>;
 }
 
 /// Opens the store at `url` (`sqlite:PATH`, `sqlite::memory:` or `postgres://...`) and applies

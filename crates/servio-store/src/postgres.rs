@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 
-use crate::{ApiToken, FetchedManifest, Session, SiteRecord, Store, StoreError, User, conflict};
+use crate::{ApiToken, FetchedManifest, Session, SiteRecord, Store, StoreError, User, VaultEntry, Version, conflict};
 
 /// The store in PostgreSQL.
 pub struct PgStore {
@@ -208,14 +208,29 @@ impl Store for PgStore {
         .bind(now)
         .fetch_one(&self.pool)
         .await?;
-        Ok(site(&row))
+        let record = site(&row);
+        let latest: Option<String> =
+            sqlx::query_scalar("SELECT manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC LIMIT 1")
+                .bind(record.id)
+                .fetch_optional(&self.pool)
+                .await?;
+        if latest.as_deref() != Some(record.manifest.as_str()) {
+            sqlx::query("INSERT INTO site_versions (site_id, manifest, fetched_at) VALUES ($1, $2, $3)")
+                .bind(record.id)
+                .bind(&record.manifest)
+                .bind(now)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(record)
     }
 
     async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO vault (user_id, site_id, added_at) VALUES ($1, $2, $3)")
+        sqlx::query("INSERT INTO vault (user_id, site_id, added_at, approved_manifest) SELECT $1, $2, $3, manifest FROM sites WHERE id = $4")
             .bind(user_id)
             .bind(site_id)
             .bind(now)
+            .bind(site_id)
             .execute(&self.pool)
             .await
             .map_err(|e| conflict(e, "this site in your vault"))?;
@@ -233,21 +248,21 @@ impl Store for PgStore {
         Ok(rows.iter().map(site).collect())
     }
 
-    async fn vault_entry(
-        &self,
-        user_id: i64,
-        site_id: i64,
-    ) -> Result<Option<(SiteRecord, Option<Vec<u8>>)>, StoreError> {
+    async fn vault_entry(&self, user_id: i64, site_id: i64) -> Result<Option<VaultEntry>, StoreError> {
         let row = sqlx::query(
             "SELECT s.id, s.origin, s.manifest_url, s.manifest, s.etag, s.last_modified, s.fetched_at, s.stale_error,
-                    v.credential
+                    v.credential, v.approved_manifest
              FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 AND v.site_id = $2",
         )
         .bind(user_id)
         .bind(site_id)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(row.map(|r| (site(&r), r.get("credential"))))
+        Ok(row.map(|r| VaultEntry {
+            site: site(&r),
+            credential: r.get("credential"),
+            approved_manifest: r.get("approved_manifest"),
+        }))
     }
 
     async fn set_credential(&self, user_id: i64, site_id: i64, credential: Option<&[u8]>) -> Result<bool, StoreError> {
@@ -267,5 +282,57 @@ impl Store for PgStore {
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected() > 0)
+    }
+    async fn approve(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError> {
+        let done = sqlx::query("UPDATE vault SET approved_manifest = (SELECT manifest FROM sites WHERE id = $1) WHERE user_id = $2 AND site_id = $3",
+        )
+        .bind(site_id)
+        .bind(user_id)
+        .bind(site_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn versions(&self, site_id: i64) -> Result<Vec<Version>, StoreError> {
+        let rows =
+            sqlx::query("SELECT id, fetched_at, manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC")
+                .bind(site_id)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows
+            .iter()
+            .map(|r| Version { id: r.get("id"), fetched_at: r.get("fetched_at"), manifest: r.get("manifest") })
+            .collect())
+    }
+
+    async fn mark_stale(&self, site_id: i64, error: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE sites SET stale_error = $1 WHERE id = $2")
+            .bind(error)
+            .bind(site_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn touch_site(&self, site_id: i64, now: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE sites SET fetched_at = $1, stale_error = NULL WHERE id = $2")
+            .bind(now)
+            .bind(site_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, origin, manifest_url, manifest, etag, last_modified, fetched_at, stale_error
+             FROM sites WHERE fetched_at < $1 ORDER BY fetched_at LIMIT $2",
+        )
+        .bind(before)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(site).collect())
     }
 }

@@ -132,9 +132,9 @@ async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Valu
 }
 
 async fn show(State(state): State<AppState>, caller: Caller, Path(id): Path<i64>) -> Result<Json<Value>, ApiError> {
-    let (record, credential) = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
-    let report = report_of(&record.origin, &record.manifest);
-    Ok(Json(json!({ "site": site_json(&record, &report, credential.is_some()) })))
+    let entry = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
+    let report = report_of(&entry.site.origin, &entry.site.manifest);
+    Ok(Json(json!({ "site": site_json(&entry.site, &report, entry.credential.is_some()) })))
 }
 
 #[derive(Deserialize)]
