@@ -41,7 +41,10 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
             config = config.with_ca_file(path)?;
         }
         let client = Client::new(config)?;
-        let app = router(AppState { store: Arc::from(store), client, secrets: Arc::new(secrets) });
+        let state = AppState { store: Arc::from(store), client, secrets: Arc::new(secrets) };
+        // Sites fall due every 24 hours (jittered); look for due ones every ten minutes.
+        tokio::spawn(servio_platform::refresh::run_periodically(state.clone(), std::time::Duration::from_secs(600)));
+        let app = router(state);
         axum::serve(listener, app)
             .with_graceful_shutdown(async {
                 let _ = tokio::signal::ctrl_c().await;

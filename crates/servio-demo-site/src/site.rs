@@ -87,6 +87,7 @@ pub struct Site {
     forum: crate::forum::Forum,
     switches: Arc<Mutex<HashMap<String, Misbehaviour>>>,
     pub(crate) oauth: Arc<Mutex<crate::oauth::Grants>>,
+    descriptions: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl Site {
@@ -98,6 +99,7 @@ impl Site {
             forum: crate::forum::Forum::open(forum_db).await?,
             switches: Arc::default(),
             oauth: Arc::default(),
+            descriptions: Arc::default(),
         })
     }
 
@@ -110,9 +112,23 @@ impl Site {
         };
     }
 
+    /// Changes the description of `tool` in the manifest served from now on (as a site owner
+    /// editing their manifest would; tests use it to see refresh and approval at work).
+    pub fn set_tool_description(&self, tool: &str, description: &str) {
+        self.descriptions.lock().unwrap_or_else(|e| e.into_inner()).insert(tool.to_owned(), description.to_owned());
+    }
+
     /// The manifest this site serves.
     pub fn manifest(&self) -> Value {
         let mut manifest = manifest(&self.config.origin);
+        let descriptions = self.descriptions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tools) = manifest["tools"].as_array_mut() {
+            for tool in tools {
+                if let Some(text) = tool["name"].as_str().and_then(|name| descriptions.get(name)) {
+                    tool["description"] = Value::String(text.clone());
+                }
+            }
+        }
         if let DemoAuth::OAuth2 { .. } = self.config.auth {
             let origin = &self.config.origin;
             manifest["auth"] = json!({

@@ -9,6 +9,7 @@
 pub mod accounts;
 pub mod auth;
 pub mod error;
+pub mod refresh;
 pub mod routes;
 pub mod secrets;
 

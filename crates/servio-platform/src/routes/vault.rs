@@ -26,6 +26,9 @@ pub fn router() -> Router<AppState> {
         .route("/api/vault", get(list).post(add))
         .route("/api/vault/{id}", get(show).delete(remove))
         .route("/api/vault/{id}/credential", put(set_credential))
+        .route("/api/vault/{id}/refresh", axum::routing::post(refresh_now))
+        .route("/api/vault/{id}/approve", axum::routing::post(approve))
+        .route("/api/vault/{id}/versions", get(versions))
 }
 
 #[derive(Deserialize)]
@@ -133,8 +136,77 @@ async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Valu
 
 async fn show(State(state): State<AppState>, caller: Caller, Path(id): Path<i64>) -> Result<Json<Value>, ApiError> {
     let entry = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
+    Ok(Json(json!({ "site": entry_json(&entry) })))
+}
+
+/// A vault entry for its owner: the site, its report, and what changed since they approved.
+/// Tools whose description or schema changed are marked `held_back` until approved.
+fn entry_json(entry: &servio_store::VaultEntry) -> Value {
     let report = report_of(&entry.site.origin, &entry.site.manifest);
-    Ok(Json(json!({ "site": site_json(&entry.site, &report, entry.credential.is_some()) })))
+    let mut value = site_json(&entry.site, &report, entry.credential.is_some());
+    let approved = entry.approved_manifest.as_deref().map(|text| report_of(&entry.site.origin, text));
+    let diff = match (approved.as_ref().and_then(|r| r.manifest.as_ref()), report.manifest.as_ref()) {
+        (Some(old), Some(new)) => servio_manifest::diff::diff(old, new),
+        _ => servio_manifest::diff::Diff::default(),
+    };
+    let held: Vec<&str> = diff.held_back_tools();
+    if let Some(tools) = value["tools"].as_array_mut() {
+        for tool in tools {
+            let name = tool["name"].as_str().unwrap_or_default().to_owned();
+            tool["held_back"] = json!(held.contains(&name.as_str()));
+        }
+    }
+    value["pending"] = json!({
+        "needs_approval": diff.needs_approval(),
+        "changes": diff.lines(),
+        "held_back_tools": held,
+    });
+    value
+}
+
+async fn refresh_now(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<i64>,
+) -> Result<Json<Value>, ApiError> {
+    let entry = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
+    let outcome = crate::refresh::refresh_site(&state, &entry.site).await?;
+    let entry = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
+    let outcome = match outcome {
+        crate::refresh::Outcome::Unchanged => json!({ "outcome": "unchanged" }),
+        crate::refresh::Outcome::Changed => json!({ "outcome": "changed" }),
+        crate::refresh::Outcome::Stale(reason) => json!({ "outcome": "stale", "reason": reason }),
+    };
+    Ok(Json(json!({ "refresh": outcome, "site": entry_json(&entry) })))
+}
+
+async fn approve(State(state): State<AppState>, caller: Caller, Path(id): Path<i64>) -> Result<Json<Value>, ApiError> {
+    if !state.store.approve(caller.user.id, id).await? {
+        return Err(ApiError::NotFound);
+    }
+    let entry = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
+    Ok(Json(json!({ "site": entry_json(&entry) })))
+}
+
+/// Every version of the manifest, newest first, each with what changed from the one before.
+async fn versions(State(state): State<AppState>, caller: Caller, Path(id): Path<i64>) -> Result<Json<Value>, ApiError> {
+    let entry = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
+    let versions = state.store.versions(entry.site.id).await?;
+    let parsed: Vec<Option<servio_manifest::Manifest>> =
+        versions.iter().map(|v| report_of(&entry.site.origin, &v.manifest).manifest).collect();
+    let list: Vec<Value> = versions
+        .iter()
+        .enumerate()
+        .map(|(i, version)| {
+            let changes = match (parsed.get(i + 1).and_then(Option::as_ref), parsed[i].as_ref()) {
+                (Some(older), Some(newer)) => servio_manifest::diff::diff(older, newer).lines(),
+                (None, _) if i + 1 == versions.len() => vec!["first version".to_owned()],
+                _ => Vec::new(),
+            };
+            json!({ "id": version.id, "fetched_at": version.fetched_at, "changes": changes })
+        })
+        .collect();
+    Ok(Json(json!({ "versions": list })))
 }
 
 #[derive(Deserialize)]

@@ -1,0 +1,93 @@
+//! Keeping manifests current: each site is fetched again with a conditional request, every
+//! 24 hours (jittered, so that many sites do not all fall due at once) and on demand.
+//!
+//! A failed refresh (unreachable, refused, invalid) keeps the last valid manifest in use and
+//! marks the site stale with the reason. A changed valid manifest becomes a new version; what
+//! needs approval is worked out per user against the version they approved.
+
+use std::time::Duration;
+
+use servio_client::discovery::{Discovered, Refreshed, Validators, refresh};
+use servio_manifest::{CheckOptions, Site, check};
+use servio_store::{FetchedManifest, SiteRecord};
+use url::Url;
+
+use crate::{AppState, now};
+
+/// How often a site is refreshed.
+pub const INTERVAL: Duration = Duration::from_secs(24 * 3600);
+
+/// What a refresh did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The site answered 304 or served the same manifest.
+    Unchanged,
+    /// A new valid manifest was stored.
+    Changed,
+    /// The refresh failed; the reason was recorded and the last valid manifest stays.
+    Stale(String),
+}
+
+/// Refreshes one site now.
+pub async fn refresh_site(state: &AppState, site: &SiteRecord) -> Result<Outcome, servio_store::StoreError> {
+    let (Ok(origin), Ok(manifest_url)) = (site.origin.parse::<Url>(), site.manifest_url.parse::<Url>()) else {
+        let reason = format!("stored URLs of {} do not parse", site.origin);
+        state.store.mark_stale(site.id, &reason).await?;
+        return Ok(Outcome::Stale(reason));
+    };
+    let validators = Validators { etag: site.etag.clone(), last_modified: site.last_modified.clone() };
+    let found: Discovered = match refresh(&state.client, &origin, &manifest_url, &validators).await {
+        Ok(Refreshed::NotModified) => {
+            state.store.touch_site(site.id, now()).await?;
+            return Ok(Outcome::Unchanged);
+        }
+        Ok(Refreshed::Changed(found)) => *found,
+        Err(error) => return stale(state, site, error.to_string()).await,
+    };
+    let Ok(text) = String::from_utf8(found.body) else {
+        return stale(state, site, "the manifest is not UTF-8".into()).await;
+    };
+    let report = check(text.as_bytes(), &CheckOptions { site: Site::parse(&site.origin).ok(), allow: Vec::new() });
+    if !report.is_valid() {
+        let first: Vec<String> =
+            report.errors.iter().take(3).map(|e| format!("{} {} at {}", e.code, e.message, e.pointer)).collect();
+        return stale(state, site, format!("the manifest is now invalid: {}", first.join("; "))).await;
+    }
+    let changed = text != site.manifest;
+    let fetched = FetchedManifest {
+        origin: &site.origin,
+        manifest_url: found.url.as_str(),
+        manifest: &text,
+        etag: found.validators.etag.as_deref(),
+        last_modified: found.validators.last_modified.as_deref(),
+    };
+    state.store.save_site(&fetched, now()).await?;
+    Ok(if changed { Outcome::Changed } else { Outcome::Unchanged })
+}
+
+async fn stale(state: &AppState, site: &SiteRecord, reason: String) -> Result<Outcome, servio_store::StoreError> {
+    state.store.mark_stale(site.id, &reason).await?;
+    Ok(Outcome::Stale(reason))
+}
+
+/// Refreshes due sites forever, checking every `tick`. Each site's due time is its last fetch
+/// plus [`INTERVAL`] less up to a tenth of it, chosen at random per round.
+pub async fn run_periodically(state: AppState, tick: Duration) {
+    loop {
+        let mut jitter = [0u8; 4];
+        let _ = getrandom::fill(&mut jitter);
+        let spread = (u32::from_le_bytes(jitter) as u64) % (INTERVAL.as_secs() / 10);
+        let due_before = now() - (INTERVAL.as_secs() - spread) as i64;
+        match state.store.sites_due(due_before, 100).await {
+            Ok(sites) => {
+                for site in sites {
+                    if let Err(error) = refresh_site(&state, &site).await {
+                        eprintln!("servio: refreshing {} failed: {error}", site.origin);
+                    }
+                }
+            }
+            Err(error) => eprintln!("servio: finding sites to refresh failed: {error}"),
+        }
+        tokio::time::sleep(tick).await;
+    }
+}
