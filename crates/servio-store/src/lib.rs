@@ -131,6 +131,51 @@ pub struct Version {
     pub manifest: String,
 }
 
+/// A claim of ownership of an origin, with the token its manifest must list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// Its id.
+    pub id: i64,
+    /// Who claims.
+    pub user_id: i64,
+    /// The origin claimed.
+    pub origin: String,
+    /// `wmcp_verify_` and 32 hex digits.
+    pub token: String,
+    /// When it was made.
+    pub created_at: i64,
+}
+
+/// What a Directory listing shows, and whether it is shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    /// The site.
+    pub site_id: i64,
+    /// The claim that verified it.
+    pub claim_id: i64,
+    /// Whether it is public now.
+    pub listed: bool,
+    /// Why it is not, while suspended.
+    pub suspended_reason: Option<String>,
+    /// The site's name.
+    pub name: String,
+    /// The site's description.
+    pub description: String,
+    /// Its tools' names and descriptions, one per line.
+    pub tools: String,
+    /// When the token was last found in the manifest.
+    pub verified_at: i64,
+}
+
+/// A search hit in the Directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The listing.
+    pub listing: Listing,
+    /// The site's origin.
+    pub origin: String,
+}
+
 /// A fetched manifest to remember for a site.
 #[derive(Debug, Clone)]
 pub struct FetchedManifest<'a> {
@@ -209,6 +254,20 @@ pub trait Store: Send + Sync {
     async fn touch_site(&self, site_id: i64, now: i64) -> Result<(), StoreError>;
     /// Sites last fetched before `before`, oldest first, at most `limit`.
     async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>, StoreError>;
+
+    /// Records a claim; [`StoreError::Conflict`] when this user claimed this origin already.
+    async fn create_claim(&self, user_id: i64, origin: &str, token: &str, now: i64) -> Result<Claim, StoreError>;
+    /// A user's claims.
+    async fn claims(&self, user_id: i64) -> Result<Vec<Claim>, StoreError>;
+    /// Every claim on an origin (one per claimant).
+    async fn claims_on(&self, origin: &str) -> Result<Vec<Claim>, StoreError>;
+    /// Creates or updates the listing of a site.
+    async fn save_listing(&self, listing: &Listing) -> Result<(), StoreError>;
+    /// The listing of a site.
+    async fn listing(&self, site_id: i64) -> Result<Option<Listing>, StoreError>;
+    /// Listed sites matching `query` (full-text, every word), best first; all listed sites
+    /// when the query has no words.
+    async fn search(&self, query: &str, limit: i64) -> Result<Vec<Found>, StoreError>;
 }
 
 /// Opens the store at `url` (`sqlite:PATH`, `sqlite::memory:` or `postgres://...`) and applies
@@ -221,6 +280,11 @@ pub async fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
     } else {
         Err(StoreError::BadUrl(url.to_owned()))
     }
+}
+
+/// The words of a search, letters and digits only, so that no query syntax gets through.
+fn search_words(query: &str) -> Vec<String> {
+    query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).take(16).collect()
 }
 
 /// Maps a unique-constraint violation to [`StoreError::Conflict`].

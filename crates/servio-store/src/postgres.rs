@@ -4,7 +4,10 @@ use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 
-use crate::{ApiToken, FetchedManifest, Session, SiteRecord, Store, StoreError, User, VaultEntry, Version, conflict};
+use crate::{
+    ApiToken, Claim, FetchedManifest, Found, Listing, Session, SiteRecord, Store, StoreError, User, VaultEntry,
+    Version, conflict, search_words,
+};
 
 /// The store in PostgreSQL.
 pub struct PgStore {
@@ -55,6 +58,29 @@ fn site(row: &PgRow) -> SiteRecord {
         last_modified: row.get("last_modified"),
         fetched_at: row.get("fetched_at"),
         stale_error: row.get("stale_error"),
+    }
+}
+
+fn claim(row: &PgRow) -> Claim {
+    Claim {
+        id: row.get("id"),
+        user_id: row.get("user_id"),
+        origin: row.get("origin"),
+        token: row.get("token"),
+        created_at: row.get("created_at"),
+    }
+}
+
+fn listing(row: &PgRow) -> Listing {
+    Listing {
+        site_id: row.get("site_id"),
+        claim_id: row.get("claim_id"),
+        listed: row.get("listed"),
+        suspended_reason: row.get("suspended_reason"),
+        name: row.get("name"),
+        description: row.get("description"),
+        tools: row.get("tools"),
+        verified_at: row.get("verified_at"),
     }
 }
 
@@ -334,5 +360,94 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(site).collect())
+    }
+    async fn create_claim(&self, user_id: i64, origin: &str, token: &str, now: i64) -> Result<Claim, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO claims (user_id, origin, token, created_at) VALUES ($1, $2, $3, $4)
+             RETURNING id, user_id, origin, token, created_at",
+        )
+        .bind(user_id)
+        .bind(origin)
+        .bind(token)
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| conflict(e, "a claim on this origin"))?;
+        Ok(claim(&row))
+    }
+
+    async fn claims(&self, user_id: i64) -> Result<Vec<Claim>, StoreError> {
+        let rows =
+            sqlx::query("SELECT id, user_id, origin, token, created_at FROM claims WHERE user_id = $1 ORDER BY id")
+                .bind(user_id)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows.iter().map(claim).collect())
+    }
+
+    async fn claims_on(&self, origin: &str) -> Result<Vec<Claim>, StoreError> {
+        let rows =
+            sqlx::query("SELECT id, user_id, origin, token, created_at FROM claims WHERE origin = $1 ORDER BY id")
+                .bind(origin)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows.iter().map(claim).collect())
+    }
+
+    async fn save_listing(&self, l: &Listing) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO listings (site_id, claim_id, listed, suspended_reason, name, description, tools, verified_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (site_id) DO UPDATE SET claim_id = excluded.claim_id, listed = excluded.listed,
+                 suspended_reason = excluded.suspended_reason, name = excluded.name, description = excluded.description,
+                 tools = excluded.tools, verified_at = excluded.verified_at",
+        )
+        .bind(l.site_id)
+        .bind(l.claim_id)
+        .bind(l.listed)
+        .bind(&l.suspended_reason)
+        .bind(&l.name)
+        .bind(&l.description)
+        .bind(&l.tools)
+        .bind(l.verified_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn listing(&self, site_id: i64) -> Result<Option<Listing>, StoreError> {
+        let row = sqlx::query("SELECT site_id, claim_id, listed, suspended_reason, name, description, tools, verified_at FROM listings WHERE site_id = $1",
+        )
+        .bind(site_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.as_ref().map(listing))
+    }
+
+    async fn search(&self, query: &str, limit: i64) -> Result<Vec<Found>, StoreError> {
+        let words = search_words(query);
+        let rows = if words.is_empty() {
+            sqlx::query(
+                "SELECT l.site_id, l.claim_id, l.listed, l.suspended_reason, l.name, l.description, l.tools, l.verified_at, s.origin
+                 FROM listings l JOIN sites s ON s.id = l.site_id WHERE l.listed ORDER BY l.name LIMIT $1",
+            )
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?
+        } else {
+            // Every word, each as a prefix: `rust:* & forum:*`.
+            let matching: Vec<String> = words.iter().map(|w| format!("{w}:*")).collect();
+            sqlx::query(
+                "SELECT l.site_id, l.claim_id, l.listed, l.suspended_reason, l.name, l.description, l.tools, l.verified_at, s.origin
+                 FROM listings l JOIN sites s ON s.id = l.site_id
+                 WHERE l.listed AND l.search @@ to_tsquery('simple', $1)
+                 ORDER BY ts_rank(l.search, to_tsquery('simple', $1)) DESC, l.name LIMIT $2",
+            )
+            .bind(matching.join(" & "))
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?
+        };
+        Ok(rows.iter().map(|r| Found { listing: listing(r), origin: r.get("origin") }).collect())
     }
 }

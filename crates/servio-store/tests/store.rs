@@ -116,3 +116,57 @@ async fn vaults_hold_sites_per_user_with_their_credentials() {
         assert!(store.vault(eve.id).await.unwrap().is_empty(), "{name}");
     }
 }
+
+#[tokio::test]
+async fn the_directory_lists_verified_sites_and_searches_them() {
+    use servio_store::{FetchedManifest, Listing};
+    for Backend { name, store, .. } in backends().await {
+        let gil = store.create_user("gil@example.com", "h", "UTC", 0).await.unwrap();
+        let claim = store
+            .create_claim(gil.id, "https://forum.example", "wmcp_verify_00112233445566778899aabbccddeeff", 1)
+            .await
+            .unwrap();
+        assert!(
+            store.create_claim(gil.id, "https://forum.example", "wmcp_verify_x", 2).await.unwrap_err().is_conflict(),
+            "{name}"
+        );
+        assert_eq!(store.claims(gil.id).await.unwrap(), [claim.clone()], "{name}");
+        assert_eq!(store.claims_on("https://forum.example").await.unwrap().len(), 1, "{name}");
+        let fetched = FetchedManifest {
+            origin: "https://forum.example",
+            manifest_url: "https://forum.example/servio.json",
+            manifest: "{}",
+            etag: None,
+            last_modified: None,
+        };
+        let site = store.save_site(&fetched, 3).await.unwrap();
+        let mut listing = Listing {
+            site_id: site.id,
+            claim_id: claim.id,
+            listed: true,
+            suspended_reason: None,
+            name: "Rustacean Forum".into(),
+            description: "A community of systems programmers".into(),
+            tools: "forum.searchThreads: Search threads by keyword".into(),
+            verified_at: 3,
+        };
+        store.save_listing(&listing).await.unwrap();
+        for query in ["rustacean", "RUST", "systems programmers", "searchthreads", "keyword", "", "  "] {
+            let found = store.search(query, 10).await.unwrap();
+            assert_eq!(found.len(), 1, "{name}: {query:?}");
+            assert_eq!(found[0].origin, "https://forum.example", "{name}");
+        }
+        for query in ["python", "rust python", "\"; DROP TABLE listings; --", "forum* OR"] {
+            let found = store.search(query, 10).await.unwrap();
+            assert!(query.contains("forum") || found.is_empty(), "{name}: {query:?}");
+        }
+        listing.listed = false;
+        listing.suspended_reason = Some("the token is gone from the manifest".into());
+        store.save_listing(&listing).await.unwrap();
+        assert!(store.search("rustacean", 10).await.unwrap().is_empty(), "{name}: suspended");
+        assert_eq!(
+            store.listing(site.id).await.unwrap().unwrap().suspended_reason.as_deref(),
+            Some("the token is gone from the manifest")
+        );
+    }
+}
