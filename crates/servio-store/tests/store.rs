@@ -130,7 +130,7 @@ async fn the_directory_lists_verified_sites_and_searches_them() {
             store.create_claim(gil.id, "https://forum.example", "wmcp_verify_x", 2).await.unwrap_err().is_conflict(),
             "{name}"
         );
-        assert_eq!(store.claims(gil.id).await.unwrap(), [claim.clone()], "{name}");
+        assert_eq!(store.claims(gil.id).await.unwrap(), std::slice::from_ref(&claim), "{name}");
         assert_eq!(store.claims_on("https://forum.example").await.unwrap().len(), 1, "{name}");
         let fetched = FetchedManifest {
             origin: "https://forum.example",
