@@ -88,6 +88,7 @@ pub struct Site {
     switches: Arc<Mutex<HashMap<String, Misbehaviour>>>,
     pub(crate) oauth: Arc<Mutex<crate::oauth::Grants>>,
     descriptions: Arc<Mutex<HashMap<String, String>>>,
+    verification: Arc<Mutex<Option<String>>>,
 }
 
 impl Site {
@@ -100,6 +101,7 @@ impl Site {
             switches: Arc::default(),
             oauth: Arc::default(),
             descriptions: Arc::default(),
+            verification: Arc::default(),
         })
     }
 
@@ -118,9 +120,17 @@ impl Site {
         self.descriptions.lock().unwrap_or_else(|e| e.into_inner()).insert(tool.to_owned(), description.to_owned());
     }
 
+    /// Sets (or removes) the Directory `verification` token the manifest lists.
+    pub fn set_verification(&self, token: Option<&str>) {
+        *self.verification.lock().unwrap_or_else(|e| e.into_inner()) = token.map(str::to_owned);
+    }
+
     /// The manifest this site serves.
     pub fn manifest(&self) -> Value {
         let mut manifest = manifest(&self.config.origin);
+        if let Some(token) = self.verification.lock().unwrap_or_else(|e| e.into_inner()).as_deref() {
+            manifest["verification"] = Value::String(token.to_owned());
+        }
         let descriptions = self.descriptions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(tools) = manifest["tools"].as_array_mut() {
             for tool in tools {

@@ -31,7 +31,11 @@ pub struct AppState {
 
 /// The platform's HTTP routes.
 pub fn router(state: AppState) -> Router {
-    Router::new().merge(routes::accounts::router()).merge(routes::vault::router()).with_state(state)
+    Router::new()
+        .merge(routes::accounts::router())
+        .merge(routes::vault::router())
+        .merge(routes::directory::router())
+        .with_state(state)
 }
 
 /// Seconds since the Unix epoch.

@@ -61,7 +61,10 @@ pub async fn refresh_site(state: &AppState, site: &SiteRecord) -> Result<Outcome
         etag: found.validators.etag.as_deref(),
         last_modified: found.validators.last_modified.as_deref(),
     };
-    state.store.save_site(&fetched, now()).await?;
+    let record = state.store.save_site(&fetched, now()).await?;
+    if let Some(manifest) = &report.manifest {
+        crate::routes::directory::recheck_listing(state, record.id, &record.origin, manifest).await?;
+    }
     Ok(if changed { Outcome::Changed } else { Outcome::Unchanged })
 }
 

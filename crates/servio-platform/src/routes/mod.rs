@@ -1,4 +1,5 @@
 //! Routes by feature; each module exposes `router()`, merged in [`crate::router`].
 
 pub mod accounts;
+pub mod directory;
 pub mod vault;
