@@ -35,6 +35,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::accounts::router())
         .merge(routes::vault::router())
         .merge(routes::directory::router())
+        .merge(routes::openapi::router())
         .with_state(state)
 }
 

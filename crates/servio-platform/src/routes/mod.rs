@@ -2,4 +2,5 @@
 
 pub mod accounts;
 pub mod directory;
+pub mod openapi;
 pub mod vault;

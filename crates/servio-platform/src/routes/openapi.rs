@@ -1,0 +1,116 @@
+//! Every route of the JSON API in one table, and the OpenAPI 3.1 document made from it at
+//! `/api/openapi.json`. Tests walk the same table, so a route cannot be added without being
+//! documented and checked for who may call it.
+
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{Map, Value, json};
+
+use crate::AppState;
+
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone.
+    Public,
+    /// A signed-in user (session cookie, plus the CSRF token for changes, or an API token).
+    User,
+}
+
+/// One route of the API.
+#[derive(Debug, Clone, Copy)]
+pub struct Route {
+    /// `GET`, `POST`, `PUT` or `DELETE`.
+    pub method: &'static str,
+    /// The path, with `{id}` for path parameters.
+    pub path: &'static str,
+    /// Who may call it.
+    pub access: Access,
+    /// What it does.
+    pub summary: &'static str,
+}
+
+const fn route(method: &'static str, path: &'static str, access: Access, summary: &'static str) -> Route {
+    Route { method, path, access, summary }
+}
+
+/// Every route of the JSON API.
+pub const ROUTES: &[Route] = &[
+    route("POST", "/api/signup", Access::Public, "Create an account and start a session"),
+    route("POST", "/api/signin", Access::Public, "Start a session (a new one each time)"),
+    route("POST", "/api/signout", Access::User, "End the current session"),
+    route("GET", "/api/me", Access::User, "The signed-in user (and the session's CSRF token)"),
+    route("PUT", "/api/me/time_zone", Access::User, "Change the user's IANA time zone"),
+    route("GET", "/api/tokens", Access::User, "The user's personal API tokens, without their secrets"),
+    route("POST", "/api/tokens", Access::User, "Create a personal API token, shown once"),
+    route("DELETE", "/api/tokens/{id}", Access::User, "Delete one of the user's API tokens"),
+    route("GET", "/api/vault", Access::User, "The sites in the user's vault"),
+    route(
+        "POST",
+        "/api/vault",
+        Access::User,
+        "Add a site by URL: discovered, validated, refused with its report when invalid",
+    ),
+    route("GET", "/api/vault/{id}", Access::User, "One site: report, tools, brief, pending changes"),
+    route("DELETE", "/api/vault/{id}", Access::User, "Take a site out of the vault"),
+    route(
+        "PUT",
+        "/api/vault/{id}/credential",
+        Access::User,
+        "Set the site's bearer token (encrypted at rest, never shown again)",
+    ),
+    route("POST", "/api/vault/{id}/refresh", Access::User, "Refresh the site's manifest now"),
+    route("POST", "/api/vault/{id}/approve", Access::User, "Approve the site's current manifest"),
+    route("GET", "/api/vault/{id}/versions", Access::User, "Every version of the manifest with what changed"),
+    route("GET", "/api/directory", Access::Public, "Search the Directory (?q=words)"),
+    route("GET", "/api/directory/claims", Access::User, "The user's ownership claims"),
+    route("POST", "/api/directory/claims", Access::User, "Claim an origin; returns the verification token"),
+    route(
+        "POST",
+        "/api/directory/claims/{id}/verify",
+        Access::User,
+        "List the site once its manifest carries the token",
+    ),
+    route("GET", "/api/openapi.json", Access::Public, "This document"),
+];
+
+/// The OpenAPI route.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/openapi.json", get(|| async { Json(document()) }))
+}
+
+/// The OpenAPI 3.1 document of [`ROUTES`].
+pub fn document() -> Value {
+    let mut paths = Map::new();
+    for r in ROUTES {
+        let mut operation = json!({
+            "summary": r.summary,
+            "responses": {
+                "200": { "description": "Success (201 when something was created, 204 when there is no body)" },
+                "400": { "description": "Malformed request; `error` says what and where" },
+                "401": { "description": "Not signed in" },
+                "403": { "description": "Missing or wrong CSRF token on a cookie-authenticated change" },
+                "404": { "description": "Not there, or not yours" },
+            },
+        });
+        if r.access == Access::User {
+            operation["security"] = json!([{ "session": [] }, { "token": [] }]);
+        }
+        if r.path.contains("{id}") {
+            operation["parameters"] =
+                json!([{ "name": "id", "in": "path", "required": true, "schema": { "type": "integer" } }]);
+        }
+        let item = paths.entry(r.path.to_owned()).or_insert_with(|| json!({}));
+        item[r.method.to_lowercase()] = operation;
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": { "title": "Servio platform API", "version": env!("CARGO_PKG_VERSION") },
+        "paths": paths,
+        "components": { "securitySchemes": {
+            "session": { "type": "apiKey", "in": "cookie", "name": crate::auth::SESSION_COOKIE,
+                         "description": "Changes also need the X-CSRF-Token header" },
+            "token": { "type": "http", "scheme": "bearer", "description": "A personal API token" },
+        }},
+    })
+}

@@ -1,0 +1,78 @@
+//! Walks every documented route: each exists, nobody gets past a signed-in route, another user
+//! reaches nothing of the first user's, and no cookie-authenticated change passes without the
+//! CSRF token.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use servio_platform::routes::openapi::{Access, ROUTES};
+
+mod common;
+use common::Browser;
+
+fn method(name: &str) -> Method {
+    Method::from_bytes(name.as_bytes()).unwrap()
+}
+
+fn body_for(path: &str) -> Option<Value> {
+    Some(match path {
+        "/api/me/time_zone" => json!({ "time_zone": "UTC" }),
+        "/api/tokens" => json!({ "name": "walk" }),
+        "/api/vault" | "/api/directory/claims" => json!({ "url": "https://localhost:1" }),
+        p if p.ends_with("/credential") => json!({ "token": "x" }),
+        _ => json!({}),
+    })
+}
+
+#[tokio::test]
+async fn every_route_exists_and_is_guarded() {
+    for (name, server) in common::servers(None).await {
+        let first = server.sign_up(&format!("first-{name}@example.com")).await;
+        let second = server.sign_up(&format!("second-{name}@example.com")).await;
+        // Something of the first user's for the {id} routes: an API token and a claim.
+        let (_, token, _) = server.send(&first, Method::POST, "/api/tokens", Some(json!({ "name": "mine" }))).await;
+        let (_, claim, _) = server
+            .send(&first, Method::POST, "/api/directory/claims", Some(json!({ "url": "https://a.example" })))
+            .await;
+        for route in ROUTES {
+            let id = if route.path.starts_with("/api/directory/claims") { &claim["id"] } else { &token["id"] };
+            let path = route.path.replace("{id}", &id.to_string());
+            let label = format!("{name}: {} {}", route.method, route.path);
+
+            // Nobody.
+            let (status, answer, _) =
+                server.send(&Browser::default(), method(route.method), &path, body_for(route.path)).await;
+            assert!(!(status == StatusCode::NOT_FOUND && answer.is_null()), "{label}: the route is missing");
+            assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{label}: the method is missing");
+            if route.access == Access::User {
+                assert_eq!(status, StatusCode::UNAUTHORIZED, "{label} as nobody: {answer}");
+            }
+
+            // A cookie without the CSRF token may read, never change.
+            let no_csrf = Browser { csrf: None, ..first.clone() };
+            let (status, answer, _) = server.send(&no_csrf, method(route.method), &path, body_for(route.path)).await;
+            if route.access == Access::User && route.method != "GET" {
+                assert_eq!(status, StatusCode::FORBIDDEN, "{label} without CSRF: {answer}");
+            }
+
+            // The second user reaches nothing of the first user's.
+            if route.access == Access::User && route.path.contains("{id}") {
+                let (status, answer, _) = server.send(&second, method(route.method), &path, body_for(route.path)).await;
+                assert_eq!(status, StatusCode::NOT_FOUND, "{label} as another user: {answer}");
+            }
+        }
+        // The first user's token survived all of that.
+        let (_, tokens, _) = server.send(&first, Method::GET, "/api/tokens", None).await;
+        assert!(tokens["tokens"].as_array().unwrap().iter().any(|t| t["id"] == token["id"]), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn the_openapi_document_lists_every_route() {
+    let (_, server) = common::servers(None).await.remove(0);
+    let (status, doc, _) = server.send(&Browser::default(), Method::GET, "/api/openapi.json", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(doc["openapi"], "3.1.0");
+    for route in ROUTES {
+        assert!(doc["paths"][route.path][route.method.to_lowercase()].is_object(), "{} {}", route.method, route.path);
+    }
+}
