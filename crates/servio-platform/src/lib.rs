@@ -36,6 +36,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::vault::router())
         .merge(routes::directory::router())
         .merge(routes::openapi::router())
+        .merge(routes::pages::router())
         .with_state(state)
 }
 

@@ -54,8 +54,13 @@ fn user_json(user: &User) -> Value {
 }
 
 /// Starts a session: a new random cookie value (so a session id planted before sign-in is never
-/// reused), stored as a hash, with its CSRF token.
-async fn start_session(state: &AppState, user: &User, headers: &HeaderMap) -> Result<Response, ApiError> {
+/// reused), stored as a hash, with its CSRF token. Returns the `Set-Cookie` value and the CSRF
+/// token.
+pub(crate) async fn create_session(
+    state: &AppState,
+    user: &User,
+    headers: &HeaderMap,
+) -> Result<(HeaderValue, String), ApiError> {
     if let Some(old) = request_cookie(headers) {
         state.store.delete_session(&token_hash(&old)).await?;
     }
@@ -64,11 +69,39 @@ async fn start_session(state: &AppState, user: &User, headers: &HeaderMap) -> Re
     let session = Session { user_id: user.id, csrf_token: csrf_token.clone(), expires_at: now() + SESSION_SECONDS };
     state.store.create_session(&token_hash(&token), &session, now()).await?;
     let cookie = format!("{SESSION_COOKIE}={token}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age={SESSION_SECONDS}");
+    Ok((HeaderValue::from_str(&cookie).map_err(|e| ApiError::Internal(e.to_string()))?, csrf_token))
+}
+
+/// The `Set-Cookie` value that ends a session in the browser.
+pub(crate) fn expired_cookie() -> HeaderValue {
+    HeaderValue::from_static("__Host-servio_session=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0")
+}
+
+async fn start_session(state: &AppState, user: &User, headers: &HeaderMap) -> Result<Response, ApiError> {
+    let (cookie, csrf_token) = create_session(state, user, headers).await?;
     let mut response = Json(json!({ "user": user_json(user), "csrf_token": csrf_token })).into_response();
-    response
-        .headers_mut()
-        .insert(header::SET_COOKIE, HeaderValue::from_str(&cookie).map_err(|e| ApiError::Internal(e.to_string()))?);
+    response.headers_mut().insert(header::SET_COOKIE, cookie);
     Ok(response)
+}
+
+/// Creates an account after checking its fields.
+pub(crate) async fn register(state: &AppState, email: &str, password: &str, time_zone: &str) -> Result<User, ApiError> {
+    let email = normalize_email(email).map_err(|e| bad("email", e))?;
+    check_password(password).map_err(|e| bad("password", e))?;
+    check_time_zone(time_zone).map_err(|e| bad("time_zone", e))?;
+    let hash = hash_password(password).map_err(ApiError::Internal)?;
+    Ok(state.store.create_user(&email, &hash, time_zone, now()).await?)
+}
+
+/// The user with these credentials; the same answer, in the same time, whichever is wrong.
+pub(crate) async fn authenticate(state: &AppState, email: &str, password: &str) -> Result<User, ApiError> {
+    let email = normalize_email(email).map_err(|_| ApiError::WrongCredentials)?;
+    let user = state.store.user_by_email(&email).await?;
+    let hash = user.as_ref().map_or(decoy_hash(), |u| u.password_hash.as_str());
+    match (verify_password(password, hash), user) {
+        (true, Some(user)) => Ok(user),
+        _ => Err(ApiError::WrongCredentials),
+    }
 }
 
 fn request_cookie(headers: &HeaderMap) -> Option<String> {
@@ -82,11 +115,7 @@ async fn sign_up(
     headers: HeaderMap,
     Json(form): Json<SignUp>,
 ) -> Result<Response, ApiError> {
-    let email = normalize_email(&form.email).map_err(|e| bad("email", e))?;
-    check_password(&form.password).map_err(|e| bad("password", e))?;
-    check_time_zone(&form.time_zone).map_err(|e| bad("time_zone", e))?;
-    let hash = hash_password(&form.password).map_err(ApiError::Internal)?;
-    let user = state.store.create_user(&email, &hash, &form.time_zone, now()).await?;
+    let user = register(&state, &form.email, &form.password, &form.time_zone).await?;
     let mut response = start_session(&state, &user, &headers).await?;
     *response.status_mut() = StatusCode::CREATED;
     Ok(response)
@@ -97,24 +126,16 @@ async fn sign_in(
     headers: HeaderMap,
     Json(form): Json<SignIn>,
 ) -> Result<Response, ApiError> {
-    let email = normalize_email(&form.email).map_err(|_| ApiError::WrongCredentials)?;
-    let user = state.store.user_by_email(&email).await?;
-    let hash = user.as_ref().map_or(decoy_hash(), |u| u.password_hash.as_str());
-    match (verify_password(&form.password, hash), user) {
-        (true, Some(user)) => start_session(&state, &user, &headers).await,
-        _ => Err(ApiError::WrongCredentials),
-    }
+    let user = authenticate(&state, &form.email, &form.password).await?;
+    start_session(&state, &user, &headers).await
 }
 
 async fn sign_out(State(state): State<AppState>, caller: Caller) -> Result<Response, ApiError> {
     if let Via::Session { token_hash, .. } = &caller.via {
         state.store.delete_session(token_hash).await?;
     }
-    let expired = format!("{SESSION_COOKIE}=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0");
     let mut response = StatusCode::NO_CONTENT.into_response();
-    response
-        .headers_mut()
-        .insert(header::SET_COOKIE, HeaderValue::from_str(&expired).map_err(|e| ApiError::Internal(e.to_string()))?);
+    response.headers_mut().insert(header::SET_COOKIE, expired_cookie());
     Ok(response)
 }
 

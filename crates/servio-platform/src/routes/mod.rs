@@ -3,4 +3,5 @@
 pub mod accounts;
 pub mod directory;
 pub mod openapi;
+pub mod pages;
 pub mod vault;

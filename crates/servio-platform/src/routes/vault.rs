@@ -85,8 +85,15 @@ fn discovery_error(error: DiscoveryError) -> ApiError {
     }
 }
 
-async fn add(State(state): State<AppState>, caller: Caller, Json(form): Json<AddSite>) -> Result<Response, ApiError> {
-    let url = form.url.trim();
+/// Adds the site at `url` to a user's vault with an optional bearer token (sealed). Refused
+/// with the report when the manifest is invalid.
+pub(crate) async fn add_site(
+    state: &AppState,
+    user_id: i64,
+    url: &str,
+    token: Option<&str>,
+) -> Result<Value, ApiError> {
+    let url = url.trim();
     let url = if url.contains("://") { url.to_owned() } else { format!("https://{url}") };
     let found = discover(&state.client, &url).await.map_err(discovery_error)?;
     let origin = found.origin.as_str().trim_end_matches('/').to_owned();
@@ -107,13 +114,18 @@ async fn add(State(state): State<AppState>, caller: Caller, Json(form): Json<Add
         last_modified: found.validators.last_modified.as_deref(),
     };
     let record = state.store.save_site(&fetched, now()).await?;
-    state.store.add_to_vault(caller.user.id, record.id, now()).await?;
-    let token = form.token.as_deref().map(str::trim).filter(|t| !t.is_empty());
+    state.store.add_to_vault(user_id, record.id, now()).await?;
+    let token = token.map(str::trim).filter(|t| !t.is_empty());
     if let Some(token) = token {
-        let sealed = state.secrets.seal(token.as_bytes(), &credential_aad(caller.user.id, record.id));
-        state.store.set_credential(caller.user.id, record.id, Some(&sealed)).await?;
+        let sealed = state.secrets.seal(token.as_bytes(), &credential_aad(user_id, record.id));
+        state.store.set_credential(user_id, record.id, Some(&sealed)).await?;
     }
-    Ok((StatusCode::CREATED, Json(json!({ "site": site_json(&record, &report, token.is_some()) }))).into_response())
+    Ok(site_json(&record, &report, token.is_some()))
+}
+
+async fn add(State(state): State<AppState>, caller: Caller, Json(form): Json<AddSite>) -> Result<Response, ApiError> {
+    let site = add_site(&state, caller.user.id, &form.url, form.token.as_deref()).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "site": site }))).into_response())
 }
 
 async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
@@ -141,7 +153,7 @@ async fn show(State(state): State<AppState>, caller: Caller, Path(id): Path<i64>
 
 /// A vault entry for its owner: the site, its report, and what changed since they approved.
 /// Tools whose description or schema changed are marked `held_back` until approved.
-fn entry_json(entry: &servio_store::VaultEntry) -> Value {
+pub(crate) fn entry_json(entry: &servio_store::VaultEntry) -> Value {
     let report = report_of(&entry.site.origin, &entry.site.manifest);
     let mut value = site_json(&entry.site, &report, entry.credential.is_some());
     let approved = entry.approved_manifest.as_deref().map(|text| report_of(&entry.site.origin, text));
@@ -190,7 +202,12 @@ async fn approve(State(state): State<AppState>, caller: Caller, Path(id): Path<i
 
 /// Every version of the manifest, newest first, each with what changed from the one before.
 async fn versions(State(state): State<AppState>, caller: Caller, Path(id): Path<i64>) -> Result<Json<Value>, ApiError> {
-    let entry = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
+    versions_json(&state, caller.user.id, id).await.map(Json)
+}
+
+/// The versions of a vault site, newest first, each with what changed.
+pub(crate) async fn versions_json(state: &AppState, user_id: i64, id: i64) -> Result<Value, ApiError> {
+    let entry = state.store.vault_entry(user_id, id).await?.ok_or(ApiError::NotFound)?;
     let versions = state.store.versions(entry.site.id).await?;
     let parsed: Vec<Option<servio_manifest::Manifest>> =
         versions.iter().map(|v| report_of(&entry.site.origin, &v.manifest).manifest).collect();
@@ -206,7 +223,7 @@ async fn versions(State(state): State<AppState>, caller: Caller, Path(id): Path<
             json!({ "id": version.id, "fetched_at": version.fetched_at, "changes": changes })
         })
         .collect();
-    Ok(Json(json!({ "versions": list })))
+    Ok(json!({ "versions": list }))
 }
 
 #[derive(Deserialize)]

@@ -1,0 +1,130 @@
+//! The web pages over real HTTP, as a browser without JavaScript uses them: forms, redirects,
+//! the session cookie, the CSRF field, and escaping of what sites put in their manifests.
+
+use reqwest::StatusCode;
+use servio_demo_site::{DemoAuth, LocalCa, Site, SiteConfig, serve_https_on};
+
+mod common;
+
+struct Page {
+    status: StatusCode,
+    location: Option<String>,
+    cookie: Option<String>,
+    html: String,
+}
+
+async fn request(http: &reqwest::Client, method: &str, url: &str, cookie: Option<&str>, form: &[(&str, &str)]) -> Page {
+    let mut request = http.request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), url);
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", cookie);
+    }
+    if method == "POST" {
+        let body = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form.iter()).finish();
+        request = request.header("content-type", "application/x-www-form-urlencoded").body(body);
+    }
+    let response = request.send().await.unwrap();
+    Page {
+        status: response.status(),
+        location: response.headers().get("location").map(|v| v.to_str().unwrap().to_owned()),
+        cookie: response.headers().get("set-cookie").map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned()),
+        html: response.text().await.unwrap(),
+    }
+}
+
+fn csrf(html: &str) -> String {
+    let at = html.find("name=\"csrf_token\" value=\"").expect("a CSRF field") + "name=\"csrf_token\" value=\"".len();
+    html[at..].split('"').next().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn sign_up_add_the_demo_site_and_see_its_page() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+    let site = Site::new(SiteConfig { origin: origin.clone(), token: "demo".into(), auth: DemoAuth::Bearer }, None)
+        .await
+        .unwrap();
+    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let url = |path: &str| format!("{}{path}", server.base);
+        let signin = request(&http, "GET", &url("/signin"), None, &[]).await;
+        assert!(signin.html.contains("Create account"), "{name}");
+
+        let email = format!("page-{name}@example.com");
+        let form = [("email", email.as_str()), ("password", "a long enough password"), ("time_zone", "Europe/Berlin")];
+        let created = request(&http, "POST", &url("/signup"), None, &form).await;
+        assert_eq!((created.status, created.location.as_deref()), (StatusCode::SEE_OTHER, Some("/vault")), "{name}");
+        let cookie = created.cookie.expect("a session cookie");
+
+        let vault = request(&http, "GET", &url("/vault"), Some(&cookie), &[]).await;
+        assert!(vault.html.contains("Add a site") && vault.html.contains(&email), "{name}");
+        let token = csrf(&vault.html);
+
+        // Without the CSRF field, nothing is added.
+        let refused =
+            request(&http, "POST", &url("/vault"), Some(&cookie), &[("url", &origin), ("token", "demo")]).await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{name}");
+
+        let added = request(
+            &http,
+            "POST",
+            &url("/vault"),
+            Some(&cookie),
+            &[("csrf_token", &token), ("url", &origin), ("token", "demo")],
+        )
+        .await;
+        let site_path = added.location.clone().unwrap_or_else(|| panic!("{name}: {}", added.html));
+        let page = request(&http, "GET", &url(&site_path), Some(&cookie), &[]).await;
+        assert_eq!(page.status, StatusCode::OK, "{name}");
+        for expected in [
+            "Servio Demo Forum &#38; Shop", // askama escapes `&` as a numeric reference
+            "shop.getSalesSummary",
+            "sales.revenue.daily",
+            "A token is stored",
+            "Valid, no warnings",
+        ] {
+            assert!(page.html.contains(expected), "{name}: {expected} missing");
+        }
+        assert!(!page.html.contains("demo\""), "{name}: the token is not in the page");
+
+        // Nobody: sent to sign in.
+        let nobody = request(&http, "GET", &url(&site_path), None, &[]).await;
+        assert_eq!((nobody.status, nobody.location.as_deref()), (StatusCode::SEE_OTHER, Some("/signin")), "{name}");
+        let directory = request(&http, "GET", &url("/directory?q=forum"), None, &[]).await;
+        assert!(directory.html.contains("No listed site matches"), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn what_a_manifest_says_is_escaped() {
+    use axum::routing::get;
+    let ca = LocalCa::generate(&[]).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+    let manifest = serde_json::json!({
+        "name": "<script>alert(1)</script>", "version": "1.0.0", "server": {"url": format!("{origin}/api")},
+        "auth": {"type": "bearer"},
+        "tools": [{"name": "x.doThing", "description": "<img src=x onerror=alert(2)> does things for you", "input_schema": {"type": "object"}}]
+    })
+    .to_string();
+    let app = axum::Router::new().route(
+        "/.well-known/servio.json",
+        get(move || async move { ([("content-type", "application/json")], manifest) }),
+    );
+    let _running = serve_https_on(listener, &ca, app).await.unwrap();
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let (_, server) = common::servers(Some(&ca.ca_pem)).await.remove(0);
+    let url = |path: &str| format!("{}{path}", server.base);
+    let form = [("email", "xss@example.com"), ("password", "a long enough password"), ("time_zone", "UTC")];
+    let cookie = request(&http, "POST", &url("/signup"), None, &form).await.cookie.unwrap();
+    let token = csrf(&request(&http, "GET", &url("/vault"), Some(&cookie), &[]).await.html);
+    let added =
+        request(&http, "POST", &url("/vault"), Some(&cookie), &[("csrf_token", &token), ("url", &origin)]).await;
+    let page = request(&http, "GET", &url(&added.location.unwrap()), Some(&cookie), &[]).await;
+    assert!(page.html.contains("&#60;script&#62;alert(1)&#60;/script&#62;"), "escaped name");
+    assert!(
+        !page.html.contains("<script>alert(1)") && !page.html.contains("<img src=x"),
+        "no markup from the manifest"
+    );
+}
