@@ -1,0 +1,31 @@
+// A new user in a real browser: sign up, add the demo site with its token, and keep a
+// screenshot of the site page. Arguments: PLATFORM_URL DEMO_SITE_URL TOKEN SCREENSHOT_PATH.
+// Prints the site page's heading; exits non-zero on any failure.
+import { chromium } from 'playwright-core';
+
+const [platform, site, token, screenshot] = process.argv.slice(2);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+         '--disable-component-update', '--disable-sync'],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 1400 } });
+  await page.goto(`${platform}/signin`);
+  const signup = page.locator('form[action="/signup"]');
+  await signup.locator('input[name=email]').fill(`browser-${Date.now()}@example.com`);
+  await signup.locator('input[name=password]').fill('a long enough password');
+  await signup.locator('input[name=time_zone]').fill('Pacific/Auckland');
+  await Promise.all([page.waitForURL('**/vault'), signup.locator('button').click()]);
+
+  const add = page.locator('form[action="/vault"]');
+  await add.locator('input[name=url]').fill(site);
+  await add.locator('input[name=token]').fill(token);
+  await Promise.all([page.waitForURL('**/vault/*'), add.locator('button').click()]);
+
+  await page.waitForSelector('text=shop.getSalesSummary');
+  await page.screenshot({ path: screenshot, fullPage: true });
+  console.log(await page.locator('h1').textContent());
+} finally {
+  await browser.close();
+}
