@@ -24,14 +24,31 @@ fn available() -> bool {
     ready
 }
 
-/// Starts `servio ARGS` and returns it with the first `https?://host:port` it prints.
-async fn start(args: &[&str]) -> (Child, String) {
+/// Everything a process printed, for the check that no credential reaches the logs.
+type Log = std::sync::Arc<std::sync::Mutex<String>>;
+
+/// Copies every line of `reader` into `log`, in the background.
+fn collect(reader: impl tokio::io::AsyncRead + Unpin + Send + 'static, log: &Log) {
+    let sink = log.clone();
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(reader).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            sink.lock().unwrap().push_str(&line);
+        }
+    });
+}
+
+/// Starts `servio ARGS` and returns it with the first `https?://host:port` it prints and its log.
+async fn start(args: &[&str]) -> (Child, String, Log) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_servio"))
         .args(args)
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
+    let log = Log::default();
+    collect(child.stderr.take().unwrap(), &log);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     loop {
         let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
@@ -39,11 +56,12 @@ async fn start(args: &[&str]) -> (Child, String) {
             .unwrap()
             .unwrap()
             .expect("an address");
+        log.lock().unwrap().push_str(&line);
         if let Some(at) = line.find("http") {
             let url: String = line[at..].split_whitespace().next().unwrap().to_owned();
             // Keep reading in the background so that the child never blocks on a full pipe.
-            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-            return (child, url);
+            collect(lines.into_inner().into_inner(), &log);
+            return (child, url, log);
         }
     }
 }
@@ -55,12 +73,12 @@ async fn a_new_user_adds_the_demo_site_in_a_browser() {
     }
     let dir = tempfile::tempdir().unwrap();
     let tls = dir.path().join("tls");
-    let (_demo, demo_url) =
+    let (_demo, demo_url, _) =
         start(&["demo-site", "--addr", "127.0.0.1:0", "--tls-dir", tls.to_str().unwrap(), "--token", "browser-token"])
             .await;
     let data = dir.path().join("data");
     let ca = tls.join("ca.pem");
-    let (_platform, platform_url) = start(&[
+    let (_platform, platform_url, platform_log) = start(&[
         "serve",
         "--addr",
         "127.0.0.1:0",
@@ -85,6 +103,7 @@ async fn a_new_user_adds_the_demo_site_in_a_browser() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("Servio Demo Forum & Shop"), "{stdout}");
+    assert!(!platform_log.lock().unwrap().contains("browser-token"), "no credential in the platform's log");
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "a real screenshot at {}", shot.display());
 }

@@ -119,3 +119,30 @@ async fn api_tokens_work_as_bearer_and_stay_with_their_owner() {
         assert_eq!(server.send(&program, Method::GET, "/api/me", None).await.0, StatusCode::UNAUTHORIZED, "{name}");
     }
 }
+
+/// Several `servio serve` processes on one PostgreSQL database: a session started on one is
+/// good on the other, and a token made on the second works on the first.
+#[tokio::test]
+async fn two_platforms_share_one_postgres_database() {
+    use std::sync::Arc;
+    let Ok(url) = std::env::var("SERVIO_TEST_DATABASE_URL") else {
+        eprintln!("skipped: SERVIO_TEST_DATABASE_URL is not set");
+        return;
+    };
+    let mut servers = Vec::new();
+    for store in servio_store::testing::postgres_sharing(&url, 2).await {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let client = servio_client::Client::new(servio_client::ClientConfig::default()).unwrap();
+        let secrets = Arc::new(servio_platform::secrets::Secrets::from_key(&[1; 32]));
+        let state = servio_platform::AppState { store: Arc::new(store), client, secrets };
+        tokio::spawn(async move { axum::serve(listener, servio_platform::router(state)).await });
+        servers.push(common::Server { base, http: reqwest::Client::new() });
+    }
+    let ana = servers[0].sign_up("shared@example.com").await;
+    let (status, me, _) = servers[1].send(&ana, Method::GET, "/api/me", None).await;
+    assert_eq!((status, me["user"]["email"].as_str()), (StatusCode::OK, Some("shared@example.com")));
+    let (_, token, _) = servers[1].send(&ana, Method::POST, "/api/tokens", Some(json!({ "name": "cli" }))).await;
+    let program = Browser { bearer: token["token"].as_str().map(str::to_owned), ..Browser::default() };
+    assert_eq!(servers[0].send(&program, Method::GET, "/api/me", None).await.0, StatusCode::OK);
+}

@@ -93,6 +93,35 @@ async fn sign_up_add_the_demo_site_and_see_its_page() {
         assert_eq!((nobody.status, nobody.location.as_deref()), (StatusCode::SEE_OTHER, Some("/signin")), "{name}");
         let directory = request(&http, "GET", &url("/directory?q=forum"), None, &[]).await;
         assert!(directory.html.contains("No listed site matches"), "{name}");
+
+        // List it in the Directory: claim, put the token in the manifest, verify, find it.
+        let claimed = request(
+            &http,
+            "POST",
+            &url("/directory/claims"),
+            Some(&cookie),
+            &[("csrf_token", &token), ("url", &origin)],
+        )
+        .await;
+        assert_eq!(claimed.status, StatusCode::SEE_OTHER, "{name}: {}", claimed.html);
+        let mine = request(&http, "GET", &url("/directory"), Some(&cookie), &[]).await;
+        let at = mine.html.find("wmcp_verify_").expect("the token is shown");
+        let verification = mine.html[at..at + 44].to_owned();
+        let action =
+            mine.html.split("action=\"/directory/claims/").nth(1).unwrap().split('"').next().unwrap().to_owned();
+        site.set_verification(Some(&verification));
+        let verified = request(
+            &http,
+            "POST",
+            &url(&format!("/directory/claims/{action}")),
+            Some(&cookie),
+            &[("csrf_token", &token)],
+        )
+        .await;
+        assert!(verified.html.contains("Verified: the site is listed."), "{name}");
+        let found = request(&http, "GET", &url("/directory?q=sales"), None, &[]).await;
+        assert!(found.html.contains(&origin) && found.html.contains("shop.getSalesSummary"), "{name}");
+        site.set_verification(None);
     }
 }
 

@@ -316,6 +316,11 @@ pub mod testing {
 
     /// A PostgreSQL store in a fresh schema, so that parallel tests never meet.
     pub async fn postgres(url: &str) -> PgStore {
+        postgres_sharing(url, 1).await.remove(0)
+    }
+
+    /// `count` stores on one fresh schema, as several `servio serve` processes on one database.
+    pub async fn postgres_sharing(url: &str, count: usize) -> Vec<PgStore> {
         let mut bytes = [0u8; 8];
         getrandom::fill(&mut bytes).expect("randomness");
         let schema = format!("servio_test_{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>());
@@ -326,11 +331,15 @@ pub mod testing {
             .await
             .expect("a test schema");
         let options: PgConnectOptions = url.parse().expect("a PostgreSQL URL");
-        let pool = PgPoolOptions::new()
-            .max_connections(4)
-            .connect_with(options.options([("search_path", schema.as_str())]))
-            .await
-            .expect("a connection to the test schema");
-        PgStore::from_pool(pool).await.expect("migrations")
+        let mut stores = Vec::with_capacity(count);
+        for _ in 0..count {
+            let pool = PgPoolOptions::new()
+                .max_connections(4)
+                .connect_with(options.clone().options([("search_path", schema.as_str())]))
+                .await
+                .expect("a connection to the test schema");
+            stores.push(PgStore::from_pool(pool).await.expect("migrations"));
+        }
+        stores
     }
 }

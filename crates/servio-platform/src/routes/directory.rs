@@ -39,16 +39,21 @@ fn new_verification_token() -> Result<String, ApiError> {
     Ok(format!("wmcp_verify_{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()))
 }
 
+/// Claims the origin of `url` for a user.
+pub(crate) async fn create_claim(state: &AppState, user_id: i64, url: &str) -> Result<servio_store::Claim, ApiError> {
+    let url = url.trim();
+    let url = if url.contains("://") { url.to_owned() } else { format!("https://{url}") };
+    let origin = origin_of(&url).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let origin = origin.as_str().trim_end_matches('/');
+    Ok(state.store.create_claim(user_id, origin, &new_verification_token()?, now()).await?)
+}
+
 async fn claim(
     State(state): State<AppState>,
     caller: Caller,
     Json(form): Json<NewClaim>,
 ) -> Result<Response, ApiError> {
-    let url = form.url.trim();
-    let url = if url.contains("://") { url.to_owned() } else { format!("https://{url}") };
-    let origin = origin_of(&url).map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    let origin = origin.as_str().trim_end_matches('/');
-    let claim = state.store.create_claim(caller.user.id, origin, &new_verification_token()?, now()).await?;
+    let claim = create_claim(&state, caller.user.id, &form.url).await?;
     let body = json!({
         "id": claim.id,
         "origin": claim.origin,
@@ -65,7 +70,12 @@ async fn list_claims(State(state): State<AppState>, caller: Caller) -> Result<Js
 }
 
 async fn verify(State(state): State<AppState>, caller: Caller, Path(id): Path<i64>) -> Result<Json<Value>, ApiError> {
-    let claims = state.store.claims(caller.user.id).await?;
+    verify_claim(&state, caller.user.id, id).await.map(Json)
+}
+
+/// Lists the claimed site once its manifest carries the claim's token.
+pub(crate) async fn verify_claim(state: &AppState, user_id: i64, id: i64) -> Result<Value, ApiError> {
+    let claims = state.store.claims(user_id).await?;
     let claim = claims.into_iter().find(|c| c.id == id).ok_or(ApiError::NotFound)?;
     let found = discover(&state.client, &claim.origin)
         .await
@@ -93,7 +103,7 @@ async fn verify(State(state): State<AppState>, caller: Caller, Path(id): Path<i6
     let site = state.store.save_site(&fetched, now()).await?;
     let listing = listing_for(site.id, claim.id, &manifest);
     state.store.save_listing(&listing).await?;
-    Ok(Json(json!({ "listed": true, "origin": claim.origin, "name": listing.name })))
+    Ok(json!({ "listed": true, "origin": claim.origin, "name": listing.name }))
 }
 
 fn listing_for(site_id: i64, claim_id: i64, manifest: &Manifest) -> Listing {

@@ -34,6 +34,8 @@ pub fn router() -> Router<AppState> {
         .route("/vault/{id}/refresh", post(refresh))
         .route("/vault/{id}/credential", post(credential))
         .route("/directory", get(directory))
+        .route("/directory/claims", post(claim))
+        .route("/directory/claims/{id}/verify", post(verify))
 }
 
 /// The signed-in user of a page request, with the session's CSRF token.
@@ -490,6 +492,12 @@ struct Hit {
     tools: String,
 }
 
+struct ClaimRow {
+    id: i64,
+    origin: String,
+    token: String,
+}
+
 #[derive(Template)]
 #[template(path = "directory.html")]
 struct DirectoryPage {
@@ -497,6 +505,8 @@ struct DirectoryPage {
     csrf_token: String,
     query: String,
     results: Vec<Hit>,
+    claims: Vec<ClaimRow>,
+    message: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -507,7 +517,11 @@ struct SearchQuery {
 
 async fn directory(State(state): State<AppState>, headers: HeaderMap, Query(query): Query<SearchQuery>) -> Response {
     let user = page_user(&state, &headers).await.ok().flatten();
-    let found = match state.store.search(&query.q, 50).await {
+    directory_view(&state, user.as_ref(), query.q, None).await
+}
+
+async fn directory_view(state: &AppState, user: Option<&PageUser>, query: String, message: Option<String>) -> Response {
+    let found = match state.store.search(&query, 50).await {
         Ok(found) => found,
         Err(error) => return ApiError::from(error).into_response(),
     };
@@ -520,11 +534,62 @@ async fn directory(State(state): State<AppState>, headers: HeaderMap, Query(quer
             tools: f.listing.tools.lines().filter_map(|l| l.split(':').next()).collect::<Vec<_>>().join(", "),
         })
         .collect();
+    let claims = match user {
+        Some(user) => match state.store.claims(user.user.id).await {
+            Ok(claims) => claims.into_iter().map(|c| ClaimRow { id: c.id, origin: c.origin, token: c.token }).collect(),
+            Err(error) => return ApiError::from(error).into_response(),
+        },
+        None => Vec::new(),
+    };
     let page = DirectoryPage {
-        signed_in: user.as_ref().map(|u| u.user.email.clone()),
-        csrf_token: user.map(|u| u.csrf_token).unwrap_or_default(),
-        query: query.q,
+        signed_in: user.map(|u| u.user.email.clone()),
+        csrf_token: user.map(|u| u.csrf_token.clone()).unwrap_or_default(),
+        query,
         results,
+        claims,
+        message,
     };
     render(&page)
+}
+
+#[derive(Deserialize)]
+struct ClaimForm {
+    #[serde(default)]
+    csrf_token: String,
+    url: String,
+}
+
+async fn claim(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<ClaimForm>) -> Response {
+    let user = match require(&state, &headers).await {
+        Ok(user) => user,
+        Err(response) => return response,
+    };
+    if !csrf_ok(&user, &form.csrf_token) {
+        return ApiError::Csrf.into_response();
+    }
+    match crate::routes::directory::create_claim(&state, user.user.id, &form.url).await {
+        Ok(_) => Redirect::to("/directory").into_response(),
+        Err(error) => directory_view(&state, Some(&user), String::new(), Some(error.to_string())).await,
+    }
+}
+
+async fn verify(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let user = match require(&state, &headers).await {
+        Ok(user) => user,
+        Err(response) => return response,
+    };
+    if !csrf_ok(&user, &form.csrf_token) {
+        return ApiError::Csrf.into_response();
+    }
+    let message = match crate::routes::directory::verify_claim(&state, user.user.id, id).await {
+        Ok(_) => "Verified: the site is listed.".to_owned(),
+        Err(ApiError::Unprocessable(body)) => body["error"].as_str().unwrap_or("not verified").to_owned(),
+        Err(error) => error.to_string(),
+    };
+    directory_view(&state, Some(&user), String::new(), Some(message)).await
 }
