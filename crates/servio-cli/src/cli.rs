@@ -93,6 +93,15 @@ pub struct ServeArgs {
     /// guard refuses them otherwise).
     #[arg(long, env = "SERVIO_ALLOW_LOCAL")]
     pub allow_local: bool,
+    /// Where browsers reach the platform (for OAuth callbacks); default: http://ADDR.
+    #[arg(long, env = "SERVIO_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// The OAuth client id the platform uses with sites ("Connect").
+    #[arg(long, env = "SERVIO_OAUTH_CLIENT_ID", default_value = "servio-platform")]
+    pub oauth_client_id: String,
+    /// A client id for one site: ORIGIN=CLIENT_ID. Repeatable.
+    #[arg(long = "oauth-client", value_name = "ORIGIN=CLIENT_ID")]
+    pub oauth_client: Vec<String>,
 }
 
 #[derive(Debug, Args)]

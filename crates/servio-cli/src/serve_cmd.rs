@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use servio_client::{Client, ClientConfig, Policy};
+use servio_platform::connect::OAuthConfig;
 use servio_platform::secrets::Secrets;
 use servio_platform::{AppState, router};
 
@@ -41,7 +42,22 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
             config = config.with_ca_file(path)?;
         }
         let client = Client::new(config)?;
-        let state = AppState { store: Arc::from(store), client, secrets: Arc::new(secrets) };
+        let local = listener.local_addr()?;
+        let oauth = OAuthConfig {
+            public_url: args.public_url.clone().unwrap_or_else(|| format!("http://{local}")),
+            client_id: args.oauth_client_id.clone(),
+            per_site: args
+                .oauth_client
+                .iter()
+                .map(|pair| {
+                    let (origin, id) = pair
+                        .split_once('=')
+                        .ok_or_else(|| anyhow::anyhow!("--oauth-client {pair:?} is not ORIGIN=CLIENT_ID"))?;
+                    anyhow::Ok((origin.trim_end_matches('/').to_owned(), id.to_owned()))
+                })
+                .collect::<anyhow::Result<_>>()?,
+        };
+        let state = AppState::new(Arc::from(store), client, secrets, oauth);
         // Sites fall due every 24 hours (jittered); look for due ones every ten minutes.
         tokio::spawn(servio_platform::refresh::run_periodically(state.clone(), std::time::Duration::from_secs(600)));
         let app = router(state);

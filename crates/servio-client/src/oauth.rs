@@ -41,6 +41,13 @@ pub struct Pending {
     verifier: PkceCodeVerifier,
 }
 
+impl Pending {
+    /// The `state` sent, to find this attempt again when the browser comes back.
+    pub fn state(&self) -> &str {
+        self.state.secret()
+    }
+}
+
 /// Tokens for a site.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tokens {
@@ -158,7 +165,7 @@ pub async fn finish(
     let response = oauth_client(site)?
         .exchange_code(AuthorizationCode::new(code))
         .set_pkce_verifier(pending.verifier)
-        .request_async(&|request| send(&http, request))
+        .request_async(&sender(http))
         .await
         .map_err(|e| OAuthError::Token(describe_request_error(&e)))?;
     Ok(tokens(&response, None))
@@ -170,7 +177,7 @@ pub async fn refresh(client: &Client, site: &OAuthSite, refresh_token: &str) -> 
     let refresh_token = RefreshToken::new(refresh_token.to_owned());
     let response = oauth_client(site)?
         .exchange_refresh_token(&refresh_token)
-        .request_async(&|request| send(&http, request))
+        .request_async(&sender(http))
         .await
         .map_err(|e| OAuthError::Token(describe_request_error(&e)))?;
     Ok(tokens(&response, Some(refresh_token.secret().clone())))
@@ -190,6 +197,18 @@ fn tokens(response: &oauth2::basic::BasicTokenResponse, previous_refresh: Option
 fn token_http(client: &Client) -> Result<Client, OAuthError> {
     Client::new(ClientConfig { max_redirects: 0, ..client.config().clone() })
         .map_err(|e| OAuthError::Token(e.to_string()))
+}
+
+/// The HTTP function `oauth2` calls: each call owns its client, so that the futures borrow
+/// nothing and stay `Send` in any handler.
+fn sender(
+    client: Client,
+) -> impl Fn(HttpRequest) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<HttpResponse, ClientError>> + Send>>
+{
+    move |request| {
+        let client = client.clone();
+        Box::pin(async move { send(&client, request).await })
+    }
 }
 
 async fn send(client: &Client, request: HttpRequest) -> Result<HttpResponse, ClientError> {

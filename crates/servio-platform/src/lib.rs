@@ -8,6 +8,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod connect;
 pub mod error;
 pub mod refresh;
 pub mod routes;
@@ -27,6 +28,28 @@ pub struct AppState {
     pub client: servio_client::Client,
     /// The key that seals site credentials.
     pub secrets: Arc<secrets::Secrets>,
+    /// OAuth client settings for "Connect".
+    pub oauth: Arc<connect::OAuthConfig>,
+    /// "Connect" attempts in progress.
+    pub attempts: connect::Attempts,
+}
+
+impl AppState {
+    /// The state of a platform over `store`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        client: servio_client::Client,
+        secrets: secrets::Secrets,
+        oauth: connect::OAuthConfig,
+    ) -> AppState {
+        AppState {
+            store,
+            client,
+            secrets: Arc::new(secrets),
+            oauth: Arc::new(oauth),
+            attempts: connect::Attempts::default(),
+        }
+    }
 }
 
 /// The platform's HTTP routes.

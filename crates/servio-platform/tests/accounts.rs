@@ -134,8 +134,8 @@ async fn two_platforms_share_one_postgres_database() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let client = servio_client::Client::new(servio_client::ClientConfig::default()).unwrap();
-        let secrets = Arc::new(servio_platform::secrets::Secrets::from_key(&[1; 32]));
-        let state = servio_platform::AppState { store: Arc::new(store), client, secrets };
+        let secrets = servio_platform::secrets::Secrets::from_key(&[1; 32]);
+        let state = servio_platform::AppState::new(Arc::new(store), client, secrets, Default::default());
         tokio::spawn(async move { axum::serve(listener, servio_platform::router(state)).await });
         servers.push(common::Server { base, http: reqwest::Client::new() });
     }

@@ -117,8 +117,8 @@ async fn no_credential_in_plaintext_in_the_database_files() {
         ..Default::default()
     })
     .unwrap();
-    let secrets = Arc::new(servio_platform::secrets::Secrets::from_key(&[9; 32]));
-    let state = servio_platform::AppState { store: Arc::new(store), client, secrets };
+    let secrets = servio_platform::secrets::Secrets::from_key(&[9; 32]);
+    let state = servio_platform::AppState::new(Arc::new(store), client, secrets, Default::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let server =
         common::Server { base: format!("http://{}", listener.local_addr().unwrap()), http: reqwest::Client::new() };

@@ -33,6 +33,8 @@ pub fn router() -> Router<AppState> {
         .route("/vault/{id}/approve", post(approve))
         .route("/vault/{id}/refresh", post(refresh))
         .route("/vault/{id}/credential", post(credential))
+        .route("/vault/{id}/connect", get(connect))
+        .route("/oauth/callback", get(oauth_callback))
         .route("/directory", get(directory))
         .route("/directory/claims", post(claim))
         .route("/directory/claims/{id}/verify", post(verify))
@@ -307,6 +309,7 @@ struct SitePage {
     brief_status: String,
     metrics: Vec<MetricRow>,
     has_credential: bool,
+    oauth: bool,
     versions: Vec<VersionRow>,
 }
 
@@ -396,6 +399,7 @@ async fn site_page(State(state): State<AppState>, headers: HeaderMap, Path(id): 
             })
             .unwrap_or_default(),
         has_credential: site["has_credential"] == true,
+        oauth: site["auth"] == "oauth2",
         versions: versions["versions"]
             .as_array()
             .map(|list| {
@@ -592,4 +596,77 @@ async fn verify(
         Err(error) => error.to_string(),
     };
     directory_view(&state, Some(&user), String::new(), Some(message)).await
+}
+
+/// Starts "Connect": a fresh PKCE attempt for this user and site, then off to the site.
+async fn connect(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> Response {
+    let user = match require(&state, &headers).await {
+        Ok(user) => user,
+        Err(response) => return response,
+    };
+    let entry = match state.store.vault_entry(user.user.id, id).await {
+        Ok(Some(entry)) => entry,
+        Ok(None) => return ApiError::NotFound.into_response(),
+        Err(error) => return ApiError::from(error).into_response(),
+    };
+    let report = servio_manifest::check(entry.site.manifest.as_bytes(), &servio_manifest::CheckOptions::default());
+    let Some(servio_manifest::Auth::OAuth2 { authorization_url, token_url, scopes }) = report.manifest.map(|m| m.auth)
+    else {
+        return ApiError::BadRequest("this site uses bearer tokens: paste one instead".into()).into_response();
+    };
+    let Ok(redirect_uri) = state.oauth.callback().parse() else {
+        return ApiError::Internal("the public URL does not make a callback URL".into()).into_response();
+    };
+    let site = servio_client::oauth::OAuthSite {
+        authorization_url,
+        token_url,
+        scopes,
+        client_id: state.oauth.client_id_for(&entry.site.origin).to_owned(),
+        redirect_uri,
+    };
+    match servio_client::oauth::start(&site) {
+        Ok(pending) => {
+            let to = pending.authorize_url.to_string();
+            state.attempts.insert(crate::connect::Attempt { user_id: user.user.id, site_id: id, site, pending });
+            Redirect::to(&to).into_response()
+        }
+        Err(error) => ApiError::Internal(error.to_string()).into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+struct CallbackQuery {
+    #[serde(default)]
+    state: String,
+}
+
+/// The end of "Connect": the attempt must be this user's; the tokens are sealed as the site's
+/// credential.
+async fn oauth_callback(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<CallbackQuery>,
+    uri: axum::http::Uri,
+) -> Response {
+    let user = match require(&state, &headers).await {
+        Ok(user) => user,
+        Err(response) => return response,
+    };
+    let Some(attempt) = state.attempts.take(&query.state).filter(|a| a.user_id == user.user.id) else {
+        return ApiError::BadRequest("unknown or used sign-in attempt: start again from the site's page".into())
+            .into_response();
+    };
+    let callback = servio_client::oauth::Callback::from_query(uri.query().unwrap_or_default());
+    let tokens = match servio_client::oauth::finish(&state.client, &attempt.site, attempt.pending, &callback).await {
+        Ok(tokens) => tokens,
+        Err(error) => return ApiError::BadRequest(error.to_string()).into_response(),
+    };
+    let sealed = state
+        .secrets
+        .seal(&crate::connect::seal_tokens(&tokens), &crate::secrets::credential_aad(user.user.id, attempt.site_id));
+    match state.store.set_credential(user.user.id, attempt.site_id, Some(&sealed)).await {
+        Ok(true) => Redirect::to(&format!("/vault/{}", attempt.site_id)).into_response(),
+        Ok(false) => ApiError::NotFound.into_response(),
+        Err(error) => ApiError::from(error).into_response(),
+    }
 }

@@ -28,7 +28,12 @@ pub async fn servers(ca_pem: Option<&str>) -> Vec<(&'static str, Server)> {
             ..ClientConfig::default()
         })
         .unwrap();
-        let state = AppState { store: store.into(), client, secrets: Arc::new(Secrets::from_key(&[42; 32])) };
+        let oauth = servio_platform::connect::OAuthConfig {
+            public_url: base.clone(),
+            client_id: "servio-test".into(),
+            per_site: Default::default(),
+        };
+        let state = AppState::new(Arc::from(store), client, Secrets::from_key(&[42; 32]), oauth);
         tokio::spawn(async move { axum::serve(listener, router(state)).await });
         all.push((name, Server { base, http: reqwest::Client::new() }));
     }
