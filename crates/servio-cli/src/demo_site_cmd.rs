@@ -40,6 +40,8 @@ pub fn run(args: &DemoSiteArgs) -> Result<Outcome, Failure> {
         let site = Site::new(SiteConfig { origin: origin.clone(), token: token.clone(), auth }, Some(&forum_db))
             .await
             .with_context(|| format!("opening the forum database {}", forum_db.display()))?;
+        let verification_file = args.tls_dir.join("verification");
+        site.watch_verification_file(verification_file.clone());
         for (path, how) in switches {
             site.set_misbehaviour(&path, Some(how));
         }
@@ -53,6 +55,7 @@ pub fn run(args: &DemoSiteArgs) -> Result<Outcome, Failure> {
         } else {
             println!("  token:     {token}");
         }
+        println!("  Directory: put a verification token in {} to list it", verification_file.display());
         println!("try: servio check {origin} --ca-cert {}", ca_file.display());
         tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
         anyhow::Ok(())

@@ -1,6 +1,6 @@
 //! The platform in headless Chromium (Debian's), driven by playwright-core: a new user signs
-//! up, adds the demo site with its token, and the site page is kept as a screenshot in
-//! `target/tmp/screenshots/`. `.ci/run` installs both; elsewhere the test says it is skipped.
+//! up, adds the demo site with its token (the site page is kept as a screenshot in
+//! `target/tmp/screenshots/`), lists it in the Directory and finds it by search. `.ci/run` installs both; elsewhere the test says it is skipped.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -71,6 +71,16 @@ async fn a_new_user_adds_the_demo_site_in_a_browser() {
     if !available() {
         return;
     }
+    walk_through(None, "sqlite").await;
+    match std::env::var("SERVIO_TEST_DATABASE_URL") {
+        Ok(url) => walk_through(Some(servio_store::testing::fresh_schema_url(&url).await), "postgres").await,
+        Err(_) => eprintln!("skipped: the PostgreSQL run (SERVIO_TEST_DATABASE_URL is not set)"),
+    }
+}
+
+/// The whole walk against one platform process, on the given database (SQLite in its data
+/// directory when `None`).
+async fn walk_through(database_url: Option<String>, backend: &str) {
     let dir = tempfile::tempdir().unwrap();
     let tls = dir.path().join("tls");
     let (_demo, demo_url, _) =
@@ -78,7 +88,7 @@ async fn a_new_user_adds_the_demo_site_in_a_browser() {
             .await;
     let data = dir.path().join("data");
     let ca = tls.join("ca.pem");
-    let (_platform, platform_url, platform_log) = start(&[
+    let mut serve = vec![
         "serve",
         "--addr",
         "127.0.0.1:0",
@@ -87,22 +97,31 @@ async fn a_new_user_adds_the_demo_site_in_a_browser() {
         "--allow-local",
         "--ca-cert",
         ca.to_str().unwrap(),
-    ])
-    .await;
+    ];
+    if let Some(url) = &database_url {
+        serve.extend(["--database-url", url.as_str()]);
+    }
+    let (_platform, platform_url, platform_log) = start(&serve).await;
     let screenshots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
     std::fs::create_dir_all(&screenshots).unwrap();
-    let shot = screenshots.join("site-page.png");
+    let shot = screenshots.join(format!("site-page-{backend}.png"));
     let _ = std::fs::remove_file(&shot);
     let out = Command::new("node")
         .arg("signup-and-add.mjs")
-        .args([&platform_url, &demo_url, "browser-token", shot.to_str().unwrap()])
+        .args([
+            &platform_url,
+            &demo_url,
+            "browser-token",
+            shot.to_str().unwrap(),
+            tls.join("verification").to_str().unwrap(),
+        ])
         .current_dir(tools_dir())
         .output()
         .await
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("Servio Demo Forum & Shop"), "{stdout}");
+    assert_eq!(stdout.matches("Servio Demo Forum & Shop").count(), 2, "site page and Directory hit: {stdout}");
     assert!(!platform_log.lock().unwrap().contains("browser-token"), "no credential in the platform's log");
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "a real screenshot at {}", shot.display());

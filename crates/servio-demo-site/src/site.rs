@@ -67,6 +67,13 @@ pub struct SiteConfig {
     pub auth: DemoAuth,
 }
 
+impl SiteConfig {
+    /// Settings with bearer authentication by `token`.
+    pub fn bearer(origin: &str, token: &str) -> SiteConfig {
+        SiteConfig { origin: origin.to_owned(), token: token.to_owned(), auth: DemoAuth::Bearer }
+    }
+}
+
 /// How tool calls are authenticated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DemoAuth {
@@ -89,6 +96,7 @@ pub struct Site {
     pub(crate) oauth: Arc<Mutex<crate::oauth::Grants>>,
     descriptions: Arc<Mutex<HashMap<String, String>>>,
     verification: Arc<Mutex<Option<String>>>,
+    verification_file: Arc<Mutex<Option<std::path::PathBuf>>>,
 }
 
 impl Site {
@@ -102,6 +110,7 @@ impl Site {
             oauth: Arc::default(),
             descriptions: Arc::default(),
             verification: Arc::default(),
+            verification_file: Arc::default(),
         })
     }
 
@@ -125,11 +134,26 @@ impl Site {
         *self.verification.lock().unwrap_or_else(|e| e.into_inner()) = token.map(str::to_owned);
     }
 
+    /// Lists as `verification` whatever the file at `path` holds, read on every request (so a
+    /// person running the demo can paste the Directory's token into it), until it is removed.
+    pub fn watch_verification_file(&self, path: std::path::PathBuf) {
+        *self.verification_file.lock().unwrap_or_else(|e| e.into_inner()) = Some(path);
+    }
+
     /// The manifest this site serves.
     pub fn manifest(&self) -> Value {
         let mut manifest = manifest(&self.config.origin);
-        if let Some(token) = self.verification.lock().unwrap_or_else(|e| e.into_inner()).as_deref() {
-            manifest["verification"] = Value::String(token.to_owned());
+        let from_file = self
+            .verification_file
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(|path| std::fs::read_to_string(path).ok())
+            .map(|text| text.trim().to_owned())
+            .filter(|text| !text.is_empty());
+        let set = self.verification.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(token) = set.or(from_file) {
+            manifest["verification"] = Value::String(token);
         }
         let descriptions = self.descriptions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(tools) = manifest["tools"].as_array_mut() {

@@ -319,8 +319,8 @@ pub mod testing {
         postgres_sharing(url, 1).await.remove(0)
     }
 
-    /// `count` stores on one fresh schema, as several `servio serve` processes on one database.
-    pub async fn postgres_sharing(url: &str, count: usize) -> Vec<PgStore> {
+    /// A fresh schema, by name.
+    pub async fn fresh_schema(url: &str) -> String {
         let mut bytes = [0u8; 8];
         getrandom::fill(&mut bytes).expect("randomness");
         let schema = format!("servio_test_{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>());
@@ -330,6 +330,19 @@ pub mod testing {
             .execute(&admin)
             .await
             .expect("a test schema");
+        schema
+    }
+
+    /// A database URL whose connections use a fresh schema, for a `servio serve` process.
+    pub async fn fresh_schema_url(url: &str) -> String {
+        let schema = fresh_schema(url).await;
+        let separator = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{separator}options=-c%20search_path%3D{schema}")
+    }
+
+    /// `count` stores on one fresh schema, as several `servio serve` processes on one database.
+    pub async fn postgres_sharing(url: &str, count: usize) -> Vec<PgStore> {
+        let schema = fresh_schema(url).await;
         let options: PgConnectOptions = url.parse().expect("a PostgreSQL URL");
         let mut stores = Vec::with_capacity(count);
         for _ in 0..count {

@@ -1,9 +1,12 @@
 // A new user in a real browser: sign up, add the demo site with its token, and keep a
-// screenshot of the site page. Arguments: PLATFORM_URL DEMO_SITE_URL TOKEN SCREENSHOT_PATH.
-// Prints the site page's heading; exits non-zero on any failure.
+// screenshot of the site page; then list the site in the Directory (claim, put the token where
+// the demo site reads it, verify) and find it by search.
+// Arguments: PLATFORM_URL DEMO_SITE_URL TOKEN SCREENSHOT_PATH VERIFICATION_FILE.
+// Prints the site page's heading and the search hit; exits non-zero on any failure.
+import { writeFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 
-const [platform, site, token, screenshot] = process.argv.slice(2);
+const [platform, site, token, screenshot, verificationFile] = process.argv.slice(2);
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
@@ -26,6 +29,18 @@ try {
   await page.waitForSelector('text=shop.getSalesSummary');
   await page.screenshot({ path: screenshot, fullPage: true });
   console.log(await page.locator('h1').textContent());
+
+  await page.goto(`${platform}/directory`);
+  const claim = page.locator('form[action="/directory/claims"]');
+  await claim.locator('input[name=url]').fill(site);
+  await Promise.all([page.waitForURL('**/directory'), claim.locator('button').click()]);
+  const verification = (await page.locator('code', { hasText: 'wmcp_verify_' }).first().textContent()).trim();
+  writeFileSync(verificationFile, verification);
+  await Promise.all([page.waitForLoadState(), page.locator('form[action$="/verify"] button').first().click()]);
+  await page.waitForSelector('text=Verified: the site is listed.');
+  await page.goto(`${platform}/directory?q=sales`);
+  console.log(await page.locator('.card h2').first().textContent());
+  await page.screenshot({ path: screenshot.replace(/\.png$/, '-directory.png'), fullPage: true });
 } finally {
   await browser.close();
 }
