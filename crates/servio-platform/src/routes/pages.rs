@@ -117,11 +117,17 @@ struct SignInForm {
 }
 
 async fn sign_in(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<SignInForm>) -> Response {
-    let user = match authenticate(&state, &form.email, &form.password).await {
+    let user = authenticate(&state, &form.email, &form.password).await;
+    into_session(&state, user, &headers).await
+}
+
+/// After sign-in or sign-up: a new session and off to the vault, or the form again with why.
+async fn into_session(state: &AppState, user: Result<User, ApiError>, headers: &HeaderMap) -> Response {
+    let user = match user {
         Ok(user) => user,
         Err(error) => return sign_in_error(error.to_string()),
     };
-    match create_session(&state, &user, &headers).await {
+    match create_session(state, &user, headers).await {
         Ok((cookie, _)) => with_session(cookie, "/vault"),
         Err(error) => error.into_response(),
     }
@@ -135,14 +141,8 @@ struct SignUpForm {
 }
 
 async fn sign_up(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<SignUpForm>) -> Response {
-    let user = match register(&state, &form.email, &form.password, &form.time_zone).await {
-        Ok(user) => user,
-        Err(error) => return sign_in_error(error.to_string()),
-    };
-    match create_session(&state, &user, &headers).await {
-        Ok((cookie, _)) => with_session(cookie, "/vault"),
-        Err(error) => error.into_response(),
-    }
+    let user = register(&state, &form.email, &form.password, &form.time_zone).await;
+    into_session(&state, user, &headers).await
 }
 
 #[derive(Deserialize)]
