@@ -66,6 +66,16 @@ async fn require(state: &AppState, headers: &HeaderMap) -> Result<PageUser, Resp
     }
 }
 
+/// The signed-in user of a form post whose CSRF field is the session's token; otherwise the
+/// response to send (sign in first, or 403).
+async fn require_form(state: &AppState, headers: &HeaderMap, sent_csrf: &str) -> Result<PageUser, Response> {
+    let user = require(state, headers).await?;
+    if !csrf_ok(&user, sent_csrf) {
+        return Err(ApiError::Csrf.into_response());
+    }
+    Ok(user)
+}
+
 /// Whether a form's CSRF token is the session's.
 fn csrf_ok(user: &PageUser, sent: &str) -> bool {
     same_secret(sent, &user.csrf_token)
@@ -152,13 +162,10 @@ struct CsrfForm {
 }
 
 async fn sign_out(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<CsrfForm>) -> Response {
-    let user = match require(&state, &headers).await {
+    let user = match require_form(&state, &headers, &form.csrf_token).await {
         Ok(user) => user,
         Err(response) => return response,
     };
-    if !csrf_ok(&user, &form.csrf_token) {
-        return ApiError::Csrf.into_response();
-    }
     if let Err(error) = state.store.delete_session(&user.token_hash).await {
         return ApiError::from(error).into_response();
     }
@@ -252,13 +259,10 @@ fn report_lines(report: &Value) -> Vec<String> {
 }
 
 async fn add(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<AddForm>) -> Response {
-    let user = match require(&state, &headers).await {
+    let user = match require_form(&state, &headers, &form.csrf_token).await {
         Ok(user) => user,
         Err(response) => return response,
     };
-    if !csrf_ok(&user, &form.csrf_token) {
-        return ApiError::Csrf.into_response();
-    }
     let token = Some(form.token.as_str()).filter(|t| !t.trim().is_empty());
     match add_site(&state, user.user.id, &form.url, token).await {
         Ok(site) => Redirect::to(&format!("/vault/{}", site["id"])).into_response(),
@@ -420,13 +424,10 @@ async fn site_page(State(state): State<AppState>, headers: HeaderMap, Path(id): 
 
 /// Runs a site action for a form post, then goes back to the site's page.
 async fn site_action(state: &AppState, headers: &HeaderMap, sent_csrf: &str, id: i64, action: Action<'_>) -> Response {
-    let user = match require(state, headers).await {
+    let user = match require_form(state, headers, sent_csrf).await {
         Ok(user) => user,
         Err(response) => return response,
     };
-    if !csrf_ok(&user, sent_csrf) {
-        return ApiError::Csrf.into_response();
-    }
     let entry = match state.store.vault_entry(user.user.id, id).await {
         Ok(Some(entry)) => entry,
         Ok(None) => return ApiError::NotFound.into_response(),
@@ -564,13 +565,10 @@ struct ClaimForm {
 }
 
 async fn claim(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<ClaimForm>) -> Response {
-    let user = match require(&state, &headers).await {
+    let user = match require_form(&state, &headers, &form.csrf_token).await {
         Ok(user) => user,
         Err(response) => return response,
     };
-    if !csrf_ok(&user, &form.csrf_token) {
-        return ApiError::Csrf.into_response();
-    }
     match crate::routes::directory::create_claim(&state, user.user.id, &form.url).await {
         Ok(_) => Redirect::to("/directory").into_response(),
         Err(error) => directory_view(&state, Some(&user), String::new(), Some(error.to_string())).await,
@@ -583,13 +581,10 @@ async fn verify(
     Path(id): Path<i64>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let user = match require(&state, &headers).await {
+    let user = match require_form(&state, &headers, &form.csrf_token).await {
         Ok(user) => user,
         Err(response) => return response,
     };
-    if !csrf_ok(&user, &form.csrf_token) {
-        return ApiError::Csrf.into_response();
-    }
     let message = match crate::routes::directory::verify_claim(&state, user.user.id, id).await {
         Ok(_) => "Verified: the site is listed.".to_owned(),
         Err(ApiError::Unprocessable(body)) => body["error"].as_str().unwrap_or("not verified").to_owned(),

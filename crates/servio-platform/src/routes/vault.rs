@@ -237,13 +237,18 @@ async fn set_credential(
     Path(id): Path<i64>,
     Json(form): Json<Credential>,
 ) -> Result<StatusCode, ApiError> {
-    let token = form.token.trim();
+    store_token(&state, caller.user.id, id, &form.token).await.map(|()| StatusCode::NO_CONTENT)
+}
+
+/// Seals a pasted bearer token as the credential of a user's vault site.
+pub(crate) async fn store_token(state: &AppState, user_id: i64, site_id: i64, token: &str) -> Result<(), ApiError> {
+    let token = token.trim();
     if token.is_empty() {
         return Err(ApiError::BadRequest("`token` must not be empty".into()));
     }
-    let sealed = state.secrets.seal(token.as_bytes(), &credential_aad(caller.user.id, id));
-    match state.store.set_credential(caller.user.id, id, Some(&sealed)).await? {
-        true => Ok(StatusCode::NO_CONTENT),
+    let sealed = state.secrets.seal(token.as_bytes(), &credential_aad(user_id, site_id));
+    match state.store.set_credential(user_id, site_id, Some(&sealed)).await? {
+        true => Ok(()),
         false => Err(ApiError::NotFound),
     }
 }
