@@ -76,3 +76,56 @@ async fn the_openapi_document_lists_every_route() {
         assert!(doc["paths"][route.path][route.method.to_lowercase()].is_object(), "{} {}", route.method, route.path);
     }
 }
+
+/// The web pages: nobody is sent to sign in, a post without the CSRF field changes nothing, and
+/// another user reaches nothing of the first user's.
+#[tokio::test]
+async fn every_page_is_guarded() {
+    use servio_platform::routes::pages::PAGES;
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    for (name, server) in common::servers(None).await {
+        let first = server.sign_up(&format!("page-first-{name}@example.com")).await;
+        let second = server.sign_up(&format!("page-second-{name}@example.com")).await;
+        let (_, claim, _) = server
+            .send(&first, Method::POST, "/api/directory/claims", Some(json!({ "url": "https://b.example" })))
+            .await;
+        for (verb, path, signed_in) in PAGES {
+            // A vault id that is not the second user's, and the first user's claim.
+            let id = if path.starts_with("/directory/claims") { claim["id"].to_string() } else { "1".to_owned() };
+            let url = format!("{}{}", server.base, path.replace("{id}", &id));
+            let label = format!("{name}: {verb} {path}");
+            let send = |cookie: Option<&str>, csrf: Option<&str>| {
+                let mut request =
+                    http.request(method(verb), &url).header("content-type", "application/x-www-form-urlencoded");
+                if let Some(cookie) = cookie {
+                    request = request.header("cookie", cookie);
+                }
+                let mut form = vec![
+                    ("url", "https://c.example"),
+                    ("token", "x"),
+                    ("email", "e@x.io"),
+                    ("password", "p"),
+                    ("time_zone", "UTC"),
+                ];
+                if let Some(csrf) = csrf {
+                    form.push(("csrf_token", csrf));
+                }
+                request.body(url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish()).send()
+            };
+            let nobody = send(None, None).await.unwrap();
+            assert_ne!(nobody.status(), StatusCode::METHOD_NOT_ALLOWED, "{label}: the method is missing");
+            if *signed_in {
+                assert_eq!(nobody.status(), StatusCode::SEE_OTHER, "{label} as nobody");
+                assert_eq!(nobody.headers()["location"], "/signin", "{label}");
+                if *verb == "POST" {
+                    let no_csrf = send(first.cookie.as_deref(), None).await.unwrap();
+                    assert_eq!(no_csrf.status(), StatusCode::FORBIDDEN, "{label} without the CSRF field");
+                }
+                if path.contains("{id}") {
+                    let other = send(second.cookie.as_deref(), second.csrf.as_deref()).await.unwrap();
+                    assert_eq!(other.status(), StatusCode::NOT_FOUND, "{label} as another user");
+                }
+            }
+        }
+    }
+}

@@ -21,6 +21,26 @@ use crate::routes::accounts::{authenticate, create_session, expired_cookie, regi
 use crate::routes::vault::{add_site, entry_json, versions_json};
 use crate::{AppState, now};
 
+/// Every page route: method, path, and whether it needs a signed-in user. Tests walk this list.
+pub const PAGES: &[(&str, &str, bool)] = &[
+    ("GET", "/", false),
+    ("GET", "/signin", false),
+    ("POST", "/signin", false),
+    ("POST", "/signup", false),
+    ("POST", "/signout", true),
+    ("GET", "/vault", true),
+    ("POST", "/vault", true),
+    ("GET", "/vault/{id}", true),
+    ("POST", "/vault/{id}/approve", true),
+    ("POST", "/vault/{id}/refresh", true),
+    ("POST", "/vault/{id}/credential", true),
+    ("GET", "/vault/{id}/connect", true),
+    ("GET", "/oauth/callback", true),
+    ("GET", "/directory", false),
+    ("POST", "/directory/claims", true),
+    ("POST", "/directory/claims/{id}/verify", true),
+];
+
 /// The page routes.
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -587,6 +607,7 @@ async fn verify(
     };
     let message = match crate::routes::directory::verify_claim(&state, user.user.id, id).await {
         Ok(_) => "Verified: the site is listed.".to_owned(),
+        Err(ApiError::NotFound) => return ApiError::NotFound.into_response(),
         Err(ApiError::Unprocessable(body)) => body["error"].as_str().unwrap_or("not verified").to_owned(),
         Err(error) => error.to_string(),
     };
