@@ -1,0 +1,143 @@
+//! Which periods are due.
+//!
+//! A period is due once it has ended in the user's zone and a settle delay has passed (5 minutes
+//! for hours, an hour otherwise), so that a site has its figures complete and the day is on the
+//! dashboard in the morning. Collection starts with the latest due period; older ones are only
+//! collected when the user asks for a backfill.
+
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+use jiff::{SignedDuration, Timestamp, ToSpan};
+use servio_manifest::period::{self, Granularity, Period, PeriodError};
+
+/// How long after a period's end it becomes due.
+pub fn settle_delay(granularity: Granularity) -> SignedDuration {
+    match granularity {
+        Granularity::Hour => SignedDuration::from_mins(5),
+        _ => SignedDuration::from_hours(1),
+    }
+}
+
+/// Whether `period` is due at `now`.
+pub fn is_due(period: &Period, now: Timestamp) -> bool {
+    period.end.checked_add(settle_delay(period.granularity)).is_ok_and(|due| due <= now)
+}
+
+/// The latest period of `granularity` that is due at `now` in `zone`.
+pub fn latest_due(granularity: Granularity, zone: &TimeZone, now: Timestamp) -> Result<Period, PeriodError> {
+    let today = now.to_zoned_datetime(zone.clone()).date();
+    // Walk back from the period containing `now`; a few steps always reach a due one (a skipped
+    // date or hour is simply passed over).
+    let mut date = today;
+    for _ in 0..8 {
+        let candidates = periods_on(granularity, date, zone)?;
+        if let Some(period) = candidates.into_iter().rev().find(|p| is_due(p, now)) {
+            return Ok(period);
+        }
+        date = step_back(granularity, date)?;
+    }
+    Err(PeriodError::OutOfRange)
+}
+
+/// Every period of `granularity` whose start date lies in `first..=last`, in order: for a
+/// backfill of that range.
+pub fn periods_between(
+    granularity: Granularity,
+    first: Date,
+    last: Date,
+    zone: &TimeZone,
+) -> Result<Vec<Period>, PeriodError> {
+    let mut out: Vec<Period> = Vec::new();
+    let mut date = first;
+    while date <= last {
+        for period in periods_on(granularity, date, zone)? {
+            if out.last().is_none_or(|previous| previous.start < period.start) {
+                out.push(period);
+            }
+        }
+        date = date.checked_add(1.day()).map_err(|_| PeriodError::OutOfRange)?;
+    }
+    Ok(out)
+}
+
+/// The periods that start on local `date` (hours: every hour of it; others: the one containing it).
+fn periods_on(granularity: Granularity, date: Date, zone: &TimeZone) -> Result<Vec<Period>, PeriodError> {
+    match granularity {
+        Granularity::Hour => period::hours_of_day(date, zone),
+        _ => match period::resolve(granularity, date, 0, zone) {
+            Ok(period) => Ok(vec![period]),
+            Err(PeriodError::SkippedDate(_)) => Ok(Vec::new()),
+            Err(error) => Err(error),
+        },
+    }
+}
+
+fn step_back(granularity: Granularity, date: Date) -> Result<Date, PeriodError> {
+    let span = match granularity {
+        Granularity::Hour | Granularity::Day => 1.day(),
+        Granularity::Week => 7.days(),
+        Granularity::Month => 1.month(),
+    };
+    date.checked_sub(span).map_err(|_| PeriodError::OutOfRange)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jiff::civil::date;
+
+    fn at(text: &str) -> Timestamp {
+        text.parse().unwrap()
+    }
+
+    fn zone(name: &str) -> TimeZone {
+        period::zone(name).unwrap()
+    }
+
+    #[test]
+    fn auckland_and_los_angeles_collect_their_own_20th_at_different_instants() {
+        let (auckland, la) = (zone("Pacific/Auckland"), zone("America/Los_Angeles"));
+        // Auckland's 20 August ends at 12:00Z; due an hour later. LA's ends at 07:00Z on the 21st.
+        let cases = [
+            ("2026-08-20T12:59:59Z", "2026-08-19", "2026-08-19"),
+            ("2026-08-20T13:00:00Z", "2026-08-20", "2026-08-19"),
+            ("2026-08-21T07:59:59Z", "2026-08-20", "2026-08-19"),
+            ("2026-08-21T08:00:00Z", "2026-08-20", "2026-08-20"),
+        ];
+        for (now, nz_date, la_date) in cases {
+            let nz = latest_due(Granularity::Day, &auckland, at(now)).unwrap();
+            let us = latest_due(Granularity::Day, &la, at(now)).unwrap();
+            assert_eq!(
+                (nz.start_date.to_string(), us.start_date.to_string()),
+                (nz_date.into(), la_date.into()),
+                "{now}"
+            );
+        }
+    }
+
+    #[test]
+    fn hours_weeks_and_months_settle_too() {
+        let utc = zone("UTC");
+        let hour = latest_due(Granularity::Hour, &utc, at("2026-08-20T13:04:59Z")).unwrap();
+        assert_eq!(hour.start_time(), "2026-08-20T11:00:00+00:00");
+        let hour = latest_due(Granularity::Hour, &utc, at("2026-08-20T13:05:00Z")).unwrap();
+        assert_eq!(hour.start_time(), "2026-08-20T12:00:00+00:00");
+        let week = latest_due(Granularity::Week, &utc, at("2026-08-24T00:30:00Z")).unwrap();
+        assert_eq!(week.start_date, date(2026, 8, 10), "the week of the 17th is not settled yet");
+        let month = latest_due(Granularity::Month, &utc, at("2026-09-01T01:00:00Z")).unwrap();
+        assert_eq!(month.start_date, date(2026, 8, 1));
+    }
+
+    #[test]
+    fn a_backfill_covers_the_range_without_gaps() {
+        let ny = zone("America/New_York");
+        let days = periods_between(Granularity::Day, date(2026, 3, 1), date(2026, 3, 14), &ny).unwrap();
+        assert_eq!(days.len(), 14);
+        assert!(days.windows(2).all(|w| w[0].end == w[1].start));
+        let hours = periods_between(Granularity::Hour, date(2026, 11, 1), date(2026, 11, 1), &ny).unwrap();
+        assert_eq!(hours.len(), 25, "the fall-back day repeats an hour");
+        let weeks = periods_between(Granularity::Week, date(2026, 8, 1), date(2026, 8, 31), &ny).unwrap();
+        assert_eq!(weeks.first().unwrap().start_date, date(2026, 7, 27));
+        assert!(weeks.windows(2).all(|w| w[0].end == w[1].start));
+    }
+}

@@ -1,0 +1,81 @@
+//! What a value is compared with, and how the change is shown (interpretation §8).
+//!
+//! A change is shown only against a period that was actually collected: a day against the same
+//! weekday a week earlier (day-over-day movement mostly reflects the day of the week), an hour
+//! against the same hour the day before, a week against the week before, a month against the
+//! month before. A previous value of 0 shows the absolute change only.
+
+use jiff::ToSpan;
+use jiff::civil::Date;
+use servio_manifest::period::{Granularity, Period, PeriodError};
+
+/// The local start date (and, for hours, the clock hour) of the period a value is compared with.
+pub fn comparison_start(period: &Period) -> Result<(Date, i8), PeriodError> {
+    let hour = period.start.to_zoned_datetime(period.time_zone.clone()).hour();
+    let date = match period.granularity {
+        Granularity::Hour => period.start_date.checked_sub(1.day()),
+        Granularity::Day => period.start_date.checked_sub(7.days()),
+        Granularity::Week => period.start_date.checked_sub(7.days()),
+        Granularity::Month => period.start_date.checked_sub(1.month()),
+    }
+    .map_err(|_| PeriodError::OutOfRange)?;
+    Ok((date, hour))
+}
+
+/// How a value moved against the comparison period.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Trend {
+    /// Nothing was collected for the comparison period: the value stands alone.
+    None,
+    /// The previous value was 0: only the difference can be shown.
+    Absolute(f64),
+    /// The difference and its share of the previous value, in percent.
+    Relative {
+        /// Current minus previous.
+        change: f64,
+        /// The change as a percentage of the previous value.
+        percent: f64,
+    },
+}
+
+/// The trend of `current` against `previous`, if that was collected.
+pub fn trend(current: f64, previous: Option<f64>) -> Trend {
+    match previous {
+        None => Trend::None,
+        Some(previous) if previous == 0.0 => Trend::Absolute(current),
+        Some(previous) => {
+            Trend::Relative { change: current - previous, percent: (current - previous) / previous.abs() * 100.0 }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jiff::civil::date;
+    use servio_manifest::period::{resolve, zone};
+
+    #[test]
+    fn comparison_periods() {
+        let ny = zone("America/New_York").unwrap();
+        let cases = [
+            (Granularity::Day, date(2026, 8, 20), 0, (date(2026, 8, 13), 0)),
+            (Granularity::Day, date(2026, 3, 15), 0, (date(2026, 3, 8), 0)),
+            (Granularity::Hour, date(2026, 3, 9), 14, (date(2026, 3, 8), 14)),
+            (Granularity::Week, date(2026, 8, 20), 0, (date(2026, 8, 10), 0)),
+            (Granularity::Month, date(2026, 3, 31), 0, (date(2026, 2, 1), 0)),
+        ];
+        for (granularity, day, hour, want) in cases {
+            let period = resolve(granularity, day, hour, &ny).unwrap();
+            assert_eq!(comparison_start(&period).unwrap(), want, "{granularity} {day}");
+        }
+    }
+
+    #[test]
+    fn trends() {
+        assert_eq!(trend(120.0, None), Trend::None);
+        assert_eq!(trend(120.0, Some(0.0)), Trend::Absolute(120.0));
+        assert_eq!(trend(120.0, Some(100.0)), Trend::Relative { change: 20.0, percent: 20.0 });
+        assert_eq!(trend(50.0, Some(-100.0)), Trend::Relative { change: 150.0, percent: 150.0 });
+    }
+}
