@@ -42,7 +42,7 @@ pub enum Trend {
 pub fn trend(current: f64, previous: Option<f64>) -> Trend {
     match previous {
         None => Trend::None,
-        Some(previous) if previous == 0.0 => Trend::Absolute(current),
+        Some(0.0) => Trend::Absolute(current),
         Some(previous) => {
             Trend::Relative { change: current - previous, percent: (current - previous) / previous.abs() * 100.0 }
         }
