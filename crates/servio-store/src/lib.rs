@@ -176,6 +176,61 @@ pub struct Found {
     pub origin: String,
 }
 
+/// Where a collected value belongs: user, site, metric and period.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slot<'a> {
+    /// The user.
+    pub user_id: i64,
+    /// The site.
+    pub site_id: i64,
+    /// The metric's key.
+    pub metric_key: &'a str,
+    /// `hour`, `day`, `week` or `month`.
+    pub granularity: &'a str,
+    /// The period's first instant (seconds since the Unix epoch).
+    pub period_start: i64,
+    /// The period's end (exclusive).
+    pub period_end: i64,
+    /// The period's first local date.
+    pub start_date: &'a str,
+}
+
+/// A stored value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredValue {
+    /// The metric.
+    pub metric_key: String,
+    /// Its granularity.
+    pub granularity: String,
+    /// The period's first instant.
+    pub period_start: i64,
+    /// The period's first local date.
+    pub start_date: String,
+    /// The number.
+    pub value: f64,
+    /// The value as the site sent it.
+    pub raw: String,
+    /// When it was collected.
+    pub collected_at: i64,
+}
+
+/// One collection attempt, kept whatever happened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attempt {
+    /// The metric.
+    pub metric_key: String,
+    /// The period's first local date.
+    pub start_date: String,
+    /// When.
+    pub attempted_at: i64,
+    /// `stored`, `dropped` or `failed`.
+    pub outcome: String,
+    /// Why, when not stored.
+    pub reason: Option<String>,
+    /// The raw value found, when there was one.
+    pub raw: Option<String>,
+}
+
 /// A fetched manifest to remember for a site.
 #[derive(Debug, Clone)]
 pub struct FetchedManifest<'a> {
@@ -268,6 +323,28 @@ pub trait Store: Send + Sync {
     /// Listed sites matching `query` (full-text, every word), best first; all listed sites
     /// when the query has no words.
     async fn search(&self, query: &str, limit: i64) -> Result<Vec<Found>, StoreError>;
+
+    /// Stores a value for its slot, replacing an earlier one (the attempt log keeps both).
+    async fn store_value(&self, slot: &Slot<'_>, value: f64, raw: &str, now: i64) -> Result<(), StoreError>;
+    /// Logs an attempt.
+    async fn log_attempt(
+        &self,
+        slot: &Slot<'_>,
+        outcome: &str,
+        reason: Option<&str>,
+        raw: Option<&str>,
+        now: i64,
+    ) -> Result<(), StoreError>;
+    /// A user's values of one metric of one site whose period starts at or after `since`, oldest first.
+    async fn values(
+        &self,
+        user_id: i64,
+        site_id: i64,
+        metric_key: &str,
+        since: i64,
+    ) -> Result<Vec<StoredValue>, StoreError>;
+    /// The latest attempts for a user's site, newest first.
+    async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError>;
 }
 
 /// Opens the store at `url` (`sqlite:PATH`, `sqlite::memory:` or `postgres://...`) and applies

@@ -7,8 +7,8 @@ use sqlx::Row;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow};
 
 use crate::{
-    ApiToken, Claim, FetchedManifest, Found, Listing, Session, SiteRecord, Store, StoreError, User, VaultEntry,
-    Version, conflict, search_words,
+    ApiToken, Attempt, Claim, FetchedManifest, Found, Listing, Session, SiteRecord, Slot, Store, StoreError,
+    StoredValue, User, VaultEntry, Version, conflict, search_words,
 };
 
 /// The store in SQLite.
@@ -452,5 +452,106 @@ impl Store for SqliteStore {
             .await?
         };
         Ok(rows.iter().map(|r| Found { listing: listing(r), origin: r.get("origin") }).collect())
+    }
+    async fn store_value(&self, slot: &Slot<'_>, value: f64, raw: &str, now: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
+                 value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end",
+        )
+        .bind(slot.user_id)
+        .bind(slot.site_id)
+        .bind(slot.metric_key)
+        .bind(slot.granularity)
+        .bind(slot.period_start)
+        .bind(slot.period_end)
+        .bind(slot.start_date)
+        .bind(value)
+        .bind(raw)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn log_attempt(
+        &self,
+        slot: &Slot<'_>,
+        outcome: &str,
+        reason: Option<&str>,
+        raw: Option<&str>,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO collection_attempts (user_id, site_id, metric_key, period_start, start_date, attempted_at, outcome, reason, raw)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(slot.user_id)
+        .bind(slot.site_id)
+        .bind(slot.metric_key)
+        .bind(slot.period_start)
+        .bind(slot.start_date)
+        .bind(now)
+        .bind(outcome)
+        .bind(reason)
+        .bind(raw)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn values(
+        &self,
+        user_id: i64,
+        site_id: i64,
+        metric_key: &str,
+        since: i64,
+    ) -> Result<Vec<StoredValue>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT metric_key, granularity, period_start, start_date, value, raw, collected_at FROM metric_values
+             WHERE user_id = ? AND site_id = ? AND metric_key = ? AND period_start >= ? ORDER BY period_start",
+        )
+        .bind(user_id)
+        .bind(site_id)
+        .bind(metric_key)
+        .bind(since)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| StoredValue {
+                metric_key: r.get("metric_key"),
+                granularity: r.get("granularity"),
+                period_start: r.get("period_start"),
+                start_date: r.get("start_date"),
+                value: r.get("value"),
+                raw: r.get("raw"),
+                collected_at: r.get("collected_at"),
+            })
+            .collect())
+    }
+
+    async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT metric_key, start_date, attempted_at, outcome, reason, raw FROM collection_attempts
+             WHERE user_id = ? AND site_id = ? ORDER BY id DESC LIMIT ?",
+        )
+        .bind(user_id)
+        .bind(site_id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| Attempt {
+                metric_key: r.get("metric_key"),
+                start_date: r.get("start_date"),
+                attempted_at: r.get("attempted_at"),
+                outcome: r.get("outcome"),
+                reason: r.get("reason"),
+                raw: r.get("raw"),
+            })
+            .collect())
     }
 }

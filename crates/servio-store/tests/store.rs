@@ -170,3 +170,49 @@ async fn the_directory_lists_verified_sites_and_searches_them() {
         );
     }
 }
+
+#[tokio::test]
+async fn one_value_per_slot_and_every_attempt_logged() {
+    use servio_store::{FetchedManifest, Slot};
+    for Backend { name, store, .. } in backends().await {
+        let hal = store.create_user("hal@example.com", "h", "UTC", 0).await.unwrap();
+        let fetched = FetchedManifest {
+            origin: "https://s.example",
+            manifest_url: "https://s.example/servio.json",
+            manifest: "{}",
+            etag: None,
+            last_modified: None,
+        };
+        let site = store.save_site(&fetched, 0).await.unwrap();
+        let slot = Slot {
+            user_id: hal.id,
+            site_id: site.id,
+            metric_key: "sales.revenue.daily",
+            granularity: "day",
+            period_start: 1_000,
+            period_end: 87_400,
+            start_date: "2026-08-20",
+        };
+        store.store_value(&slot, 2340.0, "\"$2,340.00\"", 5).await.unwrap();
+        store.log_attempt(&slot, "stored", None, Some("\"$2,340.00\""), 5).await.unwrap();
+        store.store_value(&slot, 2341.5, "2341.5", 6).await.unwrap();
+        store.log_attempt(&slot, "stored", None, Some("2341.5"), 6).await.unwrap();
+        let later = Slot { period_start: 87_400, start_date: "2026-08-21", ..slot.clone() };
+        store.log_attempt(&later, "dropped", Some("the value is null"), Some("null"), 7).await.unwrap();
+
+        let values = store.values(hal.id, site.id, "sales.revenue.daily", 0).await.unwrap();
+        assert_eq!(values.len(), 1, "{name}: replaced, not duplicated");
+        assert_eq!((values[0].value, values[0].raw.as_str()), (2341.5, "2341.5"), "{name}");
+        let attempts = store.attempts(hal.id, site.id, 10).await.unwrap();
+        assert_eq!(attempts.len(), 3, "{name}");
+        assert_eq!(
+            (attempts[0].outcome.as_str(), attempts[0].reason.as_deref()),
+            ("dropped", Some("the value is null")),
+            "{name}"
+        );
+        assert!(
+            store.values(hal.id, site.id, "sales.revenue.daily", 2_000).await.unwrap().is_empty(),
+            "{name}: a dropped value is no value"
+        );
+    }
+}
