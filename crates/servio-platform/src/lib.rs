@@ -8,6 +8,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod collect;
 pub mod connect;
 pub mod error;
 pub mod refresh;
@@ -60,6 +61,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::directory::router())
         .merge(routes::openapi::router())
         .merge(routes::pages::router())
+        .merge(routes::dashboard::router())
         .with_state(state)
 }
 

@@ -19,6 +19,7 @@ fn body_for(path: &str) -> Option<Value> {
         "/api/tokens" => json!({ "name": "walk" }),
         "/api/vault" | "/api/directory/claims" => json!({ "url": "https://localhost:1" }),
         p if p.ends_with("/credential") => json!({ "token": "x" }),
+        p if p.ends_with("/backfill") => json!({ "from": "2026-08-01", "to": "2026-08-02" }),
         _ => json!({}),
     })
 }

@@ -1,6 +1,7 @@
 //! Routes by feature; each module exposes `router()`, merged in [`crate::router`].
 
 pub mod accounts;
+pub mod dashboard;
 pub mod directory;
 pub mod openapi;
 pub mod pages;

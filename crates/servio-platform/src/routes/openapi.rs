@@ -62,6 +62,13 @@ pub const ROUTES: &[Route] = &[
     route("POST", "/api/vault/{id}/refresh", Access::User, "Refresh the site's manifest now"),
     route("POST", "/api/vault/{id}/approve", Access::User, "Approve the site's current manifest"),
     route("GET", "/api/vault/{id}/versions", Access::User, "Every version of the manifest with what changed"),
+    route(
+        "POST",
+        "/api/vault/{id}/backfill",
+        Access::User,
+        "Collect the site's metrics for a range of dates (from, to)",
+    ),
+    route("GET", "/api/dashboard", Access::User, "Every metric with its recent values, the latest and its trend"),
     route("GET", "/api/directory", Access::Public, "Search the Directory (?q=words)"),
     route("GET", "/api/directory/claims", Access::User, "The user's ownership claims"),
     route("POST", "/api/directory/claims", Access::User, "Claim an origin; returns the verification token"),

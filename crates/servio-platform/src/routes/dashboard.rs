@@ -1,0 +1,105 @@
+//! Collection over the API: a backfill of a date range for one vault site, and the dashboard
+//! data (every metric with its recent values, the latest one, and its trend against the
+//! comparison period of §8, only when that period was collected).
+
+use axum::extract::{Path, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use servio_collector::trend::{Trend, comparison_start, trend};
+use servio_manifest::{BriefStatus, CheckOptions, Site, check};
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::collect::{backfill, bearer};
+use crate::error::ApiError;
+
+/// The collection routes.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/vault/{id}/backfill", post(run_backfill)).route("/api/dashboard", get(dashboard))
+}
+
+#[derive(Deserialize)]
+struct Range {
+    from: String,
+    to: String,
+}
+
+async fn run_backfill(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<i64>,
+    Json(range): Json<Range>,
+) -> Result<Json<Value>, ApiError> {
+    let date = |field: &str, text: &str| -> Result<jiff::civil::Date, ApiError> {
+        text.parse()
+            .map_err(|e| ApiError::BadRequest(format!("`{field}` {text:?} is not a date of the form YYYY-MM-DD: {e}")))
+    };
+    let (first, last) = (date("from", &range.from)?, date("to", &range.to)?);
+    if last < first || (last - first).get_days() > 400 {
+        return Err(ApiError::BadRequest("`to` must be on or after `from`, at most 400 days later".into()));
+    }
+    let entry = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
+    let report = check(
+        entry.site.manifest.as_bytes(),
+        &CheckOptions { site: Site::parse(&entry.site.origin).ok(), allow: Vec::new() },
+    );
+    let (Some(manifest), Some(brief)) = (report.manifest.as_ref(), report.brief.as_ref()) else {
+        return Err(ApiError::BadRequest("this site has no valid brief: there is nothing to collect".into()));
+    };
+    let token = bearer(&state, caller.user.id, id, entry.credential.as_deref());
+    let summary = backfill(&state, &caller.user, &entry.site, manifest, brief, token.as_deref(), first, last)
+        .await
+        .map_err(ApiError::Internal)?;
+    Ok(Json(json!({ "stored": summary.stored, "dropped": summary.dropped, "failed": summary.failed })))
+}
+
+/// How far back the dashboard shows values.
+const RECENT_SECONDS: i64 = 62 * 24 * 3600;
+
+async fn dashboard(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let zone = servio_manifest::period::zone(&caller.user.time_zone).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let since = crate::now() - RECENT_SECONDS;
+    let mut metrics = Vec::new();
+    for site in state.store.vault(caller.user.id).await? {
+        let report = check(site.manifest.as_bytes(), &CheckOptions::default());
+        let (Some(manifest), Some(brief), BriefStatus::Valid) = (&report.manifest, &report.brief, report.brief_status)
+        else {
+            continue;
+        };
+        for metric in &brief.metrics {
+            let values = state.store.values(caller.user.id, site.id, &metric.key, since).await?;
+            let latest = values.last();
+            let change = match latest {
+                None => Value::Null,
+                Some(latest) => {
+                    let date: jiff::civil::Date =
+                        latest.start_date.parse().map_err(|e: jiff::Error| ApiError::Internal(e.to_string()))?;
+                    let period = servio_manifest::period::resolve(metric.granularity, date, 0, &zone)
+                        .map_err(|e| ApiError::Internal(e.to_string()))?;
+                    let (compare_date, _) = comparison_start(&period).map_err(|e| ApiError::Internal(e.to_string()))?;
+                    let previous = values.iter().find(|v| v.start_date == compare_date.to_string()).map(|v| v.value);
+                    match trend(latest.value, previous) {
+                        Trend::None => Value::Null,
+                        Trend::Absolute(change) => json!({ "against": compare_date.to_string(), "change": change }),
+                        Trend::Relative { change, percent } => {
+                            json!({ "against": compare_date.to_string(), "change": change, "percent": percent })
+                        }
+                    }
+                }
+            };
+            metrics.push(json!({
+                "site": { "id": site.id, "origin": site.origin, "name": manifest.name },
+                "key": metric.key,
+                "label": servio_manifest::brief::canonical_label(&metric.key),
+                "unit": metric.unit,
+                "granularity": metric.granularity.as_str(),
+                "latest": latest.map(|v| json!({ "period": v.start_date, "value": v.value, "raw": v.raw })),
+                "change": change,
+                "values": values.iter().map(|v| json!({ "period": v.start_date, "value": v.value })).collect::<Vec<_>>(),
+            }));
+        }
+    }
+    Ok(Json(json!({ "time_zone": caller.user.time_zone, "metrics": metrics })))
+}

@@ -1,0 +1,61 @@
+//! Collection against the demo site: a backfill stores exactly the figures the site computes
+//! for each date in the user's zone, the dashboard shows the latest value and its change against
+//! the same weekday a week earlier, and bad values are dropped with a reason, never stored.
+
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+use servio_demo_site::site::{daily_figures, dollars};
+use servio_demo_site::{LocalCa, Misbehaviour, Site, SiteConfig, serve_https_on};
+
+mod common;
+
+#[tokio::test]
+async fn backfill_then_dashboard() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+    let site = Site::new(SiteConfig::bearer(&origin, "demo"), None).await.unwrap();
+    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    // Fourteen days ending the day before yesterday in Auckland: recent enough for the dashboard.
+    let today = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::get("Pacific/Auckland").unwrap()).date();
+    let last = today.checked_sub(jiff::ToSpan::days(2)).unwrap();
+    let first = last.checked_sub(jiff::ToSpan::days(13)).unwrap();
+    let week_before = last.checked_sub(jiff::ToSpan::days(7)).unwrap().to_string();
+    let (first, last) = (first.to_string(), last.to_string());
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        // The user is in Pacific/Auckland (common::Server::sign_up).
+        let ivy = server.sign_up(&format!("ivy-{name}@example.com")).await;
+        let (_, added, _) =
+            server.send(&ivy, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" }))).await;
+        let id = added["site"]["id"].as_i64().unwrap();
+        let backfill = format!("/api/vault/{id}/backfill");
+        let (status, summary, _) =
+            server.send(&ivy, Method::POST, &backfill, Some(json!({ "from": first, "to": last }))).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {summary}");
+        assert_eq!(summary, json!({ "stored": 28, "dropped": 0, "failed": 0 }), "{name}");
+
+        let (status, dashboard, _) = server.send(&ivy, Method::GET, "/api/dashboard", None).await;
+        assert_eq!(status, StatusCode::OK, "{name}");
+        let revenue =
+            dashboard["metrics"].as_array().unwrap().iter().find(|m| m["key"] == "sales.revenue.daily").unwrap();
+        assert_eq!(revenue["label"], "Revenue");
+        assert_eq!(revenue["values"].as_array().unwrap().len(), 14, "{name}");
+        let (cents, _) = daily_figures(&last, "Pacific/Auckland");
+        assert_eq!(revenue["latest"]["value"].as_f64().unwrap(), cents as f64 / 100.0, "{name}");
+        assert_eq!(revenue["latest"]["raw"], json!(dollars(cents)).to_string(), "{name}: the raw value is kept");
+        let (before, _) = daily_figures(&week_before, "Pacific/Auckland");
+        assert_eq!(revenue["change"]["against"], week_before.as_str(), "{name}: the same weekday a week earlier");
+        let change = revenue["change"]["change"].as_f64().unwrap();
+        assert!((change - (cents as f64 - before as f64) / 100.0).abs() < 1e-6, "{name}");
+
+        // A bad answer stores nothing and says why.
+        site.set_misbehaviour("/api/servio/tools/shop.getSalesSummary", Some(Misbehaviour::ServerError));
+        let (_, failed, _) =
+            server.send(&ivy, Method::POST, &backfill, Some(json!({ "from": "2026-07-01", "to": "2026-07-01" }))).await;
+        assert_eq!(failed, json!({ "stored": 0, "dropped": 0, "failed": 2 }), "{name}");
+        site.set_misbehaviour("/api/servio/tools/shop.getSalesSummary", None);
+        let (_, again, _) = server.send(&ivy, Method::GET, "/api/dashboard", None).await;
+        let revenue = again["metrics"].as_array().unwrap().iter().find(|m| m["key"] == "sales.revenue.daily").unwrap();
+        assert_eq!(revenue["values"].as_array().unwrap().len(), 14, "{name}: no zeros for failed periods");
+    }
+}
