@@ -62,6 +62,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::openapi::router())
         .merge(routes::pages::router())
         .merge(routes::dashboard::router())
+        .merge(routes::dashboard_page::router())
         .with_state(state)
 }
 

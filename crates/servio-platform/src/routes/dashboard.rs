@@ -59,6 +59,12 @@ async fn run_backfill(
 const RECENT_SECONDS: i64 = 62 * 24 * 3600;
 
 async fn dashboard(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    dashboard_json(&state, &caller.user).await.map(Json)
+}
+
+/// The dashboard data of `user`.
+pub(crate) async fn dashboard_json(state: &AppState, user: &servio_store::User) -> Result<Value, ApiError> {
+    let caller = crate::auth::Caller { user: user.clone(), via: crate::auth::Via::ApiToken };
     let zone = servio_manifest::period::zone(&caller.user.time_zone).map_err(|e| ApiError::Internal(e.to_string()))?;
     let since = crate::now() - RECENT_SECONDS;
     let mut metrics = Vec::new();
@@ -101,5 +107,5 @@ async fn dashboard(State(state): State<AppState>, caller: Caller) -> Result<Json
             }));
         }
     }
-    Ok(Json(json!({ "time_zone": caller.user.time_zone, "metrics": metrics })))
+    Ok(json!({ "time_zone": caller.user.time_zone, "metrics": metrics }))
 }

@@ -2,6 +2,7 @@
 
 pub mod accounts;
 pub mod dashboard;
+pub mod dashboard_page;
 pub mod directory;
 pub mod openapi;
 pub mod pages;

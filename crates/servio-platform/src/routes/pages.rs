@@ -37,6 +37,7 @@ pub const PAGES: &[(&str, &str, bool)] = &[
     ("GET", "/vault/{id}/connect", true),
     ("GET", "/oauth/callback", true),
     ("GET", "/directory", false),
+    ("GET", "/dashboard", true),
     ("POST", "/directory/claims", true),
     ("POST", "/directory/claims/{id}/verify", true),
 ];
@@ -86,6 +87,11 @@ async fn require(state: &AppState, headers: &HeaderMap) -> Result<PageUser, Resp
     }
 }
 
+/// The signed-in user and the session's CSRF token, or a redirect to the sign-in page.
+pub(crate) async fn require_user(state: &AppState, headers: &HeaderMap) -> Result<(User, String), Response> {
+    require(state, headers).await.map(|u| (u.user, u.csrf_token))
+}
+
 /// The signed-in user of a form post whose CSRF field is the session's token; otherwise the
 /// response to send (sign in first, or 403).
 async fn require_form(state: &AppState, headers: &HeaderMap, sent_csrf: &str) -> Result<PageUser, Response> {
@@ -110,7 +116,7 @@ fn render(template: &impl Template) -> Response {
 
 async fn home(State(state): State<AppState>, headers: HeaderMap) -> Response {
     match page_user(&state, &headers).await {
-        Ok(Some(_)) => Redirect::to("/vault").into_response(),
+        Ok(Some(_)) => Redirect::to("/dashboard").into_response(),
         _ => Redirect::to("/signin").into_response(),
     }
 }

@@ -1,0 +1,231 @@
+//! The morning dashboard as a page: per metric the latest value with its unit and period, the
+//! change against the comparison period only when that was collected, and a small SVG chart of
+//! recent periods in which a missing period is a gap, never a zero. Below, each site's
+//! collection log with the reasons a site owner can act on.
+
+use std::collections::BTreeMap;
+
+use askama::Template;
+use axum::Router;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::Value;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// The dashboard page route.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/dashboard", get(page))
+}
+
+struct Card {
+    site: String,
+    key: String,
+    label: String,
+    unit: String,
+    period: String,
+    latest: Option<String>,
+    change: Option<String>,
+    change_class: String,
+    chart: String,
+}
+
+struct LogRow {
+    when: String,
+    metric: String,
+    period: String,
+    outcome: String,
+}
+
+struct Log {
+    site: String,
+    summary: Vec<String>,
+    rows: Vec<LogRow>,
+}
+
+#[derive(Template)]
+#[template(path = "dashboard.html")]
+struct DashboardPage {
+    signed_in: Option<String>,
+    csrf_token: String,
+    time_zone: String,
+    cards: Vec<Card>,
+    logs: Vec<Log>,
+}
+
+fn format_number(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        let digits = (value.abs() as i64).to_string();
+        let mut grouped = String::new();
+        for (i, d) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                grouped.push(',');
+            }
+            grouped.push(d);
+        }
+        if value < 0.0 { format!("-{grouped}") } else { grouped }
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+/// An SVG line of `points` (one per period, `None` where nothing was collected): segments
+/// break at gaps.
+pub fn chart(points: &[Option<f64>]) -> String {
+    let (width, height) = (560.0, 80.0);
+    let values: Vec<f64> = points.iter().flatten().copied().collect();
+    if values.is_empty() {
+        return String::new();
+    }
+    let (low, high) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(*v), h.max(*v)));
+    let span = if high > low { high - low } else { 1.0 };
+    let step = if points.len() > 1 { width / (points.len() - 1) as f64 } else { width };
+    let mut segments: Vec<Vec<String>> = vec![Vec::new()];
+    for (i, point) in points.iter().enumerate() {
+        match point {
+            Some(v) => {
+                let (x, y) = (i as f64 * step, height - 4.0 - (v - low) / span * (height - 8.0));
+                segments.last_mut().expect("one segment at least").push(format!("{x:.1},{y:.1}"));
+            }
+            None => segments.push(Vec::new()),
+        }
+    }
+    let lines: String = segments
+        .iter()
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            if s.len() == 1 {
+                let (x, y) = s[0].split_once(',').unwrap_or(("0", "0"));
+                format!("<circle cx=\"{x}\" cy=\"{y}\" r=\"2\" fill=\"#2f6fde\"/>")
+            } else {
+                format!("<polyline fill=\"none\" stroke=\"#2f6fde\" stroke-width=\"2\" points=\"{}\"/>", s.join(" "))
+            }
+        })
+        .collect();
+    format!(
+        "<svg viewBox=\"0 0 {width} {height}\" width=\"100%\" height=\"{height}\" role=\"img\" aria-label=\"recent periods\">{lines}</svg>"
+    )
+}
+
+async fn page(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let user = match crate::routes::pages::require_user(&state, &headers).await {
+        Ok(user) => user,
+        Err(response) => return response,
+    };
+    match render(&state, &user.0, user.1).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn render(state: &AppState, user: &servio_store::User, csrf_token: String) -> Result<Response, ApiError> {
+    let data = crate::routes::dashboard::dashboard_json(state, user).await?;
+    let mut cards = Vec::new();
+    for metric in data["metrics"].as_array().into_iter().flatten() {
+        let values: BTreeMap<String, f64> = metric["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| Some((v["period"].as_str()?.to_owned(), v["value"].as_f64()?)))
+            .collect();
+        // One point per day between the first and the last collected period; gaps stay gaps.
+        let points: Vec<Option<f64>> = match (values.keys().next(), values.keys().last()) {
+            (Some(first), Some(last)) if metric["granularity"] == "day" => {
+                let (mut day, last): (jiff::civil::Date, jiff::civil::Date) = (
+                    first.parse().map_err(|e: jiff::Error| ApiError::Internal(e.to_string()))?,
+                    last.parse().map_err(|e: jiff::Error| ApiError::Internal(e.to_string()))?,
+                );
+                let mut points = Vec::new();
+                while day <= last {
+                    points.push(values.get(&day.to_string()).copied());
+                    day = day.tomorrow().map_err(|e| ApiError::Internal(e.to_string()))?;
+                }
+                points
+            }
+            _ => values.values().map(|v| Some(*v)).collect(),
+        };
+        let change = metric["change"].as_object().map(|c| {
+            let delta = c.get("change").and_then(Value::as_f64).unwrap_or_default();
+            let arrow = if delta >= 0.0 { "▲" } else { "▼" };
+            match c.get("percent").and_then(Value::as_f64) {
+                Some(percent) => {
+                    format!("{arrow} {percent:+.1}% against {}", c["against"].as_str().unwrap_or_default())
+                }
+                None => {
+                    format!("{arrow} {:+} against {}", format_number(delta), c["against"].as_str().unwrap_or_default())
+                }
+            }
+        });
+        let rising = metric["change"]["change"].as_f64().is_some_and(|c| c >= 0.0);
+        cards.push(Card {
+            site: metric["site"]["name"].as_str().unwrap_or_default().to_owned(),
+            key: metric["key"].as_str().unwrap_or_default().to_owned(),
+            label: metric["label"].as_str().or(metric["key"].as_str()).unwrap_or_default().to_owned(),
+            unit: metric["unit"].as_str().unwrap_or_default().to_owned(),
+            period: metric["latest"]["period"].as_str().unwrap_or_default().to_owned(),
+            latest: metric["latest"]["value"].as_f64().map(format_number),
+            change,
+            change_class: if rising { "ok".into() } else { "warning".into() },
+            chart: chart(&points),
+        });
+    }
+    let mut logs = Vec::new();
+    for site in state.store.vault(user.id).await? {
+        let attempts = state.store.attempts(user.id, site.id, 200).await?;
+        if attempts.is_empty() {
+            continue;
+        }
+        // Reasons a site owner can act on: each distinct reason with how many periods it hit.
+        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        for attempt in attempts.iter().filter(|a| a.outcome != "stored") {
+            *reasons.entry(attempt.reason.clone().unwrap_or_else(|| attempt.outcome.clone())).or_default() += 1;
+        }
+        logs.push(Log {
+            site: site.origin.clone(),
+            summary: reasons
+                .into_iter()
+                .map(|(reason, n)| format!("{reason} ({n} period{})", if n == 1 { "" } else { "s" }))
+                .collect(),
+            rows: attempts
+                .iter()
+                .take(20)
+                .map(|a| LogRow {
+                    when: jiff::Timestamp::from_second(a.attempted_at).map(|t| t.to_string()).unwrap_or_default(),
+                    metric: a.metric_key.clone(),
+                    period: a.start_date.clone(),
+                    outcome: match &a.reason {
+                        Some(reason) => format!("{}: {reason}", a.outcome),
+                        None => a.outcome.clone(),
+                    },
+                })
+                .collect(),
+        });
+    }
+    let page = DashboardPage {
+        signed_in: Some(user.email.clone()),
+        csrf_token,
+        time_zone: user.time_zone.clone(),
+        cards,
+        logs,
+    };
+    page.render().map(|html| axum::response::Html(html).into_response()).map_err(|e| ApiError::Internal(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_break_the_line_and_are_never_zero() {
+        let svg = chart(&[Some(1.0), Some(2.0), None, Some(3.0), Some(1.0)]);
+        assert_eq!(svg.matches("<polyline").count(), 2, "{svg}");
+        let lone = chart(&[Some(1.0), None, Some(2.0)]);
+        assert_eq!(lone.matches("<circle").count(), 2, "{lone}");
+        assert_eq!(chart(&[None, None]), "");
+        assert_eq!(format_number(2340.0), "2,340");
+        assert_eq!(format_number(704.4), "704.40");
+    }
+}
