@@ -43,6 +43,10 @@ pub enum Command {
     /// for the browser to come back. Tokens go to the per-user credentials file
     /// (~/.config/servio/credentials.json, or SERVIO_CREDENTIALS), readable only by you.
     Login(LoginArgs),
+    /// Run everything on this machine: the platform on embedded SQLite, the demo site, a demo
+    /// user with the site in their vault and eight weeks of its metrics collected; then open the
+    /// printed dashboard URL.
+    Demo(DemoArgs),
     /// Run the platform: accounts and personal API tokens over a JSON API (the vault, the
     /// Directory and collection follow).
     ///
@@ -73,6 +77,16 @@ pub struct CallArgs {
     pub token: Option<String>,
     #[command(flatten)]
     pub fetch: FetchArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Address of the platform.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: std::net::SocketAddr,
+    /// Directory for the database, keys and demo.json (default: a temporary one, removed at exit).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

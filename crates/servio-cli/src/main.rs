@@ -11,6 +11,7 @@ mod call_cmd;
 mod check_cmd;
 mod cli;
 mod credentials;
+mod demo_cmd;
 mod demo_site_cmd;
 mod explain_cmd;
 mod fetch;
@@ -66,6 +67,7 @@ fn try_main(cli: Cli) -> Result<Outcome, Failure> {
         Command::Login(args) => login_cmd::run(&args),
         Command::Serve(args) => serve_cmd::run(&args),
         Command::DemoSite(args) => demo_site_cmd::run(&args),
+        Command::Demo(args) => demo_cmd::run(&args),
         Command::Address(args) => {
             let site = servio_manifest::Site::parse(&args.site)?;
             println!("{}", site.prefixed_name(&args.tool));

@@ -1,0 +1,208 @@
+//! `servio demo`: the whole system on this machine, seeded through the platform's own API as
+//! any client would: the demo site over HTTPS with its own CA, the platform on embedded SQLite,
+//! a demo user (credentials in DATA_DIR/demo.json), the demo site in their vault with its token,
+//! and eight weeks of its daily metrics collected by the real collector.
+
+use std::sync::Arc;
+
+use anyhow::{Context, anyhow};
+use serde_json::{Value, json};
+use servio_client::{Client, ClientConfig, Policy};
+use servio_demo_site::{LocalCa, Site, SiteConfig, serve_https_on};
+use servio_platform::secrets::Secrets;
+use servio_platform::{AppState, router};
+
+use crate::cli::DemoArgs;
+use crate::{Failure, Outcome};
+
+pub fn run(args: &DemoArgs) -> Result<Outcome, Failure> {
+    let temporary;
+    let data_dir = match &args.data_dir {
+        Some(dir) => dir.clone(),
+        None => {
+            temporary = tempfile::tempdir().context("creating a temporary data directory")?;
+            temporary.path().to_owned()
+        }
+    };
+    std::fs::create_dir_all(&data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    runtime.block_on(demo(args, &data_dir))?;
+    Ok(Outcome::Ok)
+}
+
+async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()> {
+    // The demo site, over HTTPS with a local CA.
+    let ca = LocalCa::generate(&[])?;
+    let tls = data_dir.join("tls");
+    std::fs::create_dir_all(&tls)?;
+    std::fs::write(tls.join("ca.pem"), &ca.ca_pem)?;
+    let site_listener = std::net::TcpListener::bind("127.0.0.1:0").context("listening for the demo site")?;
+    let origin = format!("https://localhost:{}", site_listener.local_addr()?.port());
+    let site_token = new_secret()?;
+    let site = Site::new(SiteConfig::bearer(&origin, &site_token), Some(&data_dir.join("forum.sqlite"))).await?;
+    site.watch_verification_file(tls.join("verification"));
+    let _site = serve_https_on(site_listener, &ca, site.router()).await?;
+
+    // The platform, on embedded SQLite; it may reach the local demo site.
+    let store = servio_store::open(&format!("sqlite:{}", data_dir.join("servio.db").display())).await?;
+    let secrets = Secrets::load_or_create(&data_dir.join("secret.key")).map_err(|e| anyhow!(e))?;
+    let client = Client::new(
+        ClientConfig { extra_roots_pem: Some(ca.ca_pem.clone().into_bytes()), ..ClientConfig::default() }
+            .with_policy(Policy::Any),
+    )?;
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .with_context(|| format!("listening on {} (choose another with --addr)", args.addr))?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let oauth = servio_platform::connect::OAuthConfig {
+        public_url: url.clone(),
+        client_id: "servio-platform".into(),
+        per_site: Default::default(),
+    };
+    let state = AppState::new(Arc::from(store), client, secrets, oauth);
+    tokio::spawn(servio_platform::refresh::run_periodically(state.clone(), std::time::Duration::from_secs(600)));
+    let app = router(state);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    // The demo user and their vault, through the API.
+    println!("Seeding the demo: a user, the demo site in their vault, eight weeks of metrics...");
+    let api = Api { http: reqwest::Client::new(), base: url.clone() };
+    let demo_file = data_dir.join("demo.json");
+    let (email, password, api_token) = api.demo_user(&demo_file).await?;
+    let site_id = api.vault_site(&api_token, &origin, &site_token).await?;
+    let zone = jiff::tz::TimeZone::system().iana_name().unwrap_or("UTC").to_owned();
+    let today = jiff::Timestamp::now()
+        .to_zoned_datetime(
+            servio_manifest::period::zone(&api.time_zone(&api_token).await?).unwrap_or(jiff::tz::TimeZone::UTC),
+        )
+        .date();
+    let from = today.checked_sub(jiff::ToSpan::days(56))?;
+    let collected = api
+        .call(
+            &api_token,
+            reqwest::Method::POST,
+            &format!("/api/vault/{site_id}/backfill"),
+            Some(json!({ "from": from.to_string(), "to": today.to_string() })),
+        )
+        .await?;
+    let demo = json!({ "url": url, "email": email, "password": password, "api_token": api_token });
+    std::fs::write(&demo_file, serde_json::to_vec_pretty(&demo)?)?;
+
+    println!();
+    println!("Servio demo is running (time zone of the demo user: {zone}).");
+    println!("  dashboard:  {url}/dashboard");
+    println!("  sign in as: {email} / {password}");
+    println!("  API token:  {api_token}   (also in {})", demo_file.display());
+    println!("  demo site:  {origin}  (CA: {})", tls.join("ca.pem").display());
+    println!(
+        "  collected:  {} values stored, {} dropped, {} failed",
+        collected["stored"], collected["dropped"], collected["failed"]
+    );
+    println!("Press Ctrl-C to stop.");
+    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    Ok(())
+}
+
+fn new_secret() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow!("no randomness: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The platform's JSON API, as the demo uses it.
+struct Api {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Api {
+    async fn call(
+        &self,
+        bearer: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<Value> {
+        let mut request = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(bearer);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await?;
+        let status = response.status();
+        let value: Value = response.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            return Err(anyhow!("{path} answered {status}: {value}"));
+        }
+        Ok(value)
+    }
+
+    /// The demo user: signed up the first time, signed in with the saved password after.
+    async fn demo_user(&self, demo_file: &std::path::Path) -> anyhow::Result<(String, String, String)> {
+        if let Ok(saved) = std::fs::read(demo_file) {
+            let saved: Value = serde_json::from_slice(&saved)?;
+            let field = |k: &str| {
+                saved[k].as_str().map(str::to_owned).ok_or_else(|| anyhow!("{} lacks {k}", demo_file.display()))
+            };
+            return Ok((field("email")?, field("password")?, field("api_token")?));
+        }
+        let email = "demo@servio.test".to_owned();
+        let password = new_secret()?;
+        let time_zone = jiff::tz::TimeZone::system().iana_name().unwrap_or("UTC").to_owned();
+        let response = self
+            .http
+            .post(format!("{}/api/signup", self.base))
+            .json(&json!({ "email": email, "password": password, "time_zone": time_zone }))
+            .send()
+            .await?;
+        let cookie = response
+            .headers()
+            .get("set-cookie")
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(';').next().unwrap_or_default().to_owned());
+        let body: Value = response.json().await?;
+        let (Some(cookie), Some(csrf)) = (cookie, body["csrf_token"].as_str()) else {
+            return Err(anyhow!("signing up the demo user failed: {body}"));
+        };
+        let token: Value = self
+            .http
+            .post(format!("{}/api/tokens", self.base))
+            .header("cookie", cookie)
+            .header("x-csrf-token", csrf)
+            .json(&json!({ "name": "demo" }))
+            .send()
+            .await?
+            .json()
+            .await?;
+        let api_token =
+            token["token"].as_str().ok_or_else(|| anyhow!("creating the demo API token failed: {token}"))?.to_owned();
+        Ok((email, password, api_token))
+    }
+
+    /// The id of the demo site in the vault, adding it with its token when missing.
+    async fn vault_site(&self, bearer: &str, origin: &str, token: &str) -> anyhow::Result<i64> {
+        let vault = self.call(bearer, reqwest::Method::GET, "/api/vault", None).await?;
+        for site in vault["sites"].as_array().into_iter().flatten() {
+            if site["origin"] == origin {
+                let id = site["id"].as_i64().unwrap_or_default();
+                self.call(
+                    bearer,
+                    reqwest::Method::PUT,
+                    &format!("/api/vault/{id}/credential"),
+                    Some(json!({ "token": token })),
+                )
+                .await?;
+                return Ok(id);
+            }
+        }
+        let added = self
+            .call(bearer, reqwest::Method::POST, "/api/vault", Some(json!({ "url": origin, "token": token })))
+            .await?;
+        added["site"]["id"].as_i64().ok_or_else(|| anyhow!("adding the demo site failed: {added}"))
+    }
+
+    async fn time_zone(&self, bearer: &str) -> anyhow::Result<String> {
+        let me = self.call(bearer, reqwest::Method::GET, "/api/me", None).await?;
+        Ok(me["user"]["time_zone"].as_str().unwrap_or("UTC").to_owned())
+    }
+}
