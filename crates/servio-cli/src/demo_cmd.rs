@@ -62,6 +62,7 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
     };
     let state = AppState::new(Arc::from(store), client, secrets, oauth);
     tokio::spawn(servio_platform::refresh::run_periodically(state.clone(), std::time::Duration::from_secs(600)));
+    tokio::spawn(servio_platform::collect::run_periodically(state.clone(), std::time::Duration::from_secs(300)));
     let app = router(state);
     tokio::spawn(async move { axum::serve(listener, app).await });
 

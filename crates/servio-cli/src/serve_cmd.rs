@@ -60,6 +60,8 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         let state = AppState::new(Arc::from(store), client, secrets, oauth);
         // Sites fall due every 24 hours (jittered); look for due ones every ten minutes.
         tokio::spawn(servio_platform::refresh::run_periodically(state.clone(), std::time::Duration::from_secs(600)));
+        // Due periods are collected, and transient failures retried, every five minutes.
+        tokio::spawn(servio_platform::collect::run_periodically(state.clone(), std::time::Duration::from_secs(300)));
         let app = router(state);
         axum::serve(listener, app)
             .with_graceful_shutdown(async {

@@ -85,7 +85,8 @@ pub async fn collect(
     };
     let (kind, reason) = match &outcome {
         Outcome::Dropped(reason) => ("dropped", reason.clone()),
-        Outcome::Failed { reason, .. } => ("failed", reason.clone()),
+        Outcome::Failed { reason, transient: true } => ("retry", reason.clone()),
+        Outcome::Failed { reason, transient: false } => ("failed", reason.clone()),
         Outcome::Stored(_) => unreachable!("returned above"),
     };
     state.store.log_attempt(&slot, kind, Some(&reason), None, now()).await?;
@@ -138,4 +139,66 @@ pub async fn backfill(
         }
     }
     Ok(summary)
+}
+
+/// How long after a period is due its collection keeps being retried.
+pub const DEADLINE: jiff::SignedDuration = jiff::SignedDuration::from_hours(24);
+
+/// Collects, for one user's vault site, the latest due period of every metric that is not
+/// settled yet (stored, or ended for good). A new brief or metric thus starts with the current
+/// period; older periods only come from a backfill. Transient failures are tried again on the
+/// next round until [`DEADLINE`] after the period was due.
+pub async fn collect_due(
+    state: &AppState,
+    user: &User,
+    entry: &servio_store::VaultEntry,
+    now: jiff::Timestamp,
+) -> Result<Summary, String> {
+    let report = servio_manifest::check(entry.site.manifest.as_bytes(), &servio_manifest::CheckOptions::default());
+    let (Some(manifest), Some(brief)) = (report.manifest.as_ref(), report.brief.as_ref()) else {
+        return Ok(Summary::default());
+    };
+    let zone = servio_manifest::period::zone(&user.time_zone).map_err(|e| e.to_string())?;
+    let token = bearer(state, user.id, entry.site.id, entry.credential.as_deref());
+    let mut summary = Summary::default();
+    for metric in &brief.metrics {
+        let period = servio_collector::plan::latest_due(metric.granularity, &zone, now).map_err(|e| e.to_string())?;
+        let due = period
+            .end
+            .checked_add(servio_collector::plan::settle_delay(period.granularity))
+            .map_err(|e| e.to_string())?;
+        if due.checked_add(DEADLINE).is_ok_and(|deadline| now > deadline) {
+            continue;
+        }
+        let settled = state
+            .store
+            .slot_settled(user.id, entry.site.id, &metric.key, period.start.as_second())
+            .await
+            .map_err(|e| e.to_string())?;
+        if settled {
+            continue;
+        }
+        let outcome = collect(state, user, &entry.site, manifest, token.as_deref(), metric, &period)
+            .await
+            .map_err(|e| e.to_string())?;
+        summary.add(&outcome);
+    }
+    Ok(summary)
+}
+
+/// Collects what is due for every user, every `tick`, forever.
+pub async fn run_periodically(state: AppState, tick: std::time::Duration) {
+    loop {
+        match state.store.all_vault_entries().await {
+            Ok(entries) => {
+                for (user, entry) in entries {
+                    if let Err(error) = collect_due(&state, &user, &entry, jiff::Timestamp::now()).await {
+                        eprintln!("servio: collecting for {} failed: {error}", entry.site.origin);
+                    }
+                }
+            }
+            Err(error) => eprintln!("servio: listing vaults for collection failed: {error}"),
+        }
+        tokio::time::sleep(tick).await;
+    }
 }

@@ -59,3 +59,34 @@ async fn backfill_then_dashboard() {
         assert_eq!(revenue["values"].as_array().unwrap().len(), 14, "{name}: no zeros for failed periods");
     }
 }
+
+/// Scheduled collection: a new site starts with the current due period, a settled period is not
+/// collected again, and a transient failure is tried again on the next round.
+#[tokio::test]
+async fn due_periods_are_collected_once_and_retried_when_transient() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+    let site = Site::new(SiteConfig::bearer(&origin, "demo"), None).await.unwrap();
+    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let joe = server.sign_up(&format!("joe-{name}@example.com")).await;
+        let (_, added, _) =
+            server.send(&joe, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" }))).await;
+        let collect = format!("/api/vault/{}/collect", added["site"]["id"]);
+
+        site.set_misbehaviour("/api/servio/tools/shop.getSalesSummary", Some(Misbehaviour::ServerError));
+        let (_, first, _) = server.send(&joe, Method::POST, &collect, None).await;
+        assert_eq!(first, json!({ "stored": 0, "dropped": 0, "failed": 2 }), "{name}");
+        site.set_misbehaviour("/api/servio/tools/shop.getSalesSummary", None);
+        let (_, second, _) = server.send(&joe, Method::POST, &collect, None).await;
+        assert_eq!(second, json!({ "stored": 2, "dropped": 0, "failed": 0 }), "{name}: retried after a 500");
+        let (_, third, _) = server.send(&joe, Method::POST, &collect, None).await;
+        assert_eq!(third, json!({ "stored": 0, "dropped": 0, "failed": 0 }), "{name}: settled, not collected again");
+
+        let (_, dashboard, _) = server.send(&joe, Method::GET, "/api/dashboard", None).await;
+        let revenue =
+            dashboard["metrics"].as_array().unwrap().iter().find(|m| m["key"] == "sales.revenue.daily").unwrap();
+        assert_eq!(revenue["values"].as_array().unwrap().len(), 1, "{name}: only the current period, no history");
+    }
+}

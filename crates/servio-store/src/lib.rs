@@ -223,7 +223,7 @@ pub struct Attempt {
     pub start_date: String,
     /// When.
     pub attempted_at: i64,
-    /// `stored`, `dropped` or `failed`.
+    /// `stored`, `dropped`, `failed` (for good) or `retry` (transient).
     pub outcome: String,
     /// Why, when not stored.
     pub reason: Option<String>,
@@ -345,6 +345,17 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<StoredValue>, StoreError>;
     /// The latest attempts for a user's site, newest first.
     async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError>;
+    /// Every vault entry of every user, as (user, entry), for the collector.
+    async fn all_vault_entries(&self) -> Result<Vec<(User, VaultEntry)>, StoreError>;
+    /// Whether a slot needs no more work: a value is stored, or an attempt ended for good
+    /// (`dropped` or `failed`; transient failures are logged as `retry` and do not count).
+    async fn slot_settled(
+        &self,
+        user_id: i64,
+        site_id: i64,
+        metric_key: &str,
+        period_start: i64,
+    ) -> Result<bool, StoreError>;
 }
 
 /// Opens the store at `url` (`sqlite:PATH`, `sqlite::memory:` or `postgres://...`) and applies

@@ -549,4 +549,56 @@ impl Store for PgStore {
             })
             .collect())
     }
+    async fn all_vault_entries(&self) -> Result<Vec<(User, VaultEntry)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT u.id AS user_id, u.email, u.password_hash, u.time_zone, u.created_at AS user_created,
+                    s.id, s.origin, s.manifest_url, s.manifest, s.etag, s.last_modified, s.fetched_at, s.stale_error,
+                    v.credential, v.approved_manifest
+             FROM vault v JOIN users u ON u.id = v.user_id JOIN sites s ON s.id = v.site_id ORDER BY u.id, s.id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let user = User {
+                    id: r.get("user_id"),
+                    email: r.get("email"),
+                    password_hash: r.get("password_hash"),
+                    time_zone: r.get("time_zone"),
+                    created_at: r.get("user_created"),
+                };
+                let entry = VaultEntry {
+                    site: site(r),
+                    credential: r.get("credential"),
+                    approved_manifest: r.get("approved_manifest"),
+                };
+                (user, entry)
+            })
+            .collect())
+    }
+
+    async fn slot_settled(
+        &self,
+        user_id: i64,
+        site_id: i64,
+        metric_key: &str,
+        period_start: i64,
+    ) -> Result<bool, StoreError> {
+        let settled: i64 = sqlx::query_scalar("SELECT (SELECT count(*) FROM metric_values WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start = $4)
+                  + (SELECT count(*) FROM collection_attempts WHERE user_id = $5 AND site_id = $6 AND metric_key = $7 AND period_start = $8
+                     AND (outcome = 'dropped' OR outcome = 'failed'))",
+        )
+        .bind(user_id)
+        .bind(site_id)
+        .bind(metric_key)
+        .bind(period_start)
+        .bind(user_id)
+        .bind(site_id)
+        .bind(metric_key)
+        .bind(period_start)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(settled > 0)
+    }
 }

@@ -17,7 +17,10 @@ use crate::error::ApiError;
 
 /// The collection routes.
 pub fn router() -> Router<AppState> {
-    Router::new().route("/api/vault/{id}/backfill", post(run_backfill)).route("/api/dashboard", get(dashboard))
+    Router::new()
+        .route("/api/vault/{id}/backfill", post(run_backfill))
+        .route("/api/vault/{id}/collect", post(collect_now))
+        .route("/api/dashboard", get(dashboard))
 }
 
 #[derive(Deserialize)]
@@ -50,6 +53,19 @@ async fn run_backfill(
     };
     let token = bearer(&state, caller.user.id, id, entry.credential.as_deref());
     let summary = backfill(&state, &caller.user, &entry.site, manifest, brief, token.as_deref(), first, last)
+        .await
+        .map_err(ApiError::Internal)?;
+    Ok(Json(json!({ "stored": summary.stored, "dropped": summary.dropped, "failed": summary.failed })))
+}
+
+/// Collects what is due for this site now (what the scheduler does every few minutes).
+async fn collect_now(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<i64>,
+) -> Result<Json<Value>, ApiError> {
+    let entry = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
+    let summary = crate::collect::collect_due(&state, &caller.user, &entry, jiff::Timestamp::now())
         .await
         .map_err(ApiError::Internal)?;
     Ok(Json(json!({ "stored": summary.stored, "dropped": summary.dropped, "failed": summary.failed })))
