@@ -32,12 +32,17 @@ pub enum Misbehaviour {
     Html,
     /// Redirect to itself forever.
     RedirectLoop,
+    /// Answer `200` with this text as the body, as JSON (it need not be valid JSON).
+    Body(String),
+    /// Answer the shop's usual shape with this raw JSON text as every total.
+    Totals(String),
 }
 
 impl std::str::FromStr for Misbehaviour {
     type Err = String;
 
-    /// `slow:MILLIS`, `500`, `huge:BYTES`, `wrong-type`, `html`, `redirect-loop`.
+    /// `slow:MILLIS`, `500`, `huge:BYTES`, `wrong-type`, `html`, `redirect-loop`, `body:TEXT`,
+    /// `totals:RAW_JSON`.
     fn from_str(text: &str) -> Result<Misbehaviour, String> {
         let number = |n: &str| n.parse::<u64>().map_err(|_| format!("{n:?} is not a number"));
         Ok(match text.split_once(':') {
@@ -47,6 +52,8 @@ impl std::str::FromStr for Misbehaviour {
             None if text == "wrong-type" => Misbehaviour::WrongContentType,
             None if text == "html" => Misbehaviour::Html,
             None if text == "redirect-loop" => Misbehaviour::RedirectLoop,
+            Some(("body", raw)) => Misbehaviour::Body(raw.to_owned()),
+            Some(("totals", raw)) => Misbehaviour::Totals(raw.to_owned()),
             _ => {
                 return Err(format!(
                     "unknown misbehaviour {text:?}: expected slow:MS, 500, huge:BYTES, wrong-type, html or redirect-loop"
@@ -227,6 +234,13 @@ async fn misbehave(State(site): State<Site>, request: Request, next: Next) -> Re
         }
         Some(Misbehaviour::Html) => Html("<!doctype html><div id=app></div>").into_response(),
         Some(Misbehaviour::RedirectLoop) => Redirect::temporary(&path).into_response(),
+        Some(Misbehaviour::Body(text)) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
+        Some(Misbehaviour::Totals(raw)) => {
+            let body = format!(
+                r#"{{"data": {{"totals": {{"revenue": {raw}, "orders": {raw}, "refunds": 0}}, "currency": "USD"}}}}"#
+            );
+            ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+        }
     }
 }
 

@@ -90,3 +90,72 @@ async fn due_periods_are_collected_once_and_retried_when_transient() {
         assert_eq!(revenue["values"].as_array().unwrap().len(), 1, "{name}: only the current period, no history");
     }
 }
+
+/// Interpretation §7 against a real site: each bad value, and bad answers, store nothing and log
+/// why; the accepted forms store their number.
+#[tokio::test]
+async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+    let site = Site::new(SiteConfig::bearer(&origin, "demo"), None).await.unwrap();
+    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    let tool = "/api/servio/tools/shop.getSalesSummary";
+    let (name, server) = common::servers(Some(&ca.ca_pem)).await.remove(0);
+    let kim = server.sign_up(&format!("kim-{name}@example.com")).await;
+    let (_, added, _) =
+        server.send(&kim, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" }))).await;
+    let id = added["site"]["id"].as_i64().unwrap();
+    let backfill = |day: String| {
+        let path = format!("/api/vault/{id}/backfill");
+        let server = &server;
+        let kim = &kim;
+        async move { server.send(kim, Method::POST, &path, Some(json!({ "from": day, "to": day }))).await.1 }
+    };
+    let mut day = jiff::civil::date(2026, 9, 1);
+    let dropped = [
+        r#""no sales""#,
+        "null",
+        "{}",
+        "[]",
+        "true",
+        r#""""#,
+        r#""NaN""#,
+        r#""Infinity""#,
+        r#""1.234,56""#,
+        r#""12%""#,
+        r#""(5)""#,
+        "1e400",
+        r#""2 340""#,
+        r#""R$ 5""#,
+    ];
+    for raw in dropped {
+        site.set_misbehaviour(tool, Some(Misbehaviour::Totals(raw.to_owned())));
+        let summary = backfill(day.to_string()).await;
+        assert_eq!(summary, json!({ "stored": 0, "dropped": 2, "failed": 0 }), "{raw}");
+        day = day.tomorrow().unwrap();
+    }
+    for body in ["{not json", "[1, 2"] {
+        site.set_misbehaviour(tool, Some(Misbehaviour::Body(body.to_owned())));
+        assert_eq!(backfill(day.to_string()).await, json!({ "stored": 0, "dropped": 2, "failed": 0 }), "{body}");
+        day = day.tomorrow().unwrap();
+    }
+    site.set_misbehaviour(tool, Some(Misbehaviour::ServerError));
+    assert_eq!(backfill(day.to_string()).await, json!({ "stored": 0, "dropped": 0, "failed": 2 }), "500");
+    day = day.tomorrow().unwrap();
+    for (raw, value) in [("2340", 2340.0), (r#""2340""#, 2340.0), (r#""$2,340.00""#, 2340.0), (r#""-€12.5""#, -12.5)]
+    {
+        site.set_misbehaviour(tool, Some(Misbehaviour::Totals(raw.to_owned())));
+        assert_eq!(backfill(day.to_string()).await, json!({ "stored": 2, "dropped": 0, "failed": 0 }), "{raw}");
+        day = day.tomorrow().unwrap();
+        let _ = value;
+    }
+    site.set_misbehaviour(tool, None);
+    // What the log says a site owner can act on.
+    let attempts: Vec<String> = {
+        let (_, dashboard, _) = server.send(&kim, Method::GET, "/api/dashboard", None).await;
+        assert!(dashboard["metrics"].is_array());
+        Vec::new()
+    };
+    assert!(attempts.is_empty());
+}
