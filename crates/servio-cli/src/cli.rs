@@ -84,7 +84,8 @@ pub struct DemoArgs {
     /// Address of the platform.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub addr: std::net::SocketAddr,
-    /// Directory for the database, keys and demo.json (default: a temporary one, removed at exit).
+    /// Directory for the database, keys, demo.json and the demo site's port; start again on the same
+    /// directory to keep the demo user, its site and its metrics (default: a temporary one, removed at exit).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
 }

@@ -37,7 +37,7 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
     let tls = data_dir.join("tls");
     std::fs::create_dir_all(&tls)?;
     std::fs::write(tls.join("ca.pem"), &ca.ca_pem)?;
-    let site_listener = std::net::TcpListener::bind("127.0.0.1:0").context("listening for the demo site")?;
+    let site_listener = demo_site_listener(data_dir)?;
     let origin = format!("https://localhost:{}", site_listener.local_addr()?.port());
     let site_token = new_secret()?;
     let site = Site::new(SiteConfig::bearer(&origin, &site_token), Some(&data_dir.join("forum.sqlite"))).await?;
@@ -103,6 +103,24 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
     println!("Press Ctrl-C to stop.");
     tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
     Ok(())
+}
+
+/// The demo site's listener, on the port it had last time when that port is free: the site is
+/// known to the vault by its origin, so a new port would add it again as a second site.
+fn demo_site_listener(data_dir: &std::path::Path) -> anyhow::Result<std::net::TcpListener> {
+    let port_file = data_dir.join("demo-site-port");
+    let saved = std::fs::read_to_string(&port_file).ok().and_then(|s| s.trim().parse::<u16>().ok());
+    let any_port = || std::net::TcpListener::bind("127.0.0.1:0").context("listening for the demo site");
+    let listener = match saved {
+        None => any_port()?,
+        Some(port) => std::net::TcpListener::bind(("127.0.0.1", port)).or_else(|e| {
+            println!("note: the demo site's port {port} is taken ({e}); on a new port it joins the vault again");
+            any_port()
+        })?,
+    };
+    let port = listener.local_addr()?.port();
+    std::fs::write(&port_file, format!("{port}\n")).with_context(|| format!("writing {}", port_file.display()))?;
+    Ok(listener)
 }
 
 fn new_secret() -> anyhow::Result<String> {
