@@ -36,6 +36,8 @@ pub enum CallError {
         status: u16,
         /// The start of the body.
         body: String,
+        /// When the site asked to be tried again (`Retry-After`, usually with 429 or 503).
+        retry_after: Option<jiff::Timestamp>,
     },
 }
 
@@ -55,7 +57,7 @@ impl fmt::Display for CallError {
             }
             CallError::BadSchema(m) => write!(f, "the tool's input_schema cannot be used: {m}"),
             CallError::Request(e) => write!(f, "{e}"),
-            CallError::Failed { status, body } => write!(f, "the site answered {status}: {body}"),
+            CallError::Failed { status, body, .. } => write!(f, "the site answered {status}: {body}"),
             CallError::NotJson(detail) => write!(f, "the site's answer is not JSON: {detail}"),
         }
     }
@@ -118,9 +120,23 @@ pub async fn call_tool_raw(
     let body = serde_json::to_vec(args).map_err(|e| CallError::BadSchema(e.to_string()))?;
     let fetched = client.send(Method::POST, &url, headers, Some(body)).await.map_err(CallError::Request)?;
     if !fetched.status.is_success() {
-        return Err(CallError::Failed { status: fetched.status.as_u16(), body: excerpt(&fetched.body) });
+        return Err(CallError::Failed {
+            status: fetched.status.as_u16(),
+            body: excerpt(&fetched.body),
+            retry_after: retry_after(&fetched.headers, jiff::Timestamp::now()),
+        });
     }
     Ok(fetched.body)
+}
+
+/// The time a `Retry-After` header names (RFC 9110 §10.2.3): seconds from `now`, or an
+/// HTTP date. An unreadable header is ignored: backoff still applies.
+fn retry_after(headers: &HeaderMap, now: jiff::Timestamp) -> Option<jiff::Timestamp> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<u32>() {
+        return now.checked_add(jiff::SignedDuration::from_secs(i64::from(seconds))).ok();
+    }
+    jiff::fmt::rfc2822::parse(value).ok().map(|zoned| zoned.timestamp())
 }
 
 fn find<'m>(manifest: &'m Manifest, name: &str) -> Result<&'m Tool, CallError> {
@@ -132,7 +148,7 @@ fn find<'m>(manifest: &'m Manifest, name: &str) -> Result<&'m Tool, CallError> {
 
 #[cfg(test)]
 mod tests {
-    use super::tool_url;
+    use super::{retry_after, tool_url};
 
     #[test]
     fn tool_urls() {
@@ -144,5 +160,22 @@ mod tests {
         for (server, tool, want) in cases {
             assert_eq!(tool_url(&server.parse().unwrap(), tool).as_str(), want);
         }
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates_and_ignores_the_rest() {
+        let now: jiff::Timestamp = "2026-03-01T10:00:00Z".parse().unwrap();
+        let read = |value: &str| {
+            let mut headers = reqwest::header::HeaderMap::new();
+            headers.insert(reqwest::header::RETRY_AFTER, value.parse().unwrap());
+            retry_after(&headers, now).map(|t| t.to_string())
+        };
+        assert_eq!(read("120").as_deref(), Some("2026-03-01T10:02:00Z"));
+        assert_eq!(read(" 0 ").as_deref(), Some("2026-03-01T10:00:00Z"));
+        assert_eq!(read("Sun, 01 Mar 2026 12:30:00 GMT").as_deref(), Some("2026-03-01T12:30:00Z"));
+        for bad in ["-5", "soon", "1.5", ""] {
+            assert_eq!(read(bad), None, "{bad:?}");
+        }
+        assert_eq!(retry_after(&reqwest::header::HeaderMap::new(), now), None);
     }
 }

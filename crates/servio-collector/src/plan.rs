@@ -23,6 +23,21 @@ pub fn is_due(period: &Period, now: Timestamp) -> bool {
     period.end.checked_add(settle_delay(period.granularity)).is_ok_and(|due| due <= now)
 }
 
+/// The first retry waits this long; each further one twice as long, up to [`RETRY_CAP`].
+pub const RETRY_BASE: SignedDuration = SignedDuration::from_mins(5);
+/// The longest wait between two retries of one slot.
+pub const RETRY_CAP: SignedDuration = SignedDuration::from_hours(2);
+
+/// When a slot that failed transiently `failures` times, last at `last_attempt`, may be tried
+/// again: exponential backoff from [`RETRY_BASE`] capped at [`RETRY_CAP`], and never before a
+/// site's `Retry-After` (a site asking for more time gets it, even past the cap).
+pub fn next_retry(failures: u32, last_attempt: Timestamp, retry_after: Option<Timestamp>) -> Timestamp {
+    let doublings = failures.saturating_sub(1).min(16);
+    let wait = RETRY_BASE.checked_mul(1 << doublings).map_or(RETRY_CAP, |wait| wait.min(RETRY_CAP));
+    let backoff = last_attempt.checked_add(wait).unwrap_or(Timestamp::MAX);
+    retry_after.map_or(backoff, |asked| asked.max(backoff))
+}
+
 /// The latest period of `granularity` that is due at `now` in `zone`.
 pub fn latest_due(granularity: Granularity, zone: &TimeZone, now: Timestamp) -> Result<Period, PeriodError> {
     let today = now.to_zoned_datetime(zone.clone()).date();
@@ -139,5 +154,19 @@ mod tests {
         let weeks = periods_between(Granularity::Week, date(2026, 8, 1), date(2026, 8, 31), &ny).unwrap();
         assert_eq!(weeks.first().unwrap().start_date, date(2026, 7, 27));
         assert!(weeks.windows(2).all(|w| w[0].end == w[1].start));
+    }
+
+    #[test]
+    fn retries_back_off_exponentially_up_to_the_cap_and_respect_retry_after() {
+        let last: Timestamp = "2026-03-01T10:00:00Z".parse().unwrap();
+        let after = |failures, retry_after: Option<&str>| {
+            let next = next_retry(failures, last, retry_after.map(|t| t.parse().unwrap()));
+            next.duration_since(last).as_mins()
+        };
+        assert_eq!([1, 2, 3, 4, 5, 6, 7, 40].map(|n| after(n, None)), [5, 10, 20, 40, 80, 120, 120, 120]);
+        assert_eq!(after(1, Some("2026-03-01T10:30:00Z")), 30, "a later Retry-After wins");
+        assert_eq!(after(3, Some("2026-03-01T10:01:00Z")), 20, "an earlier Retry-After does not shorten backoff");
+        assert_eq!(after(1, Some("2026-03-01T16:00:00Z")), 360, "Retry-After may exceed the cap");
+        assert_eq!(after(u32::MAX, None), 120);
     }
 }

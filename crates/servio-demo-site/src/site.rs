@@ -36,13 +36,15 @@ pub enum Misbehaviour {
     Body(String),
     /// Answer the shop's usual shape with this raw JSON text as every total.
     Totals(String),
+    /// Answer `503 Service Unavailable` with this `Retry-After` value (seconds or an HTTP date).
+    Unavailable(String),
 }
 
 impl std::str::FromStr for Misbehaviour {
     type Err = String;
 
     /// `slow:MILLIS`, `500`, `huge:BYTES`, `wrong-type`, `html`, `redirect-loop`, `body:TEXT`,
-    /// `totals:RAW_JSON`.
+    /// `totals:RAW_JSON`, `503:RETRY_AFTER`.
     fn from_str(text: &str) -> Result<Misbehaviour, String> {
         let number = |n: &str| n.parse::<u64>().map_err(|_| format!("{n:?} is not a number"));
         Ok(match text.split_once(':') {
@@ -54,9 +56,11 @@ impl std::str::FromStr for Misbehaviour {
             None if text == "redirect-loop" => Misbehaviour::RedirectLoop,
             Some(("body", raw)) => Misbehaviour::Body(raw.to_owned()),
             Some(("totals", raw)) => Misbehaviour::Totals(raw.to_owned()),
+            Some(("503", retry_after)) => Misbehaviour::Unavailable(retry_after.to_owned()),
             _ => {
                 return Err(format!(
-                    "unknown misbehaviour {text:?}: expected slow:MS, 500, huge:BYTES, wrong-type, html or redirect-loop"
+                    "unknown misbehaviour {text:?}: expected slow:MS, 500, 503:RETRY_AFTER, huge:BYTES, wrong-type, html, \
+                     redirect-loop, body:TEXT or totals:RAW_JSON"
                 ));
             }
         })
@@ -222,6 +226,12 @@ async fn misbehave(State(site): State<Site>, request: Request, next: Next) -> Re
         Some(Misbehaviour::ServerError) => {
             (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": "made to fail"}))).into_response()
         }
+        Some(Misbehaviour::Unavailable(retry_after)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, retry_after)],
+            Json(json!({"error": "busy, try again later"})),
+        )
+            .into_response(),
         Some(Misbehaviour::HugeBody(size)) => {
             ([(header::CONTENT_TYPE, "application/json")], format!("\"{}\"", "x".repeat(size.saturating_sub(2))))
                 .into_response()

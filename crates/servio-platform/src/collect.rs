@@ -10,8 +10,8 @@ use servio_manifest::value::extract;
 use servio_manifest::{Brief, Manifest, Metric};
 use servio_store::{SiteRecord, Slot, StoreError, User};
 
+use crate::AppState;
 use crate::secrets::credential_aad;
-use crate::{AppState, now};
 
 /// What one collection did.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +40,20 @@ pub fn bearer(state: &AppState, user_id: i64, site_id: i64, sealed: Option<&[u8]
     }
 }
 
-/// Collects `metric` of `site` for `user` over `period`.
+/// The slot `metric` of `site` fills for `user` over `period`.
+fn slot<'a>(user: &User, site: &SiteRecord, metric: &'a Metric, period: &Period, start_date: &'a str) -> Slot<'a> {
+    Slot {
+        user_id: user.id,
+        site_id: site.id,
+        metric_key: &metric.key,
+        granularity: metric.granularity.as_str(),
+        period_start: period.start.as_second(),
+        period_end: period.end.as_second(),
+        start_date,
+    }
+}
+
+/// Collects `metric` of `site` for `user` over `period`, logging the attempt as made `at`.
 #[allow(clippy::too_many_arguments)]
 pub async fn collect(
     state: &AppState,
@@ -50,46 +63,46 @@ pub async fn collect(
     token: Option<&str>,
     metric: &Metric,
     period: &Period,
+    at: jiff::Timestamp,
 ) -> Result<Outcome, StoreError> {
     let start_date = period.start_date.to_string();
-    let slot = Slot {
-        user_id: user.id,
-        site_id: site.id,
-        metric_key: &metric.key,
-        granularity: metric.granularity.as_str(),
-        period_start: period.start.as_second(),
-        period_end: period.end.as_second(),
-        start_date: &start_date,
-    };
+    let slot = slot(user, site, metric, period, &start_date);
+    let at = at.as_second();
     let args = metric.args_for(&PlaceholderValues::for_period(period, &user.time_zone));
     let outcome = match call_tool_raw(&state.client, manifest, &metric.tool, &args, token).await {
         Ok(body) => match extract(&body, &metric.value_path) {
             Ok(found) => {
-                state.store.store_value(&slot, found.value, &found.raw, now()).await?;
-                state.store.log_attempt(&slot, "stored", None, Some(&found.raw), now()).await?;
+                state.store.store_value(&slot, found.value, &found.raw, at).await?;
+                state.store.log_attempt(&slot, "stored", None, Some(&found.raw), at).await?;
                 return Ok(Outcome::Stored(found.value));
             }
             Err(dropped) => {
                 let reason = format!("valuePath {}: {}", metric.value_path, dropped.reason);
-                state.store.log_attempt(&slot, "dropped", Some(&reason), dropped.raw.as_deref(), now()).await?;
+                state.store.log_attempt(&slot, "dropped", Some(&reason), dropped.raw.as_deref(), at).await?;
                 return Ok(Outcome::Dropped(reason));
             }
         },
-        Err(CallError::Failed { status, body }) => Outcome::Failed {
-            reason: format!("the tool answered {status}: {body}"),
-            transient: status >= 500 || status == 429,
-        },
+        Err(CallError::Failed { status, body, retry_after }) if status >= 500 || status == 429 => {
+            let reason = format!("the tool answered {status}: {body}");
+            let retry_at = retry_after.map(|t| t.as_second());
+            state.store.log_retry(&slot, &reason, retry_at, at).await?;
+            return Ok(Outcome::Failed { reason, transient: true });
+        }
+        Err(CallError::Failed { status, body, .. }) => {
+            Outcome::Failed { reason: format!("the tool answered {status}: {body}"), transient: false }
+        }
         Err(CallError::NotJson(detail)) => Outcome::Dropped(format!("the response is not JSON: {detail}")),
         Err(error @ CallError::Request(_)) => Outcome::Failed { reason: error.to_string(), transient: true },
         Err(error) => Outcome::Failed { reason: error.to_string(), transient: false },
     };
-    let (kind, reason) = match &outcome {
-        Outcome::Dropped(reason) => ("dropped", reason.clone()),
-        Outcome::Failed { reason, transient: true } => ("retry", reason.clone()),
-        Outcome::Failed { reason, transient: false } => ("failed", reason.clone()),
+    match &outcome {
+        Outcome::Failed { reason, transient: true } => state.store.log_retry(&slot, reason, None, at).await?,
+        Outcome::Failed { reason, transient: false } => {
+            state.store.log_attempt(&slot, "failed", Some(reason), None, at).await?
+        }
+        Outcome::Dropped(reason) => state.store.log_attempt(&slot, "dropped", Some(reason), None, at).await?,
         Outcome::Stored(_) => unreachable!("returned above"),
-    };
-    state.store.log_attempt(&slot, kind, Some(&reason), None, now()).await?;
+    }
     Ok(outcome)
 }
 
@@ -102,6 +115,8 @@ pub struct Summary {
     pub dropped: usize,
     /// Calls that failed.
     pub failed: usize,
+    /// Slots not tried this time: they failed transiently and their backoff has not passed.
+    pub waiting: usize,
 }
 
 impl Summary {
@@ -133,8 +148,9 @@ pub async fn backfill(
         let periods = servio_collector::plan::periods_between(metric.granularity, first, last, &zone)
             .map_err(|e| e.to_string())?;
         for period in periods.iter().filter(|p| servio_collector::plan::is_due(p, jiff::Timestamp::now())) {
-            let outcome =
-                collect(state, user, site, manifest, token, metric, period).await.map_err(|e| e.to_string())?;
+            let outcome = collect(state, user, site, manifest, token, metric, period, jiff::Timestamp::now())
+                .await
+                .map_err(|e| e.to_string())?;
             summary.add(&outcome);
         }
     }
@@ -146,8 +162,8 @@ pub const DEADLINE: jiff::SignedDuration = jiff::SignedDuration::from_hours(24);
 
 /// Collects, for one user's vault site, the latest due period of every metric that is not
 /// settled yet (stored, or ended for good). A new brief or metric thus starts with the current
-/// period; older periods only come from a backfill. Transient failures are tried again on the
-/// next round until [`DEADLINE`] after the period was due.
+/// period; older periods only come from a backfill. Transient failures are tried again, with
+/// backoff and never before a site's `Retry-After`, until [`DEADLINE`] after the period was due.
 pub async fn collect_due(
     state: &AppState,
     user: &User,
@@ -178,12 +194,35 @@ pub async fn collect_due(
         if settled {
             continue;
         }
-        let outcome = collect(state, user, &entry.site, manifest, token.as_deref(), metric, &period)
+        if !backoff_passed(state, user, &entry.site, metric, &period, now).await.map_err(|e| e.to_string())? {
+            summary.waiting += 1;
+            continue;
+        }
+        let outcome = collect(state, user, &entry.site, manifest, token.as_deref(), metric, &period, now)
             .await
             .map_err(|e| e.to_string())?;
         summary.add(&outcome);
     }
     Ok(summary)
+}
+
+/// Whether a slot may be tried at `now`: it never failed transiently, or its backoff is over.
+async fn backoff_passed(
+    state: &AppState,
+    user: &User,
+    site: &SiteRecord,
+    metric: &Metric,
+    period: &Period,
+    now: jiff::Timestamp,
+) -> Result<bool, StoreError> {
+    let start_date = period.start_date.to_string();
+    let retries = state.store.retries(&slot(user, site, metric, period, &start_date)).await?;
+    let Some(last_at) = retries.last_at.and_then(|t| jiff::Timestamp::from_second(t).ok()) else {
+        return Ok(true);
+    };
+    let retry_after = retries.retry_at.and_then(|t| jiff::Timestamp::from_second(t).ok());
+    let failures = u32::try_from(retries.failures).unwrap_or(u32::MAX);
+    Ok(servio_collector::plan::next_retry(failures, last_at, retry_after) <= now)
 }
 
 /// Collects what is due for every user, every `tick`, forever.

@@ -136,8 +136,9 @@ async fn two_platforms_share_one_postgres_database() {
         let client = servio_client::Client::new(servio_client::ClientConfig::default()).unwrap();
         let secrets = servio_platform::secrets::Secrets::from_key(&[1; 32]);
         let state = servio_platform::AppState::new(Arc::new(store), client, secrets, Default::default());
-        tokio::spawn(async move { axum::serve(listener, servio_platform::router(state)).await });
-        servers.push(common::Server { base, http: reqwest::Client::new() });
+        let app = servio_platform::router(state.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        servers.push(common::Server { base, http: reqwest::Client::new(), state });
     }
     let ana = servers[0].sign_up("shared@example.com").await;
     let (status, me, _) = servers[1].send(&ana, Method::GET, "/api/me", None).await;

@@ -61,33 +61,90 @@ async fn backfill_then_dashboard() {
 }
 
 /// Scheduled collection: a new site starts with the current due period, a settled period is not
-/// collected again, and a transient failure is tried again on the next round.
+/// collected again, and a transient failure makes the slot wait out its backoff.
 #[tokio::test]
-async fn due_periods_are_collected_once_and_retried_when_transient() {
+async fn due_periods_are_collected_once_and_wait_after_a_transient_failure() {
     let ca = LocalCa::generate(&[]).unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
     let site = Site::new(SiteConfig::bearer(&origin, "demo"), None).await.unwrap();
     let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    let tool = "/api/servio/tools/shop.getSalesSummary";
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let joe = server.sign_up(&format!("joe-{name}@example.com")).await;
         let (_, added, _) =
             server.send(&joe, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" }))).await;
         let collect = format!("/api/vault/{}/collect", added["site"]["id"]);
-
-        site.set_misbehaviour("/api/servio/tools/shop.getSalesSummary", Some(Misbehaviour::ServerError));
         let (_, first, _) = server.send(&joe, Method::POST, &collect, None).await;
-        assert_eq!(first, json!({ "stored": 0, "dropped": 0, "failed": 2 }), "{name}");
-        site.set_misbehaviour("/api/servio/tools/shop.getSalesSummary", None);
+        assert_eq!(first, json!({ "stored": 2, "dropped": 0, "failed": 0, "waiting": 0 }), "{name}");
         let (_, second, _) = server.send(&joe, Method::POST, &collect, None).await;
-        assert_eq!(second, json!({ "stored": 2, "dropped": 0, "failed": 0 }), "{name}: retried after a 500");
-        let (_, third, _) = server.send(&joe, Method::POST, &collect, None).await;
-        assert_eq!(third, json!({ "stored": 0, "dropped": 0, "failed": 0 }), "{name}: settled, not collected again");
-
+        assert_eq!(second, json!({ "stored": 0, "dropped": 0, "failed": 0, "waiting": 0 }), "{name}: settled");
         let (_, dashboard, _) = server.send(&joe, Method::GET, "/api/dashboard", None).await;
         let revenue =
             dashboard["metrics"].as_array().unwrap().iter().find(|m| m["key"] == "sales.revenue.daily").unwrap();
         assert_eq!(revenue["values"].as_array().unwrap().len(), 1, "{name}: only the current period, no history");
+
+        let kim = server.sign_up(&format!("kim-{name}@example.com")).await;
+        let (_, added, _) =
+            server.send(&kim, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" }))).await;
+        let collect = format!("/api/vault/{}/collect", added["site"]["id"]);
+        site.set_misbehaviour(tool, Some(Misbehaviour::ServerError));
+        let (_, failed, _) = server.send(&kim, Method::POST, &collect, None).await;
+        site.set_misbehaviour(tool, None);
+        assert_eq!(failed, json!({ "stored": 0, "dropped": 0, "failed": 2, "waiting": 0 }), "{name}");
+        let (_, again, _) = server.send(&kim, Method::POST, &collect, None).await;
+        assert_eq!(again, json!({ "stored": 0, "dropped": 0, "failed": 0, "waiting": 2 }), "{name}: backing off");
+    }
+}
+
+/// The scheduler's clock, driven by hand: transient failures are retried after 5, then 10
+/// minutes, and a site's `Retry-After` is honoured even past the backoff; then the value is stored.
+#[tokio::test]
+async fn transient_failures_back_off_and_honour_retry_after() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+    let site = Site::new(SiteConfig::bearer(&origin, "demo"), None).await.unwrap();
+    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    let tool = "/api/servio/tools/shop.getSalesSummary";
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let email = format!("lea-{name}@example.com");
+        let lea = server.sign_up(&email).await;
+        server.send(&lea, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" }))).await;
+        let (user, entry) = server
+            .state
+            .store
+            .all_vault_entries()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|(user, _)| user.email == email)
+            .unwrap();
+        let round = |at: &str, misbehaviour: Option<Misbehaviour>| {
+            site.set_misbehaviour(tool, misbehaviour);
+            let (state, user, entry) = (server.state.clone(), user.clone(), entry.clone());
+            let at: jiff::Timestamp = at.parse().unwrap();
+            async move {
+                let summary = servio_platform::collect::collect_due(&state, &user, &entry, at).await.unwrap();
+                [summary.stored, summary.failed, summary.waiting]
+            }
+        };
+        // Stored, failed, waiting; Pacific/Auckland's 3 March is due from 15:00Z on 2 March.
+        let unavailable = || Some(Misbehaviour::Unavailable("Mon, 02 Mar 2026 17:00:00 GMT".into()));
+        assert_eq!(round("2026-03-02T15:00:00Z", Some(Misbehaviour::ServerError)).await, [0, 2, 0], "{name}");
+        assert_eq!(round("2026-03-02T15:04:59Z", None).await, [0, 0, 2], "{name}: 5 minutes after one failure");
+        assert_eq!(round("2026-03-02T15:05:00Z", Some(Misbehaviour::ServerError)).await, [0, 2, 0], "{name}");
+        assert_eq!(round("2026-03-02T15:14:59Z", None).await, [0, 0, 2], "{name}: 10 minutes after two");
+        assert_eq!(round("2026-03-02T15:15:00Z", unavailable()).await, [0, 2, 0], "{name}");
+        assert_eq!(round("2026-03-02T16:59:59Z", None).await, [0, 0, 2], "{name}: Retry-After beats 20 minutes");
+        assert_eq!(round("2026-03-02T17:00:00Z", None).await, [2, 0, 0], "{name}");
+        assert_eq!(round("2026-03-02T17:05:00Z", None).await, [0, 0, 0], "{name}: settled");
+
+        let attempts = server.state.store.attempts(user.id, entry.site.id, 20).await.unwrap();
+        let outcomes: Vec<&str> = attempts.iter().rev().map(|a| a.outcome.as_str()).collect();
+        assert_eq!(outcomes, ["retry", "retry", "retry", "retry", "retry", "retry", "stored", "stored"], "{name}");
+        let log = format!("{attempts:?}");
+        assert!(log.contains("the tool answered 503"), "{name}: the log says why: {log}");
     }
 }
 

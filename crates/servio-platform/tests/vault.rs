@@ -120,9 +120,10 @@ async fn no_credential_in_plaintext_in_the_database_files() {
     let secrets = servio_platform::secrets::Secrets::from_key(&[9; 32]);
     let state = servio_platform::AppState::new(Arc::new(store), client, secrets, Default::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server =
-        common::Server { base: format!("http://{}", listener.local_addr().unwrap()), http: reqwest::Client::new() };
-    tokio::spawn(async move { axum::serve(listener, servio_platform::router(state)).await });
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = servio_platform::router(state.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let server = common::Server { base, http: reqwest::Client::new(), state };
 
     let secret = "sekrit-site-token-0123456789";
     let eve = server.sign_up("eve@example.com").await;

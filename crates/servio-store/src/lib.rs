@@ -231,6 +231,17 @@ pub struct Attempt {
     pub raw: Option<String>,
 }
 
+/// The transient failures of one slot so far, for backoff.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retries {
+    /// How many attempts failed transiently.
+    pub failures: i64,
+    /// When the latest of them was.
+    pub last_at: Option<i64>,
+    /// The latest time a site asked to be tried again at (`Retry-After`).
+    pub retry_at: Option<i64>,
+}
+
 /// A fetched manifest to remember for a site.
 #[derive(Debug, Clone)]
 pub struct FetchedManifest<'a> {
@@ -335,6 +346,11 @@ pub trait Store: Send + Sync {
         raw: Option<&str>,
         now: i64,
     ) -> Result<(), StoreError>;
+    /// Logs a transient failure (outcome `retry`), with the time the site asked to be tried again.
+    async fn log_retry(&self, slot: &Slot<'_>, reason: &str, retry_at: Option<i64>, now: i64)
+    -> Result<(), StoreError>;
+    /// The transient failures of a slot so far.
+    async fn retries(&self, slot: &Slot<'_>) -> Result<Retries, StoreError>;
     /// A user's values of one metric of one site whose period starts at or after `since`, oldest first.
     async fn values(
         &self,

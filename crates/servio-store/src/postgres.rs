@@ -5,7 +5,7 @@ use sqlx::Row;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 
 use crate::{
-    ApiToken, Attempt, Claim, FetchedManifest, Found, Listing, Session, SiteRecord, Slot, Store, StoreError,
+    ApiToken, Attempt, Claim, FetchedManifest, Found, Listing, Retries, Session, SiteRecord, Slot, Store, StoreError,
     StoredValue, User, VaultEntry, Version, conflict, search_words,
 };
 
@@ -494,6 +494,44 @@ impl Store for PgStore {
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+
+    async fn log_retry(
+        &self,
+        slot: &Slot<'_>,
+        reason: &str,
+        retry_at: Option<i64>,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO collection_attempts (user_id, site_id, metric_key, period_start, start_date, attempted_at, outcome, reason, retry_at)
+             VALUES ($1, $2, $3, $4, $5, $6, 'retry', $7, $8)",
+        )
+        .bind(slot.user_id)
+        .bind(slot.site_id)
+        .bind(slot.metric_key)
+        .bind(slot.period_start)
+        .bind(slot.start_date)
+        .bind(now)
+        .bind(reason)
+        .bind(retry_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn retries(&self, slot: &Slot<'_>) -> Result<Retries, StoreError> {
+        let (failures, last_at, retry_at): (i64, Option<i64>, Option<i64>) = sqlx::query_as(
+            "SELECT count(*), max(attempted_at), max(retry_at) FROM collection_attempts
+             WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start = $4 AND outcome = 'retry'",
+        )
+        .bind(slot.user_id)
+        .bind(slot.site_id)
+        .bind(slot.metric_key)
+        .bind(slot.period_start)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(Retries { failures, last_at, retry_at })
     }
 
     async fn values(

@@ -216,3 +216,39 @@ async fn one_value_per_slot_and_every_attempt_logged() {
         );
     }
 }
+
+#[tokio::test]
+async fn retries_count_transient_failures_of_one_slot() {
+    use servio_store::{FetchedManifest, Retries, Slot};
+    for Backend { name, store, .. } in backends().await {
+        let ida = store.create_user("ida@example.com", "h", "UTC", 0).await.unwrap();
+        let fetched = FetchedManifest {
+            origin: "https://r.example",
+            manifest_url: "https://r.example/servio.json",
+            manifest: "{}",
+            etag: None,
+            last_modified: None,
+        };
+        let site = store.save_site(&fetched, 0).await.unwrap();
+        let slot = Slot {
+            user_id: ida.id,
+            site_id: site.id,
+            metric_key: "sales.orders.daily",
+            granularity: "day",
+            period_start: 1_000,
+            period_end: 87_400,
+            start_date: "2026-08-20",
+        };
+        assert_eq!(store.retries(&slot).await.unwrap(), Retries::default(), "{name}");
+        store.log_retry(&slot, "the tool answered 503", Some(900), 100).await.unwrap();
+        store.log_retry(&slot, "connection refused", None, 400).await.unwrap();
+        store.log_attempt(&slot, "dropped", Some("not a number"), Some("\"n/a\""), 500).await.unwrap();
+        let other = Slot { period_start: 87_400, start_date: "2026-08-21", ..slot.clone() };
+        store.log_retry(&other, "the tool answered 429", Some(5_000), 600).await.unwrap();
+
+        let retries = store.retries(&slot).await.unwrap();
+        assert_eq!(retries, Retries { failures: 2, last_at: Some(400), retry_at: Some(900) }, "{name}");
+        let attempts = store.attempts(ida.id, site.id, 10).await.unwrap();
+        assert_eq!(attempts.iter().filter(|a| a.outcome == "retry").count(), 3, "{name}: retries are in the log");
+    }
+}

@@ -58,7 +58,8 @@ async fn run_backfill(
     Ok(Json(json!({ "stored": summary.stored, "dropped": summary.dropped, "failed": summary.failed })))
 }
 
-/// Collects what is due for this site now (what the scheduler does every few minutes).
+/// Collects what is due for this site now (what the scheduler does every few minutes); slots
+/// backing off after a transient failure are counted as `waiting`, not called.
 async fn collect_now(
     State(state): State<AppState>,
     caller: Caller,
@@ -68,7 +69,12 @@ async fn collect_now(
     let summary = crate::collect::collect_due(&state, &caller.user, &entry, jiff::Timestamp::now())
         .await
         .map_err(ApiError::Internal)?;
-    Ok(Json(json!({ "stored": summary.stored, "dropped": summary.dropped, "failed": summary.failed })))
+    Ok(Json(json!({
+        "stored": summary.stored,
+        "dropped": summary.dropped,
+        "failed": summary.failed,
+        "waiting": summary.waiting,
+    })))
 }
 
 /// How far back the dashboard shows values.

@@ -68,7 +68,12 @@ pub const ROUTES: &[Route] = &[
         Access::User,
         "Collect the site's metrics for a range of dates (from, to)",
     ),
-    route("POST", "/api/vault/{id}/collect", Access::User, "Collect the site's due periods now"),
+    route(
+        "POST",
+        "/api/vault/{id}/collect",
+        Access::User,
+        "Collect the site's due periods now (failing ones wait out their backoff)",
+    ),
     route("GET", "/api/dashboard", Access::User, "Every metric with its recent values, the latest and its trend"),
     route("GET", "/api/directory", Access::Public, "Search the Directory (?q=words)"),
     route("GET", "/api/directory/claims", Access::User, "The user's ownership claims"),

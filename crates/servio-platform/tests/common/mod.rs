@@ -14,6 +14,8 @@ use servio_platform::{AppState, router};
 pub struct Server {
     pub base: String,
     pub http: reqwest::Client,
+    /// The platform's state, for driving the collector with a chosen clock.
+    pub state: AppState,
 }
 
 /// One platform per backend. Outbound calls may reach loopback (the demo site) and trust
@@ -34,8 +36,9 @@ pub async fn servers(ca_pem: Option<&str>) -> Vec<(&'static str, Server)> {
             per_site: Default::default(),
         };
         let state = AppState::new(Arc::from(store), client, Secrets::from_key(&[42; 32]), oauth);
-        tokio::spawn(async move { axum::serve(listener, router(state)).await });
-        all.push((name, Server { base, http: reqwest::Client::new() }));
+        let app = router(state.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        all.push((name, Server { base, http: reqwest::Client::new(), state }));
     }
     all
 }
