@@ -192,7 +192,7 @@ async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
         assert_eq!(summary, json!({ "stored": 0, "dropped": 2, "failed": 0 }), "{raw}");
         day = day.tomorrow().unwrap();
     }
-    for body in ["{not json", "[1, 2"] {
+    for body in ["{not json", "[1, 2", "{}", r#"{"totals": {"revenue": {}}}"#] {
         site.set_misbehaviour(tool, Some(Misbehaviour::Body(body.to_owned())));
         assert_eq!(backfill(day.to_string()).await, json!({ "stored": 0, "dropped": 2, "failed": 0 }), "{body}");
         day = day.tomorrow().unwrap();
@@ -200,19 +200,42 @@ async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
     site.set_misbehaviour(tool, Some(Misbehaviour::ServerError));
     assert_eq!(backfill(day.to_string()).await, json!({ "stored": 0, "dropped": 0, "failed": 2 }), "500");
     day = day.tomorrow().unwrap();
+    let mut accepted = Vec::new();
     for (raw, value) in [("2340", 2340.0), (r#""2340""#, 2340.0), (r#""$2,340.00""#, 2340.0), (r#""-€12.5""#, -12.5)]
     {
         site.set_misbehaviour(tool, Some(Misbehaviour::Totals(raw.to_owned())));
         assert_eq!(backfill(day.to_string()).await, json!({ "stored": 2, "dropped": 0, "failed": 0 }), "{raw}");
+        accepted.push((day.to_string(), raw, value));
         day = day.tomorrow().unwrap();
-        let _ = value;
     }
     site.set_misbehaviour(tool, None);
-    // What the log says a site owner can act on.
-    let attempts: Vec<String> = {
-        let (_, dashboard, _) = server.send(&kim, Method::GET, "/api/dashboard", None).await;
-        assert!(dashboard["metrics"].is_array());
-        Vec::new()
-    };
-    assert!(attempts.is_empty());
+
+    // Only the accepted forms are stored, with their number and raw text.
+    let (user, entry) = server
+        .state
+        .store
+        .all_vault_entries()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|(user, _)| user.email == format!("kim-{name}@example.com"))
+        .unwrap();
+    let stored = server.state.store.values(user.id, entry.site.id, "sales.revenue.daily", 0).await.unwrap();
+    let stored: Vec<(String, String, f64)> = stored.into_iter().map(|v| (v.start_date, v.raw, v.value)).collect();
+    let expected: Vec<(String, String, f64)> =
+        accepted.into_iter().map(|(date, raw, value)| (date, raw.to_owned(), value)).collect();
+    assert_eq!(stored, expected);
+
+    // Every drop and failure is in the log with a reason a site owner can act on.
+    let attempts = server.state.store.attempts(user.id, entry.site.id, 100).await.unwrap();
+    assert_eq!(attempts.len(), 2 * (dropped.len() + 4 + 1 + 4));
+    for attempt in attempts.iter().filter(|a| a.outcome != "stored") {
+        let reason = attempt.reason.as_deref().unwrap_or_default();
+        let expected = match attempt.outcome.as_str() {
+            "dropped" => ["valuePath", "not JSON"].iter().any(|word| reason.contains(word)),
+            "retry" => reason.contains("500"),
+            _ => false,
+        };
+        assert!(expected, "{attempt:?}");
+    }
 }
