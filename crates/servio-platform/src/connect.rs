@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use servio_client::oauth::{OAuthSite, Pending, Tokens};
+use servio_manifest::{Auth, Manifest};
 
 /// The platform's OAuth client settings.
 #[derive(Debug, Clone, Default)]
@@ -31,6 +32,24 @@ impl OAuthConfig {
     pub fn callback(&self) -> String {
         format!("{}/oauth/callback", self.public_url.trim_end_matches('/'))
     }
+}
+
+/// The OAuth endpoints and client for a site whose manifest uses OAuth 2.0; `None` for a
+/// bearer site, an error when the platform's public URL makes no callback URL.
+pub fn oauth_site(config: &OAuthConfig, origin: &str, manifest: &Manifest) -> Option<Result<OAuthSite, String>> {
+    let Auth::OAuth2 { authorization_url, token_url, scopes } = &manifest.auth else {
+        return None;
+    };
+    Some(match config.callback().parse() {
+        Ok(redirect_uri) => Ok(OAuthSite {
+            authorization_url: authorization_url.clone(),
+            token_url: token_url.clone(),
+            scopes: scopes.clone(),
+            client_id: config.client_id_for(origin).to_owned(),
+            redirect_uri,
+        }),
+        Err(_) => Err(format!("the public URL {:?} does not make a callback URL", config.public_url)),
+    })
 }
 
 /// One attempt in progress.

@@ -158,52 +158,74 @@ async fn what_a_manifest_says_is_escaped() {
     );
 }
 
+/// The demo site with its own OAuth server issuing access tokens that live `access_ttl`, and a
+/// browser-like client that trusts it and does not follow redirects.
+async fn oauth_demo_site(
+    access_ttl: std::time::Duration,
+) -> (LocalCa, String, servio_demo_site::Running, reqwest::Client) {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+    let auth = DemoAuth::OAuth2 { access_ttl };
+    let site = Site::new(SiteConfig { origin: origin.clone(), token: String::new(), auth }, None).await.unwrap();
+    let running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    let roots = reqwest::Certificate::from_pem_bundle(ca.ca_pem.as_bytes()).unwrap();
+    let http =
+        reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).tls_certs_merge(roots).build().unwrap();
+    (ca, origin, running, http)
+}
+
+/// Signs `email` up, adds the OAuth demo site at `origin` and goes through "Connect" as a
+/// browser would; returns the session cookie, the vault site's page and the callback URL used.
+async fn connect_with_oauth(
+    http: &reqwest::Client,
+    server: &common::Server,
+    name: &str,
+    origin: &str,
+    email: &str,
+) -> (String, String, String) {
+    let url = |path: &str| format!("{}{path}", server.base);
+    let form = [("email", email), ("password", "a long enough password"), ("time_zone", "UTC")];
+    let cookie = request(http, "POST", &url("/signup"), None, &form).await.cookie.unwrap();
+    let token = csrf(&request(http, "GET", &url("/vault"), Some(&cookie), &[]).await.html);
+    let added = request(http, "POST", &url("/vault"), Some(&cookie), &[("csrf_token", &token), ("url", origin)]).await;
+    let site_path = added.location.unwrap();
+    let page = request(http, "GET", &url(&site_path), Some(&cookie), &[]).await;
+    assert!(page.html.contains("Connect with OAuth") && page.html.contains("No token stored"), "{name}");
+
+    let to_site = request(http, "GET", &url(&format!("{site_path}/connect")), Some(&cookie), &[]).await;
+    let authorize: url::Url = to_site.location.expect("off to the site").parse().unwrap();
+    assert!(authorize.as_str().starts_with(&format!("{origin}/oauth/authorize")), "{name}: {authorize}");
+    let param = |k: &str| authorize.query_pairs().find(|(key, _)| key == k).map(|(_, v)| v.into_owned()).unwrap();
+    assert_eq!(param("redirect_uri"), url("/oauth/callback"), "{name}");
+    assert_eq!(param("client_id"), "servio-test", "{name}");
+    let consent = request(http, "GET", authorize.as_str(), None, &[]).await;
+    assert!(consent.html.contains("Approve"), "{name}");
+    let fields = [
+        ("client_id", param("client_id")),
+        ("redirect_uri", param("redirect_uri")),
+        ("state", param("state")),
+        ("code_challenge", param("code_challenge")),
+        ("decision", "approve".to_owned()),
+    ];
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let back = request(http, "POST", &format!("{origin}/oauth/authorize"), None, &fields).await.location.unwrap();
+    assert!(back.starts_with(&url("/oauth/callback?")), "{name}: {back}");
+
+    let done = request(http, "GET", &back, Some(&cookie), &[]).await;
+    assert_eq!(done.location.as_deref(), Some(site_path.as_str()), "{name}: {}", done.html);
+    (cookie, site_path, back)
+}
+
 /// "Connect": OAuth 2.0 with PKCE through the platform's callback, against the demo site's own
 /// authorization server; the tokens end up sealed as the site's credential.
 #[tokio::test]
 async fn connect_a_site_with_oauth() {
-    let ca = LocalCa::generate(&[]).unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let auth = DemoAuth::OAuth2 { access_ttl: std::time::Duration::from_secs(600) };
-    let site = Site::new(SiteConfig { origin: origin.clone(), token: String::new(), auth }, None).await.unwrap();
-    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
-    let roots = reqwest::Certificate::from_pem_bundle(ca.ca_pem.as_bytes()).unwrap();
-    let http =
-        reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).tls_certs_merge(roots).build().unwrap();
+    let (ca, origin, _running, http) = oauth_demo_site(std::time::Duration::from_secs(600)).await;
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let url = |path: &str| format!("{}{path}", server.base);
         let email = format!("connect-{name}@example.com");
-        let form = [("email", email.as_str()), ("password", "a long enough password"), ("time_zone", "UTC")];
-        let cookie = request(&http, "POST", &url("/signup"), None, &form).await.cookie.unwrap();
-        let token = csrf(&request(&http, "GET", &url("/vault"), Some(&cookie), &[]).await.html);
-        let added =
-            request(&http, "POST", &url("/vault"), Some(&cookie), &[("csrf_token", &token), ("url", &origin)]).await;
-        let site_path = added.location.unwrap();
-        let page = request(&http, "GET", &url(&site_path), Some(&cookie), &[]).await;
-        assert!(page.html.contains("Connect with OAuth") && page.html.contains("No token stored"), "{name}");
-
-        let to_site = request(&http, "GET", &url(&format!("{site_path}/connect")), Some(&cookie), &[]).await;
-        let authorize: url::Url = to_site.location.expect("off to the site").parse().unwrap();
-        assert!(authorize.as_str().starts_with(&format!("{origin}/oauth/authorize")), "{name}: {authorize}");
-        let param = |k: &str| authorize.query_pairs().find(|(key, _)| key == k).map(|(_, v)| v.into_owned()).unwrap();
-        assert_eq!(param("redirect_uri"), url("/oauth/callback"), "{name}");
-        assert_eq!(param("client_id"), "servio-test", "{name}");
-        let consent = request(&http, "GET", authorize.as_str(), None, &[]).await;
-        assert!(consent.html.contains("Approve"), "{name}");
-        let fields = [
-            ("client_id", param("client_id")),
-            ("redirect_uri", param("redirect_uri")),
-            ("state", param("state")),
-            ("code_challenge", param("code_challenge")),
-            ("decision", "approve".to_owned()),
-        ];
-        let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let back = request(&http, "POST", &format!("{origin}/oauth/authorize"), None, &fields).await.location.unwrap();
-        assert!(back.starts_with(&url("/oauth/callback?")), "{name}: {back}");
-
-        let done = request(&http, "GET", &back, Some(&cookie), &[]).await;
-        assert_eq!(done.location.as_deref(), Some(site_path.as_str()), "{name}: {}", done.html);
+        let (cookie, site_path, back) = connect_with_oauth(&http, &server, name, &origin, &email).await;
         let page = request(&http, "GET", &url(&site_path), Some(&cookie), &[]).await;
         assert!(page.html.contains("A token is stored"), "{name}");
         // The attempt is spent: the same callback again is refused.
@@ -223,5 +245,37 @@ async fn connect_a_site_with_oauth() {
         let stolen =
             request(&http, "GET", &url(&format!("/oauth/callback?code=x&state={state}")), Some(&intruder), &[]).await;
         assert_eq!(stolen.status, StatusCode::BAD_REQUEST, "{name}");
+    }
+}
+
+/// Collection with an OAuth site whose access token has expired: the platform refreshes it
+/// with the refresh token, seals the new tokens into the vault, and the values are stored.
+#[tokio::test]
+async fn collection_refreshes_an_expired_oauth_token() {
+    let (ca, origin, _running, http) = oauth_demo_site(std::time::Duration::from_secs(1)).await;
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let email = format!("refresh-{name}@example.com");
+        connect_with_oauth(&http, &server, name, &origin, &email).await;
+        let entry = || async {
+            server
+                .state
+                .store
+                .all_vault_entries()
+                .await
+                .unwrap()
+                .into_iter()
+                .find(|(user, _)| user.email == email)
+                .unwrap()
+        };
+        let (user, connected) = entry().await;
+        tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+
+        let summary = servio_platform::collect::collect_due(&server.state, &user, &connected, jiff::Timestamp::now())
+            .await
+            .unwrap();
+        assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected with a refreshed token");
+        let (_, refreshed) = entry().await;
+        assert!(refreshed.credential.is_some(), "{name}");
+        assert_ne!(refreshed.credential, connected.credential, "{name}: the new tokens are kept");
     }
 }

@@ -12,7 +12,7 @@ use servio_manifest::{BriefStatus, CheckOptions, Site, check};
 
 use crate::AppState;
 use crate::auth::Caller;
-use crate::collect::{backfill, bearer};
+use crate::collect::{backfill, fresh_bearer};
 use crate::error::ApiError;
 
 /// The collection routes.
@@ -51,7 +51,7 @@ async fn run_backfill(
     let (Some(manifest), Some(brief)) = (report.manifest.as_ref(), report.brief.as_ref()) else {
         return Err(ApiError::BadRequest("this site has no valid brief: there is nothing to collect".into()));
     };
-    let token = bearer(&state, caller.user.id, id, entry.credential.as_deref());
+    let token = fresh_bearer(&state, &caller.user, &entry.site, manifest, entry.credential.as_deref()).await;
     let summary = backfill(&state, &caller.user, &entry.site, manifest, brief, token.as_deref(), first, last)
         .await
         .map_err(ApiError::Internal)?;

@@ -632,20 +632,14 @@ async fn connect(State(state): State<AppState>, headers: HeaderMap, Path(id): Pa
         Err(error) => return ApiError::from(error).into_response(),
     };
     let report = servio_manifest::check(entry.site.manifest.as_bytes(), &servio_manifest::CheckOptions::default());
-    let Some(servio_manifest::Auth::OAuth2 { authorization_url, token_url, scopes }) = report.manifest.map(|m| m.auth)
-    else {
-        return ApiError::BadRequest("this site uses bearer tokens: paste one instead".into()).into_response();
-    };
-    let Ok(redirect_uri) = state.oauth.callback().parse() else {
-        return ApiError::Internal("the public URL does not make a callback URL".into()).into_response();
-    };
-    let site = servio_client::oauth::OAuthSite {
-        authorization_url,
-        token_url,
-        scopes,
-        client_id: state.oauth.client_id_for(&entry.site.origin).to_owned(),
-        redirect_uri,
-    };
+    let site =
+        match report.manifest.as_ref().and_then(|m| crate::connect::oauth_site(&state.oauth, &entry.site.origin, m)) {
+            Some(Ok(site)) => site,
+            Some(Err(error)) => return ApiError::Internal(error).into_response(),
+            None => {
+                return ApiError::BadRequest("this site uses bearer tokens: paste one instead".into()).into_response();
+            }
+        };
     match servio_client::oauth::start(&site) {
         Ok(pending) => {
             let to = pending.authorize_url.to_string();
