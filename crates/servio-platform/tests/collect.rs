@@ -148,8 +148,8 @@ async fn transient_failures_back_off_and_honour_retry_after() {
     }
 }
 
-/// Interpretation §7 against a real site: each bad value, and bad answers, store nothing and log
-/// why; the accepted forms store their number.
+/// Interpretation §7 against a real site: each bad value, and bad answers (invalid JSON, missing
+/// paths, 500s, timeouts), store nothing and log why; the accepted forms store their number.
 #[tokio::test]
 async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
     let ca = LocalCa::generate(&[]).unwrap();
@@ -226,14 +226,34 @@ async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
         accepted.into_iter().map(|(date, raw, value)| (date, raw.to_owned(), value)).collect();
     assert_eq!(stored, expected);
 
+    // A site slower than the client's timeout: a transient failure, nothing stored.
+    let impatient = servio_platform::AppState::new(
+        server.state.store.clone(),
+        servio_client::Client::new(servio_client::ClientConfig {
+            timeout: std::time::Duration::from_millis(300),
+            extra_roots_pem: Some(ca.ca_pem.as_bytes().to_vec()),
+            ..Default::default()
+        })
+        .unwrap(),
+        servio_platform::secrets::Secrets::from_key(&[42; 32]),
+        Default::default(),
+    );
+    site.set_misbehaviour(tool, Some(Misbehaviour::Slow(std::time::Duration::from_secs(3))));
+    let now = "2026-10-15T12:00:00Z".parse().unwrap();
+    let slow = servio_platform::collect::collect_due(&impatient, &user, &entry, now).await.unwrap();
+    site.set_misbehaviour(tool, None);
+    assert_eq!((slow.stored, slow.failed), (0, 2), "a timeout");
+    let stored_after = server.state.store.values(user.id, entry.site.id, "sales.revenue.daily", 0).await.unwrap();
+    assert_eq!(stored_after.len(), stored.len(), "a timeout stores nothing");
+
     // Every drop and failure is in the log with a reason a site owner can act on.
     let attempts = server.state.store.attempts(user.id, entry.site.id, 100).await.unwrap();
-    assert_eq!(attempts.len(), 2 * (dropped.len() + 4 + 1 + 4));
+    assert_eq!(attempts.len(), 2 * (dropped.len() + 4 + 1 + 4 + 1));
     for attempt in attempts.iter().filter(|a| a.outcome != "stored") {
         let reason = attempt.reason.as_deref().unwrap_or_default();
         let expected = match attempt.outcome.as_str() {
             "dropped" => ["valuePath", "not JSON"].iter().any(|word| reason.contains(word)),
-            "retry" => reason.contains("500"),
+            "retry" => reason.contains("500") || reason.contains("no complete response within 0.3 s"),
             _ => false,
         };
         assert!(expected, "{attempt:?}");
