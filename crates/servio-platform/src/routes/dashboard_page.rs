@@ -3,7 +3,7 @@
 //! recent periods in which a missing period is a gap, never a zero. Below, each site's
 //! collection log with the reasons a site owner can act on.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use askama::Template;
 use axum::Router;
@@ -178,17 +178,9 @@ async fn render(state: &AppState, user: &servio_store::User, csrf_token: String)
         if attempts.is_empty() {
             continue;
         }
-        // Reasons a site owner can act on: each distinct reason with how many periods it hit.
-        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-        for attempt in attempts.iter().filter(|a| a.outcome != "stored") {
-            *reasons.entry(attempt.reason.clone().unwrap_or_else(|| attempt.outcome.clone())).or_default() += 1;
-        }
         logs.push(Log {
             site: site.origin.clone(),
-            summary: reasons
-                .into_iter()
-                .map(|(reason, n)| format!("{reason} ({n} period{})", if n == 1 { "" } else { "s" }))
-                .collect(),
+            summary: summarize(&attempts),
             rows: attempts
                 .iter()
                 .take(20)
@@ -214,6 +206,23 @@ async fn render(state: &AppState, user: &servio_store::User, csrf_token: String)
     page.render().map(|html| axum::response::Html(html).into_response()).map_err(|e| ApiError::Internal(e.to_string()))
 }
 
+/// Reasons a site owner can act on: each distinct reason with how many periods it hit (a period
+/// retried three times for one reason counts once).
+fn summarize(attempts: &[servio_store::Attempt]) -> Vec<String> {
+    let mut reasons: BTreeMap<String, BTreeSet<(&str, &str)>> = BTreeMap::new();
+    for attempt in attempts.iter().filter(|a| a.outcome != "stored") {
+        let reason = attempt.reason.clone().unwrap_or_else(|| attempt.outcome.clone());
+        reasons.entry(reason).or_default().insert((&attempt.metric_key, &attempt.start_date));
+    }
+    reasons
+        .into_iter()
+        .map(|(reason, periods)| {
+            let n = periods.len();
+            format!("{reason} ({n} period{})", if n == 1 { "" } else { "s" })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,5 +236,39 @@ mod tests {
         assert_eq!(chart(&[None, None]), "");
         assert_eq!(format_number(2340.0), "2,340");
         assert_eq!(format_number(704.4), "704.40");
+    }
+
+    fn attempt(metric: &str, date: &str, outcome: &str, reason: Option<&str>) -> servio_store::Attempt {
+        servio_store::Attempt {
+            metric_key: metric.into(),
+            start_date: date.into(),
+            attempted_at: 0,
+            outcome: outcome.into(),
+            reason: reason.map(str::to_owned),
+            raw: None,
+        }
+    }
+
+    #[test]
+    fn a_reason_counts_the_periods_it_hit_not_the_attempts() {
+        let null = Some("valuePath totals.revenue: the value is null");
+        let attempts = [
+            attempt("revenue", "2026-09-01", "dropped", null),
+            attempt("revenue", "2026-09-02", "dropped", null),
+            attempt("orders", "2026-09-02", "dropped", null),
+            attempt("revenue", "2026-09-03", "retry", Some("the tool answered 500")),
+            attempt("revenue", "2026-09-03", "retry", Some("the tool answered 500")),
+            attempt("revenue", "2026-09-03", "stored", None),
+            attempt("revenue", "2026-09-04", "failed", None),
+        ];
+        assert_eq!(
+            summarize(&attempts),
+            [
+                "failed (1 period)",
+                "the tool answered 500 (1 period)",
+                "valuePath totals.revenue: the value is null (3 periods)",
+            ]
+        );
+        assert!(summarize(&attempts[5..6]).is_empty(), "stored is not a problem");
     }
 }
