@@ -5,6 +5,8 @@
 //! dashboard in the morning. Collection starts with the latest due period; older ones are only
 //! collected when the user asks for a backfill.
 
+use std::collections::HashMap;
+
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp, ToSpan};
@@ -52,6 +54,45 @@ pub fn latest_due(granularity: Granularity, zone: &TimeZone, now: Timestamp) -> 
         date = step_back(granularity, date)?;
     }
     Err(PeriodError::OutOfRange)
+}
+
+/// The latest due periods at one instant, worked out once per (zone, granularity) however many
+/// users and metrics share them: a scheduler round plans with one `Planner`, so its cost grows
+/// with the zones in use, not with the number of (user, metric) pairs.
+#[derive(Debug)]
+pub struct Planner {
+    now: Timestamp,
+    /// By zone name; one entry per granularity, in [`Granularity`] order.
+    due: HashMap<Box<str>, [Option<Result<Period, PeriodError>>; 4]>,
+}
+
+impl Planner {
+    /// A planner for the instant `now`.
+    pub fn new(now: Timestamp) -> Planner {
+        Planner { now, due: HashMap::new() }
+    }
+
+    /// The instant it plans for.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// [`latest_due`] for the zone named `zone_name` (an IANA name, as users store it).
+    pub fn latest_due(&mut self, zone_name: &str, granularity: Granularity) -> Result<&Period, PeriodError> {
+        let index = match granularity {
+            Granularity::Hour => 0,
+            Granularity::Day => 1,
+            Granularity::Week => 2,
+            Granularity::Month => 3,
+        };
+        if !self.due.contains_key(zone_name) {
+            self.due.insert(zone_name.into(), Default::default());
+        }
+        let now = self.now;
+        let entry = self.due.get_mut(zone_name).expect("inserted above");
+        let found = entry[index].get_or_insert_with(|| latest_due(granularity, &period::zone(zone_name)?, now));
+        found.as_ref().map_err(Clone::clone)
+    }
 }
 
 /// Every period of `granularity` whose start date lies in `first..=last`, in order: for a
@@ -168,5 +209,22 @@ mod tests {
         assert_eq!(after(3, Some("2026-03-01T10:01:00Z")), 20, "an earlier Retry-After does not shorten backoff");
         assert_eq!(after(1, Some("2026-03-01T16:00:00Z")), 360, "Retry-After may exceed the cap");
         assert_eq!(after(u32::MAX, None), 120);
+    }
+
+    #[test]
+    fn the_planner_agrees_with_latest_due_and_remembers_unknown_zones() {
+        let now: Timestamp = "2026-03-29T01:30:00Z".parse().unwrap();
+        let mut planner = Planner::new(now);
+        for name in ["Pacific/Auckland", "America/Los_Angeles", "Europe/London", "Asia/Kathmandu", "UTC"] {
+            let zone = period::zone(name).unwrap();
+            for granularity in [Granularity::Hour, Granularity::Day, Granularity::Week, Granularity::Month] {
+                let want = latest_due(granularity, &zone, now).unwrap();
+                assert_eq!(planner.latest_due(name, granularity).unwrap(), &want, "{name} {granularity:?}");
+                assert_eq!(planner.latest_due(name, granularity).unwrap(), &want, "{name} {granularity:?}, again");
+            }
+        }
+        assert!(matches!(planner.latest_due("Mars/Olympus", Granularity::Day), Err(PeriodError::UnknownZone(_))));
+        assert!(matches!(planner.latest_due("Mars/Olympus", Granularity::Day), Err(PeriodError::UnknownZone(_))));
+        assert_eq!(planner.now(), now);
     }
 }

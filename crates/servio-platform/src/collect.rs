@@ -5,6 +5,7 @@
 use jiff::civil::Date;
 use serde_json::Value;
 use servio_client::{CallError, call_tool_raw};
+use servio_collector::plan::Planner;
 use servio_manifest::period::{Period, PlaceholderValues};
 use servio_manifest::value::extract;
 use servio_manifest::{Brief, Manifest, Metric};
@@ -224,17 +225,17 @@ pub async fn collect_due(
     state: &AppState,
     user: &User,
     entry: &servio_store::VaultEntry,
-    now: jiff::Timestamp,
+    planner: &mut Planner,
 ) -> Result<Summary, String> {
+    let now = planner.now();
     let report = servio_manifest::check(entry.site.manifest.as_bytes(), &servio_manifest::CheckOptions::default());
     let (Some(manifest), Some(brief)) = (report.manifest.as_ref(), report.brief.as_ref()) else {
         return Ok(Summary::default());
     };
-    let zone = servio_manifest::period::zone(&user.time_zone).map_err(|e| e.to_string())?;
     let token = fresh_bearer(state, user, &entry.site, manifest, entry.credential.as_deref()).await;
     let mut summary = Summary::default();
     for metric in &brief.metrics {
-        let period = servio_collector::plan::latest_due(metric.granularity, &zone, now).map_err(|e| e.to_string())?;
+        let period = planner.latest_due(&user.time_zone, metric.granularity).map_err(|e| e.to_string())?.clone();
         let due = period
             .end
             .checked_add(servio_collector::plan::settle_delay(period.granularity))
@@ -286,8 +287,10 @@ pub async fn run_periodically(state: AppState, tick: std::time::Duration) {
     loop {
         match state.store.all_vault_entries().await {
             Ok(entries) => {
+                // One instant per round: users sharing a zone share its due periods.
+                let mut planner = Planner::new(jiff::Timestamp::now());
                 for (user, entry) in entries {
-                    if let Err(error) = collect_due(&state, &user, &entry, jiff::Timestamp::now()).await {
+                    if let Err(error) = collect_due(&state, &user, &entry, &mut planner).await {
                         eprintln!("servio: collecting for {} failed: {error}", entry.site.origin);
                     }
                 }

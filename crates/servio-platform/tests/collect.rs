@@ -4,6 +4,7 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;
+use servio_collector::plan::Planner;
 use servio_demo_site::site::{daily_figures, dollars};
 use servio_demo_site::{LocalCa, Misbehaviour, Site, SiteConfig, serve_https_on};
 
@@ -125,7 +126,8 @@ async fn transient_failures_back_off_and_honour_retry_after() {
             let (state, user, entry) = (server.state.clone(), user.clone(), entry.clone());
             let at: jiff::Timestamp = at.parse().unwrap();
             async move {
-                let summary = servio_platform::collect::collect_due(&state, &user, &entry, at).await.unwrap();
+                let summary =
+                    servio_platform::collect::collect_due(&state, &user, &entry, &mut Planner::new(at)).await.unwrap();
                 [summary.stored, summary.failed, summary.waiting]
             }
         };
@@ -240,7 +242,7 @@ async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
     );
     site.set_misbehaviour(tool, Some(Misbehaviour::Slow(std::time::Duration::from_secs(3))));
     let now = "2026-10-15T12:00:00Z".parse().unwrap();
-    let slow = servio_platform::collect::collect_due(&impatient, &user, &entry, now).await.unwrap();
+    let slow = servio_platform::collect::collect_due(&impatient, &user, &entry, &mut Planner::new(now)).await.unwrap();
     site.set_misbehaviour(tool, None);
     assert_eq!((slow.stored, slow.failed), (0, 2), "a timeout");
     let stored_after = server.state.store.values(user.id, entry.site.id, "sales.revenue.daily", 0).await.unwrap();

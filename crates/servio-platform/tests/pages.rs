@@ -2,6 +2,7 @@
 //! the session cookie, the CSRF field, and escaping of what sites put in their manifests.
 
 use reqwest::StatusCode;
+use servio_collector::plan::Planner;
 use servio_demo_site::{DemoAuth, LocalCa, Site, SiteConfig, serve_https_on};
 
 mod common;
@@ -270,9 +271,14 @@ async fn collection_refreshes_an_expired_oauth_token() {
         let (user, connected) = entry().await;
         tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
 
-        let summary = servio_platform::collect::collect_due(&server.state, &user, &connected, jiff::Timestamp::now())
-            .await
-            .unwrap();
+        let summary = servio_platform::collect::collect_due(
+            &server.state,
+            &user,
+            &connected,
+            &mut Planner::new(jiff::Timestamp::now()),
+        )
+        .await
+        .unwrap();
         assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected with a refreshed token");
         let (_, refreshed) = entry().await;
         assert!(refreshed.credential.is_some(), "{name}");

@@ -12,6 +12,8 @@ use servio_manifest::{BriefStatus, CheckOptions, Site, check};
 
 use crate::AppState;
 use crate::auth::Caller;
+use servio_collector::plan::Planner;
+
 use crate::collect::{backfill, fresh_bearer};
 use crate::error::ApiError;
 
@@ -66,7 +68,7 @@ async fn collect_now(
     Path(id): Path<i64>,
 ) -> Result<Json<Value>, ApiError> {
     let entry = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
-    let summary = crate::collect::collect_due(&state, &caller.user, &entry, jiff::Timestamp::now())
+    let summary = crate::collect::collect_due(&state, &caller.user, &entry, &mut Planner::new(jiff::Timestamp::now()))
         .await
         .map_err(ApiError::Internal)?;
     Ok(Json(json!({
