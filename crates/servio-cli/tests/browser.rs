@@ -1,6 +1,8 @@
 //! The platform in headless Chromium (Debian's), driven by playwright-core: a new user signs
 //! up, adds the demo site with its token (the site page is kept as a screenshot in
-//! `target/tmp/screenshots/`), lists it in the Directory and finds it by search. `.ci/run` installs both; elsewhere the test says it is skipped.
+//! `target/tmp/screenshots/`), lists it in the Directory and finds it by search; and `servio
+//! demo` shows its dashboard to the demo user (screenshot `demo-dashboard.png`). `.ci/run`
+//! installs both; elsewhere the tests say they are skipped.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -123,6 +125,49 @@ async fn walk_through(database_url: Option<String>, backend: &str) {
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(stdout.matches("Servio Demo Forum & Shop").count(), 2, "site page and Directory hit: {stdout}");
     assert!(!platform_log.lock().unwrap().contains("browser-token"), "no credential in the platform's log");
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "a real screenshot at {}", shot.display());
+}
+
+/// The README's first command, seen in a browser: the demo user signs in and the dashboard has
+/// revenue and orders with a chart and a trend against the same weekday a week earlier, and the
+/// collection log.
+#[tokio::test]
+async fn the_demo_dashboard_in_a_browser() {
+    if !available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (_demo, dashboard_url, _) =
+        start(&["demo", "--addr", "127.0.0.1:0", "--data-dir", data.to_str().unwrap()]).await;
+    assert!(dashboard_url.ends_with("/dashboard"), "{dashboard_url}");
+    let demo: serde_json::Value = serde_json::from_slice(&std::fs::read(data.join("demo.json")).unwrap()).unwrap();
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("screenshots").join("demo-dashboard.png");
+    std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
+    let _ = std::fs::remove_file(&shot);
+    let out = Command::new("node")
+        .arg("demo-dashboard.mjs")
+        .args([
+            demo["url"].as_str().unwrap(),
+            demo["email"].as_str().unwrap(),
+            demo["password"].as_str().unwrap(),
+            shot.to_str().unwrap(),
+        ])
+        .current_dir(tools_dir())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let cards: Vec<&str> = stdout.lines().collect();
+    for metric in ["Revenue", "Orders"] {
+        let card =
+            cards.iter().find(|line| line.starts_with(&format!("{metric} |"))).unwrap_or_else(|| panic!("{stdout}"));
+        assert!(card.contains("% against"), "a trend: {card}");
+        assert!(!card.ends_with("charts=0"), "a chart: {card}");
+    }
+    assert!(cards.iter().any(|line| line.starts_with("Collection log")), "{stdout}");
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "a real screenshot at {}", shot.display());
 }
