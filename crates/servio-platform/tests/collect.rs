@@ -6,17 +6,14 @@ use reqwest::{Method, StatusCode};
 use serde_json::json;
 use servio_collector::plan::Planner;
 use servio_demo_site::site::{daily_figures, dollars};
-use servio_demo_site::{LocalCa, Misbehaviour, Site, SiteConfig, serve_https_on};
+use servio_demo_site::{LocalCa, Misbehaviour};
 
 mod common;
 
 #[tokio::test]
 async fn backfill_then_dashboard() {
     let ca = LocalCa::generate(&[]).unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = Site::new(SiteConfig::bearer(&origin, "demo"), None).await.unwrap();
-    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    let common::DemoSite { origin, site, .. } = &common::demo_site(&ca, "demo").await;
     // Fourteen days ending the day before yesterday in Auckland: recent enough for the dashboard.
     let today = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::get("Pacific/Auckland").unwrap()).date();
     let last = today.checked_sub(jiff::ToSpan::days(2)).unwrap();
@@ -66,10 +63,7 @@ async fn backfill_then_dashboard() {
 #[tokio::test]
 async fn due_periods_are_collected_once_and_wait_after_a_transient_failure() {
     let ca = LocalCa::generate(&[]).unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = Site::new(SiteConfig::bearer(&origin, "demo"), None).await.unwrap();
-    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    let common::DemoSite { origin, site, .. } = &common::demo_site(&ca, "demo").await;
     let tool = "/api/servio/tools/shop.getSalesSummary";
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let joe = server.sign_up(&format!("joe-{name}@example.com")).await;
@@ -103,24 +97,13 @@ async fn due_periods_are_collected_once_and_wait_after_a_transient_failure() {
 #[tokio::test]
 async fn transient_failures_back_off_and_honour_retry_after() {
     let ca = LocalCa::generate(&[]).unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = Site::new(SiteConfig::bearer(&origin, "demo"), None).await.unwrap();
-    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    let common::DemoSite { origin, site, .. } = &common::demo_site(&ca, "demo").await;
     let tool = "/api/servio/tools/shop.getSalesSummary";
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let email = format!("lea-{name}@example.com");
         let lea = server.sign_up(&email).await;
         server.send(&lea, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" }))).await;
-        let (user, entry) = server
-            .state
-            .store
-            .all_vault_entries()
-            .await
-            .unwrap()
-            .into_iter()
-            .find(|(user, _)| user.email == email)
-            .unwrap();
+        let (user, entry) = server.vault_entry_of(&email).await;
         let round = |at: &str, misbehaviour: Option<Misbehaviour>| {
             site.set_misbehaviour(tool, misbehaviour);
             let (state, user, entry) = (server.state.clone(), user.clone(), entry.clone());
@@ -155,10 +138,7 @@ async fn transient_failures_back_off_and_honour_retry_after() {
 #[tokio::test]
 async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
     let ca = LocalCa::generate(&[]).unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = Site::new(SiteConfig::bearer(&origin, "demo"), None).await.unwrap();
-    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    let common::DemoSite { origin, site, .. } = &common::demo_site(&ca, "demo").await;
     let tool = "/api/servio/tools/shop.getSalesSummary";
     let (name, server) = common::servers(Some(&ca.ca_pem)).await.remove(0);
     let kim = server.sign_up(&format!("kim-{name}@example.com")).await;
@@ -213,15 +193,7 @@ async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
     site.set_misbehaviour(tool, None);
 
     // Only the accepted forms are stored, with their number and raw text.
-    let (user, entry) = server
-        .state
-        .store
-        .all_vault_entries()
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|(user, _)| user.email == format!("kim-{name}@example.com"))
-        .unwrap();
+    let (user, entry) = server.vault_entry_of(&format!("kim-{name}@example.com")).await;
     let stored = server.state.store.values(user.id, entry.site.id, "sales.revenue.daily", 0).await.unwrap();
     let stored: Vec<(String, String, f64)> = stored.into_iter().map(|v| (v.start_date, v.raw, v.value)).collect();
     let expected: Vec<(String, String, f64)> =

@@ -257,18 +257,7 @@ async fn collection_refreshes_an_expired_oauth_token() {
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let email = format!("refresh-{name}@example.com");
         connect_with_oauth(&http, &server, name, &origin, &email).await;
-        let entry = || async {
-            server
-                .state
-                .store
-                .all_vault_entries()
-                .await
-                .unwrap()
-                .into_iter()
-                .find(|(user, _)| user.email == email)
-                .unwrap()
-        };
-        let (user, connected) = entry().await;
+        let (user, connected) = server.vault_entry_of(&email).await;
         tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
 
         let summary = servio_platform::collect::collect_due(
@@ -280,7 +269,7 @@ async fn collection_refreshes_an_expired_oauth_token() {
         .await
         .unwrap();
         assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected with a refreshed token");
-        let (_, refreshed) = entry().await;
+        let (_, refreshed) = server.vault_entry_of(&email).await;
         assert!(refreshed.credential.is_some(), "{name}");
         assert_ne!(refreshed.credential, connected.credential, "{name}: the new tokens are kept");
     }

@@ -4,32 +4,15 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;
-use servio_demo_site::{DemoAuth, LocalCa, Site, SiteConfig, serve_https_on};
+use servio_demo_site::{LocalCa, serve_https_on};
 
 mod common;
 use common::Browser;
 
-struct Demo {
-    origin: String,
-    site: Site,
-    _running: servio_demo_site::Running,
-}
-
-async fn demo(ca: &LocalCa) -> Demo {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site =
-        Site::new(SiteConfig { origin: origin.clone(), token: "demo-token".into(), auth: DemoAuth::Bearer }, None)
-            .await
-            .unwrap();
-    let running = serve_https_on(listener, ca, site.router()).await.unwrap();
-    Demo { origin, site, _running: running }
-}
-
 #[tokio::test]
 async fn add_the_demo_site_with_its_token() {
     let ca = LocalCa::generate(&[]).unwrap();
-    let demo = demo(&ca).await;
+    let demo = common::demo_site(&ca, "demo-token").await;
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let ana = server.sign_up(&format!("ana-{name}@example.com")).await;
         let (status, added, _) = server
@@ -108,7 +91,7 @@ async fn no_credential_in_plaintext_in_the_database_files() {
     use std::sync::Arc;
 
     let ca = LocalCa::generate(&[]).unwrap();
-    let demo = demo(&ca).await;
+    let demo = common::demo_site(&ca, "demo-token").await;
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", dir.path().join("servio.db").display());
     let store = servio_store::SqliteStore::open(&url).await.unwrap();
@@ -147,7 +130,7 @@ async fn no_credential_in_plaintext_in_the_database_files() {
 async fn a_changed_tool_is_held_back_until_approved() {
     use servio_demo_site::Misbehaviour;
     let ca = LocalCa::generate(&[]).unwrap();
-    let demo = demo(&ca).await;
+    let demo = common::demo_site(&ca, "demo-token").await;
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let dan = server.sign_up(&format!("dan-{name}@example.com")).await;
         let (_, added, _) = server.send(&dan, Method::POST, "/api/vault", Some(json!({ "url": demo.origin }))).await;

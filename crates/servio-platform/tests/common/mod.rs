@@ -10,6 +10,22 @@ use servio_client::{Client, ClientConfig};
 use servio_platform::secrets::Secrets;
 use servio_platform::{AppState, router};
 
+/// The demo site over HTTPS on a port of its own, with bearer authentication.
+pub struct DemoSite {
+    pub origin: String,
+    pub site: servio_demo_site::Site,
+    _running: servio_demo_site::Running,
+}
+
+/// Starts the demo site, trusted through `ca`, accepting the bearer `token`.
+pub async fn demo_site(ca: &servio_demo_site::LocalCa, token: &str) -> DemoSite {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+    let site = servio_demo_site::Site::new(servio_demo_site::SiteConfig::bearer(&origin, token), None).await.unwrap();
+    let running = servio_demo_site::serve_https_on(listener, ca, site.router()).await.unwrap();
+    DemoSite { origin, site, _running: running }
+}
+
 /// A running platform.
 pub struct Server {
     pub base: String,
@@ -77,6 +93,12 @@ impl Server {
         let set_cookie = response.headers().get("set-cookie").map(|v| v.to_str().unwrap().to_owned());
         let body = response.json().await.unwrap_or(Value::Null);
         (status, body, set_cookie)
+    }
+
+    /// The user signed up as `email` and their only vault entry, from the store.
+    pub async fn vault_entry_of(&self, email: &str) -> (servio_store::User, servio_store::VaultEntry) {
+        let entries = self.state.store.all_vault_entries().await.unwrap();
+        entries.into_iter().find(|(user, _)| user.email == email).unwrap()
     }
 
     pub async fn sign_up(&self, email: &str) -> Browser {
