@@ -375,10 +375,9 @@ async fn site_page(State(state): State<AppState>, headers: HeaderMap, Path(id): 
         Ok(user) => user,
         Err(response) => return response,
     };
-    let entry = match state.store.vault_entry(user.user.id, id).await {
-        Ok(Some(entry)) => entry,
-        Ok(None) => return ApiError::NotFound.into_response(),
-        Err(error) => return ApiError::from(error).into_response(),
+    let entry = match vault_entry(&state, &user, id).await {
+        Ok(entry) => entry,
+        Err(response) => return response,
     };
     let site = entry_json(&entry);
     let versions = versions_json(&state, user.user.id, id).await.unwrap_or_default();
@@ -448,16 +447,24 @@ async fn site_page(State(state): State<AppState>, headers: HeaderMap, Path(id): 
     render(&page)
 }
 
+/// The signed-in user's vault entry `id`; "not found" when it is not theirs.
+async fn vault_entry(state: &AppState, user: &PageUser, id: i64) -> Result<servio_store::VaultEntry, Response> {
+    match state.store.vault_entry(user.user.id, id).await {
+        Ok(Some(entry)) => Ok(entry),
+        Ok(None) => Err(ApiError::NotFound.into_response()),
+        Err(error) => Err(ApiError::from(error).into_response()),
+    }
+}
+
 /// Runs a site action for a form post, then goes back to the site's page.
 async fn site_action(state: &AppState, headers: &HeaderMap, sent_csrf: &str, id: i64, action: Action<'_>) -> Response {
     let user = match require_form(state, headers, sent_csrf).await {
         Ok(user) => user,
         Err(response) => return response,
     };
-    let entry = match state.store.vault_entry(user.user.id, id).await {
-        Ok(Some(entry)) => entry,
-        Ok(None) => return ApiError::NotFound.into_response(),
-        Err(error) => return ApiError::from(error).into_response(),
+    let entry = match vault_entry(state, &user, id).await {
+        Ok(entry) => entry,
+        Err(response) => return response,
     };
     let done = match action {
         Action::Approve => state.store.approve(user.user.id, id).await.map(|_| ()).map_err(ApiError::from),
@@ -626,10 +633,9 @@ async fn connect(State(state): State<AppState>, headers: HeaderMap, Path(id): Pa
         Ok(user) => user,
         Err(response) => return response,
     };
-    let entry = match state.store.vault_entry(user.user.id, id).await {
-        Ok(Some(entry)) => entry,
-        Ok(None) => return ApiError::NotFound.into_response(),
-        Err(error) => return ApiError::from(error).into_response(),
+    let entry = match vault_entry(&state, &user, id).await {
+        Ok(entry) => entry,
+        Err(response) => return response,
     };
     let report = servio_manifest::check(entry.site.manifest.as_bytes(), &servio_manifest::CheckOptions::default());
     let site =
