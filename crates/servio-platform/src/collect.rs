@@ -3,7 +3,6 @@
 //! A dropped value is never stored (so never shown as zero); its reason is in the log.
 
 use jiff::civil::Date;
-use serde_json::Value;
 use servio_client::{CallError, call_tool_raw};
 use servio_collector::plan::Planner;
 use servio_manifest::period::{Period, PlaceholderValues};
@@ -11,8 +10,8 @@ use servio_manifest::value::extract;
 use servio_manifest::{Brief, Manifest, Metric};
 use servio_store::{SiteRecord, Slot, StoreError, User};
 
-use crate::secrets::credential_aad;
-use crate::{AppState, now};
+use crate::AppState;
+pub use crate::credential::fresh_bearer;
 
 /// What one collection did.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,73 +27,6 @@ pub enum Outcome {
         /// Connect, timeout, 5xx or 429.
         transient: bool,
     },
-}
-
-/// How long before it expires an access token is refreshed.
-const REFRESH_MARGIN: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// The bearer token a site gets for this user: a pasted token, or an OAuth access token; one
-/// that has expired or is about to is first refreshed with the refresh token, and the new
-/// tokens are sealed back into the vault. When refreshing fails the old token is used: the
-/// site's answer then says what is wrong, in the log.
-pub async fn fresh_bearer(
-    state: &AppState,
-    user: &User,
-    site: &SiteRecord,
-    manifest: &Manifest,
-    sealed: Option<&[u8]>,
-) -> Option<String> {
-    let tokens = match open_credential(state, user.id, site.id, sealed?)? {
-        Credential::Token(token) => return Some(token),
-        Credential::OAuth(tokens) => tokens,
-    };
-    let Some(refresh_token) = tokens.refresh_token.as_deref().filter(|_| tokens.expires_soon(now(), REFRESH_MARGIN))
-    else {
-        return Some(tokens.access_token);
-    };
-    let refreshed = match crate::connect::oauth_site(&state.oauth, &site.origin, manifest) {
-        Some(Ok(oauth)) => {
-            servio_client::oauth::refresh(&state.client, &oauth, refresh_token).await.map_err(|e| e.to_string())
-        }
-        Some(Err(error)) => Err(error),
-        None => Err("the manifest no longer uses OAuth 2.0".to_owned()),
-    };
-    match refreshed {
-        Ok(new) => {
-            let sealed = state.secrets.seal(&crate::connect::seal_tokens(&new), &credential_aad(user.id, site.id));
-            if let Err(error) = state.store.set_credential(user.id, site.id, Some(&sealed)).await {
-                eprintln!("servio: keeping refreshed tokens for {} failed: {error}", site.origin);
-            }
-            Some(new.access_token)
-        }
-        Err(error) => {
-            eprintln!("servio: refreshing the OAuth token for {} failed: {error}", site.origin);
-            Some(tokens.access_token)
-        }
-    }
-}
-
-/// A vault credential, opened.
-enum Credential {
-    /// A pasted bearer token.
-    Token(String),
-    /// Tokens from "Connect".
-    OAuth(servio_client::oauth::Tokens),
-}
-
-fn open_credential(state: &AppState, user_id: i64, site_id: i64, sealed: &[u8]) -> Option<Credential> {
-    let plain = state.secrets.open(sealed, &credential_aad(user_id, site_id))?;
-    match serde_json::from_slice::<Value>(&plain) {
-        Ok(Value::Object(tokens)) if tokens.get("kind").and_then(Value::as_str) == Some("oauth2") => {
-            let text = |key: &str| tokens.get(key).and_then(Value::as_str).map(str::to_owned);
-            Some(Credential::OAuth(servio_client::oauth::Tokens {
-                access_token: text("access_token")?,
-                refresh_token: text("refresh_token"),
-                expires_at: tokens.get("expires_at").and_then(Value::as_i64),
-            }))
-        }
-        _ => String::from_utf8(plain).ok().map(Credential::Token),
-    }
 }
 
 /// The slot `metric` of `site` fills for `user` over `period`.

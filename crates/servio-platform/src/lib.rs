@@ -10,7 +10,10 @@ pub mod accounts;
 pub mod auth;
 pub mod collect;
 pub mod connect;
+pub mod credential;
 pub mod error;
+pub mod gateway;
+pub mod mcp;
 pub mod refresh;
 pub mod routes;
 pub mod secrets;
@@ -33,6 +36,10 @@ pub struct AppState {
     pub oauth: Arc<connect::OAuthConfig>,
     /// "Connect" attempts in progress.
     pub attempts: connect::Attempts,
+    /// One lock per (user, site) while OAuth tokens are refreshed.
+    pub refresh_locks: credential::RefreshLocks,
+    /// The AI gateway's caches, call-log writer and change notices.
+    pub gateway: Arc<gateway::Gateway>,
 }
 
 impl AppState {
@@ -49,13 +56,25 @@ impl AppState {
             secrets: Arc::new(secrets),
             oauth: Arc::new(oauth),
             attempts: connect::Attempts::default(),
+            refresh_locks: credential::RefreshLocks::default(),
+            gateway: Arc::default(),
         }
     }
 }
 
-/// The platform's HTTP routes.
+/// The platform's HTTP routes, with the MCP endpoint at `/mcp`.
 pub fn router(state: AppState) -> Router {
+    // The MCP endpoint checks `Host` against DNS rebinding: loopback, plus the public name.
+    let public_host = url::Url::parse(&state.oauth.public_url).ok().and_then(|url| {
+        let host = url.host_str()?.trim_start_matches('[').trim_end_matches(']').to_owned();
+        Some(match url.port() {
+            Some(port) => vec![host.clone(), format!("{host}:{port}")],
+            None => vec![host],
+        })
+    });
     Router::new()
+        .nest_service("/mcp", mcp::service(state.clone(), public_host.unwrap_or_default()))
+        .merge(routes::tools::router())
         .merge(routes::accounts::router())
         .merge(routes::vault::router())
         .merge(routes::directory::router())

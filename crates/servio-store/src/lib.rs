@@ -257,6 +257,27 @@ pub struct FetchedManifest<'a> {
     pub last_modified: Option<&'a str>,
 }
 
+/// One tool call made through the AI gateway, for the user's call log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// Its id (0 for one not stored yet).
+    pub id: i64,
+    /// Whose.
+    pub user_id: i64,
+    /// The site called, while it is known.
+    pub site_id: Option<i64>,
+    /// The prefixed tool name the AI client used.
+    pub tool: String,
+    /// When the call started.
+    pub called_at: i64,
+    /// `ok`, or what went wrong (`invalid_arguments`, `site_error`, `unauthorized`, ...).
+    pub status: String,
+    /// How long it took, in milliseconds.
+    pub duration_ms: f64,
+    /// The arguments as JSON, only when the user keeps them.
+    pub arguments: Option<String>,
+}
+
 /// Everything the platform stores.
 #[async_trait]
 pub trait Store: Send + Sync {
@@ -372,6 +393,17 @@ pub trait Store: Send + Sync {
         metric_key: &str,
         period_start: i64,
     ) -> Result<bool, StoreError>;
+
+    /// Every site of a user's vault with its credential and approved manifest, oldest first.
+    async fn vault_entries(&self, user_id: i64) -> Result<Vec<VaultEntry>, StoreError>;
+    /// Whether the gateway keeps the arguments of this user's tool calls in their log.
+    async fn log_arguments(&self, user_id: i64) -> Result<bool, StoreError>;
+    /// Sets whether the gateway keeps the arguments of this user's tool calls.
+    async fn set_log_arguments(&self, user_id: i64, keep: bool) -> Result<(), StoreError>;
+    /// Appends tool calls to their users' logs, in one transaction.
+    async fn log_tool_calls(&self, calls: &[ToolCall]) -> Result<(), StoreError>;
+    /// A user's latest tool calls, newest first.
+    async fn tool_calls(&self, user_id: i64, limit: i64) -> Result<Vec<ToolCall>, StoreError>;
 }
 
 /// Opens the store at `url` (`sqlite:PATH`, `sqlite::memory:` or `postgres://...`) and applies

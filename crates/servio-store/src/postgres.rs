@@ -6,7 +6,7 @@ use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 
 use crate::{
     ApiToken, Attempt, Claim, FetchedManifest, Found, Listing, Retries, Session, SiteRecord, Slot, Store, StoreError,
-    StoredValue, User, VaultEntry, Version, conflict, search_words,
+    StoredValue, ToolCall, User, VaultEntry, Version, conflict, search_words,
 };
 
 /// The store in PostgreSQL.
@@ -638,5 +638,87 @@ impl Store for PgStore {
         .fetch_one(&self.pool)
         .await?;
         Ok(settled > 0)
+    }
+
+    async fn vault_entries(&self, user_id: i64) -> Result<Vec<VaultEntry>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT s.id, s.origin, s.manifest_url, s.manifest, s.etag, s.last_modified, s.fetched_at, s.stale_error,
+                    v.credential, v.approved_manifest
+             FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 ORDER BY v.added_at, s.id",
+        )
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| VaultEntry {
+                site: site(r),
+                credential: r.get("credential"),
+                approved_manifest: r.get("approved_manifest"),
+            })
+            .collect())
+    }
+
+    async fn log_arguments(&self, user_id: i64) -> Result<bool, StoreError> {
+        let keep: Option<bool> = sqlx::query_scalar("SELECT log_arguments FROM users WHERE id = $1")
+            .bind(user_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(keep.unwrap_or(false))
+    }
+
+    async fn set_log_arguments(&self, user_id: i64, keep: bool) -> Result<(), StoreError> {
+        sqlx::query("UPDATE users SET log_arguments = $1 WHERE id = $2")
+            .bind(keep)
+            .bind(user_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn log_tool_calls(&self, calls: &[ToolCall]) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        for call in calls {
+            sqlx::query(
+                "INSERT INTO tool_calls (user_id, site_id, tool, called_at, status, duration_ms, arguments)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(call.user_id)
+            .bind(call.site_id)
+            .bind(&call.tool)
+            .bind(call.called_at)
+            .bind(&call.status)
+            .bind(call.duration_ms)
+            .bind(&call.arguments)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn tool_calls(&self, user_id: i64, limit: i64) -> Result<Vec<ToolCall>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, user_id, site_id, tool, called_at, status, duration_ms, arguments
+             FROM tool_calls WHERE user_id = $1 ORDER BY id DESC LIMIT $2",
+        )
+        .bind(user_id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(tool_call).collect())
+    }
+}
+
+fn tool_call(row: &PgRow) -> ToolCall {
+    ToolCall {
+        id: row.get("id"),
+        user_id: row.get("user_id"),
+        site_id: row.get("site_id"),
+        tool: row.get("tool"),
+        called_at: row.get("called_at"),
+        status: row.get("status"),
+        duration_ms: row.get("duration_ms"),
+        arguments: row.get("arguments"),
     }
 }

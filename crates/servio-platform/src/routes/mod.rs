@@ -6,4 +6,5 @@ pub mod dashboard_page;
 pub mod directory;
 pub mod openapi;
 pub mod pages;
+pub mod tools;
 pub mod vault;

@@ -84,6 +84,25 @@ pub const ROUTES: &[Route] = &[
         Access::User,
         "List the site once its manifest carries the token",
     ),
+    route(
+        "GET",
+        "/api/tools",
+        Access::User,
+        "The AI gateway's catalogue: every approved tool of the vault under its prefixed name",
+    ),
+    route(
+        "POST",
+        "/api/tools/{name}/call",
+        Access::User,
+        "Call a tool by prefixed name; the body is its arguments (400 names each offending path, 502 when the site fails)",
+    ),
+    route("GET", "/api/tool-calls", Access::User, "The user's gateway call log, newest first (?limit=N)"),
+    route(
+        "PUT",
+        "/api/me/log_arguments",
+        Access::User,
+        "Whether the call log keeps each call's arguments (off by default)",
+    ),
     route("GET", "/api/openapi.json", Access::Public, "This document"),
 ];
 
@@ -112,6 +131,12 @@ pub fn document() -> Value {
         if r.path.contains("{id}") {
             operation["parameters"] =
                 json!([{ "name": "id", "in": "path", "required": true, "schema": { "type": "integer" } }]);
+        }
+        if r.path.contains("{name}") {
+            operation["parameters"] = json!([{
+                "name": "name", "in": "path", "required": true, "schema": { "type": "string" },
+                "description": "The tool's prefixed name, as `GET /api/tools` lists it",
+            }]);
         }
         let item = paths.entry(r.path.to_owned()).or_insert_with(|| json!({}));
         item[r.method.to_lowercase()] = operation;

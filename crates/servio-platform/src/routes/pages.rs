@@ -467,7 +467,11 @@ async fn site_action(state: &AppState, headers: &HeaderMap, sent_csrf: &str, id:
         Err(response) => return response,
     };
     let done = match action {
-        Action::Approve => state.store.approve(user.user.id, id).await.map(|_| ()).map_err(ApiError::from),
+        Action::Approve => {
+            let approved = state.store.approve(user.user.id, id).await.map(|_| ()).map_err(ApiError::from);
+            state.gateway.catalogue_changed(user.user.id);
+            approved
+        }
         Action::Refresh => crate::refresh::refresh_site(state, &entry.site).await.map(|_| ()).map_err(ApiError::from),
         Action::Credential(token) if token.trim().is_empty() => {
             Err(ApiError::BadRequest("the token must not be empty".into()))

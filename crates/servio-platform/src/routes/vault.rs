@@ -115,6 +115,7 @@ pub(crate) async fn add_site(
     };
     let record = state.store.save_site(&fetched, now()).await?;
     state.store.add_to_vault(user_id, record.id, now()).await?;
+    state.gateway.catalogue_changed(user_id);
     let token = token.map(str::trim).filter(|t| !t.is_empty());
     if let Some(token) = token {
         let sealed = state.secrets.seal(token.as_bytes(), &credential_aad(user_id, record.id));
@@ -196,6 +197,7 @@ async fn approve(State(state): State<AppState>, caller: Caller, Path(id): Path<i
     if !state.store.approve(caller.user.id, id).await? {
         return Err(ApiError::NotFound);
     }
+    state.gateway.catalogue_changed(caller.user.id);
     let entry = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
     Ok(Json(json!({ "site": entry_json(&entry) })))
 }
@@ -255,7 +257,10 @@ pub(crate) async fn store_token(state: &AppState, user_id: i64, site_id: i64, to
 
 async fn remove(State(state): State<AppState>, caller: Caller, Path(id): Path<i64>) -> Result<StatusCode, ApiError> {
     match state.store.remove_from_vault(caller.user.id, id).await? {
-        true => Ok(StatusCode::NO_CONTENT),
+        true => {
+            state.gateway.catalogue_changed(caller.user.id);
+            Ok(StatusCode::NO_CONTENT)
+        }
         false => Err(ApiError::NotFound),
     }
 }

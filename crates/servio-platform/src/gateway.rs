@@ -1,0 +1,349 @@
+//! The AI gateway: every approved tool of every site in a user's vault under its prefixed name
+//! (interpretation §4), and calls by that name with the user's credential.
+//!
+//! The MCP endpoint ([`crate::mcp`]), `servio mcp` and the HTTP API (`/api/tools`) all go
+//! through [`catalogue`] and [`call`]. Parsed manifests and compiled argument validators are
+//! cached by site and manifest text, so a call costs no parse and no schema compilation; the
+//! call log is written by a background task in batches, so a call never waits for a commit.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use serde_json::Value;
+use servio_client::CallError;
+use servio_manifest::schema::{ArgumentError, ArgumentValidator};
+use servio_manifest::{CheckOptions, Manifest, Site};
+use servio_store::{Store, ToolCall, User, VaultEntry};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::AppState;
+use crate::credential::{Refresh, bearer};
+
+/// Cached manifests beyond this many are dropped all at once (a new parse is cheap enough to
+/// make this rare event harmless, and it bounds memory).
+const CACHE_LIMIT: usize = 4096;
+
+/// How many call-log entries the writer commits in one transaction at most.
+const LOG_BATCH: usize = 256;
+
+/// The gateway's shared state: the parse cache, the call-log writer and change notices.
+pub struct Gateway {
+    cache: Mutex<HashMap<(i64, u64), Arc<ParsedSite>>>,
+    log: OnceLock<mpsc::UnboundedSender<ToolCall>>,
+    changes: broadcast::Sender<i64>,
+}
+
+impl Default for Gateway {
+    fn default() -> Gateway {
+        Gateway { cache: Mutex::default(), log: OnceLock::new(), changes: broadcast::channel(256).0 }
+    }
+}
+
+impl Gateway {
+    /// Tells connected MCP clients of `user_id` that their catalogue changed.
+    pub fn catalogue_changed(&self, user_id: i64) {
+        // No receiver just means no MCP client is connected.
+        let _ = self.changes.send(user_id);
+    }
+
+    /// Notices of changed catalogues, by user id.
+    pub fn subscribe(&self) -> broadcast::Receiver<i64> {
+        self.changes.subscribe()
+    }
+
+    fn parsed(&self, site_id: i64, text: &str) -> Option<Arc<ParsedSite>> {
+        let mut hasher = DefaultHasher::new();
+        text.hash(&mut hasher);
+        let key = (site_id, hasher.finish());
+        let mut cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(found) = cache.get(&key).filter(|found| found.text == text) {
+            return Some(found.clone());
+        }
+        let parsed = Arc::new(ParsedSite::parse(text)?);
+        if cache.len() >= CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(key, parsed.clone());
+        Some(parsed)
+    }
+
+    fn log(&self, store: &Arc<dyn Store>, call: ToolCall) {
+        let sender = self.log.get_or_init(|| start_log_writer(store.clone()));
+        if sender.send(call).is_err() {
+            eprintln!("servio: the tool-call log writer has stopped; a call went unlogged");
+        }
+    }
+}
+
+/// Writes logged calls in batches until every sender is gone.
+fn start_log_writer(store: Arc<dyn Store>) -> mpsc::UnboundedSender<ToolCall> {
+    let (sender, mut receiver) = mpsc::unbounded_channel::<ToolCall>();
+    tokio::spawn(async move {
+        let mut batch = Vec::with_capacity(LOG_BATCH);
+        while receiver.recv_many(&mut batch, LOG_BATCH).await > 0 {
+            if let Err(error) = store.log_tool_calls(&batch).await {
+                eprintln!("servio: writing {} tool-call log entries failed: {error}", batch.len());
+            }
+            batch.clear();
+        }
+    });
+    sender
+}
+
+/// A manifest as the gateway uses it: typed, with one validator per tool compiled on first use.
+struct ParsedSite {
+    text: String,
+    manifest: Manifest,
+    validators: Vec<OnceLock<Result<ArgumentValidator, String>>>,
+}
+
+impl ParsedSite {
+    fn parse(text: &str) -> Option<ParsedSite> {
+        let report = servio_manifest::check(text.as_bytes(), &CheckOptions::default());
+        let manifest = report.manifest?;
+        let validators = manifest.tools.iter().map(|_| OnceLock::new()).collect();
+        Some(ParsedSite { text: text.to_owned(), manifest, validators })
+    }
+
+    fn validator(&self, index: usize) -> &Result<ArgumentValidator, String> {
+        self.validators[index].get_or_init(|| ArgumentValidator::new(&self.manifest.tools[index].input_schema))
+    }
+}
+
+/// One tool of a user's catalogue.
+#[derive(Debug, Clone)]
+pub struct CatalogueTool {
+    /// The prefixed name, unique among the user's tools.
+    pub name: String,
+    /// The site's id in the vault.
+    pub site_id: i64,
+    /// The site's origin.
+    pub origin: String,
+    /// The tool's name in its manifest.
+    pub tool: String,
+    /// What it does.
+    pub description: String,
+    /// Its arguments' schema.
+    pub input_schema: Value,
+}
+
+/// Every approved tool of a user's vault, under prefixed names.
+pub struct Catalogue {
+    tools: Vec<CatalogueTool>,
+    places: Vec<(usize, usize)>,
+    sites: Vec<(VaultEntry, Arc<ParsedSite>)>,
+}
+
+impl Catalogue {
+    /// The tools, in vault order, then manifest order.
+    pub fn tools(&self) -> &[CatalogueTool] {
+        &self.tools
+    }
+
+    fn find(&self, name: &str) -> Option<(&CatalogueTool, &VaultEntry, &ParsedSite, usize)> {
+        let at = self.tools.iter().position(|tool| tool.name == name)?;
+        let (site, tool) = self.places[at];
+        let (entry, parsed) = &self.sites[site];
+        Some((&self.tools[at], entry, parsed, tool))
+    }
+}
+
+/// The catalogue of `user`: the tools of the manifest each site was approved with (changed
+/// tools stay held back until the user approves them).
+pub async fn catalogue(state: &AppState, user: &User) -> Result<Catalogue, String> {
+    let entries = state.store.vault_entries(user.id).await.map_err(|e| e.to_string())?;
+    let mut sites = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let text = entry.approved_manifest.as_deref().unwrap_or(&entry.site.manifest);
+        match state.gateway.parsed(entry.site.id, text) {
+            Some(parsed) => sites.push((entry, parsed)),
+            None => eprintln!("servio: the approved manifest of {} no longer parses", entry.site.origin),
+        }
+    }
+    let addresses: Vec<Option<Site>> = sites.iter().map(|(entry, _)| Site::parse(&entry.site.origin).ok()).collect();
+    let mut pairs = Vec::new();
+    let mut places = Vec::new();
+    for (index, (address, (_, parsed))) in addresses.iter().zip(&sites).enumerate() {
+        let Some(address) = address else { continue };
+        for (tool_index, tool) in parsed.manifest.tools.iter().enumerate() {
+            pairs.push((address, tool.name.as_str()));
+            places.push((index, tool_index));
+        }
+    }
+    let names = servio_manifest::address::assign_names(&pairs);
+    let tools = names
+        .into_iter()
+        .zip(&places)
+        .map(|(name, &(site, tool))| {
+            let (entry, parsed) = &sites[site];
+            let tool = &parsed.manifest.tools[tool];
+            CatalogueTool {
+                name,
+                site_id: entry.site.id,
+                origin: entry.site.origin.clone(),
+                tool: tool.name.clone(),
+                description: tool.description.clone(),
+                input_schema: tool.input_schema.clone(),
+            }
+        })
+        .collect();
+    Ok(Catalogue { tools, places, sites })
+}
+
+/// Why a call through the gateway failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// No tool of that name in the user's catalogue.
+    UnknownTool(String),
+    /// The arguments do not match the tool's schema; nothing was sent.
+    InvalidArguments(Vec<ArgumentError>),
+    /// The site could not be reached (DNS, connect, TLS, timeout).
+    SiteUnreachable(String),
+    /// The site refused the user's credential, even after a refresh where one was possible.
+    Unauthorized(String),
+    /// The site answered with an error status.
+    SiteError {
+        /// The status.
+        status: u16,
+        /// The start of the body.
+        body: String,
+    },
+    /// The site's answer is not JSON.
+    NotJson(String),
+    /// The platform failed (details logged).
+    Internal(String),
+}
+
+impl Failure {
+    /// The status word of the call log.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Failure::UnknownTool(_) => "unknown_tool",
+            Failure::InvalidArguments(_) => "invalid_arguments",
+            Failure::SiteUnreachable(_) => "site_unreachable",
+            Failure::Unauthorized(_) => "unauthorized",
+            Failure::SiteError { .. } => "site_error",
+            Failure::NotJson(_) => "not_json",
+            Failure::Internal(_) => "internal",
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::UnknownTool(name) => {
+                write!(f, "no tool named {name:?} in your vault; list the tools to see their names")
+            }
+            Failure::InvalidArguments(problems) => {
+                f.write_str("invalid arguments, nothing was sent:")?;
+                for problem in problems {
+                    let at =
+                        if problem.pointer.as_str().is_empty() { "(the arguments)" } else { problem.pointer.as_str() };
+                    write!(f, "\n  {at}: {}", problem.message)?;
+                }
+                Ok(())
+            }
+            Failure::SiteUnreachable(detail) => write!(f, "the site cannot be reached: {detail}"),
+            Failure::Unauthorized(detail) => f.write_str(detail),
+            Failure::SiteError { status, body } => write!(f, "the site answered {status}: {body}"),
+            Failure::NotJson(detail) => write!(f, "the site's answer is not JSON: {detail}"),
+            Failure::Internal(_) => f.write_str("the platform failed to make the call; try again"),
+        }
+    }
+}
+
+/// Calls the tool `name` of `user`'s catalogue with `args`, and logs the call.
+pub async fn call(state: &AppState, user: &User, name: &str, args: &Value) -> Result<Value, Failure> {
+    let started = Instant::now();
+    let called_at = crate::now();
+    let (site_id, result) = match catalogue(state, user).await {
+        Ok(catalogue) => match catalogue.find(name) {
+            Some((tool, entry, parsed, index)) => {
+                (Some(tool.site_id), call_found(state, user, entry, parsed, index, args).await)
+            }
+            None => (None, Err(Failure::UnknownTool(name.to_owned()))),
+        },
+        Err(error) => (None, Err(Failure::Internal(error))),
+    };
+    if let Err(Failure::Internal(detail)) = &result {
+        eprintln!("servio: a gateway call of {name} failed: {detail}");
+    }
+    let keep_arguments = state.store.log_arguments(user.id).await.unwrap_or(false);
+    state.gateway.log(
+        &state.store,
+        ToolCall {
+            id: 0,
+            user_id: user.id,
+            site_id,
+            tool: name.to_owned(),
+            called_at,
+            status: result.as_ref().map_or_else(Failure::status, |_| "ok").to_owned(),
+            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+            arguments: keep_arguments.then(|| args.to_string()),
+        },
+    );
+    result
+}
+
+async fn call_found(
+    state: &AppState,
+    user: &User,
+    entry: &VaultEntry,
+    parsed: &ParsedSite,
+    index: usize,
+    args: &Value,
+) -> Result<Value, Failure> {
+    let validator = parsed.validator(index).as_ref().map_err(|e| Failure::Internal(e.clone()))?;
+    let problems = validator.check(args);
+    if !problems.is_empty() {
+        return Err(Failure::InvalidArguments(problems));
+    }
+    let manifest = &parsed.manifest;
+    let tool = &manifest.tools[index].name;
+    let sealed = entry.credential.as_deref();
+    let token = bearer(state, user, &entry.site, manifest, sealed, Refresh::IfExpiring)
+        .await
+        .map_err(|e| Failure::Unauthorized(format!("the site's OAuth token could not be refreshed: {e}")))?;
+    let sent = servio_client::post_tool(&state.client, &manifest.server_url, tool, args, token.as_deref()).await;
+    let body = match (sent, token) {
+        (Err(CallError::Failed { status: 401, .. }), Some(refused)) => {
+            // Once after a 401: a refresh, unless the credential is a pasted token.
+            let fresh =
+                bearer(state, user, &entry.site, manifest, sealed, Refresh::Refused(&refused)).await.map_err(|e| {
+                    Failure::Unauthorized(format!("the site refused the token and refreshing it failed: {e}"))
+                })?;
+            match fresh.filter(|fresh| *fresh != refused) {
+                Some(fresh) => servio_client::post_tool(&state.client, &manifest.server_url, tool, args, Some(&fresh))
+                    .await
+                    .map_err(|e| failure(e, true))?,
+                None => {
+                    return Err(failure(
+                        CallError::Failed { status: 401, body: String::new(), retry_after: None },
+                        false,
+                    ));
+                }
+            }
+        }
+        (sent, _) => sent.map_err(|e| failure(e, false))?,
+    };
+    serde_json::from_slice(&body).map_err(|e| Failure::NotJson(format!("{e}: {}", servio_client::call::excerpt(&body))))
+}
+
+fn failure(error: CallError, refreshed: bool) -> Failure {
+    match error {
+        CallError::Failed { status: 401, .. } if refreshed => Failure::Unauthorized(
+            "the site refused the credential even after refreshing it: connect the site again".into(),
+        ),
+        CallError::Failed { status: 401, .. } => Failure::Unauthorized(
+            "the site refused the stored credential: set a new token (or connect again) in the vault".into(),
+        ),
+        CallError::Failed { status, body, .. } => Failure::SiteError { status, body },
+        CallError::Request(error) => Failure::SiteUnreachable(error.to_string()),
+        CallError::NotJson(detail) => Failure::NotJson(detail),
+        CallError::InvalidArguments(problems) => Failure::InvalidArguments(problems),
+        other => Failure::Internal(other.to_string()),
+    }
+}

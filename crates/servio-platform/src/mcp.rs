@@ -1,0 +1,196 @@
+//! The Model Context Protocol endpoint at `/mcp` (streamable HTTP, the official Rust SDK):
+//! `tools/list` is the user's catalogue, `tools/call` a call through the gateway, and a
+//! `notifications/tools/list_changed` goes out when the user's vault changes.
+//!
+//! Every request carries the user's API token as a bearer token; [`require_user`] resolves it
+//! before the SDK sees the request. A session belongs to the user who opened it: a request with
+//! another user's token on that session is refused, so one token never reaches another user's
+//! tools.
+
+use std::sync::{Arc, OnceLock};
+
+use axum::extract::{Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use servio_store::User;
+
+use crate::AppState;
+use crate::gateway::{self, Failure};
+
+/// The `/mcp` service, for `Router::nest_service`; `allowed_hosts` are the `Host` values
+/// accepted besides loopback (DNS-rebinding protection).
+pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
+    let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
+    hosts.extend(allowed_hosts);
+    let config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+    let factory_state = state.clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(McpGateway { state: factory_state.clone(), owner: Arc::default() }),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    axum::Router::new().fallback_service(mcp).layer(axum::middleware::from_fn_with_state(state, require_user))
+}
+
+/// Resolves the bearer API token to its user, or answers 401 before the SDK runs.
+async fn require_user(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let token = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::trim);
+    let user = match token {
+        Some(token) => state.store.user_by_api_token(&crate::accounts::token_hash(token), crate::now()).await,
+        None => Ok(None),
+    };
+    match user {
+        Ok(Some(user)) => {
+            request.extensions_mut().insert(user);
+            next.run(request).await
+        }
+        Ok(None) => {
+            let body = json!({ "error": "send one of your Servio API tokens as Authorization: Bearer TOKEN" });
+            let mut response = (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            response
+        }
+        Err(error) => {
+            eprintln!("servio: resolving an MCP token failed: {error}");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+/// One MCP session's handler.
+#[derive(Clone)]
+struct McpGateway {
+    state: AppState,
+    /// The user who opened the session.
+    owner: Arc<OnceLock<i64>>,
+}
+
+impl McpGateway {
+    /// The user a request comes from, checked against the session's owner.
+    fn user(&self, extensions: &rmcp::model::Extensions) -> Result<User, McpError> {
+        let user = extensions
+            .get::<Parts>()
+            .and_then(|parts| parts.extensions.get::<User>())
+            .cloned()
+            .ok_or_else(|| McpError::internal_error("the request reached MCP without a user", None))?;
+        if *self.owner.get_or_init(|| user.id) != user.id {
+            return Err(McpError::invalid_request("this MCP session belongs to another user", None));
+        }
+        Ok(user)
+    }
+}
+
+impl ServerHandler for McpGateway {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_server_info(Implementation::new("servio", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "The tools of the sites in your Servio vault, each named SITE_TOOL (the site's host and port, \
+                 then the tool's own name). Calls use your stored credentials for each site.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let user = self.user(&context.extensions)?;
+        let catalogue = gateway::catalogue(&self.state, &user).await.map_err(|e| {
+            eprintln!("servio: listing MCP tools failed: {e}");
+            McpError::internal_error("the tool catalogue could not be read", None)
+        })?;
+        let tools = catalogue.tools().iter().map(mcp_tool).collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let user = self.user(&context.extensions)?;
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        match gateway::call(&self.state, &user, &request.name, &args).await {
+            Ok(result) => Ok(CallToolResult::structured(structured(result)).into()),
+            Err(Failure::UnknownTool(name)) => {
+                Err(McpError::invalid_params(format!("no tool named {name:?} in your vault"), None))
+            }
+            Err(failure) => Ok(tool_error(&failure).into()),
+        }
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let Ok(user) = self.user(&context.extensions) else { return };
+        let mut changes = self.state.gateway.subscribe();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            loop {
+                match changes.recv().await {
+                    Ok(changed) if changed != user.id => continue,
+                    // A lagging receiver may have missed this user's notice: send one anyway.
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        if peer.notify_tool_list_changed().await.is_err() {
+                            return; // The session is gone.
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+}
+
+/// A catalogue tool as MCP lists it.
+fn mcp_tool(tool: &gateway::CatalogueTool) -> Tool {
+    let schema = match &tool.input_schema {
+        Value::Object(schema) => schema.clone(),
+        _ => Default::default(),
+    };
+    let mut listed = Tool::new(tool.name.clone(), tool.description.clone(), Arc::new(schema));
+    listed.title = Some(format!("{} on {}", tool.tool, tool.origin));
+    listed
+}
+
+/// MCP's structured content is an object: a site's object result as it is, anything else
+/// (an array, a number) under `result`.
+pub fn structured(result: Value) -> Value {
+    match result {
+        Value::Object(_) => result,
+        other => json!({ "result": other }),
+    }
+}
+
+/// A failed call as a tool result the AI can read (`isError`), with the details as data.
+fn tool_error(failure: &Failure) -> CallToolResult {
+    let mut details = json!({ "error": failure.status(), "message": failure.to_string() });
+    if let Failure::InvalidArguments(problems) = failure {
+        details["problems"] = problems
+            .iter()
+            .map(|p| json!({ "path": p.pointer.as_str(), "message": p.message }))
+            .collect::<Vec<_>>()
+            .into();
+    }
+    if let Failure::SiteError { status, .. } = failure {
+        details["status"] = json!(status);
+    }
+    let mut result = CallToolResult::structured_error(details);
+    result.content = vec![ContentBlock::text(failure.to_string())];
+    result
+}

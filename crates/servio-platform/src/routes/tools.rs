@@ -1,0 +1,130 @@
+//! The gateway over plain HTTP, for clients that do not speak MCP: the user's tool catalogue,
+//! a call by prefixed name, the call log and whether it keeps arguments.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::gateway::{self, Failure};
+
+/// The gateway routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/tools", get(list))
+        .route("/api/tools/{name}/call", post(call))
+        .route("/api/tool-calls", get(calls))
+        .route("/api/me/log_arguments", put(set_log_arguments))
+}
+
+async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let catalogue = gateway::catalogue(&state, &caller.user).await.map_err(ApiError::Internal)?;
+    let tools: Vec<Value> = catalogue
+        .tools()
+        .iter()
+        .map(|tool| {
+            json!({
+                "name": tool.name,
+                "site_id": tool.site_id,
+                "origin": tool.origin,
+                "tool": tool.tool,
+                "description": tool.description,
+                "input_schema": tool.input_schema,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "tools": tools })))
+}
+
+async fn call(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(args) =
+        body.map_err(|e| ApiError::BadRequest(format!("the body must be the arguments as a JSON object: {e}")))?;
+    if !args.is_object() {
+        return Err(ApiError::BadRequest("the body must be the arguments as a JSON object".into()));
+    }
+    match gateway::call(&state, &caller.user, &name, &args).await {
+        Ok(result) => Ok(Json(json!({ "result": result })).into_response()),
+        Err(failure) => Ok(failure_response(&failure)),
+    }
+}
+
+/// A failed call: 400 for invalid arguments (with each offending path), 404 for an unknown
+/// tool, 502 when the site failed or refused the credential (the caller's own token was fine).
+fn failure_response(failure: &Failure) -> Response {
+    let status = match failure {
+        Failure::UnknownTool(_) => StatusCode::NOT_FOUND,
+        Failure::InvalidArguments(_) => StatusCode::BAD_REQUEST,
+        Failure::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::BAD_GATEWAY,
+    };
+    let mut body = json!({ "error": failure.to_string(), "status": failure.status() });
+    match failure {
+        Failure::InvalidArguments(problems) => {
+            body["problems"] = problems
+                .iter()
+                .map(|p| json!({ "path": p.pointer.as_str(), "message": p.message }))
+                .collect::<Vec<_>>()
+                .into();
+        }
+        Failure::SiteError { status, .. } => body["site_status"] = json!(status),
+        _ => {}
+    }
+    (status, Json(body)).into_response()
+}
+
+#[derive(Deserialize)]
+struct Limit {
+    limit: Option<i64>,
+}
+
+async fn calls(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(limit): Query<Limit>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = limit.limit.unwrap_or(100).clamp(1, 1000);
+    let calls = state.store.tool_calls(caller.user.id, limit).await?;
+    let log_arguments = state.store.log_arguments(caller.user.id).await?;
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|c| {
+            json!({
+                "tool": c.tool,
+                "site_id": c.site_id,
+                "called_at": c.called_at,
+                "status": c.status,
+                "duration_ms": c.duration_ms,
+                "arguments": c.arguments.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()),
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "log_arguments": log_arguments, "calls": calls })))
+}
+
+#[derive(Deserialize)]
+struct LogArguments {
+    log_arguments: bool,
+}
+
+async fn set_log_arguments(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Result<Json<LogArguments>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(setting) =
+        body.map_err(|e| ApiError::BadRequest(format!("expected {{\"log_arguments\": true or false}}: {e}")))?;
+    state.store.set_log_arguments(caller.user.id, setting.log_arguments).await?;
+    Ok(Json(json!({ "log_arguments": setting.log_arguments })))
+}
