@@ -57,6 +57,14 @@ pub enum Command {
     ///
     /// A local certificate authority is created in --tls-dir; trust DIR/ca.pem with --ca-cert.
     DemoSite(DemoSiteArgs),
+    /// Speak MCP on standard input and output for a desktop AI client, offering the tools of
+    /// your Servio vault.
+    ///
+    /// Each tool is named SITE_TOOL as on the platform; calls go to the platform with your API
+    /// token, which uses your stored credential for each site. Nothing but MCP is written to
+    /// standard output. Configure it in the client as the command `servio mcp --url URL` with
+    /// SERVIO_TOKEN in its environment.
+    Mcp(McpArgs),
 }
 
 #[derive(Debug, Args)]
@@ -117,6 +125,22 @@ pub struct ServeArgs {
     /// A client id for one site: ORIGIN=CLIENT_ID. Repeatable.
     #[arg(long = "oauth-client", value_name = "ORIGIN=CLIENT_ID")]
     pub oauth_client: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The platform, such as https://servio.example or http://127.0.0.1:8080.
+    #[arg(long, env = "SERVIO_URL")]
+    pub url: String,
+    /// One of your personal API tokens (create one on the platform's profile page).
+    #[arg(long, env = "SERVIO_TOKEN", hide_env_values = true)]
+    pub token: String,
+    /// Trust the certificate authorities in this PEM file too when reaching the platform.
+    #[arg(long, value_name = "PEM")]
+    pub ca_cert: Option<PathBuf>,
+    /// How often to look for changes of the tool list, to tell the AI client, in seconds.
+    #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub poll: u64,
 }
 
 #[derive(Debug, Args)]

@@ -16,6 +16,7 @@ mod demo_site_cmd;
 mod explain_cmd;
 mod fetch;
 mod login_cmd;
+mod mcp_cmd;
 mod render;
 mod serve_cmd;
 
@@ -68,6 +69,7 @@ fn try_main(cli: Cli) -> Result<Outcome, Failure> {
         Command::Serve(args) => serve_cmd::run(&args),
         Command::DemoSite(args) => demo_site_cmd::run(&args),
         Command::Demo(args) => demo_cmd::run(&args),
+        Command::Mcp(args) => mcp_cmd::run(&args),
         Command::Address(args) => {
             let site = servio_manifest::Site::parse(&args.site)?;
             println!("{}", site.prefixed_name(&args.tool));

@@ -274,3 +274,26 @@ async fn collection_refreshes_an_expired_oauth_token() {
         assert_ne!(refreshed.credential, connected.credential, "{name}: the new tokens are kept");
     }
 }
+
+/// Many gateway calls racing on an expired OAuth token share one refresh: the demo site's
+/// authorization server rotates refresh tokens and refuses a used one, so a second refresh
+/// with the same token would fail its call.
+#[tokio::test]
+async fn gateway_calls_racing_on_an_expired_token_refresh_once() {
+    let (ca, origin, _running, http) = oauth_demo_site(std::time::Duration::from_secs(1)).await;
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let email = format!("race-{name}@example.com");
+        connect_with_oauth(&http, &server, name, &origin, &email).await;
+        let (user, _) = server.vault_entry_of(&email).await;
+        tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+        let catalogue = servio_platform::gateway::catalogue(&server.state, &user).await.unwrap();
+        let tool = catalogue.tools().iter().find(|t| t.tool == "shop.getSalesSummary").unwrap().name.clone();
+        let args = serde_json::json!({ "from": "2026-08-20", "to": "2026-08-20" });
+        let calls = (0..12).map(|_| servio_platform::gateway::call(&server.state, &user, &tool, &args));
+        let results = futures_util::future::join_all(calls).await;
+        for result in &results {
+            let value = result.as_ref().unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(value["data"]["totals"]["orders"].is_u64(), "{name}: {value}");
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! The AI gateway with clients nobody on this project wrote: the official MCP Python SDK
+//! (`mcp` from PyPI) lists and calls tools through `/mcp` and through `servio mcp` over stdio,
+//! and the MCP conformance suite (`@modelcontextprotocol/conformance` from npm) checks the
+//! endpoint. `.ci/run` installs both into `tests/mcp/`; elsewhere these tests say they are
+//! skipped.
+//!
+//! The platform runs in this process on 127.0.0.1 with two demo sites whose tools collide:
+//! `https://shop-a.test:P` on 127.0.0.1 and `https://shop.a.test:P` on 127.0.0.2, one port,
+//! both with the site identifier `shop_a_test_P`. The platform's client resolves the two names
+//! through a test lookup (the only stand-in here: this machine has no DNS for them).
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use servio_client::{Client, ClientConfig, Lookup};
+use servio_demo_site::{LocalCa, Site, SiteConfig, serve_https_on};
+use servio_platform::secrets::Secrets;
+use servio_platform::{AppState, router};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
+
+fn tools_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp")
+}
+
+fn python() -> Option<PathBuf> {
+    let python = tools_dir().join(".venv/bin/python");
+    if python.exists() {
+        return Some(python);
+    }
+    // CI installs it (.ci/run): there a missing SDK is a failure, not a skip.
+    assert!(std::env::var_os("CI").is_none(), "the MCP Python SDK is not installed in CI");
+    eprintln!("skipped: the MCP Python SDK is not installed in tests/mcp/.venv (see .ci/run)");
+    None
+}
+
+/// Resolves the two demo-site names; everything else is the system's business.
+struct TestLookup;
+
+impl Lookup for TestLookup {
+    fn lookup(&self, host: &str) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<IpAddr>>> + Send>> {
+        let host = host.to_owned();
+        Box::pin(async move {
+            match host.as_str() {
+                "shop-a.test" => Ok(vec!["127.0.0.1".parse().unwrap()]),
+                "shop.a.test" => Ok(vec!["127.0.0.2".parse().unwrap()]),
+                _ => Ok(tokio::net::lookup_host((host.as_str(), 0)).await?.map(|a| a.ip()).collect()),
+            }
+        })
+    }
+}
+
+/// A platform with two users: `ana` has both colliding sites, `ben` only the second.
+struct Platform {
+    base: String,
+    state: AppState,
+    http: reqwest::Client,
+    ana: String,
+    ben: String,
+    origins: [String; 2],
+    _sites: Vec<servio_demo_site::Running>,
+}
+
+const SITE_TOKENS: [&str; 2] = ["site-a-token", "site-b-token"];
+
+/// Two demo sites on one port of 127.0.0.1 and 127.0.0.2.
+async fn colliding_sites(ca: &LocalCa) -> ([String; 2], Vec<servio_demo_site::Running>) {
+    for _ in 0..20 {
+        let first = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = first.local_addr().unwrap().port();
+        let Ok(second) = std::net::TcpListener::bind(("127.0.0.2", port)) else { continue };
+        let origins = [format!("https://shop-a.test:{port}"), format!("https://shop.a.test:{port}")];
+        let mut running = Vec::new();
+        for ((listener, origin), token) in [first, second].into_iter().zip(&origins).zip(SITE_TOKENS) {
+            let site = Site::new(SiteConfig::bearer(origin, token), None).await.unwrap();
+            running.push(serve_https_on(listener, ca, site.router()).await.unwrap());
+        }
+        return (origins, running);
+    }
+    panic!("no port free on both 127.0.0.1 and 127.0.0.2");
+}
+
+async fn platform(store: Box<dyn servio_store::Store>) -> Platform {
+    let ca = LocalCa::generate(&["shop-a.test", "shop.a.test"]).unwrap();
+    let (origins, sites) = colliding_sites(&ca).await;
+    let client = Client::new(ClientConfig {
+        extra_roots_pem: Some(ca.ca_pem.as_bytes().to_vec()),
+        lookup: Some(Arc::new(TestLookup)),
+        ..ClientConfig::default()
+    })
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let oauth = servio_platform::connect::OAuthConfig {
+        public_url: base.clone(),
+        client_id: "servio-test".into(),
+        per_site: Default::default(),
+    };
+    let state = AppState::new(Arc::from(store), client, Secrets::from_key(&[7; 32]), oauth);
+    let app = router(state.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut platform = Platform {
+        base,
+        state,
+        http: reqwest::Client::new(),
+        ana: String::new(),
+        ben: String::new(),
+        origins,
+        _sites: sites,
+    };
+    platform.ana = platform.user("ana@example.com", &[0, 1]).await;
+    platform.ben = platform.user("ben@example.com", &[1]).await;
+    platform
+}
+
+impl Platform {
+    /// A user (made in the store: no password hashing needed here) with an API token and
+    /// the given sites added through the API.
+    async fn user(&self, email: &str, sites: &[usize]) -> String {
+        let user = self.state.store.create_user(email, "unused", "Pacific/Auckland", 0).await.unwrap();
+        let token = format!("svt_test_{}", user.id);
+        let hash = servio_platform::accounts::token_hash(&token);
+        self.state.store.create_api_token(user.id, "mcp", &hash, 0).await.unwrap();
+        for &site in sites {
+            let body = json!({ "url": self.origins[site], "token": SITE_TOKENS[site] });
+            let (status, body) = self.send(&token, Method::POST, "/api/vault", Some(body)).await;
+            assert_eq!(status, StatusCode::CREATED, "{body}");
+        }
+        token
+    }
+
+    async fn send(&self, token: &str, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let mut request = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        (response.status(), response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// The prefixed names the gateway must give `tool` on each site, by §4 (both collide, so
+    /// both carry a hash suffix).
+    fn expected_names(&self, tool: &str) -> Vec<String> {
+        let sites: Vec<_> = self.origins.iter().map(|o| servio_manifest::Site::parse(o).unwrap()).collect();
+        servio_manifest::address::assign_names(&[(&sites[0], tool), (&sites[1], tool)])
+    }
+
+    async fn remove_second_site(&self, token: &str) {
+        let (_, vault) = self.send(token, Method::GET, "/api/vault", None).await;
+        let id = vault["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["origin"] == self.origins[1].as_str())
+            .map(|s| s["id"].as_i64().unwrap())
+            .expect("the second site in the vault");
+        let (status, body) = self.send(token, Method::DELETE, &format!("/api/vault/{id}"), None).await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    }
+}
+
+/// The Python SDK client running `steps`, read a JSON line at a time.
+struct PyClient {
+    child: Child,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl PyClient {
+    fn http(python: &Path, url: &str, token: &str, steps: &Value) -> PyClient {
+        let mut command = Command::new(python);
+        command.arg(tools_dir().join("client.py")).args(["http", url, token, &steps.to_string()]);
+        PyClient::spawn(command)
+    }
+
+    fn stdio(python: &Path, platform: &str, token: &str, steps: &Value) -> PyClient {
+        let mut command = Command::new(python);
+        command
+            .arg(tools_dir().join("client.py"))
+            .args(["stdio", &steps.to_string(), "--", env!("CARGO_BIN_EXE_servio"), "mcp", "--url", platform])
+            .args(["--poll", "1"])
+            .env("SERVIO_TOKEN", token);
+        PyClient::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> PyClient {
+        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true).spawn().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        PyClient { child, lines }
+    }
+
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(60), self.lines.next_line())
+            .await
+            .expect("the Python client answers within a minute")
+            .unwrap()
+            .expect("another line from the Python client");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+
+    async fn finish(mut self) {
+        let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await.unwrap().unwrap();
+        assert!(status.success(), "the Python client failed: {status}");
+    }
+}
+
+fn sales_args() -> Value {
+    json!({ "from": "2026-08-20", "to": "2026-08-20" })
+}
+
+/// What the demo site reports for that day (no zone given: UTC), as the dashboard stores it.
+fn expected_revenue() -> String {
+    servio_demo_site::site::dollars(servio_demo_site::site::daily_figures("2026-08-20", "UTC").0)
+}
+
+/// Lists and calls as `ana` and checks everything the gateway promises along the way.
+async fn list_and_call(platform: &Platform, mut client: PyClient, how: &str) {
+    let hello = client.next().await;
+    assert_eq!(hello, json!({ "server": "servio", "listChanged": true }), "{how}");
+
+    let listed = client.next().await;
+    let names: Vec<&str> = listed["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let sales = platform.expected_names("shop.getSalesSummary");
+    for name in sales.iter().chain(&platform.expected_names("forum.searchThreads")) {
+        assert!(names.contains(&name.as_str()), "{how}: {name} in {names:?}");
+    }
+    assert!(sales[0] != sales[1] && sales[0].starts_with("shop_a_test_"), "{how}: {sales:?}");
+    let mut unique = names.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "{how}: every name is unique");
+    for tool in listed["tools"].as_array().unwrap() {
+        assert_eq!(tool["inputSchema"]["type"], "object", "{how}: {tool}");
+        assert!(tool["description"].as_str().is_some_and(|d| !d.is_empty()), "{how}: {tool}");
+    }
+
+    for _ in 0..2 {
+        let called = client.next().await;
+        assert_eq!(called["result"]["isError"], false, "{how}: {called}");
+        let structured = &called["result"]["structured"];
+        assert_eq!(structured["data"]["totals"]["revenue"], expected_revenue().as_str(), "{how}: {called}");
+    }
+
+    let invalid = client.next().await;
+    assert_eq!(invalid["result"]["isError"], true, "{how}: {invalid}");
+    assert_eq!(invalid["result"]["structured"]["problems"][0]["path"], "/to", "{how}: {invalid}");
+
+    let unknown = client.next().await;
+    assert!(unknown["protocol_error"].as_str().is_some_and(|e| e.contains("no tool named")), "{how}: {unknown}");
+    client.finish().await;
+}
+
+fn list_and_call_steps(platform: &Platform) -> Value {
+    let sales = platform.expected_names("shop.getSalesSummary");
+    json!([
+        { "list": true },
+        { "call": sales[0], "args": sales_args() },
+        { "call": sales[1], "args": sales_args() },
+        { "call": sales[1], "args": { "from": "2026-08-20" } },
+        { "call": "nowhere_tool", "args": {} },
+    ])
+}
+
+#[tokio::test]
+async fn the_python_sdk_lists_and_calls_colliding_tools_through_mcp() {
+    let Some(python) = python() else { return };
+    for (name, store) in servio_store::testing::backends().await {
+        let platform = platform(store).await;
+        let steps = list_and_call_steps(&platform);
+        let client = PyClient::http(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps);
+        list_and_call(&platform, client, &format!("/mcp on {name}")).await;
+    }
+}
+
+#[tokio::test]
+async fn the_python_sdk_lists_and_calls_through_servio_mcp_over_stdio() {
+    let Some(python) = python() else { return };
+    let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
+    let steps = list_and_call_steps(&platform);
+    let client = PyClient::stdio(&python, &platform.base, &platform.ana, &steps);
+    list_and_call(&platform, client, "servio mcp").await;
+}
+
+/// Both ways in, the client hears `notifications/tools/list_changed` when a site leaves the
+/// vault, and the list it fetches then has that site's tools no more.
+#[tokio::test]
+async fn clients_are_told_when_the_catalogue_changes() {
+    let Some(python) = python() else { return };
+    for how in ["/mcp", "servio mcp"] {
+        let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
+        let steps = json!([{ "await_change": 20 }, { "list": true }]);
+        let mut client = match how {
+            "/mcp" => PyClient::http(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps),
+            _ => PyClient::stdio(&python, &platform.base, &platform.ana, &steps),
+        };
+        client.next().await; // hello
+        assert_eq!(client.next().await, json!({ "waiting": true }), "{how}");
+        if how == "servio mcp" {
+            // Let the bridge take its first look before the change.
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+        }
+        platform.remove_second_site(&platform.ana).await;
+        assert_eq!(client.next().await, json!({ "changed": true }), "{how}");
+        let listed = client.next().await;
+        let second = platform.expected_names("shop.getSalesSummary")[1].clone();
+        let plain = servio_manifest::Site::parse(&platform.origins[0]).unwrap().prefixed_name("shop.getSalesSummary");
+        let names: Vec<&str> =
+            listed["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert!(!names.contains(&second.as_str()), "{how}: {names:?}");
+        // With the collision gone the first site's tool is named plainly again (§4).
+        assert!(names.contains(&plain.as_str()), "{how}: {plain} in {names:?}");
+        client.finish().await;
+    }
+}
+
+/// Sends one JSON-RPC message to `/mcp` and returns the status, the session id and the
+/// messages of the answer (JSON or an SSE stream of them).
+async fn rpc(
+    platform: &Platform,
+    token: &str,
+    session: Option<&str>,
+    message: Value,
+) -> (StatusCode, Option<String>, Vec<Value>) {
+    let mut request = platform
+        .http
+        .post(format!("{}/mcp", platform.base))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .json(&message);
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-06-18");
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let session = response.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
+    let text = response.text().await.unwrap();
+    let messages = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .chain(text.trim_start().starts_with('{').then_some(text.as_str()))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect();
+    (status, session, messages)
+}
+
+/// A user's token never reaches another user's tools: not by name over the API, not in the
+/// catalogue, and not by riding another user's MCP session.
+#[tokio::test]
+async fn a_token_reaches_only_its_own_users_tools() {
+    let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
+    let (ana_tool, ben_tool) = {
+        let (_, ana) = platform.send(&platform.ana, Method::GET, "/api/tools", None).await;
+        let (_, ben) = platform.send(&platform.ben, Method::GET, "/api/tools", None).await;
+        let find = |tools: &Value| {
+            tools["tools"].as_array().unwrap().iter().find(|t| t["tool"] == "shop.getSalesSummary").unwrap()["name"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(ben["tools"].as_array().unwrap().len() * 2, ana["tools"].as_array().unwrap().len());
+        (find(&ana), find(&ben))
+    };
+    // Ben has one site: no collision, so his name for the shared site's tool is the plain one.
+    assert_ne!(ana_tool, ben_tool);
+    let (status, body) =
+        platform.send(&platform.ben, Method::POST, &format!("/api/tools/{ana_tool}/call"), Some(sales_args())).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let (status, _) = platform.send("svt_nobody", Method::GET, "/api/tools", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // /mcp without a token, or with a wrong one: 401 with a Bearer challenge.
+    let response = platform.http.post(format!("{}/mcp", platform.base)).json(&json!({})).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(response.headers()["www-authenticate"], "Bearer");
+
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "test", "version": "0" } } });
+    let (status, session, _) = rpc(&platform, &platform.ana, None, initialize).await;
+    assert_eq!(status, StatusCode::OK);
+    let session = session.expect("a session id");
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    rpc(&platform, &platform.ana, Some(&session), initialized).await;
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    let (_, _, own) = rpc(&platform, &platform.ana, Some(&session), list.clone()).await;
+    assert!(own[0]["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{own:?}");
+    let (_, _, hijacked) = rpc(&platform, &platform.ben, Some(&session), list).await;
+    assert!(hijacked[0]["result"].is_null(), "ben must not list on ana's session: {hijacked:?}");
+    assert!(hijacked[0]["error"]["message"].as_str().is_some_and(|m| m.contains("another user")), "{hijacked:?}");
+}
+
+/// The HTTP API: results, errors with the offending path, the call log (arguments only when
+/// the user asks for them), and a site refusing the stored credential.
+#[tokio::test]
+async fn the_http_api_calls_logs_and_reports_failures() {
+    let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
+    let tool = platform.expected_names("shop.getSalesSummary")[0].clone();
+    let path = format!("/api/tools/{tool}/call");
+    let (status, body) = platform.send(&platform.ana, Method::POST, &path, Some(sales_args())).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["result"]["data"]["totals"]["revenue"], expected_revenue().as_str());
+
+    let (status, body) = platform.send(&platform.ana, Method::POST, &path, Some(json!({ "from": 5 }))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let paths: Vec<&str> = body["problems"].as_array().unwrap().iter().map(|p| p["path"].as_str().unwrap()).collect();
+    assert!(paths.contains(&"/to") && paths.contains(&"/from"), "{body}");
+
+    let (status, _) = platform
+        .send(&platform.ana, Method::PUT, "/api/me/log_arguments", Some(json!({ "log_arguments": true })))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    platform.send(&platform.ana, Method::POST, &path, Some(sales_args())).await;
+
+    // A wrong stored token: the site answers 401 and the gateway says what to do about it.
+    let (_, vault) = platform.send(&platform.ana, Method::GET, "/api/vault", None).await;
+    let first = vault["sites"][0]["id"].as_i64().unwrap();
+    let wrong = json!({ "token": "not-the-site-token" });
+    let (status, _) =
+        platform.send(&platform.ana, Method::PUT, &format!("/api/vault/{first}/credential"), Some(wrong)).await;
+    assert!(status.is_success());
+    let (status, body) = platform.send(&platform.ana, Method::POST, &path, Some(sales_args())).await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
+    assert_eq!(body["status"], "unauthorized", "{body}");
+
+    // The log is written in the background: wait for all four calls.
+    let mut log = Value::Null;
+    for _ in 0..50 {
+        (_, log) = platform.send(&platform.ana, Method::GET, "/api/tool-calls", None).await;
+        if log["calls"].as_array().is_some_and(|c| c.len() == 4) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let calls = log["calls"].as_array().expect("the call log");
+    let statuses: Vec<&str> = calls.iter().map(|c| c["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["unauthorized", "ok", "invalid_arguments", "ok"], "newest first: {log}");
+    assert_eq!(calls[1]["arguments"], sales_args(), "kept once enabled: {log}");
+    assert!(calls[2]["arguments"].is_null() && calls[3]["arguments"].is_null(), "not kept before: {log}");
+    assert!(calls.iter().all(|c| c["tool"] == tool.as_str() && c["duration_ms"].as_f64().is_some()), "{log}");
+    // Ben's log is his own.
+    let (_, ben) = platform.send(&platform.ben, Method::GET, "/api/tool-calls", None).await;
+    assert_eq!(ben["calls"], json!([]));
+}
