@@ -64,7 +64,7 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
     tokio::spawn(servio_platform::refresh::run_periodically(state.clone(), std::time::Duration::from_secs(600)));
     tokio::spawn(servio_platform::collect::run_periodically(state.clone(), std::time::Duration::from_secs(300)));
     let app = router(state);
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    tokio::spawn(async move { axum::serve(servio_platform::no_delay(listener), app).await });
 
     // The demo user and their vault, through the API.
     println!("Seeding the demo: a user, the demo site in their vault, eight weeks of metrics...");

@@ -63,7 +63,7 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         // Due periods are collected, and transient failures retried, every five minutes.
         tokio::spawn(servio_platform::collect::run_periodically(state.clone(), std::time::Duration::from_secs(300)));
         let app = router(state);
-        axum::serve(listener, app)
+        axum::serve(servio_platform::no_delay(listener), app)
             .with_graceful_shutdown(async {
                 let _ = tokio::signal::ctrl_c().await;
             })

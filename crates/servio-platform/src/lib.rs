@@ -89,3 +89,18 @@ pub fn router(state: AppState) -> Router {
 pub fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
+
+/// The platform's listener with Nagle's algorithm off on every connection: MCP answers are
+/// server-sent events written in several pieces, and Nagle's algorithm with the client's
+/// delayed acknowledgements would hold each answer back by some 40 ms.
+pub fn no_delay(
+    listener: tokio::net::TcpListener,
+) -> axum::serve::TapIo<tokio::net::TcpListener, fn(&mut tokio::net::TcpStream)> {
+    use axum::serve::ListenerExt;
+    fn set_no_delay(connection: &mut tokio::net::TcpStream) {
+        if let Err(error) = connection.set_nodelay(true) {
+            eprintln!("servio: turning Nagle's algorithm off failed: {error}");
+        }
+    }
+    listener.tap_io(set_no_delay as fn(&mut tokio::net::TcpStream))
+}

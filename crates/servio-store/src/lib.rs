@@ -311,7 +311,7 @@ pub trait Store: Send + Sync {
         token_hash: &str,
         now: i64,
     ) -> Result<ApiToken, StoreError>;
-    /// The owner of the API token with this hash; records the use.
+    /// The owner of the API token with this hash; records the use (to the minute).
     async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<User>, StoreError>;
     /// A user's API tokens.
     async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>, StoreError>;
@@ -405,6 +405,9 @@ pub trait Store: Send + Sync {
     /// A user's latest tool calls, newest first.
     async fn tool_calls(&self, user_id: i64, limit: i64) -> Result<Vec<ToolCall>, StoreError>;
 }
+
+/// How precisely (seconds) the last use of an API token is kept.
+const LAST_USED_PRECISION: i64 = 60;
 
 /// Opens the store at `url` (`sqlite:PATH`, `sqlite::memory:` or `postgres://...`) and applies
 /// its migrations.

@@ -7,8 +7,8 @@ use sqlx::Row;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow};
 
 use crate::{
-    ApiToken, Attempt, Claim, FetchedManifest, Found, Listing, Retries, Session, SiteRecord, Slot, Store, StoreError,
-    StoredValue, ToolCall, User, VaultEntry, Version, conflict, search_words,
+    ApiToken, Attempt, Claim, FetchedManifest, Found, LAST_USED_PRECISION, Listing, Retries, Session, SiteRecord, Slot,
+    Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, conflict, search_words,
 };
 
 /// The store in SQLite.
@@ -191,16 +191,25 @@ impl Store for SqliteStore {
     }
 
     async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<User>, StoreError> {
-        let user_id: Option<i64> =
-            sqlx::query_scalar("UPDATE api_tokens SET last_used_at = ? WHERE token_hash = ? RETURNING user_id")
+        let row = sqlx::query(
+            "SELECT u.id, u.email, u.password_hash, u.time_zone, u.created_at, t.last_used_at
+             FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?",
+        )
+        .bind(token_hash)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        // A durable write on every request would cost more than the request: the time of use
+        // is kept to the minute.
+        let last_used: Option<i64> = row.get("last_used_at");
+        if last_used.is_none_or(|at| now - at >= LAST_USED_PRECISION) {
+            sqlx::query("UPDATE api_tokens SET last_used_at = ? WHERE token_hash = ?")
                 .bind(now)
                 .bind(token_hash)
-                .fetch_optional(&self.pool)
+                .execute(&self.pool)
                 .await?;
-        match user_id {
-            Some(id) => self.user(id).await,
-            None => Ok(None),
         }
+        Ok(Some(user(&row)))
     }
 
     async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>, StoreError> {
