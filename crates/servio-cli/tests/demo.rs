@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+mod common;
+
 /// Starts `servio demo` on `dir` and reads its output until it says it is running.
 async fn start_demo(dir: &std::path::Path) -> (tokio::process::Child, String) {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_servio"))
@@ -81,4 +83,44 @@ async fn demo_restarted_on_its_data_directory_keeps_one_site_and_its_user() {
     let vault = get(&after, "/api/vault").await;
     let sites = vault["sites"].as_array().unwrap();
     assert_eq!(sites.len(), 1, "the demo site keeps its origin across restarts: {vault}");
+}
+
+/// The "done when": with `servio demo` running, an MCP client of the demo user (the
+/// official Python SDK over `/mcp`, and the same through `servio mcp`) lists
+/// `localhost_PORT_shop_getSalesSummary` and gets the figure the dashboard shows.
+#[tokio::test]
+async fn an_mcp_client_of_the_demo_user_gets_the_dashboards_figure() {
+    let Some(python) = common::python_mcp::python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (_child, output) = start_demo(dir.path()).await;
+    let demo = read_demo_json(dir.path());
+    let port = std::fs::read_to_string(dir.path().join("demo-site-port")).unwrap();
+    let tool = format!("localhost_{}_shop_getSalesSummary", port.trim());
+    assert!(output.contains(&format!("https://localhost:{}", port.trim())), "{output}");
+
+    let dashboard = get(&demo, "/api/dashboard").await;
+    let revenue = dashboard["metrics"].as_array().unwrap().iter().find(|m| m["key"] == "sales.revenue.daily").unwrap();
+    let latest = &revenue["latest"];
+    let date = latest["period"].as_str().unwrap();
+    let args = serde_json::json!({ "from": date, "to": date, "timezone": dashboard["time_zone"] });
+    let steps = serde_json::json!([{ "list": true }, { "call": tool, "args": args }]);
+
+    let (url, token) = (demo["url"].as_str().unwrap(), demo["api_token"].as_str().unwrap());
+    let clients = [
+        common::python_mcp::PyClient::http(&python, &format!("{url}/mcp"), token, &steps),
+        common::python_mcp::PyClient::stdio(&python, url, token, &steps),
+    ];
+    for mut client in clients {
+        client.next().await;
+        let listed = client.next().await;
+        let names: Vec<&str> =
+            listed["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert!(names.contains(&tool.as_str()), "{tool} in {names:?}");
+        let called = client.next().await;
+        let figure = &called["result"]["structured"]["data"]["totals"]["revenue"];
+        // The raw value is kept as the site wrote it, JSON text: "$936.24" with its quotes.
+        let shown: serde_json::Value = serde_json::from_str(latest["raw"].as_str().unwrap()).unwrap();
+        assert_eq!(figure, &shown, "the dashboard's {date} revenue: {called}");
+        client.finish().await;
+    }
 }

@@ -10,9 +10,7 @@
 //! through a test lookup (the only stand-in here: this machine has no DNS for them).
 
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,23 +20,11 @@ use servio_client::{Client, ClientConfig, Lookup};
 use servio_demo_site::{LocalCa, Site, SiteConfig, serve_https_on};
 use servio_platform::secrets::Secrets;
 use servio_platform::{AppState, router};
-use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdout, Command};
+use tokio::process::Command;
 
-fn tools_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp")
-}
+use common::python_mcp::{PyClient, python, tools_dir};
 
-fn python() -> Option<PathBuf> {
-    let python = tools_dir().join(".venv/bin/python");
-    if python.exists() {
-        return Some(python);
-    }
-    // CI installs it (.ci/run): there a missing SDK is a failure, not a skip.
-    assert!(std::env::var_os("CI").is_none(), "the MCP Python SDK is not installed in CI");
-    eprintln!("skipped: the MCP Python SDK is not installed in tests/mcp/.venv (see .ci/run)");
-    None
-}
+mod common;
 
 /// Resolves the two demo-site names; everything else is the system's business.
 struct TestLookup;
@@ -162,50 +148,6 @@ impl Platform {
             .expect("the second site in the vault");
         let (status, body) = self.send(token, Method::DELETE, &format!("/api/vault/{id}"), None).await;
         assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
-    }
-}
-
-/// The Python SDK client running `steps`, read a JSON line at a time.
-struct PyClient {
-    child: Child,
-    lines: Lines<BufReader<ChildStdout>>,
-}
-
-impl PyClient {
-    fn http(python: &Path, url: &str, token: &str, steps: &Value) -> PyClient {
-        let mut command = Command::new(python);
-        command.arg(tools_dir().join("client.py")).args(["http", url, token, &steps.to_string()]);
-        PyClient::spawn(command)
-    }
-
-    fn stdio(python: &Path, platform: &str, token: &str, steps: &Value) -> PyClient {
-        let mut command = Command::new(python);
-        command
-            .arg(tools_dir().join("client.py"))
-            .args(["stdio", &steps.to_string(), "--", env!("CARGO_BIN_EXE_servio"), "mcp", "--url", platform])
-            .args(["--poll", "1"])
-            .env("SERVIO_TOKEN", token);
-        PyClient::spawn(command)
-    }
-
-    fn spawn(mut command: Command) -> PyClient {
-        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true).spawn().unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        PyClient { child, lines }
-    }
-
-    async fn next(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(60), self.lines.next_line())
-            .await
-            .expect("the Python client answers within a minute")
-            .unwrap()
-            .expect("another line from the Python client");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
-    }
-
-    async fn finish(mut self) {
-        let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await.unwrap().unwrap();
-        assert!(status.success(), "the Python client failed: {status}");
     }
 }
 

@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+pub mod python_mcp;
+
 use servio_demo_site::{DemoAuth, LocalCa, Running, Site, SiteConfig, serve_https_on};
 
 /// A running demo site.

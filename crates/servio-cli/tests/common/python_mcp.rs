@@ -1,0 +1,70 @@
+//! The official MCP Python SDK (`mcp` from PyPI, installed by `.ci/run` into
+//! `tests/mcp/.venv`) as a client of the platform's `/mcp` or of `servio mcp`, driven by
+//! `tests/mcp/client.py` one JSON line per step.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
+
+pub fn tools_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp")
+}
+
+pub fn python() -> Option<PathBuf> {
+    let python = tools_dir().join(".venv/bin/python");
+    if python.exists() {
+        return Some(python);
+    }
+    // CI installs it (.ci/run): there a missing SDK is a failure, not a skip.
+    assert!(std::env::var_os("CI").is_none(), "the MCP Python SDK is not installed in CI");
+    eprintln!("skipped: the MCP Python SDK is not installed in tests/mcp/.venv (see .ci/run)");
+    None
+}
+
+/// The Python SDK client running `steps`, read a JSON line at a time.
+pub struct PyClient {
+    child: Child,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl PyClient {
+    pub fn http(python: &Path, url: &str, token: &str, steps: &Value) -> PyClient {
+        let mut command = Command::new(python);
+        command.arg(tools_dir().join("client.py")).args(["http", url, token, &steps.to_string()]);
+        PyClient::spawn(command)
+    }
+
+    pub fn stdio(python: &Path, platform: &str, token: &str, steps: &Value) -> PyClient {
+        let mut command = Command::new(python);
+        command
+            .arg(tools_dir().join("client.py"))
+            .args(["stdio", &steps.to_string(), "--", env!("CARGO_BIN_EXE_servio"), "mcp", "--url", platform])
+            .args(["--poll", "1"])
+            .env("SERVIO_TOKEN", token);
+        PyClient::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> PyClient {
+        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true).spawn().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        PyClient { child, lines }
+    }
+
+    pub async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(60), self.lines.next_line())
+            .await
+            .expect("the Python client answers within a minute")
+            .unwrap()
+            .expect("another line from the Python client");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+
+    pub async fn finish(mut self) {
+        let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await.unwrap().unwrap();
+        assert!(status.success(), "the Python client failed: {status}");
+    }
+}
