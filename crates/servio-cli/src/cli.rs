@@ -47,8 +47,8 @@ pub enum Command {
     /// user with the site in their vault and eight weeks of its metrics collected; then open the
     /// printed dashboard URL.
     Demo(DemoArgs),
-    /// Run the platform: accounts and personal API tokens over a JSON API (the vault, the
-    /// Directory and collection follow).
+    /// Run the platform: accounts, the vault, the Directory, collection and the dashboard,
+    /// web pages and a JSON API, and the AI gateway (MCP at /mcp).
     ///
     /// Stores everything in an embedded SQLite file in --data-dir, or in PostgreSQL with
     /// --database-url postgres://...; migrations are applied at start.

@@ -1,5 +1,5 @@
-//! The Servio platform behind `servio serve`: accounts and the vault so far; refresh, the
-//! Directory and web pages follow (see the platform issue).
+//! The Servio platform behind `servio serve`: accounts, the vault, refresh, the Directory,
+//! web pages, collection and the dashboard, and the AI gateway (MCP at `/mcp`, `/api/tools`).
 //!
 //! [`router`] builds the HTTP API over an [`AppState`] holding the [`servio_store::Store`].
 //! Routes live by feature in [`routes`]; [`auth`] says who is asking; [`error`] maps failures to
