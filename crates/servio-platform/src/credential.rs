@@ -19,9 +19,12 @@ use crate::{AppState, now};
 /// How long before it expires an access token is refreshed.
 const REFRESH_MARGIN: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// The lock held while one vault entry's OAuth tokens are refreshed.
+type EntryLock = Arc<tokio::sync::Mutex<()>>;
+
 /// One lock per (user, site), held while its OAuth tokens are refreshed.
 #[derive(Clone, Default)]
-pub struct RefreshLocks(Arc<Mutex<HashMap<(i64, i64), Arc<tokio::sync::Mutex<()>>>>>);
+pub struct RefreshLocks(Arc<Mutex<HashMap<(i64, i64), EntryLock>>>);
 
 impl RefreshLocks {
     fn lock_for(&self, user_id: i64, site_id: i64) -> Arc<tokio::sync::Mutex<()>> {
