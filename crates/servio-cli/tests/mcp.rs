@@ -50,7 +50,7 @@ struct Platform {
     ana: String,
     ben: String,
     origins: [String; 2],
-    _sites: Vec<servio_demo_site::Running>,
+    sites: Vec<servio_demo_site::Running>,
 }
 
 const SITE_TOKENS: [&str; 2] = ["site-a-token", "site-b-token"];
@@ -91,15 +91,8 @@ async fn platform(store: Box<dyn servio_store::Store>) -> Platform {
     let state = AppState::new(Arc::from(store), client, Secrets::from_key(&[7; 32]), oauth);
     let app = router(state.clone());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let mut platform = Platform {
-        base,
-        state,
-        http: reqwest::Client::new(),
-        ana: String::new(),
-        ben: String::new(),
-        origins,
-        _sites: sites,
-    };
+    let mut platform =
+        Platform { base, state, http: reqwest::Client::new(), ana: String::new(), ben: String::new(), origins, sites };
     platform.ana = platform.user("ana@example.com", &[0, 1]).await;
     platform.ben = platform.user("ben@example.com", &[1]).await;
     platform
@@ -386,6 +379,17 @@ async fn the_http_api_calls_logs_and_reports_failures() {
     // Ben's log is his own.
     let (_, ben) = platform.send(&platform.ben, Method::GET, "/api/tool-calls", None).await;
     assert_eq!(ben["calls"], json!([]));
+
+    // A site that is down: 502, saying so.
+    let mut platform = platform;
+    platform.sites.remove(1);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let down = platform.expected_names("shop.getSalesSummary")[1].clone();
+    let (status, body) =
+        platform.send(&platform.ana, Method::POST, &format!("/api/tools/{down}/call"), Some(sales_args())).await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
+    assert_eq!(body["status"], "site_unreachable", "{body}");
+    assert!(body["error"].as_str().is_some_and(|e| e.starts_with("the site cannot be reached")), "{body}");
 }
 
 /// Forwards every request to `target`, adding the API token: the conformance suite's client
