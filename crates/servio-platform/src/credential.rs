@@ -103,11 +103,13 @@ pub async fn bearer(
     else {
         return Ok(None);
     };
-    let when = match when {
-        Refresh::Refused(token) if current.bearer() != token => return Ok(Some(current.bearer().to_owned())),
-        other => other,
+    // Replaced meanwhile (by the refresh this call waited for, or because the refused token
+    // is gone): use the replacement rather than refresh again.
+    let seen = match when {
+        Refresh::Refused(token) => token,
+        Refresh::IfExpiring => credential.bearer(),
     };
-    if !needs_refresh(&current, when) {
+    if current.bearer() != seen || !needs_refresh(&current, when) {
         return Ok(Some(current.bearer().to_owned()));
     }
     let tokens = match current {

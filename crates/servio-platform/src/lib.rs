@@ -82,6 +82,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::pages::router())
         .merge(routes::dashboard::router())
         .merge(routes::dashboard_page::router())
+        .merge(routes::ai_page::router())
         .with_state(state)
 }
 

@@ -38,6 +38,9 @@ pub const PAGES: &[(&str, &str, bool)] = &[
     ("GET", "/oauth/callback", true),
     ("GET", "/directory", false),
     ("GET", "/dashboard", true),
+    ("GET", "/ai", true),
+    ("POST", "/ai/tokens", true),
+    ("POST", "/ai/log_arguments", true),
     ("POST", "/directory/claims", true),
     ("POST", "/directory/claims/{id}/verify", true),
 ];
@@ -90,6 +93,15 @@ async fn require(state: &AppState, headers: &HeaderMap) -> Result<PageUser, Resp
 /// The signed-in user and the session's CSRF token, or a redirect to the sign-in page.
 pub(crate) async fn require_user(state: &AppState, headers: &HeaderMap) -> Result<(User, String), Response> {
     require(state, headers).await.map(|u| (u.user, u.csrf_token))
+}
+
+/// [`require_form`] for the other page modules: the user and the session's CSRF token.
+pub(crate) async fn require_form_user(
+    state: &AppState,
+    headers: &HeaderMap,
+    sent_csrf: &str,
+) -> Result<(User, String), Response> {
+    require_form(state, headers, sent_csrf).await.map(|u| (u.user, u.csrf_token))
 }
 
 /// The signed-in user of a form post whose CSRF field is the session's token; otherwise the
