@@ -231,6 +231,26 @@ impl Failure {
     }
 }
 
+impl Failure {
+    /// The failure as data for a client: `error` (the status word), `message`, and for invalid
+    /// arguments each offending `path` with its message, for a site's error its `site_status`.
+    pub fn details(&self) -> Value {
+        let mut details = serde_json::json!({ "status": self.status(), "error": self.to_string() });
+        match self {
+            Failure::InvalidArguments(problems) => {
+                details["problems"] = problems
+                    .iter()
+                    .map(|p| serde_json::json!({ "path": p.pointer.as_str(), "message": p.message }))
+                    .collect::<Vec<_>>()
+                    .into();
+            }
+            Failure::SiteError { status, .. } => details["site_status"] = serde_json::json!(status),
+            _ => {}
+        }
+        details
+    }
+}
+
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -179,17 +179,7 @@ pub fn structured(result: Value) -> Value {
 
 /// A failed call as a tool result the AI can read (`isError`), with the details as data.
 fn tool_error(failure: &Failure) -> CallToolResult {
-    let mut details = json!({ "error": failure.status(), "message": failure.to_string() });
-    if let Failure::InvalidArguments(problems) = failure {
-        details["problems"] = problems
-            .iter()
-            .map(|p| json!({ "path": p.pointer.as_str(), "message": p.message }))
-            .collect::<Vec<_>>()
-            .into();
-    }
-    if let Failure::SiteError { status, .. } = failure {
-        details["status"] = json!(status);
-    }
+    let details = failure.details();
     let mut result = CallToolResult::structured_error(details);
     result.content = vec![ContentBlock::text(failure.to_string())];
     result

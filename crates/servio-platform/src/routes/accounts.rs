@@ -167,17 +167,28 @@ struct NewToken {
     name: String,
 }
 
+/// Makes a personal API token named `name` for the user: the stored record, and the token
+/// itself (the only time it exists outside its hash).
+pub(crate) async fn issue_token(
+    state: &AppState,
+    user_id: i64,
+    name: &str,
+) -> Result<(servio_store::ApiToken, String), ApiError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(bad("name", "a name of 1 to 100 characters"));
+    }
+    let token = new_token("svt_").map_err(ApiError::Internal)?;
+    let stored = state.store.create_api_token(user_id, name, &token_hash(&token), now()).await?;
+    Ok((stored, token))
+}
+
 async fn create_token(
     State(state): State<AppState>,
     caller: Caller,
     Json(form): Json<NewToken>,
 ) -> Result<Response, ApiError> {
-    let name = form.name.trim();
-    if name.is_empty() || name.chars().count() > 100 {
-        return Err(bad("name", "a name of 1 to 100 characters"));
-    }
-    let token = new_token("svt_").map_err(ApiError::Internal)?;
-    let stored = state.store.create_api_token(caller.user.id, name, &token_hash(&token), now()).await?;
+    let (stored, token) = issue_token(&state, caller.user.id, &form.name).await?;
     let body = json!({ "id": stored.id, "name": stored.name, "token": token, "note": "shown once: store it now" });
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }

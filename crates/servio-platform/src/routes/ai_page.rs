@@ -99,18 +99,10 @@ async fn create_token(State(state): State<AppState>, headers: HeaderMap, Form(fo
         Ok(found) => found,
         Err(response) => return response,
     };
-    let name = form.name.trim();
-    if name.is_empty() || name.chars().count() > 100 {
-        return ApiError::BadRequest("`name`: a name of 1 to 100 characters".into()).into_response();
-    }
-    let token = match crate::accounts::new_token("svt_") {
-        Ok(token) => token,
-        Err(error) => return ApiError::Internal(error).into_response(),
+    let token = match crate::routes::accounts::issue_token(&state, user.id, &form.name).await {
+        Ok((_, token)) => token,
+        Err(error) => return error.into_response(),
     };
-    let hash = crate::accounts::token_hash(&token);
-    if let Err(error) = state.store.create_api_token(user.id, name, &hash, crate::now()).await {
-        return ApiError::from(error).into_response();
-    }
     render(&state, &user, csrf_token, Some(token)).await
 }
 

@@ -69,19 +69,7 @@ fn failure_response(failure: &Failure) -> Response {
         Failure::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         _ => StatusCode::BAD_GATEWAY,
     };
-    let mut body = json!({ "error": failure.to_string(), "status": failure.status() });
-    match failure {
-        Failure::InvalidArguments(problems) => {
-            body["problems"] = problems
-                .iter()
-                .map(|p| json!({ "path": p.pointer.as_str(), "message": p.message }))
-                .collect::<Vec<_>>()
-                .into();
-        }
-        Failure::SiteError { status, .. } => body["site_status"] = json!(status),
-        _ => {}
-    }
-    (status, Json(body)).into_response()
+    (status, Json(failure.details())).into_response()
 }
 
 #[derive(Deserialize)]
