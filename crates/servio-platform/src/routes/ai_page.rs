@@ -88,9 +88,12 @@ async fn render(state: &AppState, user: &User, csrf_token: String, new_token: Op
     }
 }
 
+// Every field defaults, so that who may post is checked before what was posted.
 #[derive(Deserialize)]
 struct TokenForm {
+    #[serde(default)]
     csrf_token: String,
+    #[serde(default)]
     name: String,
 }
 
@@ -108,8 +111,9 @@ async fn create_token(State(state): State<AppState>, headers: HeaderMap, Form(fo
 
 #[derive(Deserialize)]
 struct LogForm {
+    #[serde(default)]
     csrf_token: String,
-    keep: bool,
+    keep: Option<bool>,
 }
 
 async fn set_log_arguments(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<LogForm>) -> Response {
@@ -117,7 +121,10 @@ async fn set_log_arguments(State(state): State<AppState>, headers: HeaderMap, Fo
         Ok(found) => found,
         Err(response) => return response,
     };
-    match state.store.set_log_arguments(user.id, form.keep).await {
+    let Some(keep) = form.keep else {
+        return ApiError::BadRequest("`keep`: true or false".into()).into_response();
+    };
+    match state.store.set_log_arguments(user.id, keep).await {
         Ok(()) => Redirect::to("/ai").into_response(),
         Err(error) => ApiError::from(error).into_response(),
     }
