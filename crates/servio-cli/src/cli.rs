@@ -132,7 +132,7 @@ pub struct McpArgs {
     /// The platform, such as https://servio.example or http://127.0.0.1:8080.
     #[arg(long, env = "SERVIO_URL")]
     pub url: String,
-    /// One of your personal API tokens (create one on the platform's profile page).
+    /// One of your personal API tokens (create one on the platform's "AI clients" page, /ai).
     #[arg(long, env = "SERVIO_TOKEN", hide_env_values = true)]
     pub token: String,
     /// Trust the certificate authorities in this PEM file too when reaching the platform.
