@@ -14,6 +14,7 @@ pub mod error;
 pub mod refresh;
 pub mod routes;
 pub mod secrets;
+pub mod slots;
 
 use std::sync::Arc;
 

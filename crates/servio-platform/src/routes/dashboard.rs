@@ -1,6 +1,7 @@
 //! Collection over the API: a backfill of a date range for one vault site, and the dashboard
 //! data (every metric with its recent values, the latest one, and its trend against the
-//! comparison period of §8, only when that period was collected).
+//! comparison period of §8, only when that period was collected), and the slots they share
+//! (canonical keys from several sites in one slot with a total, see [`crate::slots`]).
 
 use axum::extract::{Path, State};
 use axum::routing::{get, post};
@@ -16,6 +17,7 @@ use servio_collector::plan::Planner;
 
 use crate::collect::{backfill, fresh_bearer};
 use crate::error::ApiError;
+use crate::slots::{SiteMetric, slots};
 
 /// The collection routes.
 pub fn router() -> Router<AppState> {
@@ -92,6 +94,7 @@ pub(crate) async fn dashboard_json(state: &AppState, user: &servio_store::User) 
     let zone = servio_manifest::period::zone(&caller.user.time_zone).map_err(|e| ApiError::Internal(e.to_string()))?;
     let since = crate::now() - RECENT_SECONDS;
     let mut metrics = Vec::new();
+    let mut for_slots = Vec::new();
     for site in state.store.vault(caller.user.id).await? {
         let report = check(site.manifest.as_bytes(), &CheckOptions::default());
         let (Some(manifest), Some(brief), BriefStatus::Valid) = (&report.manifest, &report.brief, report.brief_status)
@@ -119,6 +122,14 @@ pub(crate) async fn dashboard_json(state: &AppState, user: &servio_store::User) 
                     }
                 }
             };
+            for_slots.push(SiteMetric {
+                site_id: site.id,
+                site_name: manifest.name.clone(),
+                key: metric.key.clone(),
+                unit: metric.unit.clone(),
+                granularity: metric.granularity.as_str().to_owned(),
+                values: values.iter().map(|v| (v.period_start, v.start_date.clone(), v.value)).collect(),
+            });
             metrics.push(json!({
                 "site": { "id": site.id, "origin": site.origin, "name": manifest.name },
                 "key": metric.key,
@@ -131,5 +142,6 @@ pub(crate) async fn dashboard_json(state: &AppState, user: &servio_store::User) 
             }));
         }
     }
-    Ok(json!({ "time_zone": caller.user.time_zone, "metrics": metrics }))
+    let slots = slots(&for_slots);
+    Ok(json!({ "time_zone": caller.user.time_zone, "metrics": metrics, "slots": slots }))
 }
