@@ -372,6 +372,11 @@ pub trait Store: Send + Sync {
         metric_key: &str,
         period_start: i64,
     ) -> Result<bool, StoreError>;
+
+    /// Stores many values in one transaction, each replacing an earlier one of its slot as
+    /// [`Store::store_value`] does, and logs no attempts: for seeding (benchmarks, imports),
+    /// where one durable commit per value would take minutes.
+    async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError>;
 }
 
 /// Opens the store at `url` (`sqlite:PATH`, `sqlite::memory:` or `postgres://...`) and applies

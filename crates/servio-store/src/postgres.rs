@@ -84,6 +84,12 @@ fn listing(row: &PgRow) -> Listing {
     }
 }
 
+/// Stores one value, replacing an earlier one of its slot.
+const STORE_VALUE: &str = "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
+         value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end";
+
 #[async_trait]
 impl Store for PgStore {
     async fn create_user(
@@ -451,23 +457,19 @@ impl Store for PgStore {
         Ok(rows.iter().map(|r| Found { listing: listing(r), origin: r.get("origin") }).collect())
     }
     async fn store_value(&self, slot: &Slot<'_>, value: f64, raw: &str, now: i64) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-             ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
-                 value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end",
-        )
-        .bind(slot.user_id)
-        .bind(slot.site_id)
-        .bind(slot.metric_key)
-        .bind(slot.granularity)
-        .bind(slot.period_start)
-        .bind(slot.period_end)
-        .bind(slot.start_date)
-        .bind(value)
-        .bind(raw)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
+        sqlx::query(STORE_VALUE)
+            .bind(slot.user_id)
+            .bind(slot.site_id)
+            .bind(slot.metric_key)
+            .bind(slot.granularity)
+            .bind(slot.period_start)
+            .bind(slot.period_end)
+            .bind(slot.start_date)
+            .bind(value)
+            .bind(raw)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
@@ -638,5 +640,26 @@ impl Store for PgStore {
         .fetch_one(&self.pool)
         .await?;
         Ok(settled > 0)
+    }
+
+    async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError> {
+        let mut transaction = self.pool.begin().await?;
+        for (slot, value, raw) in values {
+            sqlx::query(STORE_VALUE)
+                .bind(slot.user_id)
+                .bind(slot.site_id)
+                .bind(slot.metric_key)
+                .bind(slot.granularity)
+                .bind(slot.period_start)
+                .bind(slot.period_end)
+                .bind(slot.start_date)
+                .bind(value)
+                .bind(raw)
+                .bind(now)
+                .execute(&mut *transaction)
+                .await?;
+        }
+        transaction.commit().await?;
+        Ok(())
     }
 }

@@ -87,6 +87,12 @@ fn listing(row: &SqliteRow) -> Listing {
     }
 }
 
+/// Stores one value, replacing an earlier one of its slot.
+const STORE_VALUE: &str = "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
+         value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end";
+
 #[async_trait]
 impl Store for SqliteStore {
     async fn create_user(
@@ -454,24 +460,19 @@ impl Store for SqliteStore {
         Ok(rows.iter().map(|r| Found { listing: listing(r), origin: r.get("origin") }).collect())
     }
     async fn store_value(&self, slot: &Slot<'_>, value: f64, raw: &str, now: i64) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
-                 value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end",
-        )
-        .bind(slot.user_id)
-        .bind(slot.site_id)
-        .bind(slot.metric_key)
-        .bind(slot.granularity)
-        .bind(slot.period_start)
-        .bind(slot.period_end)
-        .bind(slot.start_date)
-        .bind(value)
-        .bind(raw)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
+        sqlx::query(STORE_VALUE)
+            .bind(slot.user_id)
+            .bind(slot.site_id)
+            .bind(slot.metric_key)
+            .bind(slot.granularity)
+            .bind(slot.period_start)
+            .bind(slot.period_end)
+            .bind(slot.start_date)
+            .bind(value)
+            .bind(raw)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
@@ -644,5 +645,26 @@ impl Store for SqliteStore {
         .fetch_one(&self.pool)
         .await?;
         Ok(settled > 0)
+    }
+
+    async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError> {
+        let mut transaction = self.pool.begin().await?;
+        for (slot, value, raw) in values {
+            sqlx::query(STORE_VALUE)
+                .bind(slot.user_id)
+                .bind(slot.site_id)
+                .bind(slot.metric_key)
+                .bind(slot.granularity)
+                .bind(slot.period_start)
+                .bind(slot.period_end)
+                .bind(slot.start_date)
+                .bind(value)
+                .bind(raw)
+                .bind(now)
+                .execute(&mut *transaction)
+                .await?;
+        }
+        transaction.commit().await?;
+        Ok(())
     }
 }

@@ -252,3 +252,46 @@ async fn retries_count_transient_failures_of_one_slot() {
         assert_eq!(attempts.iter().filter(|a| a.outcome == "retry").count(), 3, "{name}: retries are in the log");
     }
 }
+
+/// Seeding many values at once: one transaction, and a slot stored twice keeps the later value,
+/// as `store_value` would.
+#[tokio::test]
+async fn many_values_are_stored_in_one_go() {
+    use servio_store::{FetchedManifest, Slot};
+    for Backend { name, store, .. } in backends().await {
+        let ida = store.create_user("ida@example.com", "h", "UTC", 0).await.unwrap();
+        let fetched = FetchedManifest {
+            origin: "https://bulk.example",
+            manifest_url: "https://bulk.example/servio.json",
+            manifest: "{}",
+            etag: None,
+            last_modified: None,
+        };
+        let site = store.save_site(&fetched, 0).await.unwrap();
+        let dates: Vec<String> = (1..=30).map(|day| format!("2026-09-{day:02}")).collect();
+        let mut values: Vec<(Slot<'_>, f64, &str)> = dates
+            .iter()
+            .enumerate()
+            .map(|(i, date)| {
+                let start = i as i64 * 86_400;
+                let slot = Slot {
+                    user_id: ida.id,
+                    site_id: site.id,
+                    metric_key: "sales.orders.daily",
+                    granularity: "day",
+                    period_start: start,
+                    period_end: start + 86_400,
+                    start_date: date,
+                };
+                (slot, i as f64, "n")
+            })
+            .collect();
+        values.push((values[0].0.clone(), 99.0, "again"));
+        store.store_values(&values, 1).await.unwrap();
+        let stored = store.values(ida.id, site.id, "sales.orders.daily", 0).await.unwrap();
+        assert_eq!(stored.len(), 30, "{name}");
+        assert_eq!((stored[0].value, stored[0].raw.as_str()), (99.0, "again"), "{name}: the later one wins");
+        assert_eq!((stored[29].value, stored[29].start_date.as_str()), (29.0, "2026-09-30"), "{name}");
+        assert!(store.attempts(ida.id, site.id, 10).await.unwrap().is_empty(), "{name}: no attempts logged");
+    }
+}
