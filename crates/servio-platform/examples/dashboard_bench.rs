@@ -150,8 +150,7 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
     };
     let state = AppState::new(Arc::from(store), client, servio_platform::secrets::Secrets::from_key(&[7; 32]), oauth);
     let static_path = data_dir.join("dashboard.json");
-    let app =
-        router(state).route_service("/static/dashboard.json", tower_http::services::ServeFile::new(&static_path));
+    let app = router(state).route_service("/static/dashboard.json", tower_http::services::ServeFile::new(&static_path));
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("listening on {addr}: {e}"))?;
     let base = format!("http://{}", listener.local_addr().map_err(|e| e.to_string())?);
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
@@ -169,7 +168,10 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
     let body = response.bytes().await.map_err(|e| format!("reading /api/dashboard: {e}"))?;
     std::fs::write(&static_path, &body).map_err(|e| format!("writing {}: {e}", static_path.display()))?;
     eprintln!("{:>6.2} s  serving; the dashboard is {} bytes", started.elapsed().as_secs_f64(), body.len());
-    println!("READY {}", json!({ "base": base, "token": token, "static": "/static/dashboard.json", "bytes": body.len() }));
+    println!(
+        "READY {}",
+        json!({ "base": base, "token": token, "static": "/static/dashboard.json", "bytes": body.len() })
+    );
 
     tokio::select! {
         result = server => result.map_err(|e| e.to_string())?.map_err(|e| format!("serving: {e}")),

@@ -28,6 +28,18 @@ impl PgStore {
     }
 }
 
+fn stored_value(row: &PgRow) -> StoredValue {
+    StoredValue {
+        metric_key: row.get("metric_key"),
+        granularity: row.get("granularity"),
+        period_start: row.get("period_start"),
+        start_date: row.get("start_date"),
+        value: row.get("value"),
+        raw: row.get("raw"),
+        collected_at: row.get("collected_at"),
+    }
+}
+
 fn user(row: &PgRow) -> User {
     User {
         id: row.get("id"),
@@ -89,6 +101,9 @@ const STORE_VALUE: &str = "INSERT INTO metric_values (user_id, site_id, metric_k
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
          value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end";
+
+/// How often (seconds) an API token's use is recorded at most.
+const USE_RECORDED_EVERY: i64 = 60;
 
 #[async_trait]
 impl Store for PgStore {
@@ -195,16 +210,25 @@ impl Store for PgStore {
     }
 
     async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<User>, StoreError> {
-        let user_id: Option<i64> =
-            sqlx::query_scalar("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2 RETURNING user_id")
+        let row = sqlx::query(
+            "SELECT u.id, u.email, u.password_hash, u.time_zone, u.created_at, t.last_used_at
+             FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1",
+        )
+        .bind(token_hash)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let last_used_at: Option<i64> = row.get("last_used_at");
+        if last_used_at.is_none_or(|at| now - at >= USE_RECORDED_EVERY) {
+            sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2")
                 .bind(now)
                 .bind(token_hash)
-                .fetch_optional(&self.pool)
+                .execute(&self.pool)
                 .await?;
-        match user_id {
-            Some(id) => self.user(id).await,
-            None => Ok(None),
         }
+        Ok(Some(user(&row)))
     }
 
     async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>, StoreError> {
@@ -553,18 +577,7 @@ impl Store for PgStore {
         .bind(since)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .iter()
-            .map(|r| StoredValue {
-                metric_key: r.get("metric_key"),
-                granularity: r.get("granularity"),
-                period_start: r.get("period_start"),
-                start_date: r.get("start_date"),
-                value: r.get("value"),
-                raw: r.get("raw"),
-                collected_at: r.get("collected_at"),
-            })
-            .collect())
+        Ok(rows.iter().map(stored_value).collect())
     }
 
     async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError> {
@@ -661,5 +674,30 @@ impl Store for PgStore {
         }
         transaction.commit().await?;
         Ok(())
+    }
+
+    async fn values_of(
+        &self,
+        user_id: i64,
+        metrics: &[(i64, &str)],
+        since: i64,
+    ) -> Result<Vec<(i64, StoredValue)>, StoreError> {
+        // Pairs as two parallel arrays, unnested back into pairs: one index range per pair.
+        let sites: Vec<i64> = metrics.iter().map(|(site, _)| *site).collect();
+        let keys: Vec<String> = metrics.iter().map(|(_, key)| (*key).to_owned()).collect();
+        let rows = sqlx::query(
+            "SELECT v.site_id, v.metric_key, v.granularity, v.period_start, v.start_date, v.value, v.raw, v.collected_at
+             FROM UNNEST($2::BIGINT[], $3::TEXT[]) AS w(site_id, metric_key)
+             JOIN metric_values v ON v.user_id = $1 AND v.site_id = w.site_id AND v.metric_key = w.metric_key
+             WHERE v.period_start >= $4
+             ORDER BY v.site_id, v.metric_key, v.period_start",
+        )
+        .bind(user_id)
+        .bind(&sites)
+        .bind(&keys)
+        .bind(since)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(|r| (r.get("site_id"), stored_value(r))).collect())
     }
 }
