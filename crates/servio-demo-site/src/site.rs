@@ -108,6 +108,7 @@ pub struct Site {
     descriptions: Arc<Mutex<HashMap<String, String>>>,
     verification: Arc<Mutex<Option<String>>>,
     verification_file: Arc<Mutex<Option<std::path::PathBuf>>>,
+    revenue_unit: Arc<Mutex<Option<String>>>,
 }
 
 impl Site {
@@ -122,6 +123,7 @@ impl Site {
             descriptions: Arc::default(),
             verification: Arc::default(),
             verification_file: Arc::default(),
+            revenue_unit: Arc::default(),
         })
     }
 
@@ -138,6 +140,14 @@ impl Site {
     /// editing their manifest would; tests use it to see refresh and approval at work).
     pub fn set_tool_description(&self, tool: &str, description: &str) {
         self.descriptions.lock().unwrap_or_else(|e| e.into_inner()).insert(tool.to_owned(), description.to_owned());
+    }
+
+    /// Declares the revenue metric in `unit` instead of `USD` in the manifest served from now on
+    /// (`None` goes back to `USD`), so tests can put sites whose units disagree in one vault.
+    /// A switch rather than a [`SiteConfig`] field, like the other manifest edits here, so that
+    /// every existing `SiteConfig { .. }` keeps compiling and the default stays `USD`.
+    pub fn set_revenue_unit(&self, unit: Option<&str>) {
+        *self.revenue_unit.lock().unwrap_or_else(|e| e.into_inner()) = unit.map(str::to_owned);
     }
 
     /// Sets (or removes) the Directory `verification` token the manifest lists.
@@ -165,6 +175,13 @@ impl Site {
         let set = self.verification.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(token) = set.or(from_file) {
             manifest["verification"] = Value::String(token);
+        }
+        if let Some(unit) = self.revenue_unit.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            for metric in manifest["brief"]["metrics"].as_array_mut().into_iter().flatten() {
+                if metric["key"] == "sales.revenue.daily" {
+                    metric["unit"] = Value::String(unit.clone());
+                }
+            }
         }
         let descriptions = self.descriptions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(tools) = manifest["tools"].as_array_mut() {

@@ -17,6 +17,7 @@ pub mod mcp;
 pub mod refresh;
 pub mod routes;
 pub mod secrets;
+pub mod slots;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! the same weekday a week earlier, and bad values are dropped with a reason, never stored.
 
 use reqwest::{Method, StatusCode};
-use serde_json::json;
+use serde_json::{Value, json};
 use servio_collector::plan::Planner;
 use servio_demo_site::site::{daily_figures, dollars};
 use servio_demo_site::{LocalCa, Misbehaviour};
@@ -231,5 +231,71 @@ async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
             _ => false,
         };
         assert!(expected, "{attempt:?}");
+    }
+}
+
+/// Interpretation §8: the same canonical key from two sites of one vault is one slot showing
+/// each site's value and their total for the latest period; with units that differ, there is
+/// no total but a note saying so.
+#[tokio::test]
+async fn canonical_keys_from_two_sites_share_one_slot_with_a_total_where_units_agree() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let shop = common::demo_site(&ca, "demo").await;
+    let other = common::demo_site(&ca, "demo").await;
+    let euro = common::demo_site(&ca, "demo").await;
+    euro.site.set_revenue_unit(Some("EUR"));
+    let today = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::get("Pacific/Auckland").unwrap()).date();
+    let last = today.checked_sub(jiff::ToSpan::days(2)).unwrap();
+    let first = last.checked_sub(jiff::ToSpan::days(2)).unwrap();
+    let (first, last) = (first.to_string(), last.to_string());
+    let (cents, orders) = daily_figures(&last, "Pacific/Auckland");
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let add_and_backfill = |who: common::Browser, origin: String| {
+            let (server, range) = (&server, json!({ "from": first, "to": last }));
+            async move {
+                let (status, added, _) = server
+                    .send(&who, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" })))
+                    .await;
+                assert_eq!(status, StatusCode::CREATED, "{added}");
+                let id = added["site"]["id"].as_i64().unwrap();
+                let (_, summary, _) =
+                    server.send(&who, Method::POST, &format!("/api/vault/{id}/backfill"), Some(range)).await;
+                assert_eq!(summary, json!({ "stored": 6, "dropped": 0, "failed": 0 }));
+                id
+            }
+        };
+        let uma = server.sign_up(&format!("uma-{name}@example.com")).await;
+        let ids = [
+            add_and_backfill(uma.clone(), shop.origin.clone()).await,
+            add_and_backfill(uma.clone(), other.origin.clone()).await,
+        ];
+        let (_, dashboard, _) = server.send(&uma, Method::GET, "/api/dashboard", None).await;
+        assert_eq!(dashboard["metrics"].as_array().unwrap().len(), 4, "{name}: per-site metrics stay as they were");
+        let slots = dashboard["slots"].as_array().unwrap();
+        let keys: Vec<&str> = slots.iter().map(|s| s["key"].as_str().unwrap()).collect();
+        assert_eq!(keys, ["sales.revenue.daily", "sales.orders.daily"], "{name}: one slot per canonical key");
+        let revenue = &slots[0];
+        assert_eq!((&revenue["label"], &revenue["sites"]), (&json!("Revenue"), &json!(ids)), "{name}");
+        for index in revenue["metrics"].as_array().unwrap() {
+            let metric = &dashboard["metrics"][index.as_u64().unwrap() as usize];
+            assert_eq!(metric["key"], "sales.revenue.daily", "{name}");
+            assert_eq!(metric["latest"]["value"].as_f64().unwrap(), cents as f64 / 100.0, "{name}: each site's value");
+        }
+        let total = &revenue["total"];
+        assert_eq!((&total["period"], &total["unit"], &total["missing"]), (&json!(last), &json!("USD"), &json!([])));
+        let sum = 2.0 * (cents as f64 / 100.0);
+        assert!((total["value"].as_f64().unwrap() - sum).abs() < 1e-9, "{name}: the sum of both sites: {total}");
+        assert_eq!(slots[1]["total"]["value"].as_f64(), Some(2.0 * orders as f64), "{name}");
+        assert_eq!(revenue["note"], Value::Null, "{name}");
+
+        // A third site declares revenue in EUR: the slot shows all three, with no total.
+        add_and_backfill(uma.clone(), euro.origin.clone()).await;
+        let (_, dashboard, _) = server.send(&uma, Method::GET, "/api/dashboard", None).await;
+        let revenue = &dashboard["slots"][0];
+        assert_eq!(revenue["sites"].as_array().unwrap().len(), 3, "{name}");
+        assert_eq!(revenue["total"], Value::Null, "{name}: USD and EUR are not added up");
+        let note = revenue["note"].as_str().unwrap();
+        assert!(note.starts_with("no total: the units differ") && note.contains("EUR"), "{name}: {note}");
+        assert_eq!(dashboard["slots"][1]["total"]["value"].as_f64(), Some(3.0 * orders as f64), "{name}: orders agree");
     }
 }

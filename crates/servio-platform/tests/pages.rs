@@ -126,23 +126,33 @@ async fn sign_up_add_the_demo_site_and_see_its_page() {
     }
 }
 
-#[tokio::test]
-async fn what_a_manifest_says_is_escaped() {
-    use axum::routing::get;
-    let ca = LocalCa::generate(&[]).unwrap();
+/// A site whose manifest is full of markup, with a brief whose revenue tool always answers
+/// 12.5; served over HTTPS on a port of its own.
+async fn markup_site(ca: &LocalCa) -> (String, servio_demo_site::Running) {
+    use axum::routing::{get, post};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
     let manifest = serde_json::json!({
         "name": "<script>alert(1)</script>", "version": "1.0.0", "server": {"url": format!("{origin}/api")},
         "auth": {"type": "bearer"},
-        "tools": [{"name": "x.doThing", "description": "<img src=x onerror=alert(2)> does things for you", "input_schema": {"type": "object"}}]
+        "tools": [{"name": "x.doThing", "description": "<img src=x onerror=alert(2)> does things for you", "input_schema": {"type": "object"}}],
+        "brief": {"metrics": [{"key": "sales.revenue.daily", "tool": "x.doThing", "valuePath": "total", "unit": "<b>USD</b>"}]}
     })
     .to_string();
-    let app = axum::Router::new().route(
-        "/.well-known/servio.json",
-        get(move || async move { ([("content-type", "application/json")], manifest) }),
-    );
-    let _running = serve_https_on(listener, &ca, app).await.unwrap();
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/servio.json",
+            get(move || async move { ([("content-type", "application/json")], manifest) }),
+        )
+        .route("/api/tools/x.doThing", post(|| async { axum::Json(serde_json::json!({ "total": 12.5 })) }));
+    (origin, serve_https_on(listener, ca, app).await.unwrap())
+}
+
+#[tokio::test]
+async fn what_a_manifest_says_is_escaped() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let (origin, _running) = markup_site(&ca).await;
+    let (second_origin, _second) = markup_site(&ca).await;
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let (_, server) = common::servers(Some(&ca.ca_pem)).await.remove(0);
     let url = |path: &str| format!("{}{path}", server.base);
@@ -157,6 +167,28 @@ async fn what_a_manifest_says_is_escaped() {
         !page.html.contains("<script>alert(1)") && !page.html.contains("<img src=x"),
         "no markup from the manifest"
     );
+
+    // The same canonical key from both sites: one dashboard slot, each site's value and the
+    // total, everything the manifests said still escaped.
+    let again =
+        request(&http, "POST", &url("/vault"), Some(&cookie), &[("csrf_token", &token), ("url", &second_origin)]).await;
+    assert_eq!(again.status, StatusCode::SEE_OTHER, "{}", again.html);
+    let entries = server.state.store.all_vault_entries().await.unwrap();
+    let mine: Vec<_> = entries.into_iter().filter(|(user, _)| user.email == "xss@example.com").collect();
+    assert_eq!(mine.len(), 2);
+    for (user, entry) in &mine {
+        let now = jiff::Timestamp::now();
+        let summary =
+            servio_platform::collect::collect_due(&server.state, user, entry, &mut Planner::new(now)).await.unwrap();
+        assert_eq!(summary.stored, 1, "{}", entry.site.origin);
+    }
+    let dashboard = request(&http, "GET", &url("/dashboard"), Some(&cookie), &[]).await;
+    let html = &dashboard.html;
+    assert_eq!(html.matches("<h2>Revenue</h2>").count(), 1, "one slot: {html}");
+    assert!(html.contains("2 sites") && html.contains("<strong>25 &#60;b&#62;USD&#60;/b&#62; · "), "the total: {html}");
+    assert_eq!(html.matches("<h3>&#60;script&#62;alert(1)&#60;/script&#62;</h3>").count(), 2, "both sites: {html}");
+    assert_eq!(html.matches("12.50 <span").count(), 2, "each site's value: {html}");
+    assert!(!html.contains("<script>alert(1)") && !html.contains("<b>USD"), "no markup from the manifests: {html}");
 }
 
 /// The demo site with its own OAuth server issuing access tokens that live `access_ttl`, and a

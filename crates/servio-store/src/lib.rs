@@ -311,7 +311,9 @@ pub trait Store: Send + Sync {
         token_hash: &str,
         now: i64,
     ) -> Result<ApiToken, StoreError>;
-    /// The owner of the API token with this hash; records the use (to the minute).
+    /// The owner of the API token with this hash; records the use to the minute (a token used
+    /// again within a minute of its recorded use is not written again, so that a program
+    /// polling with it does not turn every read into a write).
     async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<User>, StoreError>;
     /// A user's API tokens.
     async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>, StoreError>;
@@ -404,6 +406,19 @@ pub trait Store: Send + Sync {
     async fn log_tool_calls(&self, calls: &[ToolCall]) -> Result<(), StoreError>;
     /// A user's latest tool calls, newest first.
     async fn tool_calls(&self, user_id: i64, limit: i64) -> Result<Vec<ToolCall>, StoreError>;
+    /// Stores many values in one transaction, each replacing an earlier one of its slot as
+    /// [`Store::store_value`] does, and logs no attempts: for seeding (benchmarks, imports),
+    /// where one durable commit per value would take minutes.
+    async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError>;
+    /// A user's values of several (site, metric key) pairs whose period starts at or after
+    /// `since`, as (site, value) ordered by site, key and period: the dashboard's one query,
+    /// where one query per metric cost more than the rest of a request.
+    async fn values_of(
+        &self,
+        user_id: i64,
+        metrics: &[(i64, &str)],
+        since: i64,
+    ) -> Result<Vec<(i64, StoredValue)>, StoreError>;
 }
 
 /// How precisely (seconds) the last use of an API token is kept.

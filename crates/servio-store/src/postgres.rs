@@ -28,6 +28,18 @@ impl PgStore {
     }
 }
 
+fn stored_value(row: &PgRow) -> StoredValue {
+    StoredValue {
+        metric_key: row.get("metric_key"),
+        granularity: row.get("granularity"),
+        period_start: row.get("period_start"),
+        start_date: row.get("start_date"),
+        value: row.get("value"),
+        raw: row.get("raw"),
+        collected_at: row.get("collected_at"),
+    }
+}
+
 fn user(row: &PgRow) -> User {
     User {
         id: row.get("id"),
@@ -83,6 +95,12 @@ fn listing(row: &PgRow) -> Listing {
         verified_at: row.get("verified_at"),
     }
 }
+
+/// Stores one value, replacing an earlier one of its slot.
+const STORE_VALUE: &str = "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
+         value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end";
 
 #[async_trait]
 impl Store for PgStore {
@@ -196,11 +214,11 @@ impl Store for PgStore {
         .bind(token_hash)
         .fetch_optional(&self.pool)
         .await?;
-        let Some(row) = row else { return Ok(None) };
-        // A durable write on every request would cost more than the request: the time of use
-        // is kept to the minute.
-        let last_used: Option<i64> = row.get("last_used_at");
-        if last_used.is_none_or(|at| now - at >= LAST_USED_PRECISION) {
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let last_used_at: Option<i64> = row.get("last_used_at");
+        if last_used_at.is_none_or(|at| now - at >= LAST_USED_PRECISION) {
             sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2")
                 .bind(now)
                 .bind(token_hash)
@@ -460,23 +478,19 @@ impl Store for PgStore {
         Ok(rows.iter().map(|r| Found { listing: listing(r), origin: r.get("origin") }).collect())
     }
     async fn store_value(&self, slot: &Slot<'_>, value: f64, raw: &str, now: i64) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-             ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
-                 value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end",
-        )
-        .bind(slot.user_id)
-        .bind(slot.site_id)
-        .bind(slot.metric_key)
-        .bind(slot.granularity)
-        .bind(slot.period_start)
-        .bind(slot.period_end)
-        .bind(slot.start_date)
-        .bind(value)
-        .bind(raw)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
+        sqlx::query(STORE_VALUE)
+            .bind(slot.user_id)
+            .bind(slot.site_id)
+            .bind(slot.metric_key)
+            .bind(slot.granularity)
+            .bind(slot.period_start)
+            .bind(slot.period_end)
+            .bind(slot.start_date)
+            .bind(value)
+            .bind(raw)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
@@ -560,18 +574,7 @@ impl Store for PgStore {
         .bind(since)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .iter()
-            .map(|r| StoredValue {
-                metric_key: r.get("metric_key"),
-                granularity: r.get("granularity"),
-                period_start: r.get("period_start"),
-                start_date: r.get("start_date"),
-                value: r.get("value"),
-                raw: r.get("raw"),
-                collected_at: r.get("collected_at"),
-            })
-            .collect())
+        Ok(rows.iter().map(stored_value).collect())
     }
 
     async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError> {
@@ -716,6 +719,52 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(tool_call).collect())
+    }
+
+    async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError> {
+        let mut transaction = self.pool.begin().await?;
+        for (slot, value, raw) in values {
+            sqlx::query(STORE_VALUE)
+                .bind(slot.user_id)
+                .bind(slot.site_id)
+                .bind(slot.metric_key)
+                .bind(slot.granularity)
+                .bind(slot.period_start)
+                .bind(slot.period_end)
+                .bind(slot.start_date)
+                .bind(value)
+                .bind(raw)
+                .bind(now)
+                .execute(&mut *transaction)
+                .await?;
+        }
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    async fn values_of(
+        &self,
+        user_id: i64,
+        metrics: &[(i64, &str)],
+        since: i64,
+    ) -> Result<Vec<(i64, StoredValue)>, StoreError> {
+        // Pairs as two parallel arrays, unnested back into pairs: one index range per pair.
+        let sites: Vec<i64> = metrics.iter().map(|(site, _)| *site).collect();
+        let keys: Vec<String> = metrics.iter().map(|(_, key)| (*key).to_owned()).collect();
+        let rows = sqlx::query(
+            "SELECT v.site_id, v.metric_key, v.granularity, v.period_start, v.start_date, v.value, v.raw, v.collected_at
+             FROM UNNEST($2::BIGINT[], $3::TEXT[]) AS w(site_id, metric_key)
+             JOIN metric_values v ON v.user_id = $1 AND v.site_id = w.site_id AND v.metric_key = w.metric_key
+             WHERE v.period_start >= $4
+             ORDER BY v.site_id, v.metric_key, v.period_start",
+        )
+        .bind(user_id)
+        .bind(&sites)
+        .bind(&keys)
+        .bind(since)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(|r| (r.get("site_id"), stored_value(r))).collect())
     }
 }
 

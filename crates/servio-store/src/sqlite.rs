@@ -31,6 +31,18 @@ impl SqliteStore {
     }
 }
 
+fn stored_value(row: &SqliteRow) -> StoredValue {
+    StoredValue {
+        metric_key: row.get("metric_key"),
+        granularity: row.get("granularity"),
+        period_start: row.get("period_start"),
+        start_date: row.get("start_date"),
+        value: row.get("value"),
+        raw: row.get("raw"),
+        collected_at: row.get("collected_at"),
+    }
+}
+
 fn user(row: &SqliteRow) -> User {
     User {
         id: row.get("id"),
@@ -86,6 +98,12 @@ fn listing(row: &SqliteRow) -> Listing {
         verified_at: row.get("verified_at"),
     }
 }
+
+/// Stores one value, replacing an earlier one of its slot.
+const STORE_VALUE: &str = "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
+         value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end";
 
 #[async_trait]
 impl Store for SqliteStore {
@@ -198,11 +216,11 @@ impl Store for SqliteStore {
         .bind(token_hash)
         .fetch_optional(&self.pool)
         .await?;
-        let Some(row) = row else { return Ok(None) };
-        // A durable write on every request would cost more than the request: the time of use
-        // is kept to the minute.
-        let last_used: Option<i64> = row.get("last_used_at");
-        if last_used.is_none_or(|at| now - at >= LAST_USED_PRECISION) {
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let last_used_at: Option<i64> = row.get("last_used_at");
+        if last_used_at.is_none_or(|at| now - at >= LAST_USED_PRECISION) {
             sqlx::query("UPDATE api_tokens SET last_used_at = ? WHERE token_hash = ?")
                 .bind(now)
                 .bind(token_hash)
@@ -463,24 +481,19 @@ impl Store for SqliteStore {
         Ok(rows.iter().map(|r| Found { listing: listing(r), origin: r.get("origin") }).collect())
     }
     async fn store_value(&self, slot: &Slot<'_>, value: f64, raw: &str, now: i64) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
-                 value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end",
-        )
-        .bind(slot.user_id)
-        .bind(slot.site_id)
-        .bind(slot.metric_key)
-        .bind(slot.granularity)
-        .bind(slot.period_start)
-        .bind(slot.period_end)
-        .bind(slot.start_date)
-        .bind(value)
-        .bind(raw)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
+        sqlx::query(STORE_VALUE)
+            .bind(slot.user_id)
+            .bind(slot.site_id)
+            .bind(slot.metric_key)
+            .bind(slot.granularity)
+            .bind(slot.period_start)
+            .bind(slot.period_end)
+            .bind(slot.start_date)
+            .bind(value)
+            .bind(raw)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
@@ -565,18 +578,7 @@ impl Store for SqliteStore {
         .bind(since)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .iter()
-            .map(|r| StoredValue {
-                metric_key: r.get("metric_key"),
-                granularity: r.get("granularity"),
-                period_start: r.get("period_start"),
-                start_date: r.get("start_date"),
-                value: r.get("value"),
-                raw: r.get("raw"),
-                collected_at: r.get("collected_at"),
-            })
-            .collect())
+        Ok(rows.iter().map(stored_value).collect())
     }
 
     async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError> {
@@ -722,6 +724,91 @@ impl Store for SqliteStore {
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(tool_call).collect())
+    }
+
+    async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError> {
+        let mut transaction = self.pool.begin().await?;
+        for (slot, value, raw) in values {
+            sqlx::query(STORE_VALUE)
+                .bind(slot.user_id)
+                .bind(slot.site_id)
+                .bind(slot.metric_key)
+                .bind(slot.granularity)
+                .bind(slot.period_start)
+                .bind(slot.period_end)
+                .bind(slot.start_date)
+                .bind(value)
+                .bind(raw)
+                .bind(now)
+                .execute(&mut *transaction)
+                .await?;
+        }
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    async fn values_of(
+        &self,
+        user_id: i64,
+        metrics: &[(i64, &str)],
+        since: i64,
+    ) -> Result<Vec<(i64, StoredValue)>, StoreError> {
+        if metrics.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One row per metric, its values aggregated into a JSON array: sqlx hands SQLite rows
+        // over one channel message each, which made 3,100 rows cost most of a dashboard
+        // request. `quote` renders a REAL with as many digits as it takes to read back the
+        // same double. Two IN lists over the primary key's columns let SQLite seek each
+        // (site, key) combination; combinations nobody asked for are dropped below.
+        let mut sites: Vec<i64> = metrics.iter().map(|(site, _)| *site).collect();
+        let mut keys: Vec<&str> = metrics.iter().map(|(_, key)| *key).collect();
+        sites.sort_unstable();
+        sites.dedup();
+        keys.sort_unstable();
+        keys.dedup();
+        let marks = |n: usize| vec!["?"; n].join(", ");
+        let sql = format!(
+            "SELECT site_id, metric_key,
+                    json_group_array(json_array(period_start, start_date, quote(value), raw, collected_at, granularity)) AS packed
+             FROM metric_values WHERE user_id = ? AND site_id IN ({}) AND metric_key IN ({}) AND period_start >= ?
+             GROUP BY site_id, metric_key ORDER BY site_id, metric_key",
+            marks(sites.len()),
+            marks(keys.len())
+        );
+        // Only `?` marks are formatted in; every value is bound.
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(user_id);
+        for site in &sites {
+            query = query.bind(site);
+        }
+        for key in &keys {
+            query = query.bind(*key);
+        }
+        let rows = query.bind(since).fetch_all(&self.pool).await?;
+        let wanted: std::collections::HashSet<(i64, &str)> = metrics.iter().copied().collect();
+        let mut all = Vec::new();
+        for row in &rows {
+            let (site_id, metric_key): (i64, String) = (row.get("site_id"), row.get("metric_key"));
+            if !wanted.contains(&(site_id, metric_key.as_str())) {
+                continue;
+            }
+            let packed: &str = row.get("packed");
+            let mut values: Vec<(i64, String, String, String, i64, String)> =
+                serde_json::from_str(packed).map_err(|e| StoreError::Database(sqlx::Error::Decode(Box::new(e))))?;
+            // Aggregates keep no order of their own.
+            values.sort_unstable_by_key(|v| v.0);
+            for (period_start, start_date, value, raw, collected_at, granularity) in values {
+                let value = value
+                    .parse()
+                    .map_err(|e| StoreError::Database(sqlx::Error::Decode(format!("value {value:?}: {e}").into())))?;
+                let metric_key = metric_key.clone();
+                all.push((
+                    site_id,
+                    StoredValue { metric_key, granularity, period_start, start_date, value, raw, collected_at },
+                ));
+            }
+        }
+        Ok(all)
     }
 }
 

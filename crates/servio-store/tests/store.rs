@@ -252,3 +252,118 @@ async fn retries_count_transient_failures_of_one_slot() {
         assert_eq!(attempts.iter().filter(|a| a.outcome == "retry").count(), 3, "{name}: retries are in the log");
     }
 }
+
+/// Seeding many values at once: one transaction, and a slot stored twice keeps the later value,
+/// as `store_value` would.
+#[tokio::test]
+async fn many_values_are_stored_in_one_go() {
+    use servio_store::{FetchedManifest, Slot};
+    for Backend { name, store, .. } in backends().await {
+        let ida = store.create_user("ida@example.com", "h", "UTC", 0).await.unwrap();
+        let fetched = FetchedManifest {
+            origin: "https://bulk.example",
+            manifest_url: "https://bulk.example/servio.json",
+            manifest: "{}",
+            etag: None,
+            last_modified: None,
+        };
+        let site = store.save_site(&fetched, 0).await.unwrap();
+        let dates: Vec<String> = (1..=30).map(|day| format!("2026-09-{day:02}")).collect();
+        let mut values: Vec<(Slot<'_>, f64, &str)> = dates
+            .iter()
+            .enumerate()
+            .map(|(i, date)| {
+                let start = i as i64 * 86_400;
+                let slot = Slot {
+                    user_id: ida.id,
+                    site_id: site.id,
+                    metric_key: "sales.orders.daily",
+                    granularity: "day",
+                    period_start: start,
+                    period_end: start + 86_400,
+                    start_date: date,
+                };
+                (slot, i as f64, "n")
+            })
+            .collect();
+        values.push((values[0].0.clone(), 99.0, "again"));
+        store.store_values(&values, 1).await.unwrap();
+        let stored = store.values(ida.id, site.id, "sales.orders.daily", 0).await.unwrap();
+        assert_eq!(stored.len(), 30, "{name}");
+        assert_eq!((stored[0].value, stored[0].raw.as_str()), (99.0, "again"), "{name}: the later one wins");
+        assert_eq!((stored[29].value, stored[29].start_date.as_str()), (29.0, "2026-09-30"), "{name}");
+        assert!(store.attempts(ida.id, site.id, 10).await.unwrap().is_empty(), "{name}: no attempts logged");
+    }
+}
+
+/// The dashboard's one query: only the pairs asked for, from `since`, oldest first per pair,
+/// and every double read back as `values` reads it (SQLite packs them as text).
+#[tokio::test]
+async fn values_of_several_metrics_in_one_query() {
+    use servio_store::{FetchedManifest, Slot};
+    for Backend { name, store, .. } in backends().await {
+        let jo = store.create_user("jo@example.com", "h", "UTC", 0).await.unwrap();
+        let mut sites = Vec::new();
+        for origin in ["https://a.example", "https://b.example"] {
+            let manifest_url = format!("{origin}/servio.json");
+            let fetched = FetchedManifest {
+                origin,
+                manifest_url: &manifest_url,
+                manifest: "{}",
+                etag: None,
+                last_modified: None,
+            };
+            sites.push(store.save_site(&fetched, 0).await.unwrap().id);
+        }
+        let awkward = [0.1 + 0.2, 1e-300, 123_456.789, -0.0, 2340.0, f64::MAX];
+        let dates: Vec<String> = (0..awkward.len()).map(|day| format!("2026-09-{:02}", day + 1)).collect();
+        let mut values = Vec::new();
+        for (site, key) in [(sites[0], "a.one"), (sites[0], "a.two"), (sites[1], "a.one"), (sites[1], "b.raw")] {
+            // Stored newest first, to see the order come from the store.
+            for (day, value) in awkward.iter().enumerate().rev() {
+                let start = day as i64 * 86_400;
+                let slot = Slot {
+                    user_id: jo.id,
+                    site_id: site,
+                    metric_key: key,
+                    granularity: "day",
+                    period_start: start,
+                    period_end: start + 86_400,
+                    start_date: &dates[day],
+                };
+                values.push((slot, *value, "\"x\" \n,]"));
+            }
+        }
+        store.store_values(&values, 3).await.unwrap();
+        let got = store.values_of(jo.id, &[(sites[0], "a.one"), (sites[1], "b.raw")], 86_400).await.unwrap();
+        let shape: Vec<(i64, &str, i64, u64)> =
+            got.iter().map(|(site, v)| (*site, v.metric_key.as_str(), v.period_start, v.value.to_bits())).collect();
+        // Exactly what asking pair by pair gives (SQLite itself keeps -0.0 as 0.0, either way).
+        let mut want = Vec::new();
+        for (site, key) in [(sites[0], "a.one"), (sites[1], "b.raw")] {
+            for v in store.values(jo.id, site, key, 86_400).await.unwrap() {
+                want.push((site, key, v.period_start, v.value.to_bits()));
+            }
+        }
+        assert_eq!(want.len(), 10, "{name}");
+        let exact: Vec<u64> = awkward[1..].iter().filter(|v| **v != 0.0).map(|v| v.to_bits()).collect();
+        assert!(exact.iter().all(|bits| shape.iter().any(|s| s.3 == *bits)), "{name}: doubles read back exactly");
+        assert_eq!(shape, want, "{name}");
+        assert_eq!((got[0].1.raw.as_str(), got[0].1.start_date.as_str()), ("\"x\" \n,]", "2026-09-02"), "{name}");
+        assert_eq!((got[0].1.granularity.as_str(), got[0].1.collected_at), ("day", 3), "{name}");
+        assert!(store.values_of(jo.id, &[], 0).await.unwrap().is_empty(), "{name}");
+    }
+}
+
+/// A token used again within a minute is not written again; later it is.
+#[tokio::test]
+async fn a_token_use_is_recorded_to_the_minute() {
+    for Backend { name, store, .. } in backends().await {
+        let kai = store.create_user("kai@example.com", "h", "UTC", 0).await.unwrap();
+        store.create_api_token(kai.id, "poller", "kai-hash", 0).await.unwrap();
+        for (now, recorded) in [(100, 100), (159, 100), (160, 160)] {
+            assert_eq!(store.user_by_api_token("kai-hash", now).await.unwrap().map(|u| u.id), Some(kai.id));
+            assert_eq!(store.api_tokens(kai.id).await.unwrap()[0].last_used_at, Some(recorded), "{name} at {now}");
+        }
+    }
+}

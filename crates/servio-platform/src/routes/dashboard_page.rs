@@ -1,7 +1,8 @@
 //! The morning dashboard as a page: per metric the latest value with its unit and period, the
 //! change against the comparison period only when that was collected, and a small SVG chart of
 //! recent periods in which a missing period is a gap, never a zero. Below, each site's
-//! collection log with the reasons a site owner can act on.
+//! collection log with the reasons a site owner can act on. A canonical key collected from
+//! several sites is one card: each site's line, then their total or why there is none.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,16 +22,26 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/dashboard", get(page))
 }
 
-struct Card {
+/// One site's metric in a slot: its latest value, trend and chart.
+struct SiteLine {
     site: String,
     key: String,
-    label: String,
     unit: String,
     period: String,
     latest: Option<String>,
     change: Option<String>,
     change_class: String,
     chart: String,
+}
+
+/// One dashboard slot: a metric of one site, or a canonical key shared by several sites with
+/// their total (or a note saying why there is none).
+struct Card {
+    label: String,
+    key: String,
+    lines: Vec<SiteLine>,
+    total: Option<String>,
+    note: Option<String>,
 }
 
 struct LogRow {
@@ -121,55 +132,76 @@ async fn page(State(state): State<AppState>, headers: HeaderMap) -> Response {
     }
 }
 
+/// The line of one entry of the dashboard data's `metrics`.
+fn site_line(metric: &Value) -> Result<SiteLine, ApiError> {
+    let values: BTreeMap<String, f64> = metric["values"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| Some((v["period"].as_str()?.to_owned(), v["value"].as_f64()?)))
+        .collect();
+    // One point per day between the first and the last collected period; gaps stay gaps.
+    let points: Vec<Option<f64>> = match (values.keys().next(), values.keys().last()) {
+        (Some(first), Some(last)) if metric["granularity"] == "day" => {
+            let (mut day, last): (jiff::civil::Date, jiff::civil::Date) = (
+                first.parse().map_err(|e: jiff::Error| ApiError::Internal(e.to_string()))?,
+                last.parse().map_err(|e: jiff::Error| ApiError::Internal(e.to_string()))?,
+            );
+            let mut points = Vec::new();
+            while day <= last {
+                points.push(values.get(&day.to_string()).copied());
+                day = day.tomorrow().map_err(|e| ApiError::Internal(e.to_string()))?;
+            }
+            points
+        }
+        _ => values.values().map(|v| Some(*v)).collect(),
+    };
+    let change = metric["change"].as_object().map(|c| {
+        let delta = c.get("change").and_then(Value::as_f64).unwrap_or_default();
+        let arrow = if delta >= 0.0 { "▲" } else { "▼" };
+        match c.get("percent").and_then(Value::as_f64) {
+            Some(percent) => format!("{arrow} {percent:+.1}% against {}", c["against"].as_str().unwrap_or_default()),
+            None => format!("{arrow} {:+} against {}", format_number(delta), c["against"].as_str().unwrap_or_default()),
+        }
+    });
+    let rising = metric["change"]["change"].as_f64().is_some_and(|c| c >= 0.0);
+    Ok(SiteLine {
+        site: metric["site"]["name"].as_str().unwrap_or_default().to_owned(),
+        key: metric["key"].as_str().unwrap_or_default().to_owned(),
+        unit: metric["unit"].as_str().unwrap_or_default().to_owned(),
+        period: metric["latest"]["period"].as_str().unwrap_or_default().to_owned(),
+        latest: metric["latest"]["value"].as_f64().map(format_number),
+        change,
+        change_class: if rising { "ok".into() } else { "warning".into() },
+        chart: chart(&points),
+    })
+}
+
 async fn render(state: &AppState, user: &servio_store::User, csrf_token: String) -> Result<Response, ApiError> {
     let data = crate::routes::dashboard::dashboard_json(state, user).await?;
-    let mut cards = Vec::new();
+    let mut lines = Vec::new();
     for metric in data["metrics"].as_array().into_iter().flatten() {
-        let values: BTreeMap<String, f64> = metric["values"]
+        lines.push(Some(site_line(metric)?));
+    }
+    let mut cards = Vec::new();
+    for slot in data["slots"].as_array().into_iter().flatten() {
+        let members: Vec<SiteLine> = slot["metrics"]
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|v| Some((v["period"].as_str()?.to_owned(), v["value"].as_f64()?)))
+            .filter_map(|i| lines.get_mut(usize::try_from(i.as_u64()?).ok()?)?.take())
             .collect();
-        // One point per day between the first and the last collected period; gaps stay gaps.
-        let points: Vec<Option<f64>> = match (values.keys().next(), values.keys().last()) {
-            (Some(first), Some(last)) if metric["granularity"] == "day" => {
-                let (mut day, last): (jiff::civil::Date, jiff::civil::Date) = (
-                    first.parse().map_err(|e: jiff::Error| ApiError::Internal(e.to_string()))?,
-                    last.parse().map_err(|e: jiff::Error| ApiError::Internal(e.to_string()))?,
-                );
-                let mut points = Vec::new();
-                while day <= last {
-                    points.push(values.get(&day.to_string()).copied());
-                    day = day.tomorrow().map_err(|e| ApiError::Internal(e.to_string()))?;
-                }
-                points
-            }
-            _ => values.values().map(|v| Some(*v)).collect(),
-        };
-        let change = metric["change"].as_object().map(|c| {
-            let delta = c.get("change").and_then(Value::as_f64).unwrap_or_default();
-            let arrow = if delta >= 0.0 { "▲" } else { "▼" };
-            match c.get("percent").and_then(Value::as_f64) {
-                Some(percent) => {
-                    format!("{arrow} {percent:+.1}% against {}", c["against"].as_str().unwrap_or_default())
-                }
-                None => {
-                    format!("{arrow} {:+} against {}", format_number(delta), c["against"].as_str().unwrap_or_default())
-                }
-            }
-        });
-        let rising = metric["change"]["change"].as_f64().is_some_and(|c| c >= 0.0);
+        let key = slot["key"].as_str().unwrap_or_default().to_owned();
+        let total = &slot["total"];
         cards.push(Card {
-            site: metric["site"]["name"].as_str().unwrap_or_default().to_owned(),
-            key: metric["key"].as_str().unwrap_or_default().to_owned(),
-            label: metric["label"].as_str().or(metric["key"].as_str()).unwrap_or_default().to_owned(),
-            unit: metric["unit"].as_str().unwrap_or_default().to_owned(),
-            period: metric["latest"]["period"].as_str().unwrap_or_default().to_owned(),
-            latest: metric["latest"]["value"].as_f64().map(format_number),
-            change,
-            change_class: if rising { "ok".into() } else { "warning".into() },
-            chart: chart(&points),
+            label: slot["label"].as_str().unwrap_or(&key).to_owned(),
+            total: total["value"].as_f64().map(|value| {
+                let unit = total["unit"].as_str().map(|u| format!(" {u}")).unwrap_or_default();
+                format!("{}{unit} · {}", format_number(value), total["period"].as_str().unwrap_or_default())
+            }),
+            note: slot["note"].as_str().map(str::to_owned),
+            key,
+            lines: members,
         });
     }
     let mut logs = Vec::new();

@@ -74,7 +74,12 @@ pub const ROUTES: &[Route] = &[
         Access::User,
         "Collect the site's due periods now (failing ones wait out their backoff)",
     ),
-    route("GET", "/api/dashboard", Access::User, "Every metric with its recent values, the latest and its trend"),
+    route(
+        "GET",
+        "/api/dashboard",
+        Access::User,
+        "Every metric with its recent values, the latest and its trend, and the slots they share",
+    ),
     route("GET", "/api/directory", Access::Public, "Search the Directory (?q=words)"),
     route("GET", "/api/directory/claims", Access::User, "The user's ownership claims"),
     route("POST", "/api/directory/claims", Access::User, "Claim an origin; returns the verification token"),
@@ -111,6 +116,57 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/api/openapi.json", get(|| async { Json(document()) }))
 }
 
+/// The shape of `GET /api/dashboard`. `metrics` is one entry per (site, metric), as it has
+/// always been; `slots` (added later, so older clients can ignore it) groups them as the
+/// dashboard shows them, see [`crate::slots`].
+fn dashboard_schema() -> Value {
+    let nullable = |schema: Value| json!({ "oneOf": [schema, { "type": "null" }] });
+    let value = json!({ "type": "object", "properties": {
+        "period": { "type": "string", "description": "The period's first local date" },
+        "value": { "type": "number" },
+    }});
+    json!({
+        "type": "object",
+        "required": ["time_zone", "metrics", "slots"],
+        "properties": {
+            "time_zone": { "type": "string", "description": "The user's IANA zone; periods are in it" },
+            "metrics": { "type": "array", "items": { "type": "object", "properties": {
+                "site": { "type": "object", "properties": {
+                    "id": { "type": "integer" }, "origin": { "type": "string" }, "name": { "type": "string" } } },
+                "key": { "type": "string" },
+                "label": nullable(json!({ "type": "string", "description": "The canonical key's label" })),
+                "unit": nullable(json!({ "type": "string" })),
+                "granularity": { "enum": ["hour", "day", "week", "month"] },
+                "latest": nullable(json!({ "type": "object", "properties": {
+                    "period": { "type": "string" }, "value": { "type": "number" },
+                    "raw": { "type": "string", "description": "The value as the site sent it" } } })),
+                "change": nullable(json!({ "type": "object",
+                    "description": "Against the comparison period of §8, only when that was collected",
+                    "properties": { "against": { "type": "string" }, "change": { "type": "number" },
+                                    "percent": { "type": "number", "description": "Absent when the previous value is 0" } } })),
+                "values": { "type": "array", "items": value, "description": "Recent values, oldest first" },
+            }}},
+            "slots": { "type": "array", "description": "One per canonical key (shared by every site declaring it) and one per other (site, metric), in the order of `metrics`", "items": { "type": "object", "properties": {
+                "key": { "type": "string" },
+                "label": nullable(json!({ "type": "string" })),
+                "canonical": { "type": "boolean" },
+                "metrics": { "type": "array", "items": { "type": "integer" }, "description": "Indexes into `metrics`" },
+                "sites": { "type": "array", "items": { "type": "integer" }, "description": "Site ids, in the order of `metrics`" },
+                "total": nullable(json!({ "type": "object",
+                    "description": "Only for two sites or more with the same unit and granularity, for the latest period any of them collected",
+                    "properties": {
+                        "period": { "type": "string" },
+                        "unit": nullable(json!({ "type": "string" })),
+                        "value": nullable(json!({ "type": "number", "description": "The sum; null when a site has no value for the period (a gap is never a zero)" })),
+                        "sites": { "type": "array", "items": { "type": "integer" }, "description": "The sites summed" },
+                        "missing": { "type": "array", "items": { "type": "integer" }, "description": "The sites with no value for the period" },
+                    } })),
+                "note": nullable(json!({ "type": "string", "description": "Why there is no total (units or periods differ, a site is missing)" })),
+            }}},
+        },
+    })
+}
+
 /// The OpenAPI 3.1 document of [`ROUTES`].
 pub fn document() -> Value {
     let mut paths = Map::new();
@@ -137,6 +193,9 @@ pub fn document() -> Value {
                 "name": "name", "in": "path", "required": true, "schema": { "type": "string" },
                 "description": "The tool's prefixed name, as `GET /api/tools` lists it",
             }]);
+        }
+        if (r.method, r.path) == ("GET", "/api/dashboard") {
+            operation["responses"]["200"]["content"] = json!({ "application/json": { "schema": dashboard_schema() } });
         }
         let item = paths.entry(r.path.to_owned()).or_insert_with(|| json!({}));
         item[r.method.to_lowercase()] = operation;

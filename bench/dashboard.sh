@@ -1,0 +1,66 @@
+#!/bin/sh
+# Dashboard benchmark: p99 latency of GET /api/dashboard under 64 concurrent connections for a
+# user with 50 metrics and 730 days of daily values, against the same server answering the same
+# bytes as a static file (see crates/servio-platform/examples/dashboard_bench.rs).
+# Runs alternate, static first: ROUNDS rounds (default 3) of DURATION each (default 10s).
+# Results go in BENCHMARKS.md.
+set -eu
+cd "$(dirname "$0")/.."
+rounds=${ROUNDS:-3}
+duration=${DURATION:-10s}
+if ! command -v wrk >/dev/null 2>&1; then
+    echo "installing wrk" >&2
+    apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }
+fi
+cargo build --release --quiet -p servio-platform --example dashboard_bench
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+
+work=$(mktemp -d)
+server_pid=
+cleanup() {
+    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+# Seeding prints its progress on stderr; READY on stdout once the server answers.
+"$target_dir/release/examples/dashboard_bench" "$work/data" > "$work/server.out" &
+server_pid=$!
+waited=0
+until grep -q '^READY ' "$work/server.out" 2>/dev/null; do
+    if ! kill -0 "$server_pid" 2>/dev/null; then echo "the bench server exited" >&2; exit 2; fi
+    waited=$((waited + 1))
+    if [ "$waited" -gt 600 ]; then echo "the bench server is not ready after 60 s" >&2; exit 2; fi
+    sleep 0.1
+done
+ready=$(sed -n 's/^READY //p' "$work/server.out")
+field() { printf '%s' "$ready" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+base=$(field base)
+token=$(field token)
+static_path=$(field static)
+echo "dashboard: $(field bytes) bytes" >&2
+
+# One wrk run: prints "p50_ms p99_ms requests_per_s errors".
+run() {
+    wrk -t2 -c64 -d"$duration" --timeout 30s --latency "$@" | python3 -c '
+import re, sys
+text = sys.stdin.read()
+def ms(p):
+    m = re.search(r"^\s+%s%%\s+([\d.]+)(us|ms|s)\s*$" % p, text, re.M)
+    value, unit = float(m.group(1)), m.group(2)
+    return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+errors = re.search(r"Non-2xx or 3xx responses: (\d+)|Socket errors: (.*)", text)
+print("%.3f %.3f %.0f %s" % (ms(50), ms(99), rps, errors.group(0).replace(" ", "_") if errors else "none"))'
+}
+
+printf '%-6s %-8s %10s %10s %10s %s\n' round target p50_ms p99_ms req_per_s errors
+i=1
+while [ "$i" -le "$rounds" ]; do
+    s=$(run "$base$static_path")
+    a=$(run -H "Authorization: Bearer $token" "$base/api/dashboard")
+    printf '%-6s %-8s %10s %10s %10s %s\n' "$i" static $s
+    printf '%-6s %-8s %10s %10s %10s %s\n' "$i" api $a
+    echo "$s" | awk -v a="$a" -v i="$i" '{ split(a, x, " "); printf "%-6s p99 ratio api/static %.1fx, p50 ratio %.1fx\n", i, x[2] / $2, x[1] / $1 }'
+    i=$((i + 1))
+done

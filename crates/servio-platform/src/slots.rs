@@ -1,0 +1,206 @@
+//! Dashboard slots (interpretation §8): metrics with the same canonical key from several sites
+//! of a user's vault share one slot, each site's value shown, with a total where it is honest.
+//!
+//! The rule for a total, for whoever changes it:
+//! - Only a slot of two or more sites has one; a slot of one site is that site's value.
+//! - Every site must declare the same unit and granularity, or there is no total and the
+//!   slot's note says what differs (`USD` and `EUR` are not added up).
+//! - The total is for the slot's latest period: the newest period any of its sites collected.
+//!   A site with no value for that period is a gap, never a zero, so there is then no total
+//!   value at all: the slot names the missing sites instead of summing partial data. (A site
+//!   collecting later than the others thus hides the total for a while; a partial sum shown
+//!   as "the total" would be wrong without anyone noticing.)
+//!
+//! Keys that are not canonical are never merged: each stays its own slot, as two sites may mean
+//! different things by the same private key.
+
+use serde_json::{Value, json};
+
+/// One site's metric, as far as slots need it.
+#[derive(Debug, Clone)]
+pub struct SiteMetric {
+    /// The site's id.
+    pub site_id: i64,
+    /// The site's display name (from its manifest).
+    pub site_name: String,
+    /// The metric's key.
+    pub key: String,
+    /// The declared unit, if any.
+    pub unit: Option<String>,
+    /// `hour`, `day`, `week` or `month`.
+    pub granularity: String,
+    /// Collected values as (period start instant, period's first local date, value), oldest first.
+    pub values: Vec<(i64, String, f64)>,
+}
+
+/// The slots of `metrics`, in the order their first metric appears. Each slot lists the
+/// indexes of its metrics in `metrics` (so the API's `metrics` array stays as it was and each
+/// slot points into it), the sites, its `total` and a `note` when there is no total.
+pub fn slots(metrics: &[SiteMetric]) -> Vec<Value> {
+    let mut groups: Vec<(Option<&'static str>, Vec<usize>)> = Vec::new();
+    for (index, metric) in metrics.iter().enumerate() {
+        let label = servio_manifest::brief::canonical_label(&metric.key);
+        let shared = label.and_then(|_| groups.iter_mut().find(|(_, members)| metrics[members[0]].key == metric.key));
+        match shared {
+            Some((_, members)) => members.push(index),
+            None => groups.push((label, vec![index])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(label, members)| {
+            let (total, note) = if members.len() < 2 { (Value::Null, None) } else { total(metrics, &members) };
+            json!({
+                "key": metrics[members[0]].key,
+                "label": label,
+                "canonical": label.is_some(),
+                "metrics": members,
+                "sites": members.iter().map(|&i| metrics[i].site_id).collect::<Vec<_>>(),
+                "total": total,
+                "note": note,
+            })
+        })
+        .collect()
+}
+
+/// The total of a slot of two or more metrics, and a note when there is none to show.
+fn total(metrics: &[SiteMetric], members: &[usize]) -> (Value, Option<String>) {
+    let first = &metrics[members[0]];
+    let each = |what: &dyn Fn(&SiteMetric) -> String| {
+        members.iter().map(|&i| format!("{} at {}", what(&metrics[i]), metrics[i].site_name)).collect::<Vec<_>>()
+    };
+    if members.iter().any(|&i| metrics[i].unit != first.unit) {
+        let units = each(&|m| m.unit.clone().unwrap_or_else(|| "no unit".into()));
+        return (Value::Null, Some(format!("no total: the units differ ({})", units.join(", "))));
+    }
+    if members.iter().any(|&i| metrics[i].granularity != first.granularity) {
+        let periods = each(&|m| m.granularity.clone());
+        return (Value::Null, Some(format!("no total: the periods differ ({})", periods.join(", "))));
+    }
+    let latest = members.iter().filter_map(|&i| metrics[i].values.last()).max_by_key(|(start, _, _)| *start);
+    let Some((start, date, _)) = latest else {
+        return (Value::Null, None);
+    };
+    let (mut sum, mut summed, mut missing) = (0.0, Vec::new(), Vec::new());
+    for &i in members {
+        // Values are oldest first and unique per period: a binary search finds the period.
+        match metrics[i].values.binary_search_by_key(start, |(s, _, _)| *s) {
+            Ok(at) => {
+                sum += metrics[i].values[at].2;
+                summed.push(metrics[i].site_id);
+            }
+            Err(_) => missing.push(i),
+        }
+    }
+    let total = json!({
+        "period": date,
+        "unit": first.unit,
+        "value": if missing.is_empty() { json!(sum) } else { Value::Null },
+        "sites": summed,
+        "missing": missing.iter().map(|&i| metrics[i].site_id).collect::<Vec<_>>(),
+    });
+    if missing.is_empty() {
+        return (total, None);
+    }
+    let names: Vec<&str> = missing.iter().map(|&i| metrics[i].site_name.as_str()).collect();
+    let verb = if names.len() == 1 { "has" } else { "have" };
+    (total, Some(format!("no total for {date}: {} {verb} no value for it yet", names.join(", "))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metric(site_id: i64, key: &str, unit: &str, values: &[(i64, f64)]) -> SiteMetric {
+        SiteMetric {
+            site_id,
+            site_name: format!("Shop {site_id}"),
+            key: key.into(),
+            unit: (!unit.is_empty()).then(|| unit.to_owned()),
+            granularity: "day".into(),
+            values: values.iter().map(|&(day, v)| (day * 86_400, format!("2026-09-{day:02}"), v)).collect(),
+        }
+    }
+
+    const REVENUE: &str = "sales.revenue.daily";
+
+    /// One case per line: the slot's metrics, then its total value and note.
+    fn check(metrics: &[SiteMetric], want_total: Option<f64>, want_note: Option<&str>) {
+        let slots = slots(metrics);
+        assert_eq!(slots.len(), 1, "{slots:?}");
+        assert_eq!(slots[0]["total"]["value"].as_f64(), want_total, "{}", slots[0]);
+        assert_eq!(slots[0]["note"].as_str(), want_note, "{}", slots[0]);
+    }
+
+    #[test]
+    fn totals_only_where_units_agree_and_no_site_is_missing() {
+        let a = metric(1, REVENUE, "USD", &[(1, 10.0), (2, 20.0)]);
+        let b = metric(2, REVENUE, "USD", &[(1, 1.0), (2, 2.5)]);
+        check(&[a.clone(), b.clone()], Some(22.5), None);
+        check(
+            &[a.clone(), metric(2, REVENUE, "EUR", &[(2, 2.5)])],
+            None,
+            Some("no total: the units differ (USD at Shop 1, EUR at Shop 2)"),
+        );
+        check(
+            &[a.clone(), metric(2, REVENUE, "", &[(2, 2.5)])],
+            None,
+            Some("no total: the units differ (USD at Shop 1, no unit at Shop 2)"),
+        );
+        // Shop 2 has nothing for 2 September: a gap, not a zero, so no total for that day.
+        check(
+            &[a.clone(), metric(2, REVENUE, "USD", &[(1, 1.0)])],
+            None,
+            Some("no total for 2026-09-02: Shop 2 has no value for it yet"),
+        );
+        check(
+            &[a.clone(), metric(2, REVENUE, "USD", &[])],
+            None,
+            Some("no total for 2026-09-02: Shop 2 has no value for it yet"),
+        );
+        check(&[metric(1, REVENUE, "USD", &[]), metric(2, REVENUE, "USD", &[])], None, None);
+        let mut weekly = b.clone();
+        weekly.granularity = "week".into();
+        check(&[a.clone(), weekly], None, Some("no total: the periods differ (day at Shop 1, week at Shop 2)"));
+        // A zero is a value: it is summed.
+        check(&[a, metric(2, REVENUE, "USD", &[(2, 0.0)])], Some(20.0), None);
+    }
+
+    #[test]
+    fn a_missing_site_is_named_and_the_summed_ones_listed() {
+        let slots = slots(&[
+            metric(1, REVENUE, "USD", &[(3, 5.0)]),
+            metric(2, REVENUE, "USD", &[(2, 1.0)]),
+            metric(3, REVENUE, "USD", &[(3, 7.0)]),
+        ]);
+        let total = &slots[0]["total"];
+        assert_eq!(
+            (total["period"].as_str(), &total["sites"], &total["missing"]),
+            (Some("2026-09-03"), &json!([1, 3]), &json!([2]))
+        );
+    }
+
+    #[test]
+    fn canonical_keys_share_a_slot_and_other_keys_stay_per_site() {
+        let metrics = [
+            metric(1, REVENUE, "USD", &[]),
+            metric(1, "shop.refunds.daily", "USD", &[]),
+            metric(2, REVENUE, "USD", &[]),
+            metric(2, "shop.refunds.daily", "USD", &[]),
+            metric(2, "sales.orders.daily", "count", &[]),
+        ];
+        let slots = slots(&metrics);
+        let shape: Vec<(&str, &Value, &Value)> =
+            slots.iter().map(|s| (s["key"].as_str().unwrap(), &s["metrics"], &s["label"])).collect();
+        assert_eq!(
+            shape,
+            [
+                (REVENUE, &json!([0, 2]), &json!("Revenue")),
+                ("shop.refunds.daily", &json!([1]), &Value::Null),
+                ("shop.refunds.daily", &json!([3]), &Value::Null),
+                ("sales.orders.daily", &json!([4]), &json!("Orders")),
+            ]
+        );
+        assert_eq!(slots[3]["total"], Value::Null, "one site: no total");
+    }
+}
