@@ -8,6 +8,7 @@ use crate::{
     ApiToken, Attempt, Claim, FetchedManifest, Found, LAST_USED_PRECISION, Listing, Retries, Session, SiteRecord, Slot,
     Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, conflict, search_words,
 };
+use crate::{Completion, Job, JobClaim, JobCounts, JobResult, NewJob};
 
 /// The store in PostgreSQL.
 pub struct PgStore {
@@ -717,6 +718,154 @@ impl Store for PgStore {
         .await?;
         Ok(rows.iter().map(tool_call).collect())
     }
+
+    async fn enqueue_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64, StoreError> {
+        if jobs.is_empty() {
+            return Ok(0);
+        }
+        // One statement for the whole plan: the slots travel as arrays.
+        let column = |f: &dyn Fn(&NewJob<'_>) -> i64| jobs.iter().map(f).collect::<Vec<i64>>();
+        let text = |f: &dyn Fn(&NewJob<'_>) -> String| jobs.iter().map(f).collect::<Vec<String>>();
+        let inserted = sqlx::query(
+            "INSERT INTO jobs (user_id, site_id, metric_key, granularity, period_start, period_end, start_date,
+                               not_before, deadline, created_at, updated_at)
+             SELECT *, $10::BIGINT, $10::BIGINT FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[],
+                                                    $5::BIGINT[], $6::BIGINT[], $7::TEXT[], $8::BIGINT[], $9::BIGINT[])
+             ON CONFLICT (user_id, site_id, metric_key, period_start) DO NOTHING",
+        )
+        .bind(column(&|j| j.slot.user_id))
+        .bind(column(&|j| j.slot.site_id))
+        .bind(text(&|j| j.slot.metric_key.to_owned()))
+        .bind(text(&|j| j.slot.granularity.to_owned()))
+        .bind(column(&|j| j.slot.period_start))
+        .bind(column(&|j| j.slot.period_end))
+        .bind(text(&|j| j.slot.start_date.to_owned()))
+        .bind(column(&|j| j.not_before))
+        .bind(column(&|j| j.deadline))
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(inserted.rows_affected())
+    }
+
+    async fn claim_jobs(&self, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError> {
+        // SKIP LOCKED: rows another claimer is taking right now are passed over, not waited
+        // for; the outer UPDATE then re-checks them under the row lock it holds.
+        let due = "state = 'pending' AND not_before <= $3 AND (lease_expires IS NULL OR lease_expires <= $3)";
+        let sql = match claim.only {
+            None => format!(
+                "UPDATE jobs SET fence = fence + 1, lease_owner = $1, lease_expires = $2, updated_at = $3
+                 WHERE id IN (SELECT id FROM jobs WHERE {due} ORDER BY not_before, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+                 RETURNING {JOB_COLUMNS}"
+            ),
+            Some(_) => format!(
+                "UPDATE jobs SET fence = fence + 1, lease_owner = $1, lease_expires = $2, updated_at = $3
+                 WHERE id IN (SELECT id FROM jobs WHERE {due} AND user_id = $5 AND site_id = $6
+                              ORDER BY not_before, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+                 RETURNING {JOB_COLUMNS}"
+            ),
+        };
+        let (user_id, site_id) = claim.only.unwrap_or_default();
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(claim.owner)
+            .bind(claim.lease_until)
+            .bind(claim.now)
+            .bind(claim.limit);
+        if claim.only.is_some() {
+            query = query.bind(user_id).bind(site_id);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        Ok(rows.iter().map(job).collect())
+    }
+
+    async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let mut committed = Vec::with_capacity(completions.len());
+        for completion in completions {
+            let job = completion.job;
+            let result = &completion.result;
+            // The fence check: a claim since ours has incremented it, and then nothing of ours
+            // may be written.
+            let updated = sqlx::query(
+                "UPDATE jobs SET state = $3, not_before = COALESCE($4, not_before), lease_owner = NULL,
+                                 lease_expires = NULL, updated_at = $5
+                 WHERE id = $1 AND fence = $2",
+            )
+            .bind(job.id)
+            .bind(job.fence)
+            .bind(result.state())
+            .bind(result.not_before())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            if updated.rows_affected() != 1 {
+                committed.push(false);
+                continue;
+            }
+            let slot = job.slot();
+            let (outcome, reason, raw, retry_at) = match result {
+                JobResult::Stored { value, raw } => {
+                    sqlx::query(
+                        "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                         ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
+                             value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end",
+                    )
+                    .bind(slot.user_id)
+                    .bind(slot.site_id)
+                    .bind(slot.metric_key)
+                    .bind(slot.granularity)
+                    .bind(slot.period_start)
+                    .bind(slot.period_end)
+                    .bind(slot.start_date)
+                    .bind(value)
+                    .bind(raw)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                    ("stored", None, Some(*raw), None)
+                }
+                JobResult::Dropped { reason, raw } => ("dropped", Some(*reason), *raw, None),
+                JobResult::Failed { reason } => ("failed", Some(*reason), None, None),
+                JobResult::Retry { reason, retry_at, .. } => ("retry", Some(*reason), None, *retry_at),
+                JobResult::Abandoned => {
+                    committed.push(true);
+                    continue;
+                }
+            };
+            sqlx::query(
+                "INSERT INTO collection_attempts (user_id, site_id, metric_key, period_start, start_date, attempted_at, outcome, reason, raw, retry_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            )
+            .bind(slot.user_id)
+            .bind(slot.site_id)
+            .bind(slot.metric_key)
+            .bind(slot.period_start)
+            .bind(slot.start_date)
+            .bind(now)
+            .bind(outcome)
+            .bind(reason)
+            .bind(raw)
+            .bind(retry_at)
+            .execute(&mut *tx)
+            .await?;
+            committed.push(true);
+        }
+        tx.commit().await?;
+        Ok(committed)
+    }
+
+    async fn job_counts(&self) -> Result<JobCounts, StoreError> {
+        let (pending, done, failed, reclaimed, max_fence): (i64, i64, i64, i64, i64) = sqlx::query_as(
+            "SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'done'),
+                    count(*) FILTER (WHERE state = 'failed'), count(*) FILTER (WHERE fence > 1),
+                    COALESCE(max(fence), 0)
+             FROM jobs",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(JobCounts { pending, done, failed, reclaimed, max_fence })
+    }
 }
 
 fn tool_call(row: &PgRow) -> ToolCall {
@@ -729,5 +878,24 @@ fn tool_call(row: &PgRow) -> ToolCall {
         status: row.get("status"),
         duration_ms: row.get("duration_ms"),
         arguments: row.get("arguments"),
+    }
+}
+
+/// The columns [`job`] reads.
+const JOB_COLUMNS: &str =
+    "id, fence, user_id, site_id, metric_key, granularity, period_start, period_end, start_date, deadline";
+
+fn job(row: &PgRow) -> Job {
+    Job {
+        id: row.get("id"),
+        fence: row.get("fence"),
+        user_id: row.get("user_id"),
+        site_id: row.get("site_id"),
+        metric_key: row.get("metric_key"),
+        granularity: row.get("granularity"),
+        period_start: row.get("period_start"),
+        period_end: row.get("period_end"),
+        start_date: row.get("start_date"),
+        deadline: row.get("deadline"),
     }
 }
