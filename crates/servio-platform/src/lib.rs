@@ -14,6 +14,7 @@ pub mod credential;
 pub mod error;
 pub mod gateway;
 pub mod mcp;
+pub mod jobs;
 pub mod refresh;
 pub mod routes;
 pub mod secrets;
