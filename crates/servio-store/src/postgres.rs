@@ -779,77 +779,90 @@ impl Store for PgStore {
     }
 
     async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>, StoreError> {
+        if completions.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Three statements for the whole batch, whatever its size: round trips are what a
+        // batch costs. The rows travel as arrays.
         let mut tx = self.pool.begin().await?;
-        let mut committed = Vec::with_capacity(completions.len());
-        for completion in completions {
-            let job = completion.job;
-            let result = &completion.result;
-            // The fence check: a claim since ours has incremented it, and then nothing of ours
-            // may be written.
-            let updated = sqlx::query(
-                "UPDATE jobs SET state = $3, not_before = COALESCE($4, not_before), lease_owner = NULL,
-                                 lease_expires = NULL, updated_at = $5
-                 WHERE id = $1 AND fence = $2",
+        // The fence check: a claim since ours has incremented the fence, and then nothing of
+        // ours may be written; the jobs that matched are the ones whose results are written.
+        let matched: Vec<i64> = sqlx::query_scalar(
+            "UPDATE jobs AS j SET state = c.state, not_before = COALESCE(c.not_before, j.not_before),
+                                  lease_owner = NULL, lease_expires = NULL, updated_at = $5
+             FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[]) AS c(id, fence, state, not_before)
+             WHERE j.id = c.id AND j.fence = c.fence
+             RETURNING j.id",
+        )
+        .bind(completions.iter().map(|c| c.job.id).collect::<Vec<i64>>())
+        .bind(completions.iter().map(|c| c.job.fence).collect::<Vec<i64>>())
+        .bind(completions.iter().map(|c| c.result.state()).collect::<Vec<&str>>())
+        .bind(completions.iter().map(|c| c.result.not_before()).collect::<Vec<Option<i64>>>())
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await?;
+        let committed: Vec<bool> = completions.iter().map(|c| matched.contains(&c.job.id)).collect();
+        let written = || completions.iter().zip(&committed).filter(|(_, ok)| **ok).map(|(c, _)| c);
+
+        let stored: Vec<(&Job, f64, &str)> = written()
+            .filter_map(|c| match c.result {
+                JobResult::Stored { value, raw } => Some((c.job, value, raw)),
+                _ => None,
+            })
+            .collect();
+        if !stored.is_empty() {
+            sqlx::query(
+                "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
+                 SELECT *, $10::BIGINT FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[],
+                                                 $6::BIGINT[], $7::TEXT[], $8::DOUBLE PRECISION[], $9::TEXT[])
+                 ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
+                     value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end",
             )
-            .bind(job.id)
-            .bind(job.fence)
-            .bind(result.state())
-            .bind(result.not_before())
+            .bind(stored.iter().map(|(j, ..)| j.user_id).collect::<Vec<i64>>())
+            .bind(stored.iter().map(|(j, ..)| j.site_id).collect::<Vec<i64>>())
+            .bind(stored.iter().map(|(j, ..)| j.metric_key.as_str()).collect::<Vec<&str>>())
+            .bind(stored.iter().map(|(j, ..)| j.granularity.as_str()).collect::<Vec<&str>>())
+            .bind(stored.iter().map(|(j, ..)| j.period_start).collect::<Vec<i64>>())
+            .bind(stored.iter().map(|(j, ..)| j.period_end).collect::<Vec<i64>>())
+            .bind(stored.iter().map(|(j, ..)| j.start_date.as_str()).collect::<Vec<&str>>())
+            .bind(stored.iter().map(|(_, value, _)| *value).collect::<Vec<f64>>())
+            .bind(stored.iter().map(|(.., raw)| *raw).collect::<Vec<&str>>())
             .bind(now)
             .execute(&mut *tx)
             .await?;
-            if updated.rows_affected() != 1 {
-                committed.push(false);
-                continue;
-            }
-            let slot = job.slot();
-            let (outcome, reason, raw, retry_at) = match result {
-                JobResult::Stored { value, raw } => {
-                    sqlx::query(
-                        "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-                         ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
-                             value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end",
-                    )
-                    .bind(slot.user_id)
-                    .bind(slot.site_id)
-                    .bind(slot.metric_key)
-                    .bind(slot.granularity)
-                    .bind(slot.period_start)
-                    .bind(slot.period_end)
-                    .bind(slot.start_date)
-                    .bind(value)
-                    .bind(raw)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
-                    ("stored", None, Some(*raw), None)
-                }
-                JobResult::Dropped { reason, raw } => ("dropped", Some(*reason), *raw, None),
-                JobResult::Failed { reason } => ("failed", Some(*reason), None, None),
-                JobResult::Retry { reason, retry_at, .. } => ("retry", Some(*reason), None, *retry_at),
-                JobResult::Abandoned => {
-                    committed.push(true);
-                    continue;
-                }
-            };
+        }
+
+        // Every result but an abandoned job is an attempt in the log.
+        let attempts: Vec<(&Job, &str, Option<&str>, Option<&str>, Option<i64>)> = written()
+            .filter_map(|c| match c.result {
+                JobResult::Stored { raw, .. } => Some((c.job, "stored", None, Some(raw), None)),
+                JobResult::Dropped { reason, raw } => Some((c.job, "dropped", Some(reason), raw, None)),
+                JobResult::Failed { reason } => Some((c.job, "failed", Some(reason), None, None)),
+                JobResult::Retry { reason, retry_at, .. } => Some((c.job, "retry", Some(reason), None, retry_at)),
+                JobResult::Abandoned => None,
+            })
+            .collect();
+        if !attempts.is_empty() {
             sqlx::query(
                 "INSERT INTO collection_attempts (user_id, site_id, metric_key, period_start, start_date, attempted_at, outcome, reason, raw, retry_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                 SELECT u.user_id, u.site_id, u.metric_key, u.period_start, u.start_date, $10::BIGINT, u.outcome, u.reason, u.raw, u.retry_at
+                 FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[], $5::TEXT[], $6::TEXT[], $7::TEXT[],
+                             $8::TEXT[], $9::BIGINT[])
+                      WITH ORDINALITY AS u(user_id, site_id, metric_key, period_start, start_date, outcome, reason, raw, retry_at, n)
+                 ORDER BY u.n",
             )
-            .bind(slot.user_id)
-            .bind(slot.site_id)
-            .bind(slot.metric_key)
-            .bind(slot.period_start)
-            .bind(slot.start_date)
+            .bind(attempts.iter().map(|a| a.0.user_id).collect::<Vec<i64>>())
+            .bind(attempts.iter().map(|a| a.0.site_id).collect::<Vec<i64>>())
+            .bind(attempts.iter().map(|a| a.0.metric_key.as_str()).collect::<Vec<&str>>())
+            .bind(attempts.iter().map(|a| a.0.period_start).collect::<Vec<i64>>())
+            .bind(attempts.iter().map(|a| a.0.start_date.as_str()).collect::<Vec<&str>>())
+            .bind(attempts.iter().map(|a| a.1).collect::<Vec<&str>>())
+            .bind(attempts.iter().map(|a| a.2).collect::<Vec<Option<&str>>>())
+            .bind(attempts.iter().map(|a| a.3).collect::<Vec<Option<&str>>>())
+            .bind(attempts.iter().map(|a| a.4).collect::<Vec<Option<i64>>>())
             .bind(now)
-            .bind(outcome)
-            .bind(reason)
-            .bind(raw)
-            .bind(retry_at)
             .execute(&mut *tx)
             .await?;
-            committed.push(true);
         }
         tx.commit().await?;
         Ok(committed)
