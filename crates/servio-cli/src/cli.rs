@@ -53,6 +53,16 @@ pub enum Command {
     /// Stores everything in an embedded SQLite file in --data-dir, or in PostgreSQL with
     /// --database-url postgres://...; migrations are applied at start.
     Serve(ServeArgs),
+    /// Collect metrics as one of many workers sharing the platform's database.
+    ///
+    /// Plans due collections into jobs and works them in a loop until SIGTERM or Ctrl-C (the
+    /// batches in hand are finished first). Run as many as you like next to `servio serve`, on
+    /// the same --database-url: each job is claimed with a lease, a job whose worker died or
+    /// stalled is taken over when its lease expires, and a result is committed only by the
+    /// worker holding the job's current lease, so every value is stored exactly once. Site
+    /// credentials are opened with the platform's key: SERVIO_SECRET_KEY, or secret.key in
+    /// --data-dir.
+    Worker(WorkerArgs),
     /// Run the demo site over HTTPS: a forum and a shop with a brief, behind a bearer token.
     ///
     /// A local certificate authority is created in --tls-dir; trust DIR/ca.pem with --ca-cert.
@@ -141,6 +151,53 @@ pub struct McpArgs {
     /// How often to look for changes of the tool list, to tell the AI client, in seconds.
     #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub poll: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Database: postgres://USER@HOST/DB, or sqlite:PATH (default: servio.db in --data-dir).
+    #[arg(long, env = "SERVIO_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Directory of the embedded database and of the platform's secret key (secret.key), as
+    /// given to `servio serve`.
+    #[arg(long, env = "SERVIO_DATA_DIR", default_value = "servio-data")]
+    pub data_dir: PathBuf,
+    /// Trust the certificate authorities in this PEM file too when calling sites.
+    #[arg(long, env = "SERVIO_CA_CERT", value_name = "PEM")]
+    pub ca_cert: Option<PathBuf>,
+    /// Let the worker call loopback and private addresses (development only: the address
+    /// guard refuses them otherwise).
+    #[arg(long, env = "SERVIO_ALLOW_LOCAL")]
+    pub allow_local: bool,
+    /// This worker's id, recorded as the owner of the jobs it holds (default: worker-PID).
+    #[arg(long, env = "SERVIO_WORKER_ID")]
+    pub id: Option<String>,
+    /// How long a claim on a job holds, in seconds; past it another worker may take the job
+    /// over. Longer than a batch takes (calls time out after 10 s).
+    #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub lease: u64,
+    /// Jobs claimed at once: their calls run concurrently and their results commit in one
+    /// transaction.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub batch_size: u64,
+    /// Batches in flight at once.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub lanes: u64,
+    /// How often to plan due collections into jobs, in seconds (planning is idempotent).
+    #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub plan_every: u64,
+    /// How long to wait when no job is due, in milliseconds.
+    #[arg(long, default_value_t = 1000, value_name = "MILLIS")]
+    pub idle: u64,
+    /// Where browsers reach the platform: OAuth refreshes name its callback URL.
+    #[arg(long, env = "SERVIO_PUBLIC_URL", default_value = "http://127.0.0.1:8080")]
+    pub public_url: String,
+    /// The OAuth client id the platform uses with sites, as given to `servio serve`.
+    #[arg(long, env = "SERVIO_OAUTH_CLIENT_ID", default_value = "servio-platform")]
+    pub oauth_client_id: String,
+    /// A client id for one site: ORIGIN=CLIENT_ID. Repeatable.
+    #[arg(long = "oauth-client", value_name = "ORIGIN=CLIENT_ID")]
+    pub oauth_client: Vec<String>,
 }
 
 #[derive(Debug, Args)]

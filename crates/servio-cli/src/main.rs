@@ -19,6 +19,7 @@ mod login_cmd;
 mod mcp_cmd;
 mod render;
 mod serve_cmd;
+mod worker_cmd;
 
 use std::process::ExitCode;
 
@@ -67,6 +68,7 @@ fn try_main(cli: Cli) -> Result<Outcome, Failure> {
         Command::Call(args) => call_cmd::run(&args),
         Command::Login(args) => login_cmd::run(&args),
         Command::Serve(args) => serve_cmd::run(&args),
+        Command::Worker(args) => worker_cmd::run(&args),
         Command::DemoSite(args) => demo_site_cmd::run(&args),
         Command::Demo(args) => demo_cmd::run(&args),
         Command::Mcp(args) => mcp_cmd::run(&args),

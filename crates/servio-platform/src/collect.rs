@@ -42,7 +42,59 @@ fn slot<'a>(user: &User, site: &SiteRecord, metric: &'a Metric, period: &Period,
     }
 }
 
-/// Collects `metric` of `site` for `user` over `period`, logging the attempt as made `at`.
+/// What a site's answer came to, before anything is written: the same for a direct collection
+/// (a backfill) and for a job, whose completion writes it only while its lease is its own.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Answer {
+    /// What it was.
+    pub(crate) outcome: Outcome,
+    /// The raw value found (stored, or dropped), for audit.
+    pub(crate) raw: Option<String>,
+    /// When the site asked to be tried again (`Retry-After`), with a transient failure.
+    pub(crate) retry_at: Option<i64>,
+}
+
+/// Calls the tool of `metric` for `period` in the user's zone and reads the value; writes nothing.
+pub(crate) async fn ask(
+    state: &AppState,
+    user: &User,
+    manifest: &Manifest,
+    token: Option<&str>,
+    metric: &Metric,
+    period: &Period,
+) -> Answer {
+    let args = metric.args_for(&PlaceholderValues::for_period(period, &user.time_zone));
+    let failed = |reason: String, transient: bool| Answer {
+        outcome: Outcome::Failed { reason, transient },
+        raw: None,
+        retry_at: None,
+    };
+    match call_tool_raw(&state.client, manifest, &metric.tool, &args, token).await {
+        Ok(body) => match extract(&body, &metric.value_path) {
+            Ok(found) => Answer { outcome: Outcome::Stored(found.value), raw: Some(found.raw), retry_at: None },
+            Err(dropped) => Answer {
+                outcome: Outcome::Dropped(format!("valuePath {}: {}", metric.value_path, dropped.reason)),
+                raw: dropped.raw,
+                retry_at: None,
+            },
+        },
+        Err(CallError::Failed { status, body, retry_after }) if status >= 500 || status == 429 => Answer {
+            retry_at: retry_after.map(|t| t.as_second()),
+            ..failed(format!("the tool answered {status}: {body}"), true)
+        },
+        Err(CallError::Failed { status, body, .. }) => failed(format!("the tool answered {status}: {body}"), false),
+        Err(CallError::NotJson(detail)) => Answer {
+            outcome: Outcome::Dropped(format!("the response is not JSON: {detail}")),
+            raw: None,
+            retry_at: None,
+        },
+        Err(error @ CallError::Request(_)) => failed(error.to_string(), true),
+        Err(error) => failed(error.to_string(), false),
+    }
+}
+
+/// Collects `metric` of `site` for `user` over `period`, logging the attempt as made `at`;
+/// writes directly, without a job (backfills).
 #[allow(clippy::too_many_arguments)]
 pub async fn collect(
     state: &AppState,
@@ -57,42 +109,22 @@ pub async fn collect(
     let start_date = period.start_date.to_string();
     let slot = slot(user, site, metric, period, &start_date);
     let at = at.as_second();
-    let args = metric.args_for(&PlaceholderValues::for_period(period, &user.time_zone));
-    let outcome = match call_tool_raw(&state.client, manifest, &metric.tool, &args, token).await {
-        Ok(body) => match extract(&body, &metric.value_path) {
-            Ok(found) => {
-                state.store.store_value(&slot, found.value, &found.raw, at).await?;
-                state.store.log_attempt(&slot, "stored", None, Some(&found.raw), at).await?;
-                return Ok(Outcome::Stored(found.value));
-            }
-            Err(dropped) => {
-                let reason = format!("valuePath {}: {}", metric.value_path, dropped.reason);
-                state.store.log_attempt(&slot, "dropped", Some(&reason), dropped.raw.as_deref(), at).await?;
-                return Ok(Outcome::Dropped(reason));
-            }
-        },
-        Err(CallError::Failed { status, body, retry_after }) if status >= 500 || status == 429 => {
-            let reason = format!("the tool answered {status}: {body}");
-            let retry_at = retry_after.map(|t| t.as_second());
-            state.store.log_retry(&slot, &reason, retry_at, at).await?;
-            return Ok(Outcome::Failed { reason, transient: true });
+    let answer = ask(state, user, manifest, token, metric, period).await;
+    let raw = answer.raw.as_deref();
+    match &answer.outcome {
+        Outcome::Stored(value) => {
+            state.store.store_value(&slot, *value, raw.unwrap_or_default(), at).await?;
+            state.store.log_attempt(&slot, "stored", None, raw, at).await?;
         }
-        Err(CallError::Failed { status, body, .. }) => {
-            Outcome::Failed { reason: format!("the tool answered {status}: {body}"), transient: false }
+        Outcome::Dropped(reason) => state.store.log_attempt(&slot, "dropped", Some(reason), raw, at).await?,
+        Outcome::Failed { reason, transient: true } => {
+            state.store.log_retry(&slot, reason, answer.retry_at, at).await?
         }
-        Err(CallError::NotJson(detail)) => Outcome::Dropped(format!("the response is not JSON: {detail}")),
-        Err(error @ CallError::Request(_)) => Outcome::Failed { reason: error.to_string(), transient: true },
-        Err(error) => Outcome::Failed { reason: error.to_string(), transient: false },
-    };
-    match &outcome {
-        Outcome::Failed { reason, transient: true } => state.store.log_retry(&slot, reason, None, at).await?,
         Outcome::Failed { reason, transient: false } => {
             state.store.log_attempt(&slot, "failed", Some(reason), None, at).await?
         }
-        Outcome::Dropped(reason) => state.store.log_attempt(&slot, "dropped", Some(reason), None, at).await?,
-        Outcome::Stored(_) => unreachable!("returned above"),
     }
-    Ok(outcome)
+    Ok(answer.outcome)
 }
 
 /// Counts of a collection run.
@@ -104,8 +136,10 @@ pub struct Summary {
     pub dropped: usize,
     /// Calls that failed.
     pub failed: usize,
-    /// Slots not tried this time: they failed transiently and their backoff has not passed.
+    /// Slots not tried this time: their backoff has not passed, or another worker holds them.
     pub waiting: usize,
+    /// Results not committed: another worker took the job over after this one's lease ran out.
+    pub fenced_out: usize,
 }
 
 impl Summary {
@@ -115,6 +149,23 @@ impl Summary {
             Outcome::Dropped(_) => self.dropped += 1,
             Outcome::Failed { .. } => self.failed += 1,
         }
+    }
+
+    /// Adds another run's counts.
+    pub fn merge(&mut self, other: &Summary) {
+        self.stored += other.stored;
+        self.dropped += other.dropped;
+        self.failed += other.failed;
+        self.waiting += other.waiting;
+        self.fenced_out += other.fenced_out;
+    }
+
+    /// One line for people: `12 stored, 0 dropped, 1 failed, 0 fenced out`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} stored, {} dropped, {} failed, {} fenced out",
+            self.stored, self.dropped, self.failed, self.fenced_out
+        )
     }
 }
 
@@ -153,82 +204,17 @@ pub const DEADLINE: jiff::SignedDuration = jiff::SignedDuration::from_hours(24);
 /// settled yet (stored, or ended for good). A new brief or metric thus starts with the current
 /// period; older periods only come from a backfill. Transient failures are tried again, with
 /// backoff and never before a site's `Retry-After`, until [`DEADLINE`] after the period was due.
+/// The slots go through jobs, as with `servio worker`, so a worker never collects them twice.
 pub async fn collect_due(
     state: &AppState,
     user: &User,
     entry: &servio_store::VaultEntry,
     planner: &mut Planner,
 ) -> Result<Summary, String> {
-    let now = planner.now();
-    let report = servio_manifest::check(entry.site.manifest.as_bytes(), &servio_manifest::CheckOptions::default());
-    let (Some(manifest), Some(brief)) = (report.manifest.as_ref(), report.brief.as_ref()) else {
-        return Ok(Summary::default());
-    };
-    let token = fresh_bearer(state, user, &entry.site, manifest, entry.credential.as_deref()).await;
-    let mut summary = Summary::default();
-    for metric in &brief.metrics {
-        let period = planner.latest_due(&user.time_zone, metric.granularity).map_err(|e| e.to_string())?.clone();
-        let due = period
-            .end
-            .checked_add(servio_collector::plan::settle_delay(period.granularity))
-            .map_err(|e| e.to_string())?;
-        if due.checked_add(DEADLINE).is_ok_and(|deadline| now > deadline) {
-            continue;
-        }
-        let settled = state
-            .store
-            .slot_settled(user.id, entry.site.id, &metric.key, period.start.as_second())
-            .await
-            .map_err(|e| e.to_string())?;
-        if settled {
-            continue;
-        }
-        if !backoff_passed(state, user, &entry.site, metric, &period, now).await.map_err(|e| e.to_string())? {
-            summary.waiting += 1;
-            continue;
-        }
-        let outcome = collect(state, user, &entry.site, manifest, token.as_deref(), metric, &period, now)
-            .await
-            .map_err(|e| e.to_string())?;
-        summary.add(&outcome);
-    }
-    Ok(summary)
+    crate::jobs::collect_entry(state, user, entry, planner).await
 }
 
-/// Whether a slot may be tried at `now`: it never failed transiently, or its backoff is over.
-async fn backoff_passed(
-    state: &AppState,
-    user: &User,
-    site: &SiteRecord,
-    metric: &Metric,
-    period: &Period,
-    now: jiff::Timestamp,
-) -> Result<bool, StoreError> {
-    let start_date = period.start_date.to_string();
-    let retries = state.store.retries(&slot(user, site, metric, period, &start_date)).await?;
-    let Some(last_at) = retries.last_at.and_then(|t| jiff::Timestamp::from_second(t).ok()) else {
-        return Ok(true);
-    };
-    let retry_after = retries.retry_at.and_then(|t| jiff::Timestamp::from_second(t).ok());
-    let failures = u32::try_from(retries.failures).unwrap_or(u32::MAX);
-    Ok(servio_collector::plan::next_retry(failures, last_at, retry_after) <= now)
-}
-
-/// Collects what is due for every user, every `tick`, forever.
+/// Collects what is due for every user, every `tick`, forever (see [`crate::jobs::run_rounds`]).
 pub async fn run_periodically(state: AppState, tick: std::time::Duration) {
-    loop {
-        match state.store.all_vault_entries().await {
-            Ok(entries) => {
-                // One instant per round: users sharing a zone share its due periods.
-                let mut planner = Planner::new(jiff::Timestamp::now());
-                for (user, entry) in entries {
-                    if let Err(error) = collect_due(&state, &user, &entry, &mut planner).await {
-                        eprintln!("servio: collecting for {} failed: {error}", entry.site.origin);
-                    }
-                }
-            }
-            Err(error) => eprintln!("servio: listing vaults for collection failed: {error}"),
-        }
-        tokio::time::sleep(tick).await;
-    }
+    crate::jobs::run_rounds(state, tick).await
 }

@@ -13,6 +13,7 @@ pub mod connect;
 pub mod credential;
 pub mod error;
 pub mod gateway;
+pub mod jobs;
 pub mod mcp;
 pub mod refresh;
 pub mod routes;

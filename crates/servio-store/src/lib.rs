@@ -14,11 +14,13 @@
 //! ```
 #![deny(missing_docs)]
 
+mod jobs;
 mod postgres;
 mod sqlite;
 
 use async_trait::async_trait;
 
+pub use jobs::{Completion, Job, JobClaim, JobCounts, JobResult, NewJob};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
@@ -419,6 +421,21 @@ pub trait Store: Send + Sync {
         metrics: &[(i64, &str)],
         since: i64,
     ) -> Result<Vec<(i64, StoredValue)>, StoreError>;
+    // Jobs: scheduled collections shared by many workers (see the `jobs` module).
+    /// Enqueues a job per slot; a slot that has a job already keeps it as it is (so planning
+    /// from several processes is idempotent). Returns how many jobs are new.
+    async fn enqueue_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64, StoreError>;
+    /// Claims up to `claim.limit` pending jobs due at `claim.now` and not leased (or whose
+    /// lease has expired), soonest first, leasing them to `claim.owner` and incrementing each
+    /// one's fence. Jobs another claimer holds are skipped, never waited for.
+    async fn claim_jobs(&self, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError>;
+    /// Completes claimed jobs in one transaction: for each, only while its fence is still the
+    /// job's, sets the job's new state and writes its result (value and attempt); one whose
+    /// fence is stale writes nothing. Returns, in order, whether each was committed (`false`:
+    /// fenced out, another claim holds the job).
+    async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>, StoreError>;
+    /// How many jobs are in each state.
+    async fn job_counts(&self) -> Result<JobCounts, StoreError>;
 }
 
 /// How precisely (seconds) the last use of an API token is kept.

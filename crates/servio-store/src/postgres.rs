@@ -8,6 +8,7 @@ use crate::{
     ApiToken, Attempt, Claim, FetchedManifest, Found, LAST_USED_PRECISION, Listing, Retries, Session, SiteRecord, Slot,
     Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, conflict, search_words,
 };
+use crate::{Completion, Job, JobClaim, JobCounts, JobResult, NewJob};
 
 /// The store in PostgreSQL.
 pub struct PgStore {
@@ -766,6 +767,167 @@ impl Store for PgStore {
         .await?;
         Ok(rows.iter().map(|r| (r.get("site_id"), stored_value(r))).collect())
     }
+
+    async fn enqueue_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64, StoreError> {
+        if jobs.is_empty() {
+            return Ok(0);
+        }
+        // One statement for the whole plan: the slots travel as arrays.
+        let column = |f: &dyn Fn(&NewJob<'_>) -> i64| jobs.iter().map(f).collect::<Vec<i64>>();
+        let text = |f: &dyn Fn(&NewJob<'_>) -> String| jobs.iter().map(f).collect::<Vec<String>>();
+        let inserted = sqlx::query(
+            "INSERT INTO jobs (user_id, site_id, metric_key, granularity, period_start, period_end, start_date,
+                               not_before, deadline, created_at, updated_at)
+             SELECT *, $10::BIGINT, $10::BIGINT FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[],
+                                                    $5::BIGINT[], $6::BIGINT[], $7::TEXT[], $8::BIGINT[], $9::BIGINT[])
+             ON CONFLICT (user_id, site_id, metric_key, period_start) DO NOTHING",
+        )
+        .bind(column(&|j| j.slot.user_id))
+        .bind(column(&|j| j.slot.site_id))
+        .bind(text(&|j| j.slot.metric_key.to_owned()))
+        .bind(text(&|j| j.slot.granularity.to_owned()))
+        .bind(column(&|j| j.slot.period_start))
+        .bind(column(&|j| j.slot.period_end))
+        .bind(text(&|j| j.slot.start_date.to_owned()))
+        .bind(column(&|j| j.not_before))
+        .bind(column(&|j| j.deadline))
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(inserted.rows_affected())
+    }
+
+    async fn claim_jobs(&self, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError> {
+        // SKIP LOCKED: rows another claimer is taking right now are passed over, not waited
+        // for; the outer UPDATE then re-checks them under the row lock it holds.
+        let due = "state = 'pending' AND not_before <= $3 AND (lease_expires IS NULL OR lease_expires <= $3)";
+        let sql = match claim.only {
+            None => format!(
+                "UPDATE jobs SET fence = fence + 1, lease_owner = $1, lease_expires = $2, updated_at = $3
+                 WHERE id IN (SELECT id FROM jobs WHERE {due} ORDER BY not_before, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+                 RETURNING {JOB_COLUMNS}"
+            ),
+            Some(_) => format!(
+                "UPDATE jobs SET fence = fence + 1, lease_owner = $1, lease_expires = $2, updated_at = $3
+                 WHERE id IN (SELECT id FROM jobs WHERE {due} AND user_id = $5 AND site_id = $6
+                              ORDER BY not_before, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+                 RETURNING {JOB_COLUMNS}"
+            ),
+        };
+        let (user_id, site_id) = claim.only.unwrap_or_default();
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(claim.owner)
+            .bind(claim.lease_until)
+            .bind(claim.now)
+            .bind(claim.limit);
+        if claim.only.is_some() {
+            query = query.bind(user_id).bind(site_id);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        Ok(rows.iter().map(job).collect())
+    }
+
+    async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>, StoreError> {
+        if completions.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Three statements for the whole batch, whatever its size: round trips are what a
+        // batch costs. The rows travel as arrays.
+        let mut tx = self.pool.begin().await?;
+        // The fence check: a claim since ours has incremented the fence, and then nothing of
+        // ours may be written; the jobs that matched are the ones whose results are written.
+        let matched: Vec<i64> = sqlx::query_scalar(
+            "UPDATE jobs AS j SET state = c.state, not_before = COALESCE(c.not_before, j.not_before),
+                                  lease_owner = NULL, lease_expires = NULL, updated_at = $5
+             FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[]) AS c(id, fence, state, not_before)
+             WHERE j.id = c.id AND j.fence = c.fence
+             RETURNING j.id",
+        )
+        .bind(completions.iter().map(|c| c.job.id).collect::<Vec<i64>>())
+        .bind(completions.iter().map(|c| c.job.fence).collect::<Vec<i64>>())
+        .bind(completions.iter().map(|c| c.result.state()).collect::<Vec<&str>>())
+        .bind(completions.iter().map(|c| c.result.not_before()).collect::<Vec<Option<i64>>>())
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await?;
+        let committed: Vec<bool> = completions.iter().map(|c| matched.contains(&c.job.id)).collect();
+        let written = || completions.iter().zip(&committed).filter(|(_, ok)| **ok).map(|(c, _)| c);
+
+        let stored: Vec<(&Job, f64, &str)> = written()
+            .filter_map(|c| match c.result {
+                JobResult::Stored { value, raw } => Some((c.job, value, raw)),
+                _ => None,
+            })
+            .collect();
+        if !stored.is_empty() {
+            sqlx::query(
+                "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
+                 SELECT *, $10::BIGINT FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[],
+                                                 $6::BIGINT[], $7::TEXT[], $8::DOUBLE PRECISION[], $9::TEXT[])
+                 ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
+                     value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end",
+            )
+            .bind(stored.iter().map(|(j, ..)| j.user_id).collect::<Vec<i64>>())
+            .bind(stored.iter().map(|(j, ..)| j.site_id).collect::<Vec<i64>>())
+            .bind(stored.iter().map(|(j, ..)| j.metric_key.as_str()).collect::<Vec<&str>>())
+            .bind(stored.iter().map(|(j, ..)| j.granularity.as_str()).collect::<Vec<&str>>())
+            .bind(stored.iter().map(|(j, ..)| j.period_start).collect::<Vec<i64>>())
+            .bind(stored.iter().map(|(j, ..)| j.period_end).collect::<Vec<i64>>())
+            .bind(stored.iter().map(|(j, ..)| j.start_date.as_str()).collect::<Vec<&str>>())
+            .bind(stored.iter().map(|(_, value, _)| *value).collect::<Vec<f64>>())
+            .bind(stored.iter().map(|(.., raw)| *raw).collect::<Vec<&str>>())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+
+        // Every result but an abandoned job is an attempt in the log.
+        let attempts: Vec<(&Job, &str, Option<&str>, Option<&str>, Option<i64>)> = written()
+            .filter_map(|c| match c.result {
+                JobResult::Stored { raw, .. } => Some((c.job, "stored", None, Some(raw), None)),
+                JobResult::Dropped { reason, raw } => Some((c.job, "dropped", Some(reason), raw, None)),
+                JobResult::Failed { reason } => Some((c.job, "failed", Some(reason), None, None)),
+                JobResult::Retry { reason, retry_at, .. } => Some((c.job, "retry", Some(reason), None, retry_at)),
+                JobResult::Abandoned => None,
+            })
+            .collect();
+        if !attempts.is_empty() {
+            sqlx::query(
+                "INSERT INTO collection_attempts (user_id, site_id, metric_key, period_start, start_date, attempted_at, outcome, reason, raw, retry_at)
+                 SELECT u.user_id, u.site_id, u.metric_key, u.period_start, u.start_date, $10::BIGINT, u.outcome, u.reason, u.raw, u.retry_at
+                 FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[], $5::TEXT[], $6::TEXT[], $7::TEXT[],
+                             $8::TEXT[], $9::BIGINT[])
+                      WITH ORDINALITY AS u(user_id, site_id, metric_key, period_start, start_date, outcome, reason, raw, retry_at, n)
+                 ORDER BY u.n",
+            )
+            .bind(attempts.iter().map(|a| a.0.user_id).collect::<Vec<i64>>())
+            .bind(attempts.iter().map(|a| a.0.site_id).collect::<Vec<i64>>())
+            .bind(attempts.iter().map(|a| a.0.metric_key.as_str()).collect::<Vec<&str>>())
+            .bind(attempts.iter().map(|a| a.0.period_start).collect::<Vec<i64>>())
+            .bind(attempts.iter().map(|a| a.0.start_date.as_str()).collect::<Vec<&str>>())
+            .bind(attempts.iter().map(|a| a.1).collect::<Vec<&str>>())
+            .bind(attempts.iter().map(|a| a.2).collect::<Vec<Option<&str>>>())
+            .bind(attempts.iter().map(|a| a.3).collect::<Vec<Option<&str>>>())
+            .bind(attempts.iter().map(|a| a.4).collect::<Vec<Option<i64>>>())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(committed)
+    }
+
+    async fn job_counts(&self) -> Result<JobCounts, StoreError> {
+        let (pending, done, failed, reclaimed, max_fence): (i64, i64, i64, i64, i64) = sqlx::query_as(
+            "SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'done'),
+                    count(*) FILTER (WHERE state = 'failed'), count(*) FILTER (WHERE fence > 1),
+                    COALESCE(max(fence), 0)
+             FROM jobs",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(JobCounts { pending, done, failed, reclaimed, max_fence })
+    }
 }
 
 fn tool_call(row: &PgRow) -> ToolCall {
@@ -778,5 +940,24 @@ fn tool_call(row: &PgRow) -> ToolCall {
         status: row.get("status"),
         duration_ms: row.get("duration_ms"),
         arguments: row.get("arguments"),
+    }
+}
+
+/// The columns [`job`] reads.
+const JOB_COLUMNS: &str =
+    "id, fence, user_id, site_id, metric_key, granularity, period_start, period_end, start_date, deadline";
+
+fn job(row: &PgRow) -> Job {
+    Job {
+        id: row.get("id"),
+        fence: row.get("fence"),
+        user_id: row.get("user_id"),
+        site_id: row.get("site_id"),
+        metric_key: row.get("metric_key"),
+        granularity: row.get("granularity"),
+        period_start: row.get("period_start"),
+        period_end: row.get("period_end"),
+        start_date: row.get("start_date"),
+        deadline: row.get("deadline"),
     }
 }

@@ -10,6 +10,7 @@ use crate::{
     ApiToken, Attempt, Claim, FetchedManifest, Found, LAST_USED_PRECISION, Listing, Retries, Session, SiteRecord, Slot,
     Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, conflict, search_words,
 };
+use crate::{Completion, Job, JobClaim, JobCounts, JobResult, NewJob};
 
 /// The store in SQLite.
 pub struct SqliteStore {
@@ -810,6 +811,154 @@ impl Store for SqliteStore {
         }
         Ok(all)
     }
+
+    async fn enqueue_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64, StoreError> {
+        // One write transaction for the whole plan: SQLite commits are what cost.
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let mut inserted = 0;
+        for new in jobs {
+            let slot = &new.slot;
+            inserted += sqlx::query(
+                "INSERT INTO jobs (user_id, site_id, metric_key, granularity, period_start, period_end, start_date,
+                                   not_before, deadline, created_at, updated_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                 ON CONFLICT (user_id, site_id, metric_key, period_start) DO NOTHING",
+            )
+            .bind(slot.user_id)
+            .bind(slot.site_id)
+            .bind(slot.metric_key)
+            .bind(slot.granularity)
+            .bind(slot.period_start)
+            .bind(slot.period_end)
+            .bind(slot.start_date)
+            .bind(new.not_before)
+            .bind(new.deadline)
+            .bind(now)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        }
+        tx.commit().await?;
+        Ok(inserted)
+    }
+
+    async fn claim_jobs(&self, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError> {
+        // SQLite has one writer at a time: an immediate transaction takes the write lock before
+        // it reads, so two claimers can never pick the same rows.
+        let (user_id, site_id) = claim.only.unwrap_or_default();
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE jobs SET fence = fence + 1, lease_owner = ?, lease_expires = ?, updated_at = ?
+             WHERE id IN (SELECT id FROM jobs
+                          WHERE state = 'pending' AND not_before <= ? AND (lease_expires IS NULL OR lease_expires <= ?)
+                            AND (? OR (user_id = ? AND site_id = ?))
+                          ORDER BY not_before, id LIMIT ?)
+             RETURNING {JOB_COLUMNS}"
+        )))
+        .bind(claim.owner)
+        .bind(claim.lease_until)
+        .bind(claim.now)
+        .bind(claim.now)
+        .bind(claim.now)
+        .bind(claim.only.is_none())
+        .bind(user_id)
+        .bind(site_id)
+        .bind(claim.limit)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(rows.iter().map(job).collect())
+    }
+
+    async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>, StoreError> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let mut committed = Vec::with_capacity(completions.len());
+        for completion in completions {
+            let job = completion.job;
+            let result = &completion.result;
+            // The fence check: a claim since ours has incremented it, and then nothing of ours
+            // may be written.
+            let updated = sqlx::query(
+                "UPDATE jobs SET state = ?, not_before = COALESCE(?, not_before), lease_owner = NULL,
+                                 lease_expires = NULL, updated_at = ?
+                 WHERE id = ? AND fence = ?",
+            )
+            .bind(result.state())
+            .bind(result.not_before())
+            .bind(now)
+            .bind(job.id)
+            .bind(job.fence)
+            .execute(&mut *tx)
+            .await?;
+            if updated.rows_affected() != 1 {
+                committed.push(false);
+                continue;
+            }
+            let slot = job.slot();
+            let (outcome, reason, raw, retry_at) = match result {
+                JobResult::Stored { value, raw } => {
+                    sqlx::query(
+                        "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
+                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                         ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
+                             value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end",
+                    )
+                    .bind(slot.user_id)
+                    .bind(slot.site_id)
+                    .bind(slot.metric_key)
+                    .bind(slot.granularity)
+                    .bind(slot.period_start)
+                    .bind(slot.period_end)
+                    .bind(slot.start_date)
+                    .bind(value)
+                    .bind(raw)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                    ("stored", None, Some(*raw), None)
+                }
+                JobResult::Dropped { reason, raw } => ("dropped", Some(*reason), *raw, None),
+                JobResult::Failed { reason } => ("failed", Some(*reason), None, None),
+                JobResult::Retry { reason, retry_at, .. } => ("retry", Some(*reason), None, *retry_at),
+                JobResult::Abandoned => {
+                    committed.push(true);
+                    continue;
+                }
+            };
+            sqlx::query(
+                "INSERT INTO collection_attempts (user_id, site_id, metric_key, period_start, start_date, attempted_at, outcome, reason, raw, retry_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(slot.user_id)
+            .bind(slot.site_id)
+            .bind(slot.metric_key)
+            .bind(slot.period_start)
+            .bind(slot.start_date)
+            .bind(now)
+            .bind(outcome)
+            .bind(reason)
+            .bind(raw)
+            .bind(retry_at)
+            .execute(&mut *tx)
+            .await?;
+            committed.push(true);
+        }
+        tx.commit().await?;
+        Ok(committed)
+    }
+
+    async fn job_counts(&self) -> Result<JobCounts, StoreError> {
+        let (pending, done, failed, reclaimed, max_fence): (i64, i64, i64, i64, i64) = sqlx::query_as(
+            "SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'done'),
+                    count(*) FILTER (WHERE state = 'failed'), count(*) FILTER (WHERE fence > 1),
+                    COALESCE(max(fence), 0)
+             FROM jobs",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(JobCounts { pending, done, failed, reclaimed, max_fence })
+    }
 }
 
 fn tool_call(row: &SqliteRow) -> ToolCall {
@@ -822,5 +971,24 @@ fn tool_call(row: &SqliteRow) -> ToolCall {
         status: row.get("status"),
         duration_ms: row.get("duration_ms"),
         arguments: row.get("arguments"),
+    }
+}
+
+/// The columns [`job`] reads.
+const JOB_COLUMNS: &str =
+    "id, fence, user_id, site_id, metric_key, granularity, period_start, period_end, start_date, deadline";
+
+fn job(row: &SqliteRow) -> Job {
+    Job {
+        id: row.get("id"),
+        fence: row.get("fence"),
+        user_id: row.get("user_id"),
+        site_id: row.get("site_id"),
+        metric_key: row.get("metric_key"),
+        granularity: row.get("granularity"),
+        period_start: row.get("period_start"),
+        period_end: row.get("period_end"),
+        start_date: row.get("start_date"),
+        deadline: row.get("deadline"),
     }
 }

@@ -367,3 +367,155 @@ async fn a_token_use_is_recorded_to_the_minute() {
         }
     }
 }
+
+/// A user and a site to hang jobs on, and the slot of `day` (0, 1, ...) of one metric.
+async fn job_owner(store: &dyn Store, email: &str) -> (i64, i64) {
+    let user = store.create_user(email, "h", "UTC", 0).await.unwrap();
+    let fetched = servio_store::FetchedManifest {
+        origin: &format!("https://{}", email.replace('@', ".")),
+        manifest_url: "https://j.example/servio.json",
+        manifest: "{}",
+        etag: None,
+        last_modified: None,
+    };
+    (user.id, store.save_site(&fetched, 0).await.unwrap().id)
+}
+
+fn day_slot(user_id: i64, site_id: i64, day: i64, date: &str) -> servio_store::Slot<'_> {
+    servio_store::Slot {
+        user_id,
+        site_id,
+        metric_key: "sales.revenue.daily",
+        granularity: "day",
+        period_start: day * 86_400,
+        period_end: (day + 1) * 86_400,
+        start_date: date,
+    }
+}
+
+fn claim(owner: &str, now: i64, lease: i64, limit: i64) -> servio_store::JobClaim<'_> {
+    servio_store::JobClaim { owner, now, lease_until: now + lease, limit, only: None }
+}
+
+#[tokio::test]
+async fn enqueueing_a_slot_twice_keeps_one_job_and_claims_wait_for_not_before() {
+    use servio_store::NewJob;
+    for Backend { name, store, .. } in backends().await {
+        let (user, site) = job_owner(store.as_ref(), "jo@example.com").await;
+        let jobs: Vec<NewJob> = (0..3)
+            .map(|day| NewJob {
+                slot: day_slot(user, site, day, "2026-08-20"),
+                not_before: 100 + day,
+                deadline: 10_000,
+            })
+            .collect();
+        assert_eq!(store.enqueue_jobs(&jobs, 0).await.unwrap(), 3, "{name}");
+        assert_eq!(store.enqueue_jobs(&jobs, 1).await.unwrap(), 0, "{name}: planning again adds nothing");
+        assert_eq!(store.enqueue_jobs(&[], 1).await.unwrap(), 0, "{name}");
+        assert!(store.claim_jobs(&claim("a", 99, 30, 10)).await.unwrap().is_empty(), "{name}: none due yet");
+        let first = store.claim_jobs(&claim("a", 101, 30, 10)).await.unwrap();
+        let days: Vec<i64> = first.iter().map(|j| j.period_start / 86_400).collect();
+        assert_eq!(days, [0, 1], "{name}: only the due ones, soonest first");
+        assert!(first.iter().all(|j| j.fence == 1), "{name}");
+        let only = servio_store::JobClaim { only: Some((user + 1000, site)), ..claim("b", 200, 30, 10) };
+        assert!(store.claim_jobs(&only).await.unwrap().is_empty(), "{name}: another user's jobs are not theirs");
+        let counts = store.job_counts().await.unwrap();
+        assert_eq!((counts.pending, counts.done, counts.reclaimed, counts.max_fence), (3, 0, 0, 1), "{name}");
+    }
+}
+
+/// The lease and the fence: while a lease holds nobody else gets the job; after it expires the
+/// next claimer gets it with a higher fence, and the first holder's completion then writes
+/// nothing at all, neither the value nor an attempt.
+#[tokio::test]
+async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
+    use servio_store::{Completion, JobResult, NewJob};
+    for Backend { name, store, .. } in backends().await {
+        let (user, site) = job_owner(store.as_ref(), "kai@example.com").await;
+        let new = NewJob { slot: day_slot(user, site, 0, "2026-08-20"), not_before: 0, deadline: 10_000 };
+        store.enqueue_jobs(&[new], 0).await.unwrap();
+        let first = store.claim_jobs(&claim("a", 10, 30, 5)).await.unwrap();
+        assert_eq!(first.len(), 1, "{name}");
+        assert!(store.claim_jobs(&claim("b", 39, 30, 5)).await.unwrap().is_empty(), "{name}: the lease holds");
+        let second = store.claim_jobs(&claim("b", 40, 30, 5)).await.unwrap();
+        assert_eq!(second.len(), 1, "{name}: the lease expired");
+        assert_eq!((second[0].id, second[0].fence), (first[0].id, 2), "{name}");
+
+        let stale = Completion { job: &first[0], result: JobResult::Stored { value: 1.0, raw: "1" } };
+        assert_eq!(store.complete_jobs(&[stale], 41).await.unwrap(), [false], "{name}: fenced out");
+        assert!(store.values(user, site, "sales.revenue.daily", 0).await.unwrap().is_empty(), "{name}");
+        assert!(store.attempts(user, site, 10).await.unwrap().is_empty(), "{name}: not even an attempt");
+
+        let current = Completion { job: &second[0], result: JobResult::Stored { value: 2.0, raw: "\"$2\"" } };
+        assert_eq!(store.complete_jobs(&[current], 42).await.unwrap(), [true], "{name}");
+        let values = store.values(user, site, "sales.revenue.daily", 0).await.unwrap();
+        assert_eq!((values.len(), values[0].value, values[0].raw.as_str()), (1, 2.0, "\"$2\""), "{name}");
+        let attempts = store.attempts(user, site, 10).await.unwrap();
+        assert_eq!(attempts.iter().map(|a| a.outcome.as_str()).collect::<Vec<_>>(), ["stored"], "{name}");
+        assert!(store.claim_jobs(&claim("c", 1_000, 30, 5)).await.unwrap().is_empty(), "{name}: done");
+        let counts = store.job_counts().await.unwrap();
+        assert_eq!((counts.pending, counts.done, counts.reclaimed, counts.max_fence), (0, 1, 1, 2), "{name}");
+    }
+}
+
+/// A transient failure puts the job back with its backoff and logs the retry; one with no time
+/// left ends it as failed; permanent results end it at once. Several completions share one
+/// transaction, each checked against its own fence.
+#[tokio::test]
+async fn retries_come_back_after_their_backoff_and_other_results_end_the_job() {
+    use servio_store::{Completion, JobResult, NewJob};
+    for Backend { name, store, .. } in backends().await {
+        let (user, site) = job_owner(store.as_ref(), "lou@example.com").await;
+        let dates = ["2026-08-20", "2026-08-21", "2026-08-22", "2026-08-23"];
+        let jobs: Vec<NewJob> = (0..4)
+            .map(|day| NewJob { slot: day_slot(user, site, day, dates[day as usize]), not_before: 0, deadline: 500 })
+            .collect();
+        store.enqueue_jobs(&jobs, 0).await.unwrap();
+        let claimed = store.claim_jobs(&claim("a", 10, 30, 10)).await.unwrap();
+        assert_eq!(claimed.len(), 4, "{name}");
+        let results = [
+            JobResult::Retry { reason: "the tool answered 503", retry_at: Some(300), not_before: Some(300) },
+            JobResult::Retry { reason: "connection refused", retry_at: None, not_before: None },
+            JobResult::Dropped { reason: "valuePath data: null", raw: Some("null") },
+            JobResult::Failed { reason: "the tool answered 401" },
+        ];
+        let completions: Vec<Completion> =
+            claimed.iter().zip(results).map(|(job, result)| Completion { job, result }).collect();
+        assert_eq!(store.complete_jobs(&completions, 20).await.unwrap(), [true; 4], "{name}");
+        assert!(store.claim_jobs(&claim("b", 299, 30, 10)).await.unwrap().is_empty(), "{name}: backing off");
+        let again = store.claim_jobs(&claim("b", 300, 30, 10)).await.unwrap();
+        assert_eq!(again.iter().map(|j| (j.start_date.as_str(), j.fence)).collect::<Vec<_>>(), [(dates[0], 2)]);
+        let retries = store.retries(&day_slot(user, site, 0, dates[0])).await.unwrap();
+        assert_eq!((retries.failures, retries.retry_at), (1, Some(300)), "{name}: the retry is in the log");
+        let counts = store.job_counts().await.unwrap();
+        assert_eq!((counts.pending, counts.done, counts.failed), (1, 0, 3), "{name}");
+        let mut outcomes: Vec<String> =
+            store.attempts(user, site, 10).await.unwrap().into_iter().map(|a| a.outcome).collect();
+        outcomes.sort();
+        assert_eq!(outcomes, ["dropped", "failed", "retry", "retry"], "{name}");
+        assert!(store.values(user, site, "sales.revenue.daily", 0).await.unwrap().is_empty(), "{name}: no zeros");
+    }
+}
+
+/// Concurrent claimers never get the same job (PostgreSQL: `SKIP LOCKED`; SQLite: one
+/// immediate transaction per claim).
+#[tokio::test]
+async fn concurrent_claims_share_out_the_jobs_without_overlap() {
+    use servio_store::NewJob;
+    for Backend { name, store, .. } in backends().await {
+        let (user, site) = job_owner(store.as_ref(), "max@example.com").await;
+        let jobs: Vec<NewJob> = (0..60)
+            .map(|day| NewJob { slot: day_slot(user, site, day, "2026-01-01"), not_before: 0, deadline: 1 })
+            .collect();
+        store.enqueue_jobs(&jobs, 0).await.unwrap();
+        let owners = ["a", "b", "c", "d", "e", "f"];
+        let requests = owners.map(|owner| claim(owner, 10, 30, 7));
+        let [a, b, c, d, e, f] = requests.each_ref().map(|request| store.claim_jobs(request));
+        let (a, b, c, d, e, f) = tokio::join!(a, b, c, d, e, f);
+        let mut ids: Vec<i64> = [a, b, c, d, e, f].into_iter().flat_map(|r| r.unwrap()).map(|j| j.id).collect();
+        assert_eq!(ids.len(), 42, "{name}: each claimer got its seven");
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 42, "{name}: no job went to two claimers");
+    }
+}

@@ -1,0 +1,65 @@
+#!/bin/sh
+# Collector throughput against the HTTP limit: wrk POSTs the demo site's metric tool
+# (shop.getSalesSummary, the brief's args, the bearer token) at CONCURRENCY connections; then
+# servio worker processes collect JOBS due values from the same site at the same number of
+# calls in flight (WORKERS x LANES x BATCH), each value committed durably to PostgreSQL in the
+# workers' fenced batches. Prints collections/s / wrk requests/s (target >= 0.5). Results go in
+# BENCHMARKS.md.
+#
+# Environment: SERVIO_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test; a
+# fresh schema is used), JOBS (40000), CONCURRENCY (64), WORKERS (2), LANES (2), DURATION (10s),
+# PROFILE (release; `dev` for a quick smoke test of the script, whose figures mean nothing).
+set -eu
+cd "$(dirname "$0")/.."
+database_url=${SERVIO_BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}
+jobs=${JOBS:-40000}
+concurrency=${CONCURRENCY:-64}
+workers=${WORKERS:-2}
+lanes=${LANES:-2}
+duration=${DURATION:-10s}
+profile=${PROFILE:-release}
+case $profile in dev) out=debug ;; *) out=$profile ;; esac
+batch=$((concurrency / (workers * lanes)))
+[ "$batch" -ge 1 ] || { echo "CONCURRENCY must be at least WORKERS x LANES" >&2; exit 2; }
+
+if ! command -v wrk >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq wrk
+fi
+cargo build --profile "$profile" --quiet -p servio-cli --bin servio
+cargo build --profile "$profile" --quiet -p servio-platform --example collector_bench
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+servio="$target_dir/$out/servio"
+
+tmp=$(mktemp -d)
+site_pid=
+cleanup() {
+    [ -z "$site_pid" ] || kill "$site_pid" 2>/dev/null || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+token=bench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+"$servio" demo-site --addr "127.0.0.1:$port" --tls-dir "$tmp" --token "$token" >"$tmp/site.log" 2>&1 &
+site_pid=$!
+for _ in $(seq 100); do
+    [ -s "$tmp/ca.pem" ] && python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null && break
+    sleep 0.1
+done
+origin="https://localhost:$port"
+url="$origin/api/servio/tools/shop.getSalesSummary"
+
+echo "wrk: $concurrency connections, $duration"
+SERVIO_BENCH_TOKEN=$token wrk -t2 -c"$concurrency" -d"$duration" -s bench/collector.lua "$url" | tee "$tmp/wrk.txt"
+if grep -q "Non-2xx" "$tmp/wrk.txt"; then
+    echo "wrk got error answers: the benchmark is void" >&2
+    exit 1
+fi
+wrk_rps=$(awk '/^Requests\/sec:/ { print $2 }' "$tmp/wrk.txt")
+
+echo "collector: $jobs jobs, $workers workers x $lanes lanes x batches of $batch"
+"$target_dir/$out/examples/collector_bench" "$servio" "$origin" "$token" "$tmp/ca.pem" "$database_url" \
+    "$jobs" "$workers" "$lanes" "$batch" | tee "$tmp/collector.txt"
+collector_rps=$(awk '/^collections\/s:/ { print $2 }' "$tmp/collector.txt")
+
+python3 -c "print(f'collector {float($collector_rps):.0f}/s vs wrk {float($wrk_rps):.0f}/s: {float($collector_rps) / float($wrk_rps):.2f}x (target >= 0.5x)')"

@@ -1,0 +1,99 @@
+//! `servio worker`: plans and works collection jobs on the platform's database until SIGTERM
+//! or Ctrl-C. The work itself is `servio_platform::jobs`; this is configuration and signals.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use servio_client::{Client, ClientConfig, Policy};
+use servio_platform::AppState;
+use servio_platform::connect::OAuthConfig;
+use servio_platform::jobs::WorkerConfig;
+use servio_platform::secrets::Secrets;
+
+use crate::cli::WorkerArgs;
+use crate::{Failure, Outcome};
+
+pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
+    let url = match &args.database_url {
+        Some(url) => url.clone(),
+        None => format!("sqlite:{}", args.data_dir.join("servio.db").display()),
+    };
+    let secrets = secrets(args)?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    runtime.block_on(async {
+        let store = servio_store::open(&url).await.context("opening the database")?;
+        let policy = if args.allow_local { Policy::Any } else { Policy::Public };
+        let mut config = ClientConfig::default().with_policy(policy);
+        if let Some(path) = &args.ca_cert {
+            config = config.with_ca_file(path)?;
+        }
+        let client = Client::new(config)?;
+        let oauth = OAuthConfig {
+            public_url: args.public_url.clone(),
+            client_id: args.oauth_client_id.clone(),
+            per_site: args
+                .oauth_client
+                .iter()
+                .map(|pair| {
+                    let (origin, id) = pair
+                        .split_once('=')
+                        .ok_or_else(|| anyhow::anyhow!("--oauth-client {pair:?} is not ORIGIN=CLIENT_ID"))?;
+                    anyhow::Ok((origin.trim_end_matches('/').to_owned(), id.to_owned()))
+                })
+                .collect::<anyhow::Result<_>>()?,
+        };
+        let state = AppState::new(Arc::from(store), client, secrets, oauth);
+        let owner = args.id.clone().unwrap_or_else(|| format!("worker-{}", std::process::id()));
+        let config = WorkerConfig {
+            owner: owner.clone(),
+            lease: Duration::from_secs(args.lease),
+            batch: usize::try_from(args.batch_size).unwrap_or(usize::MAX),
+            lanes: usize::try_from(args.lanes).unwrap_or(usize::MAX),
+            plan_every: Duration::from_secs(args.plan_every),
+            idle: Duration::from_millis(args.idle),
+        };
+        let backend = if url.starts_with("sqlite:") { "SQLite" } else { "PostgreSQL" };
+        println!(
+            "Servio worker {owner} on {backend}: leases of {}s, batches of {}, {} lanes",
+            args.lease, args.batch_size, args.lanes
+        );
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let work = tokio::spawn(servio_platform::jobs::run(state, config, stopped));
+        shutdown_signal().await?;
+        eprintln!("servio: {owner}: stopping after the batches in hand");
+        let _ = stop.send(true);
+        let summary = work.await.context("the worker's tasks")?;
+        println!("Servio worker {owner} stopped: {}", summary.describe());
+        anyhow::Ok(())
+    })?;
+    Ok(Outcome::Ok)
+}
+
+/// The platform's key: SERVIO_SECRET_KEY, or the key file `servio serve` generated. A worker
+/// never generates one: a key of its own would open no credential.
+fn secrets(args: &WorkerArgs) -> anyhow::Result<Secrets> {
+    if let Ok(hex) = std::env::var("SERVIO_SECRET_KEY") {
+        return Secrets::from_hex(&hex).map_err(|e| anyhow::anyhow!("SERVIO_SECRET_KEY: {e}"));
+    }
+    let path = args.data_dir.join("secret.key");
+    if !path.exists() {
+        anyhow::bail!(
+            "no secret key: set SERVIO_SECRET_KEY, or --data-dir to the directory where `servio serve` keeps secret.key ({} does not exist)",
+            path.display()
+        );
+    }
+    Secrets::load_or_create(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// Waits for SIGTERM (how service managers stop a process) or Ctrl-C.
+async fn shutdown_signal() -> anyhow::Result<()> {
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).context("listening for SIGTERM")?;
+    tokio::select! {
+        _ = terminate.recv() => {}
+        result = tokio::signal::ctrl_c() => result.context("listening for Ctrl-C")?,
+    }
+    Ok(())
+}

@@ -1,0 +1,124 @@
+//! The collector half of `bench/collector.sh`: seeds PostgreSQL (a fresh schema) with users who
+//! have the running demo site in their vault and `JOBS` due collections, starts `servio worker`
+//! processes on it, and times them until no job is pending: every value committed durably, in
+//! the workers' fenced batches. Prints `collections/s: N`.
+//!
+//! Usage: `collector_bench SERVIO_BIN ORIGIN TOKEN CA_PEM DATABASE_URL JOBS WORKERS LANES BATCH`
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use jiff::ToSpan;
+use servio_manifest::period::{Granularity, resolve, zone};
+use servio_platform::secrets::{Secrets, credential_aad};
+use servio_store::{FetchedManifest, NewJob, Slot};
+
+const KEY: [u8; 32] = [9; 32];
+const ZONES: [&str; 10] = [
+    "Pacific/Auckland",
+    "America/Los_Angeles",
+    "UTC",
+    "Asia/Kolkata",
+    "Europe/Berlin",
+    "America/Sao_Paulo",
+    "Asia/Tokyo",
+    "Africa/Nairobi",
+    "Australia/Adelaide",
+    "America/New_York",
+];
+const METRICS: [&str; 2] = ["sales.revenue.daily", "sales.orders.daily"];
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [servio, origin, token, ca, base_url, jobs, workers, lanes, batch] = args.as_slice() else {
+        return Err(
+            "usage: collector_bench SERVIO_BIN ORIGIN TOKEN CA_PEM DATABASE_URL JOBS WORKERS LANES BATCH".into()
+        );
+    };
+    let (jobs, workers): (usize, usize) = (jobs.parse()?, workers.parse()?);
+    let url = servio_store::testing::fresh_schema_url(base_url).await;
+    let store = servio_store::open(&url).await?;
+
+    // The manifest the demo site serves is a function of its origin.
+    let site = servio_demo_site::Site::new(servio_demo_site::SiteConfig::bearer(origin, token), None).await?;
+    let manifest = site.manifest().to_string();
+    let manifest_url = format!("{origin}/.well-known/servio.json");
+    let fetched =
+        FetchedManifest { origin, manifest_url: &manifest_url, manifest: &manifest, etag: None, last_modified: None };
+    let site = store.save_site(&fetched, 0).await?;
+    let secrets = Secrets::from_key(&KEY);
+    let now = jiff::Timestamp::now();
+    let days = jobs.div_ceil(ZONES.len() * METRICS.len());
+    let mut seeded = 0;
+    for (i, name) in ZONES.iter().enumerate() {
+        let user = store.create_user(&format!("bench-{i}@example.com"), "not a hash", name, 0).await?;
+        store.add_to_vault(user.id, site.id, 0).await?;
+        let sealed = secrets.seal(token.as_bytes(), &credential_aad(user.id, site.id));
+        store.set_credential(user.id, site.id, Some(&sealed)).await?;
+        let tz = zone(name)?;
+        let last = now.to_zoned_datetime(tz.clone()).date().checked_sub(2.days())?;
+        let mut periods = Vec::with_capacity(days);
+        for back in 0..days {
+            let back = i64::try_from(back)?;
+            periods.push(resolve(Granularity::Day, last.checked_sub(back.days())?, 0, &tz)?);
+        }
+        let dates: Vec<String> = periods.iter().map(|p| p.start_date.to_string()).collect();
+        let mut new = Vec::new();
+        for key in METRICS {
+            for (period, date) in periods.iter().zip(&dates) {
+                let slot = Slot {
+                    user_id: user.id,
+                    site_id: site.id,
+                    metric_key: key,
+                    granularity: "day",
+                    period_start: period.start.as_second(),
+                    period_end: period.end.as_second(),
+                    start_date: date,
+                };
+                new.push(NewJob { slot, not_before: 0, deadline: now.as_second() + 86_400 });
+            }
+        }
+        for chunk in new.chunks(5_000) {
+            seeded += store.enqueue_jobs(chunk, now.as_second()).await?;
+        }
+    }
+    eprintln!("seeded {seeded} jobs for {} users", ZONES.len());
+
+    let key: String = KEY.iter().map(|b| format!("{b:02x}")).collect();
+    let started = Instant::now();
+    let mut children = Vec::new();
+    for i in 0..workers {
+        children.push(
+            tokio::process::Command::new(servio)
+                .args(["worker", "--database-url", &url, "--allow-local", "--ca-cert", ca, "--id"])
+                .arg(format!("bench-{i}"))
+                .args(["--lanes", lanes, "--batch-size", batch, "--lease", "60", "--plan-every", "3600"])
+                .args(["--idle", "20"])
+                .env("SERVIO_SECRET_KEY", &key)
+                .stdout(Stdio::null())
+                .kill_on_drop(true)
+                .spawn()?,
+        );
+    }
+    let counts = loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let counts = store.job_counts().await?;
+        if counts.pending == 0 {
+            break counts;
+        }
+        if started.elapsed() > Duration::from_secs(600) {
+            return Err(format!("not done in 600 s: {counts:?}").into());
+        }
+    };
+    let elapsed = started.elapsed().as_secs_f64();
+    for child in &mut children {
+        child.start_kill()?;
+    }
+    if counts.failed > 0 {
+        return Err(format!("{} collections failed: {counts:?}", counts.failed).into());
+    }
+    println!("collections: {} in {elapsed:.3} s", counts.done);
+    println!("collections/s: {:.1}", counts.done as f64 / elapsed);
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! Scheduled collections as jobs shared by many workers: the types of the job methods of
+//! [`Store`](crate::Store).
+//!
+//! A job is one slot to collect. Planning enqueues it (idempotently: one job per slot); a
+//! worker claims due jobs with a lease, and every claim increments the job's fence. A
+//! completion writes the value and the attempt in the same transaction as the job's new state,
+//! and only while the fence it claimed with is still the job's: a worker paused past its lease,
+//! whose job another worker has claimed since, writes nothing.
+
+use crate::Slot;
+
+/// A slot to enqueue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewJob<'a> {
+    /// What to collect.
+    pub slot: Slot<'a>,
+    /// Not claimed before this instant (when the period is due).
+    pub not_before: i64,
+    /// After this instant a transient failure ends the job as failed.
+    pub deadline: i64,
+}
+
+/// What a worker asks for when it claims jobs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobClaim<'a> {
+    /// Who claims (a worker id), recorded as the lease owner.
+    pub owner: &'a str,
+    /// The claim's clock: jobs due at or before it, whose lease (if any) has expired by then.
+    pub now: i64,
+    /// When the lease expires; another worker may then claim the job again.
+    pub lease_until: i64,
+    /// At most this many jobs.
+    pub limit: i64,
+    /// Only the jobs of this (user, site), for collecting one vault entry now.
+    pub only: Option<(i64, i64)>,
+}
+
+/// A claimed job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    /// Its id.
+    pub id: i64,
+    /// The fence this claim holds: the completion commits only while it is still the job's.
+    pub fence: i64,
+    /// The user.
+    pub user_id: i64,
+    /// The site.
+    pub site_id: i64,
+    /// The metric's key.
+    pub metric_key: String,
+    /// `hour`, `day`, `week` or `month`.
+    pub granularity: String,
+    /// The period's first instant.
+    pub period_start: i64,
+    /// The period's end (exclusive).
+    pub period_end: i64,
+    /// The period's first local date.
+    pub start_date: String,
+    /// After this instant a transient failure ends the job as failed.
+    pub deadline: i64,
+}
+
+impl Job {
+    /// The slot the job fills.
+    pub fn slot(&self) -> Slot<'_> {
+        Slot {
+            user_id: self.user_id,
+            site_id: self.site_id,
+            metric_key: &self.metric_key,
+            granularity: &self.granularity,
+            period_start: self.period_start,
+            period_end: self.period_end,
+            start_date: &self.start_date,
+        }
+    }
+}
+
+/// How a job ended this time, and so what its completion writes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobResult<'a> {
+    /// A value: stored for the slot, an attempt `stored` logged; the job is done.
+    Stored {
+        /// The number.
+        value: f64,
+        /// The value as the site sent it.
+        raw: &'a str,
+    },
+    /// The value was dropped: an attempt `dropped` logged; the job failed for good.
+    Dropped {
+        /// Why.
+        reason: &'a str,
+        /// The raw value found, when there was one.
+        raw: Option<&'a str>,
+    },
+    /// A permanent failure: an attempt `failed` logged; the job failed for good.
+    Failed {
+        /// Why.
+        reason: &'a str,
+    },
+    /// A transient failure: an attempt `retry` logged; the job is pending again from
+    /// `not_before`, or, with `None` (the next try would be past the deadline), failed.
+    Retry {
+        /// Why.
+        reason: &'a str,
+        /// When the site asked to be tried again (`Retry-After`).
+        retry_at: Option<i64>,
+        /// When the job may be claimed again.
+        not_before: Option<i64>,
+    },
+    /// Nothing to log (the site left the vault, or the period ran out before the job was
+    /// tried): the job failed.
+    Abandoned,
+}
+
+/// A claimed job with its result, to complete.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion<'a> {
+    /// The job, with the fence it was claimed with.
+    pub job: &'a Job,
+    /// What to write.
+    pub result: JobResult<'a>,
+}
+
+impl JobResult<'_> {
+    /// The job's state after this result: `done`, `pending` or `failed`.
+    pub fn state(&self) -> &'static str {
+        match self {
+            JobResult::Stored { .. } => "done",
+            JobResult::Retry { not_before: Some(_), .. } => "pending",
+            _ => "failed",
+        }
+    }
+
+    /// When a job pending again may be claimed.
+    pub fn not_before(&self) -> Option<i64> {
+        match self {
+            JobResult::Retry { not_before, .. } => *not_before,
+            _ => None,
+        }
+    }
+}
+
+/// How many jobs are in each state, and how often jobs were claimed again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobCounts {
+    /// Still to do (or to retry).
+    pub pending: i64,
+    /// A value stored.
+    pub done: i64,
+    /// Ended without a value.
+    pub failed: i64,
+    /// Jobs claimed more than once (a lease that expired, or a retry).
+    pub reclaimed: i64,
+    /// The highest fence of any job.
+    pub max_fence: i64,
+}
