@@ -126,6 +126,7 @@ pub async fn bearer(
     if let Err(error) = state.store.set_credential(user.id, site.id, Some(&sealed)).await {
         eprintln!("servio: keeping refreshed tokens for {} failed: {error}", site.origin);
     }
+    state.gateway.forget(user.id);
     Ok(Some(new.access_token))
 }
 

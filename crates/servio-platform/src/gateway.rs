@@ -3,13 +3,15 @@
 //!
 //! The MCP endpoint ([`crate::mcp`]), `servio mcp` and the HTTP API (`/api/tools`) all go
 //! through [`catalogue`] and [`call`]. Parsed manifests and compiled argument validators are
-//! cached by site and manifest text, so a call costs no parse and no schema compilation; the
+//! cached by site and manifest text, so a call costs no parse and no schema compilation; each
+//! user's catalogue and log setting are kept for [`CONTEXT_TTL`] (dropped at once when this
+//! process changes them, so only another process's change can take that long to show); the
 //! call log is written by a background task in batches, so a call never waits for a commit.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use servio_client::CallError;
@@ -25,27 +27,55 @@ use crate::credential::{Refresh, bearer};
 /// make this rare event harmless, and it bounds memory).
 const CACHE_LIMIT: usize = 4096;
 
+/// How long a user's catalogue and log setting are reused without asking the store.
+pub const CONTEXT_TTL: Duration = Duration::from_secs(2);
+
 /// How many call-log entries the writer commits in one transaction at most.
 const LOG_BATCH: usize = 256;
 
 /// The gateway's shared state: the parse cache, the call-log writer and change notices.
 pub struct Gateway {
     cache: Mutex<HashMap<(i64, u64), Arc<ParsedSite>>>,
+    contexts: Mutex<HashMap<i64, (Instant, Arc<UserContext>)>>,
     log: OnceLock<mpsc::UnboundedSender<ToolCall>>,
     changes: broadcast::Sender<i64>,
 }
 
 impl Default for Gateway {
     fn default() -> Gateway {
-        Gateway { cache: Mutex::default(), log: OnceLock::new(), changes: broadcast::channel(256).0 }
+        Gateway {
+            cache: Mutex::default(),
+            contexts: Mutex::default(),
+            log: OnceLock::new(),
+            changes: broadcast::channel(256).0,
+        }
     }
 }
 
 impl Gateway {
     /// Tells connected MCP clients of `user_id` that their catalogue changed.
     pub fn catalogue_changed(&self, user_id: i64) {
+        self.forget(user_id);
         // No receiver just means no MCP client is connected.
         let _ = self.changes.send(user_id);
+    }
+
+    /// Drops what is kept of `user_id` (after a change of their credentials or log setting).
+    pub fn forget(&self, user_id: i64) {
+        self.contexts.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(&user_id);
+    }
+
+    fn kept(&self, user_id: i64) -> Option<Arc<UserContext>> {
+        let contexts = self.contexts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        contexts.get(&user_id).filter(|(at, _)| at.elapsed() < CONTEXT_TTL).map(|(_, context)| context.clone())
+    }
+
+    fn keep(&self, user_id: i64, context: Arc<UserContext>) {
+        let mut contexts = self.contexts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if contexts.len() >= CACHE_LIMIT {
+            contexts.retain(|_, (at, _)| at.elapsed() < CONTEXT_TTL);
+        }
+        contexts.insert(user_id, (Instant::now(), context));
     }
 
     /// Notices of changed catalogues, by user id.
@@ -150,9 +180,30 @@ impl Catalogue {
     }
 }
 
+/// What a call needs of its user besides the token: the catalogue and the log setting.
+struct UserContext {
+    catalogue: Arc<Catalogue>,
+    log_arguments: bool,
+}
+
+async fn context(state: &AppState, user: &User) -> Result<Arc<UserContext>, String> {
+    if let Some(kept) = state.gateway.kept(user.id) {
+        return Ok(kept);
+    }
+    let catalogue = Arc::new(read_catalogue(state, user).await?);
+    let log_arguments = state.store.log_arguments(user.id).await.map_err(|e| e.to_string())?;
+    let context = Arc::new(UserContext { catalogue, log_arguments });
+    state.gateway.keep(user.id, context.clone());
+    Ok(context)
+}
+
 /// The catalogue of `user`: the tools of the manifest each site was approved with (changed
 /// tools stay held back until the user approves them).
-pub async fn catalogue(state: &AppState, user: &User) -> Result<Catalogue, String> {
+pub async fn catalogue(state: &AppState, user: &User) -> Result<Arc<Catalogue>, String> {
+    Ok(context(state, user).await?.catalogue.clone())
+}
+
+async fn read_catalogue(state: &AppState, user: &User) -> Result<Catalogue, String> {
     let entries = state.store.vault_entries(user.id).await.map_err(|e| e.to_string())?;
     let mut sites = Vec::with_capacity(entries.len());
     for entry in entries {
@@ -279,19 +330,19 @@ impl std::fmt::Display for Failure {
 pub async fn call(state: &AppState, user: &User, name: &str, args: &Value) -> Result<Value, Failure> {
     let started = Instant::now();
     let called_at = crate::now();
-    let (site_id, result) = match catalogue(state, user).await {
-        Ok(catalogue) => match catalogue.find(name) {
+    let (site_id, keep_arguments, result) = match context(state, user).await {
+        Ok(context) => match context.catalogue.find(name) {
             Some((tool, entry, parsed, index)) => {
-                (Some(tool.site_id), call_found(state, user, entry, parsed, index, args).await)
+                let result = call_found(state, user, entry, parsed, index, args).await;
+                (Some(tool.site_id), context.log_arguments, result)
             }
-            None => (None, Err(Failure::UnknownTool(name.to_owned()))),
+            None => (None, context.log_arguments, Err(Failure::UnknownTool(name.to_owned()))),
         },
-        Err(error) => (None, Err(Failure::Internal(error))),
+        Err(error) => (None, false, Err(Failure::Internal(error))),
     };
     if let Err(Failure::Internal(detail)) = &result {
         eprintln!("servio: a gateway call of {name} failed: {detail}");
     }
-    let keep_arguments = state.store.log_arguments(user.id).await.unwrap_or(false);
     state.gateway.log(
         &state.store,
         ToolCall {

@@ -124,7 +124,9 @@ async fn set_log_arguments(State(state): State<AppState>, headers: HeaderMap, Fo
     let Some(keep) = form.keep else {
         return ApiError::BadRequest("`keep`: true or false".into()).into_response();
     };
-    match state.store.set_log_arguments(user.id, keep).await {
+    let stored = state.store.set_log_arguments(user.id, keep).await;
+    state.gateway.forget(user.id);
+    match stored {
         Ok(()) => Redirect::to("/ai").into_response(),
         Err(error) => ApiError::from(error).into_response(),
     }

@@ -490,7 +490,9 @@ async fn site_action(state: &AppState, headers: &HeaderMap, sent_csrf: &str, id:
         }
         Action::Credential(token) => {
             let sealed = state.secrets.seal(token.trim().as_bytes(), &crate::secrets::credential_aad(user.user.id, id));
-            state.store.set_credential(user.user.id, id, Some(&sealed)).await.map(|_| ()).map_err(ApiError::from)
+            let stored = state.store.set_credential(user.user.id, id, Some(&sealed)).await;
+            state.gateway.forget(user.user.id);
+            stored.map(|_| ()).map_err(ApiError::from)
         }
     };
     match done {
@@ -702,7 +704,9 @@ async fn oauth_callback(
     let sealed = state
         .secrets
         .seal(&crate::connect::seal_tokens(&tokens), &crate::secrets::credential_aad(user.user.id, attempt.site_id));
-    match state.store.set_credential(user.user.id, attempt.site_id, Some(&sealed)).await {
+    let stored = state.store.set_credential(user.user.id, attempt.site_id, Some(&sealed)).await;
+    state.gateway.forget(user.user.id);
+    match stored {
         Ok(true) => Redirect::to(&format!("/vault/{}", attempt.site_id)).into_response(),
         Ok(false) => ApiError::NotFound.into_response(),
         Err(error) => ApiError::from(error).into_response(),

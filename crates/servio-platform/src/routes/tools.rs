@@ -114,5 +114,6 @@ async fn set_log_arguments(
     let Json(setting) =
         body.map_err(|e| ApiError::BadRequest(format!("expected {{\"log_arguments\": true or false}}: {e}")))?;
     state.store.set_log_arguments(caller.user.id, setting.log_arguments).await?;
+    state.gateway.forget(caller.user.id);
     Ok(Json(json!({ "log_arguments": setting.log_arguments })))
 }

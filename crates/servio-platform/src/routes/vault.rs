@@ -115,12 +115,12 @@ pub(crate) async fn add_site(
     };
     let record = state.store.save_site(&fetched, now()).await?;
     state.store.add_to_vault(user_id, record.id, now()).await?;
-    state.gateway.catalogue_changed(user_id);
     let token = token.map(str::trim).filter(|t| !t.is_empty());
     if let Some(token) = token {
         let sealed = state.secrets.seal(token.as_bytes(), &credential_aad(user_id, record.id));
         state.store.set_credential(user_id, record.id, Some(&sealed)).await?;
     }
+    state.gateway.catalogue_changed(user_id);
     Ok(site_json(&record, &report, token.is_some()))
 }
 
@@ -249,7 +249,9 @@ pub(crate) async fn store_token(state: &AppState, user_id: i64, site_id: i64, to
         return Err(ApiError::BadRequest("`token` must not be empty".into()));
     }
     let sealed = state.secrets.seal(token.as_bytes(), &credential_aad(user_id, site_id));
-    match state.store.set_credential(user_id, site_id, Some(&sealed)).await? {
+    let stored = state.store.set_credential(user_id, site_id, Some(&sealed)).await?;
+    state.gateway.forget(user_id);
+    match stored {
         true => Ok(()),
         false => Err(ApiError::NotFound),
     }
