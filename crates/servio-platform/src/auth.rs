@@ -63,7 +63,7 @@ impl FromRequestParts<AppState> for Caller {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
         if let Some(token) = bearer {
-            let user = state.store.user_by_api_token(&token_hash(token.trim()), now()).await?;
+            let user = state.tokens.user(state, &token_hash(token.trim())).await?;
             return user.map(|user| Caller { user, via: Via::ApiToken }).ok_or(ApiError::Unauthorized);
         }
         let token = cookie(parts, SESSION_COOKIE).ok_or(ApiError::Unauthorized)?;
@@ -77,5 +77,45 @@ impl FromRequestParts<AppState> for Caller {
         }
         let user = state.store.user(session.user_id).await?.ok_or(ApiError::Unauthorized)?;
         Ok(Caller { user, via: Via::Session { token_hash: hash, csrf_token: session.csrf_token } })
+    }
+}
+
+/// How long a resolved API token is reused without asking the store.
+pub const TOKEN_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// API tokens resolved in the last [`TOKEN_TTL`], so that a client calling in quick succession
+/// (an AI client's tool calls) costs no store read each time. Deleting a token or changing its
+/// user drops that user's entries in this process at once; only a deletion made through another
+/// process can take up to [`TOKEN_TTL`] to bite.
+#[derive(Default)]
+pub struct TokenCache(std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, servio_store::User)>>);
+
+impl TokenCache {
+    /// The owner of the token with this hash.
+    pub async fn user(
+        &self,
+        state: &AppState,
+        hash: &str,
+    ) -> Result<Option<servio_store::User>, servio_store::StoreError> {
+        {
+            let kept = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if let Some((_, user)) = kept.get(hash).filter(|(at, _)| at.elapsed() < TOKEN_TTL) {
+                return Ok(Some(user.clone()));
+            }
+        }
+        let user = state.store.user_by_api_token(hash, now()).await?;
+        if let Some(user) = &user {
+            let mut kept = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if kept.len() >= 4096 {
+                kept.retain(|_, (at, _)| at.elapsed() < TOKEN_TTL);
+            }
+            kept.insert(hash.to_owned(), (std::time::Instant::now(), user.clone()));
+        }
+        Ok(user)
+    }
+
+    /// Drops every kept token of `user_id`.
+    pub fn forget_user(&self, user_id: i64) {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).retain(|_, (_, user)| user.id != user_id);
     }
 }

@@ -42,6 +42,8 @@ pub struct AppState {
     pub refresh_locks: credential::RefreshLocks,
     /// The AI gateway's caches, call-log writer and change notices.
     pub gateway: Arc<gateway::Gateway>,
+    /// API tokens resolved a moment ago.
+    pub tokens: Arc<auth::TokenCache>,
 }
 
 impl AppState {
@@ -60,6 +62,7 @@ impl AppState {
             attempts: connect::Attempts::default(),
             refresh_locks: credential::RefreshLocks::default(),
             gateway: Arc::default(),
+            tokens: Arc::default(),
         }
     }
 }

@@ -52,7 +52,7 @@ async fn require_user(State(state): State<AppState>, mut request: Request, next:
         .and_then(|value| value.strip_prefix("Bearer "))
         .map(str::trim);
     let user = match token {
-        Some(token) => state.store.user_by_api_token(&crate::accounts::token_hash(token), crate::now()).await,
+        Some(token) => state.tokens.user(&state, &crate::accounts::token_hash(token)).await,
         None => Ok(None),
     };
     match user {

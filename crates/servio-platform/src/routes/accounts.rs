@@ -159,6 +159,7 @@ async fn set_time_zone(
 ) -> Result<Json<Value>, ApiError> {
     check_time_zone(&form.time_zone).map_err(|e| bad("time_zone", e))?;
     state.store.set_time_zone(caller.user.id, &form.time_zone).await?;
+    state.tokens.forget_user(caller.user.id);
     Ok(Json(json!({ "time_zone": form.time_zone })))
 }
 
@@ -207,7 +208,9 @@ async fn delete_token(
     caller: Caller,
     Path(id): Path<i64>,
 ) -> Result<StatusCode, ApiError> {
-    match state.store.delete_api_token(caller.user.id, id).await? {
+    let deleted = state.store.delete_api_token(caller.user.id, id).await?;
+    state.tokens.forget_user(caller.user.id);
+    match deleted {
         true => Ok(StatusCode::NO_CONTENT),
         false => Err(ApiError::NotFound),
     }
