@@ -58,11 +58,13 @@ pub(crate) struct Answer {
 /// Calls the tool of `metric` for `period` in the user's zone and reads the value; writes nothing.
 /// Compiled argument schemas by their JSON text: a round calls the same few tools thousands of
 /// times, and compiling a schema costs more than the rest of the call's own work.
-static VALIDATORS: std::sync::LazyLock<
-    std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<Result<ArgumentValidator, String>>>>,
-> = std::sync::LazyLock::new(Default::default);
+static VALIDATORS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, Compiled>>> =
+    std::sync::LazyLock::new(Default::default);
 
-fn validator(schema: &serde_json::Value) -> std::sync::Arc<Result<ArgumentValidator, String>> {
+/// A schema compiled, or why it does not compile.
+type Compiled = std::sync::Arc<Result<ArgumentValidator, String>>;
+
+fn validator(schema: &serde_json::Value) -> Compiled {
     let key = schema.to_string();
     let mut validators = VALIDATORS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if validators.len() >= 4096 {
