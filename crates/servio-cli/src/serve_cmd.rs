@@ -46,16 +46,7 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         let oauth = OAuthConfig {
             public_url: args.public_url.clone().unwrap_or_else(|| format!("http://{local}")),
             client_id: args.oauth_client_id.clone(),
-            per_site: args
-                .oauth_client
-                .iter()
-                .map(|pair| {
-                    let (origin, id) = pair
-                        .split_once('=')
-                        .ok_or_else(|| anyhow::anyhow!("--oauth-client {pair:?} is not ORIGIN=CLIENT_ID"))?;
-                    anyhow::Ok((origin.trim_end_matches('/').to_owned(), id.to_owned()))
-                })
-                .collect::<anyhow::Result<_>>()?,
+            per_site: crate::serve_cmd::per_site_clients(&args.oauth_client)?,
         };
         let state = AppState::new(Arc::from(store), client, secrets, oauth);
         // Sites fall due every 24 hours (jittered); look for due ones every ten minutes.
@@ -72,4 +63,17 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         anyhow::Ok(())
     })?;
     Ok(Outcome::Ok)
+}
+
+/// The `--oauth-client ORIGIN=CLIENT_ID` pairs, by origin (of `serve` and `worker`).
+pub fn per_site_clients(pairs: &[String]) -> anyhow::Result<std::collections::HashMap<String, String>> {
+    pairs
+        .iter()
+        .map(|pair| {
+            let (origin, id) = pair
+                .split_once('=')
+                .ok_or_else(|| anyhow::anyhow!("--oauth-client {pair:?} is not ORIGIN=CLIENT_ID"))?;
+            Ok((origin.trim_end_matches('/').to_owned(), id.to_owned()))
+        })
+        .collect()
 }

@@ -33,16 +33,7 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
         let oauth = OAuthConfig {
             public_url: args.public_url.clone(),
             client_id: args.oauth_client_id.clone(),
-            per_site: args
-                .oauth_client
-                .iter()
-                .map(|pair| {
-                    let (origin, id) = pair
-                        .split_once('=')
-                        .ok_or_else(|| anyhow::anyhow!("--oauth-client {pair:?} is not ORIGIN=CLIENT_ID"))?;
-                    anyhow::Ok((origin.trim_end_matches('/').to_owned(), id.to_owned()))
-                })
-                .collect::<anyhow::Result<_>>()?,
+            per_site: crate::serve_cmd::per_site_clients(&args.oauth_client)?,
         };
         let state = AppState::new(Arc::from(store), client, secrets, oauth);
         let owner = args.id.clone().unwrap_or_else(|| format!("worker-{}", std::process::id()));
