@@ -3,10 +3,9 @@
 //! A dropped value is never stored (so never shown as zero); its reason is in the log.
 
 use jiff::civil::Date;
-use servio_client::{CallError, post_tool};
+use servio_client::{CallError, call_tool_raw};
 use servio_collector::plan::Planner;
 use servio_manifest::period::{Period, PlaceholderValues};
-use servio_manifest::schema::ArgumentValidator;
 use servio_manifest::value::extract;
 use servio_manifest::{Brief, Manifest, Metric};
 use servio_store::{SiteRecord, Slot, StoreError, User};
@@ -56,43 +55,6 @@ pub(crate) struct Answer {
 }
 
 /// Calls the tool of `metric` for `period` in the user's zone and reads the value; writes nothing.
-/// Compiled argument schemas by their JSON text: a round calls the same few tools thousands of
-/// times, and compiling a schema costs more than the rest of the call's own work.
-static VALIDATORS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, Compiled>>> =
-    std::sync::LazyLock::new(Default::default);
-
-/// A schema compiled, or why it does not compile.
-type Compiled = std::sync::Arc<Result<ArgumentValidator, String>>;
-
-fn validator(schema: &serde_json::Value) -> Compiled {
-    let key = schema.to_string();
-    let mut validators = VALIDATORS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if validators.len() >= 4096 {
-        validators.clear();
-    }
-    validators.entry(key).or_insert_with(|| std::sync::Arc::new(ArgumentValidator::new(schema))).clone()
-}
-
-/// [`servio_client::call_tool_raw`] with the tool's schema compiled once per process.
-async fn call_checked(
-    state: &AppState,
-    manifest: &Manifest,
-    name: &str,
-    args: &serde_json::Value,
-    token: Option<&str>,
-) -> Result<Vec<u8>, CallError> {
-    let tool = manifest.tool(name).ok_or_else(|| CallError::UnknownTool {
-        name: name.to_owned(),
-        known: manifest.tools.iter().map(|t| t.name.clone()).collect(),
-    })?;
-    let compiled = validator(&tool.input_schema);
-    let problems = compiled.as_ref().as_ref().map_err(|e| CallError::BadSchema(e.clone()))?.check(args);
-    if !problems.is_empty() {
-        return Err(CallError::InvalidArguments(problems));
-    }
-    post_tool(&state.client, &manifest.server_url, &tool.name, args, token).await
-}
-
 pub(crate) async fn ask(
     state: &AppState,
     user: &User,
@@ -107,7 +69,7 @@ pub(crate) async fn ask(
         raw: None,
         retry_at: None,
     };
-    match call_checked(state, manifest, &metric.tool, &args, token).await {
+    match call_tool_raw(&state.client, manifest, &metric.tool, &args, token).await {
         Ok(body) => match extract(&body, &metric.value_path) {
             Ok(found) => Answer { outcome: Outcome::Stored(found.value), raw: Some(found.raw), retry_at: None },
             Err(dropped) => Answer {
