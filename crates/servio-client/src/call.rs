@@ -47,14 +47,7 @@ impl fmt::Display for CallError {
             CallError::UnknownTool { name, known } => {
                 write!(f, "no tool named {name:?}; the site has: {}", known.join(", "))
             }
-            CallError::InvalidArguments(errors) => {
-                f.write_str("invalid arguments, nothing was sent:")?;
-                for e in errors {
-                    let at = if e.pointer.as_str().is_empty() { "(the arguments)" } else { e.pointer.as_str() };
-                    write!(f, "\n  {at}: {}", e.message)?;
-                }
-                Ok(())
-            }
+            CallError::InvalidArguments(errors) => write_invalid_arguments(f, errors),
             CallError::BadSchema(m) => write!(f, "the tool's input_schema cannot be used: {m}"),
             CallError::Request(e) => write!(f, "{e}"),
             CallError::Failed { status, body, .. } => write!(f, "the site answered {status}: {body}"),
@@ -64,6 +57,17 @@ impl fmt::Display for CallError {
 }
 
 impl std::error::Error for CallError {}
+
+/// "invalid arguments, nothing was sent:" and each problem on a line of its own, at its pointer:
+/// the message of every caller that checks arguments before sending them.
+pub fn write_invalid_arguments(f: &mut fmt::Formatter<'_>, errors: &[ArgumentError]) -> fmt::Result {
+    f.write_str("invalid arguments, nothing was sent:")?;
+    for e in errors {
+        let at = if e.pointer.as_str().is_empty() { "(the arguments)" } else { e.pointer.as_str() };
+        write!(f, "\n  {at}: {}", e.message)?;
+    }
+    Ok(())
+}
 
 /// The endpoint of `tool`: `{server.url}/tools/{name}`, one trailing `/` of `server.url`
 /// dropped and the name percent-encoded as one path segment.

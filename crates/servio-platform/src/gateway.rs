@@ -308,15 +308,7 @@ impl std::fmt::Display for Failure {
             Failure::UnknownTool(name) => {
                 write!(f, "no tool named {name:?} in your vault; list the tools to see their names")
             }
-            Failure::InvalidArguments(problems) => {
-                f.write_str("invalid arguments, nothing was sent:")?;
-                for problem in problems {
-                    let at =
-                        if problem.pointer.as_str().is_empty() { "(the arguments)" } else { problem.pointer.as_str() };
-                    write!(f, "\n  {at}: {}", problem.message)?;
-                }
-                Ok(())
-            }
+            Failure::InvalidArguments(problems) => servio_client::call::write_invalid_arguments(f, problems),
             Failure::SiteUnreachable(detail) => write!(f, "the site cannot be reached: {detail}"),
             Failure::Unauthorized(detail) => f.write_str(detail),
             Failure::SiteError { status, body } => write!(f, "the site answered {status}: {body}"),
