@@ -1,26 +1,27 @@
 #!/bin/sh
 # Collector throughput against the HTTP limit: wrk POSTs the demo site's metric tool
 # (shop.getSalesSummary, the brief's args, the bearer token) at CONCURRENCY connections; then
-# servio worker processes collect JOBS due values from the same site at the same number of
-# calls in flight (WORKERS x LANES x BATCH), each value committed durably to PostgreSQL in the
-# workers' fenced batches. Prints collections/s / wrk requests/s (target >= 0.5). Results go in
-# BENCHMARKS.md.
+# servio worker processes collect JOBS due values from the same site with the same number of
+# calls in flight (CONCURRENCY, split over WORKERS), each value committed durably to PostgreSQL
+# in the workers' fenced group commits. Prints collections/s / wrk requests/s (target >= 0.5).
+# Results go in BENCHMARKS.md.
 #
 # Environment: SERVIO_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test; a
-# fresh schema is used), JOBS (40000), CONCURRENCY (64), WORKERS (2), LANES (2), DURATION (10s),
-# PROFILE (release; `dev` for a quick smoke test of the script, whose figures mean nothing).
+# fresh schema is used), JOBS (40000), CONCURRENCY (64), WORKERS (2), BATCH (jobs per claim,
+# 16), DURATION (10s), PROFILE (release; `dev` for a quick smoke test of the script, whose
+# figures mean nothing).
 set -eu
 cd "$(dirname "$0")/.."
 database_url=${SERVIO_BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}
 jobs=${JOBS:-40000}
 concurrency=${CONCURRENCY:-64}
 workers=${WORKERS:-2}
-lanes=${LANES:-2}
+batch=${BATCH:-16}
 duration=${DURATION:-10s}
 profile=${PROFILE:-release}
 case $profile in dev) out=debug ;; *) out=$profile ;; esac
-batch=$((concurrency / (workers * lanes)))
-[ "$batch" -ge 1 ] || { echo "CONCURRENCY must be at least WORKERS x LANES" >&2; exit 2; }
+in_flight=$((concurrency / workers))
+[ "$in_flight" -ge 1 ] || { echo "CONCURRENCY must be at least WORKERS" >&2; exit 2; }
 
 if ! command -v wrk >/dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq wrk
@@ -57,9 +58,9 @@ if grep -q "Non-2xx" "$tmp/wrk.txt"; then
 fi
 wrk_rps=$(awk '/^Requests\/sec:/ { print $2 }' "$tmp/wrk.txt")
 
-echo "collector: $jobs jobs, $workers workers x $lanes lanes x batches of $batch"
+echo "collector: $jobs jobs, $workers workers x $in_flight calls in flight, claims of $batch"
 "$target_dir/$out/examples/collector_bench" "$servio" "$origin" "$token" "$tmp/ca.pem" "$database_url" \
-    "$jobs" "$workers" "$lanes" "$batch" | tee "$tmp/collector.txt"
+    "$jobs" "$workers" "$in_flight" "$batch" | tee "$tmp/collector.txt"
 collector_rps=$(awk '/^collections\/s:/ { print $2 }' "$tmp/collector.txt")
 
 python3 -c "print(f'collector {float($collector_rps):.0f}/s vs wrk {float($wrk_rps):.0f}/s: {float($collector_rps) / float($wrk_rps):.2f}x (target >= 0.5x)')"

@@ -176,19 +176,22 @@ pub struct WorkerArgs {
     /// over. Longer than a batch takes (calls time out after 10 s).
     #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub lease: u64,
-    /// Jobs claimed at once: their calls run concurrently and their results commit in one
-    /// transaction.
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    /// Jobs claimed at once (one claim on the database); the next batch is claimed while this
+    /// one is being called. A worker that stops or dies holds at most two batches.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub batch_size: u64,
-    /// Batches in flight at once.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=64))]
-    pub lanes: u64,
+    /// Calls to sites in flight at once. Results are committed in groups while calls go on.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub in_flight: u64,
     /// How often to plan due collections into jobs, in seconds (planning is idempotent).
     #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub plan_every: u64,
     /// How long to wait when no job is due, in milliseconds.
     #[arg(long, default_value_t = 1000, value_name = "MILLIS")]
     pub idle: u64,
+    /// Plan once, work until no job is due, then exit (for a run from cron, or a benchmark).
+    #[arg(long)]
+    pub drain: bool,
     /// Where browsers reach the platform: OAuth refreshes name its callback URL.
     #[arg(long, env = "SERVIO_PUBLIC_URL", default_value = "http://127.0.0.1:8080")]
     pub public_url: String,

@@ -41,21 +41,28 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
             owner: owner.clone(),
             lease: Duration::from_secs(args.lease),
             batch: usize::try_from(args.batch_size).unwrap_or(usize::MAX),
-            lanes: usize::try_from(args.lanes).unwrap_or(usize::MAX),
+            in_flight: usize::try_from(args.in_flight).unwrap_or(usize::MAX),
             plan_every: Duration::from_secs(args.plan_every),
             idle: Duration::from_millis(args.idle),
+            drain: args.drain,
         };
         let backend = if url.starts_with("sqlite:") { "SQLite" } else { "PostgreSQL" };
         println!(
-            "Servio worker {owner} on {backend}: leases of {}s, batches of {}, {} lanes",
-            args.lease, args.batch_size, args.lanes
+            "Servio worker {owner} on {backend}: leases of {}s, batches of {}, {} calls in flight",
+            args.lease, args.batch_size, args.in_flight
         );
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let work = tokio::spawn(servio_platform::jobs::run(state, config, stopped));
-        shutdown_signal().await?;
-        eprintln!("servio: {owner}: stopping after the batches in hand");
-        let _ = stop.send(true);
-        let summary = work.await.context("the worker's tasks")?;
+        let mut work = tokio::spawn(servio_platform::jobs::run(state, config, stopped));
+        let summary = tokio::select! {
+            // Drained: no job is due.
+            summary = &mut work => summary.context("the worker's tasks")?,
+            signal = shutdown_signal() => {
+                signal?;
+                eprintln!("servio: {owner}: stopping after the batches in hand");
+                let _ = stop.send(true);
+                work.await.context("the worker's tasks")?
+            }
+        };
         println!("Servio worker {owner} stopped: {}", summary.describe());
         anyhow::Ok(())
     })?;

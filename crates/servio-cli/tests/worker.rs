@@ -41,7 +41,7 @@ impl Worker {
         let child = Command::new(env!("CARGO_BIN_EXE_servio"))
             .args(["worker", "--database-url", url, "--allow-local", "--ca-cert"])
             .arg(ca)
-            .args(["--id", id, "--lease", LEASE_SECONDS, "--batch-size", "16", "--lanes", "2"])
+            .args(["--id", id, "--lease", LEASE_SECONDS, "--batch-size", "16", "--in-flight", "32"])
             .args(["--plan-every", "3600", "--idle", "100"])
             .env("SERVIO_SECRET_KEY", KEY.iter().map(|b| format!("{b:02x}")).collect::<String>())
             .env_remove("SERVIO_DATABASE_URL")

@@ -1,9 +1,10 @@
 //! The collector half of `bench/collector.sh`: seeds PostgreSQL (a fresh schema) with users who
-//! have the running demo site in their vault and `JOBS` due collections, starts `servio worker`
-//! processes on it, and times them until no job is pending: every value committed durably, in
-//! the workers' fenced batches. Prints `collections/s: N`.
+//! have the running demo site in their vault and `JOBS` due collections, starts `servio worker
+//! --drain` processes on it, and times them until the last one exits, no job left pending: every
+//! value committed durably, in the workers' fenced group commits. Prints `collections/s: N`.
 //!
-//! Usage: `collector_bench SERVIO_BIN ORIGIN TOKEN CA_PEM DATABASE_URL JOBS WORKERS LANES BATCH`
+//! Usage: `collector_bench SERVIO_BIN ORIGIN TOKEN CA_PEM DATABASE_URL JOBS WORKERS IN_FLIGHT BATCH`
+//! (`IN_FLIGHT` calls at once per worker, `BATCH` jobs per claim).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -31,9 +32,9 @@ const METRICS: [&str; 2] = ["sales.revenue.daily", "sales.orders.daily"];
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [servio, origin, token, ca, base_url, jobs, workers, lanes, batch] = args.as_slice() else {
+    let [servio, origin, token, ca, base_url, jobs, workers, in_flight, batch] = args.as_slice() else {
         return Err(
-            "usage: collector_bench SERVIO_BIN ORIGIN TOKEN CA_PEM DATABASE_URL JOBS WORKERS LANES BATCH".into()
+            "usage: collector_bench SERVIO_BIN ORIGIN TOKEN CA_PEM DATABASE_URL JOBS WORKERS IN_FLIGHT BATCH".into()
         );
     };
     let (jobs, workers): (usize, usize) = (jobs.parse()?, workers.parse()?);
@@ -93,27 +94,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             tokio::process::Command::new(servio)
                 .args(["worker", "--database-url", &url, "--allow-local", "--ca-cert", ca, "--id"])
                 .arg(format!("bench-{i}"))
-                .args(["--lanes", lanes, "--batch-size", batch, "--lease", "60", "--plan-every", "3600"])
-                .args(["--idle", "20"])
+                .args(["--in-flight", in_flight, "--batch-size", batch, "--lease", "60", "--drain"])
                 .env("SERVIO_SECRET_KEY", &key)
                 .stdout(Stdio::null())
                 .kill_on_drop(true)
                 .spawn()?,
         );
     }
-    let counts = loop {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let counts = store.job_counts().await?;
-        if counts.pending == 0 {
-            break counts;
-        }
-        if started.elapsed() > Duration::from_secs(600) {
-            return Err(format!("not done in 600 s: {counts:?}").into());
-        }
-    };
+    // Each worker exits once no job is left to claim and its results are committed: the clock
+    // stops with the last one, and nothing polls the database meanwhile.
+    let all_exit = futures_util::future::join_all(children.iter_mut().map(|child| child.wait()));
+    let statuses = tokio::time::timeout(Duration::from_secs(600), all_exit).await.map_err(|_| "not done in 600 s")?;
     let elapsed = started.elapsed().as_secs_f64();
-    for child in &mut children {
-        child.start_kill()?;
+    for status in statuses {
+        let status = status?;
+        if !status.success() {
+            return Err(format!("a worker failed: {status}").into());
+        }
+    }
+    let counts = store.job_counts().await?;
+    if counts.pending > 0 {
+        return Err(format!("jobs left pending: {counts:?}").into());
     }
     if counts.failed > 0 {
         return Err(format!("{} collections failed: {counts:?}", counts.failed).into());

@@ -15,7 +15,7 @@ use servio_collector::plan::{Planner, next_retry, periods_between, settle_delay}
 use servio_manifest::period::{Granularity, Period};
 use servio_manifest::{Brief, Manifest};
 use servio_store::{Completion, Job, JobClaim, JobResult, NewJob, StoreError, User};
-use tokio::sync::watch;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::AppState;
 use crate::collect::{Answer, DEADLINE, Outcome, Summary, ask, fresh_bearer};
@@ -28,15 +28,18 @@ pub struct WorkerConfig {
     /// How long a claim holds; past it another worker may take the job over (and this one's
     /// result is then fenced out).
     pub lease: Duration,
-    /// Jobs claimed at once: their calls run concurrently and their results commit in one
-    /// transaction.
+    /// Jobs claimed at once: one claim, their users and sites loaded once. The next batch is
+    /// claimed while this one is being called.
     pub batch: usize,
-    /// Batches in flight at once.
-    pub lanes: usize,
+    /// Calls in flight at once; their results are committed in groups while calls go on.
+    pub in_flight: usize,
     /// How often due slots are planned into jobs.
     pub plan_every: Duration,
-    /// How long a lane waits when no job is due.
+    /// How long to wait before claiming again when no job was due.
     pub idle: Duration,
+    /// Stop once no job is due, instead of waiting for more (for batch runs); planning then
+    /// happens once, at the start.
+    pub drain: bool,
 }
 
 impl WorkerConfig {
@@ -45,10 +48,11 @@ impl WorkerConfig {
         WorkerConfig {
             owner: owner.into(),
             lease: Duration::from_secs(60),
-            batch: 32,
-            lanes: 2,
+            batch: 128,
+            in_flight: 64,
             plan_every: Duration::from_secs(60),
             idle: Duration::from_secs(1),
+            drain: false,
         }
     }
 }
@@ -295,38 +299,41 @@ async fn resolve(state: &AppState, context: &Context, job: &Job, now: Timestamp)
     Ok(Resolution::Answered { answer, not_before })
 }
 
-/// Works claimed jobs: their calls concurrently, then every result in one transaction, each
-/// committed only while its fence holds. `now` is the clock of attempts and deadlines.
-async fn work_jobs(
-    state: &AppState,
-    jobs: &[Job],
-    now: Timestamp,
-    cache: &mut ManifestCache,
-) -> Result<Summary, StoreError> {
-    let mut contexts: HashMap<(i64, i64), Result<Context, Resolution>> = HashMap::new();
+/// The context of each (user, site) that jobs belong to.
+type Contexts = HashMap<(i64, i64), Result<Arc<Context>, Resolution>>;
+
+/// Loads the context of every (user, site) among `jobs`, once each.
+async fn contexts(state: &AppState, jobs: &[Job], cache: &mut ManifestCache) -> Result<Contexts, StoreError> {
+    let mut contexts = Contexts::new();
     for job in jobs {
-        let key = (job.user_id, job.site_id);
-        if let std::collections::hash_map::Entry::Vacant(slot) = contexts.entry(key) {
-            slot.insert(context(state, job.user_id, job.site_id, cache).await?);
+        if let std::collections::hash_map::Entry::Vacant(slot) = contexts.entry((job.user_id, job.site_id)) {
+            slot.insert(context(state, job.user_id, job.site_id, cache).await?.map(Arc::new));
         }
     }
-    let resolutions = futures_util::future::join_all(jobs.iter().map(|job| {
-        let context = &contexts[&(job.user_id, job.site_id)];
-        async move {
-            match context {
-                Ok(context) => resolve(state, context, job, now).await,
-                Err(resolution) => Ok(resolution.clone()),
-            }
-        }
-    }))
-    .await
-    .into_iter()
-    .collect::<Result<Vec<Resolution>, StoreError>>()?;
-    let completions: Vec<Completion> = jobs
-        .iter()
-        .zip(&resolutions)
-        .map(|(job, resolution)| Completion { job, result: resolution.result() })
-        .collect();
+    Ok(contexts)
+}
+
+/// Does one job in its (user, site) context, or gives it the resolution of all that pair's jobs.
+async fn resolve_in(
+    state: &AppState,
+    context: &Result<Arc<Context>, Resolution>,
+    job: &Job,
+    now: Timestamp,
+) -> Result<Resolution, StoreError> {
+    match context {
+        Ok(context) => resolve(state, context, job, now).await,
+        Err(resolution) => Ok(resolution.clone()),
+    }
+}
+
+/// A claimed job with what it came to, to commit.
+type Done = (Job, Resolution);
+
+/// Commits results in one transaction, each only while its job's fence is still the one it
+/// was claimed with; `now` is when their attempts are logged.
+async fn commit(state: &AppState, done: &[Done], now: Timestamp) -> Result<Summary, StoreError> {
+    let completions: Vec<Completion> =
+        done.iter().map(|(job, resolution)| Completion { job, result: resolution.result() }).collect();
     let committed = state.store.complete_jobs(&completions, now.as_second()).await?;
     let mut summary = Summary::default();
     for (completion, committed) in completions.iter().zip(committed) {
@@ -341,27 +348,23 @@ async fn work_jobs(
     Ok(summary)
 }
 
-/// Claims up to `config.batch` due jobs for `config.owner` and works them; `None` when no job
-/// was due.
-pub async fn claim_and_work(
+/// Works claimed jobs all at once: their calls concurrently, then every result in one
+/// transaction. `now` is the clock of attempts and deadlines.
+async fn work_jobs(
     state: &AppState,
-    config: &WorkerConfig,
+    jobs: Vec<Job>,
+    now: Timestamp,
     cache: &mut ManifestCache,
-) -> Result<Option<Summary>, StoreError> {
-    let now = Timestamp::now();
-    let lease = i64::try_from(config.lease.as_secs().max(1)).unwrap_or(i64::MAX);
-    let claim = JobClaim {
-        owner: &config.owner,
-        now: now.as_second(),
-        lease_until: now.as_second().saturating_add(lease),
-        limit: i64::try_from(config.batch.max(1)).unwrap_or(i64::MAX),
-        only: None,
-    };
-    let jobs = state.store.claim_jobs(&claim).await?;
-    if jobs.is_empty() {
-        return Ok(None);
-    }
-    work_jobs(state, &jobs, now, cache).await.map(Some)
+) -> Result<Summary, StoreError> {
+    let contexts = contexts(state, &jobs, cache).await?;
+    let resolutions = futures_util::future::join_all(
+        jobs.iter().map(|job| resolve_in(state, &contexts[&(job.user_id, job.site_id)], job, now)),
+    )
+    .await
+    .into_iter()
+    .collect::<Result<Vec<Resolution>, StoreError>>()?;
+    let done: Vec<Done> = jobs.into_iter().zip(resolutions).collect();
+    commit(state, &done, now).await
 }
 
 /// How long the collection of one vault entry on demand may hold its jobs.
@@ -394,23 +397,30 @@ pub(crate) async fn collect_entry(
         only: Some((user.id, entry.site.id)),
     };
     let jobs = state.store.claim_jobs(&claim).await.map_err(|e| e.to_string())?;
-    let mut summary = work_jobs(state, &jobs, now, &mut cache).await.map_err(|e| e.to_string())?;
-    summary.waiting = planned
+    let waiting = planned
         .iter()
         .filter(|p| !jobs.iter().any(|j| j.metric_key == p.metric_key && j.period_start == p.period_start))
         .count();
+    let mut summary = work_jobs(state, jobs, now, &mut cache).await.map_err(|e| e.to_string())?;
+    summary.waiting = waiting;
     Ok(summary)
 }
 
 /// Plans and works jobs until `stop` turns true (or its sender is gone): a planning task every
-/// `config.plan_every`, and `config.lanes` lanes claiming and working batches. A lane finishes
-/// (and commits) the batch it holds before it stops. Returns what was done.
+/// `config.plan_every`, and [`work`] with up to `config.in_flight` calls at once. Every call in
+/// flight ends, and its result is committed, before it returns what was done. With
+/// `config.drain` it plans once and returns as soon as no job is due.
 pub async fn run(state: AppState, config: WorkerConfig, stop: watch::Receiver<bool>) -> Summary {
     let total = Arc::new(Mutex::new(Summary::default()));
-    let mut tasks = tokio::task::JoinSet::new();
-    {
+    let mut others = tokio::task::JoinSet::new();
+    if config.drain {
+        // Once, before the first claim, so that draining finds what is due now.
+        if let Err(error) = plan_all(&state, Timestamp::now(), &mut ManifestCache::default()).await {
+            eprintln!("servio: planning collection failed: {error}");
+        }
+    } else {
         let (state, config, mut stop) = (state.clone(), config.clone(), stop.clone());
-        tasks.spawn(async move {
+        others.spawn(async move {
             let mut cache = ManifestCache::default();
             while !*stop.borrow() {
                 if let Err(error) = plan_all(&state, Timestamp::now(), &mut cache).await {
@@ -420,26 +430,10 @@ pub async fn run(state: AppState, config: WorkerConfig, stop: watch::Receiver<bo
             }
         });
     }
-    for _ in 0..config.lanes.max(1) {
-        let (state, config, mut stop, total) = (state.clone(), config.clone(), stop.clone(), total.clone());
-        tasks.spawn(async move {
-            let mut cache = ManifestCache::default();
-            while !*stop.borrow() {
-                match claim_and_work(&state, &config, &mut cache).await {
-                    Ok(Some(done)) => total.lock().unwrap_or_else(|e| e.into_inner()).merge(&done),
-                    Ok(None) => wait(&mut stop, config.idle).await,
-                    Err(error) => {
-                        eprintln!("servio: {}: working jobs failed: {error}", config.owner);
-                        wait(&mut stop, config.idle).await;
-                    }
-                }
-            }
-        });
-    }
     {
         // Progress, for operators: what this worker committed so far, every ten seconds.
         let (owner, mut stop, total) = (config.owner.clone(), stop.clone(), total.clone());
-        tasks.spawn(async move {
+        others.spawn(async move {
             let mut shown = Summary::default();
             while !*stop.borrow() {
                 wait(&mut stop, Duration::from_secs(10)).await;
@@ -451,8 +445,139 @@ pub async fn run(state: AppState, config: WorkerConfig, stop: watch::Receiver<bo
             }
         });
     }
-    while tasks.join_next().await.is_some() {}
+    work(state, config, stop.clone(), total.clone()).await;
+    // Stopped, the others end by themselves (planning finishes its round); drained, only
+    // the progress report is left, and nothing is lost by ending it.
+    if !*stop.borrow() {
+        others.abort_all();
+    }
+    while others.join_next().await.is_some() {}
     *total.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The most calls a worker keeps in flight, whatever it is told.
+const MAX_IN_FLIGHT: usize = 4096;
+
+/// The most results committed in one transaction.
+const COMMIT_GROUP: usize = 1024;
+
+/// Claimed jobs with their contexts, on their way to be called.
+type Batch = (Vec<Job>, Contexts);
+
+/// Claims and works jobs until `stop`, as three tasks joined by queues: [`claim_batches`]
+/// claims a batch while the one before is being called; the calls run up to
+/// `config.in_flight` at once, each a task that queues its result; [`commit_results`] commits
+/// the results in groups while calls go on. So neither a claim nor a durable commit leaves the
+/// calls waiting, and one commit flushes for many jobs. On `stop` no batch is claimed any more;
+/// the batches claimed are called, and it returns once every result is committed.
+async fn work(state: AppState, config: WorkerConfig, stop: watch::Receiver<bool>, total: Arc<Mutex<Summary>>) {
+    let in_flight = config.in_flight.clamp(1, MAX_IN_FLIGHT);
+    let room = Arc::new(Semaphore::new(in_flight));
+    let (results, received) = mpsc::channel::<Done>(in_flight);
+    let committer = tokio::spawn(commit_results(state.clone(), received, total, config.owner.clone()));
+    // One batch waits while another is being called: claims overlap calls, and a worker holds
+    // at most two batches it has not started.
+    let (claimed, mut batches) = mpsc::channel::<Batch>(1);
+    let claimer = tokio::spawn(claim_batches(state.clone(), config, stop, claimed));
+    while let Some((jobs, contexts)) = batches.recv().await {
+        for job in jobs {
+            // The semaphore is never closed, so this always holds.
+            let Ok(permit) = room.clone().acquire_owned().await else { break };
+            let context = contexts[&(job.user_id, job.site_id)].clone();
+            tokio::spawn(call(state.clone(), context, job, permit, results.clone()));
+        }
+    }
+    let _ = claimer.await;
+    // A call returns its permit only after its result is queued for the committer.
+    let _ = room.acquire_many(u32::try_from(in_flight).unwrap_or(u32::MAX)).await;
+    drop(results);
+    let _ = committer.await;
+}
+
+/// Claims batches of `config.batch` due jobs into `claimed` until `stop`, waiting
+/// `config.idle` whenever none is due (or, with `config.drain`, ending then).
+async fn claim_batches(
+    state: AppState,
+    config: WorkerConfig,
+    mut stop: watch::Receiver<bool>,
+    claimed: mpsc::Sender<Batch>,
+) {
+    let mut cache = ManifestCache::default();
+    while !*stop.borrow() {
+        match claim_batch(&state, &config, config.batch.max(1), &mut cache).await {
+            Ok((jobs, _)) if jobs.is_empty() && config.drain => break,
+            Ok((jobs, _)) if jobs.is_empty() => wait(&mut stop, config.idle).await,
+            Ok(batch) => {
+                if claimed.send(batch).await.is_err() {
+                    break;
+                }
+            }
+            Err(error) => {
+                eprintln!("servio: {}: claiming jobs failed: {error}", config.owner);
+                wait(&mut stop, config.idle).await;
+            }
+        }
+    }
+}
+
+/// Claims up to `limit` due jobs for `config.owner` and loads their contexts.
+async fn claim_batch(
+    state: &AppState,
+    config: &WorkerConfig,
+    limit: usize,
+    cache: &mut ManifestCache,
+) -> Result<Batch, StoreError> {
+    let now = Timestamp::now().as_second();
+    let lease = i64::try_from(config.lease.as_secs().max(1)).unwrap_or(i64::MAX);
+    let claim = JobClaim {
+        owner: &config.owner,
+        now,
+        lease_until: now.saturating_add(lease),
+        limit: i64::try_from(limit).unwrap_or(i64::MAX),
+        only: None,
+    };
+    let jobs = state.store.claim_jobs(&claim).await?;
+    let contexts = contexts(state, &jobs, cache).await?;
+    Ok((jobs, contexts))
+}
+
+/// Does one claimed job and queues its result for the committer, holding `permit` (one of the
+/// calls in flight) until then.
+async fn call(
+    state: AppState,
+    context: Result<Arc<Context>, Resolution>,
+    job: Job,
+    permit: OwnedSemaphorePermit,
+    results: mpsc::Sender<Done>,
+) {
+    match resolve_in(&state, &context, &job, Timestamp::now()).await {
+        Ok(resolution) => {
+            // The receiver lives until every permit is back, so this is never refused.
+            let _ = results.send((job, resolution)).await;
+        }
+        // The job stays claimed; another claim takes it over when its lease ends.
+        Err(error) => eprintln!("servio: collection job {} left to its lease: {error}", job.id),
+    }
+    drop(permit);
+}
+
+/// Commits results as they arrive, in groups: whatever arrived while one commit was being made
+/// goes into the next, so the durable flush is paid once per group, not once per job.
+async fn commit_results(
+    state: AppState,
+    mut received: mpsc::Receiver<Done>,
+    total: Arc<Mutex<Summary>>,
+    owner: String,
+) {
+    let mut group = Vec::with_capacity(COMMIT_GROUP);
+    while received.recv_many(&mut group, COMMIT_GROUP).await > 0 {
+        match commit(&state, &group, Timestamp::now()).await {
+            Ok(done) => total.lock().unwrap_or_else(|e| e.into_inner()).merge(&done),
+            // Their jobs stay claimed; other claims take them over when their leases end.
+            Err(error) => eprintln!("servio: {owner}: committing {} results failed: {error}", group.len()),
+        }
+        group.clear();
+    }
 }
 
 /// Sleeps for `duration`, or until `stop` changes (or its sender is gone).
@@ -463,25 +588,15 @@ async fn wait(stop: &mut watch::Receiver<bool>, duration: Duration) {
     }
 }
 
-/// Collects what is due for every user, every `tick`, forever: each round plans due slots into
-/// jobs, then works due jobs until none is left (with other processes sharing the database).
+/// `servio serve`'s own worker: collects what is due for every user, forever, planning every
+/// `tick` and working jobs as they fall due, alongside any `servio worker` sharing the database.
 pub async fn run_rounds(state: AppState, tick: Duration) {
-    let config = WorkerConfig::new(format!("servio-serve-{}", std::process::id()));
-    let mut cache = ManifestCache::default();
-    loop {
-        if let Err(error) = plan_all(&state, Timestamp::now(), &mut cache).await {
-            eprintln!("servio: planning collection failed: {error}");
-        }
-        loop {
-            match claim_and_work(&state, &config, &mut cache).await {
-                Ok(Some(_)) => {}
-                Ok(None) => break,
-                Err(error) => {
-                    eprintln!("servio: working collection jobs failed: {error}");
-                    break;
-                }
-            }
-        }
-        tokio::time::sleep(tick).await;
-    }
+    let config = WorkerConfig {
+        plan_every: tick,
+        idle: Duration::from_secs(5),
+        ..WorkerConfig::new(format!("servio-serve-{}", std::process::id()))
+    };
+    // Never stopped: the sender lives as long as this future.
+    let (_running, stop) = watch::channel(false);
+    run(state, config, stop).await;
 }

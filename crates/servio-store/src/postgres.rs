@@ -794,6 +794,12 @@ impl Store for PgStore {
         .bind(now)
         .execute(&self.pool)
         .await?;
+        // Claims must walk the pending index in order and stop after a batch. With statistics
+        // from before a large plan, the planner expects a few pending jobs and sorts them all
+        // instead, on every claim (measured: 9 ms a claim of 128 among 20,000 pending).
+        if inserted.rows_affected() >= REANALYZE_AFTER {
+            sqlx::query("ANALYZE jobs").execute(&self.pool).await?;
+        }
         Ok(inserted.rows_affected())
     }
 
@@ -942,6 +948,10 @@ fn tool_call(row: &PgRow) -> ToolCall {
         arguments: row.get("arguments"),
     }
 }
+
+/// Jobs enqueued at once past which the jobs table's statistics are renewed at once, rather
+/// than by autovacuum up to a minute later.
+const REANALYZE_AFTER: u64 = 1_000;
 
 /// The columns [`job`] reads.
 const JOB_COLUMNS: &str =
