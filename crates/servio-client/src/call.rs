@@ -107,6 +107,20 @@ pub async fn call_tool_raw(
 ) -> Result<Vec<u8>, CallError> {
     let tool = find(manifest, name)?;
     let validator = ArgumentValidator::new(&tool.input_schema).map_err(CallError::BadSchema)?;
+    call_tool_checked(client, manifest, &validator, name, args, token).await
+}
+
+/// Like [`call_tool_raw`], with the tool's argument validator compiled by the caller: for
+/// many calls of one tool, since compiling a schema costs more than checking arguments.
+pub async fn call_tool_checked(
+    client: &Client,
+    manifest: &Manifest,
+    validator: &ArgumentValidator,
+    name: &str,
+    args: &Value,
+    token: Option<&str>,
+) -> Result<Vec<u8>, CallError> {
+    let tool = find(manifest, name)?;
     let problems = validator.check(args);
     if !problems.is_empty() {
         return Err(CallError::InvalidArguments(problems));

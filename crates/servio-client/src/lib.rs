@@ -15,7 +15,7 @@ pub mod guard;
 pub mod http;
 pub mod oauth;
 
-pub use call::{CallError, call_tool, call_tool_raw, post_tool};
+pub use call::{CallError, call_tool, call_tool_checked, call_tool_raw, post_tool};
 pub use discovery::{Discovered, DiscoveryError, Validators, discover, refresh};
 pub use guard::{Guard, Policy, Refusal, Rule};
 pub use http::{Client, ClientConfig, ClientError, Fetched, Lookup};

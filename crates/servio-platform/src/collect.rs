@@ -2,10 +2,13 @@
 //! read and reduce the value, store it with its raw form, and log the attempt whatever happens.
 //! A dropped value is never stored (so never shown as zero); its reason is in the log.
 
+use std::collections::HashMap;
+
 use jiff::civil::Date;
-use servio_client::{CallError, call_tool_raw};
+use servio_client::{CallError, call_tool_checked, call_tool_raw};
 use servio_collector::plan::Planner;
 use servio_manifest::period::{Period, PlaceholderValues};
+use servio_manifest::schema::ArgumentValidator;
 use servio_manifest::value::extract;
 use servio_manifest::{Brief, Manifest, Metric};
 use servio_store::{SiteRecord, Slot, StoreError, User};
@@ -54,11 +57,34 @@ pub(crate) struct Answer {
     pub(crate) retry_at: Option<i64>,
 }
 
+/// The argument validators of the tools a brief calls, by tool name, compiled once for many
+/// calls (compiling a schema costs more than the call). A tool missing here (unknown, or its
+/// schema does not compile) is called through [`call_tool_raw`], which says why it cannot be.
+#[derive(Default)]
+pub(crate) struct Validators(HashMap<String, ArgumentValidator>);
+
+impl Validators {
+    /// Compiles the validator of every tool `brief` calls.
+    pub(crate) fn new(manifest: &Manifest, brief: &Brief) -> Validators {
+        let mut validators = HashMap::new();
+        for metric in &brief.metrics {
+            if validators.contains_key(&metric.tool) {
+                continue;
+            }
+            if let Some(Ok(validator)) = manifest.tool(&metric.tool).map(|t| ArgumentValidator::new(&t.input_schema)) {
+                validators.insert(metric.tool.clone(), validator);
+            }
+        }
+        Validators(validators)
+    }
+}
+
 /// Calls the tool of `metric` for `period` in the user's zone and reads the value; writes nothing.
 pub(crate) async fn ask(
     state: &AppState,
     user: &User,
     manifest: &Manifest,
+    validators: &Validators,
     token: Option<&str>,
     metric: &Metric,
     period: &Period,
@@ -69,7 +95,11 @@ pub(crate) async fn ask(
         raw: None,
         retry_at: None,
     };
-    match call_tool_raw(&state.client, manifest, &metric.tool, &args, token).await {
+    let sent = match validators.0.get(&metric.tool) {
+        Some(validator) => call_tool_checked(&state.client, manifest, validator, &metric.tool, &args, token).await,
+        None => call_tool_raw(&state.client, manifest, &metric.tool, &args, token).await,
+    };
+    match sent {
         Ok(body) => match extract(&body, &metric.value_path) {
             Ok(found) => Answer { outcome: Outcome::Stored(found.value), raw: Some(found.raw), retry_at: None },
             Err(dropped) => Answer {
@@ -96,11 +126,12 @@ pub(crate) async fn ask(
 /// Collects `metric` of `site` for `user` over `period`, logging the attempt as made `at`;
 /// writes directly, without a job (backfills).
 #[allow(clippy::too_many_arguments)]
-pub async fn collect(
+async fn collect(
     state: &AppState,
     user: &User,
     site: &SiteRecord,
     manifest: &Manifest,
+    validators: &Validators,
     token: Option<&str>,
     metric: &Metric,
     period: &Period,
@@ -109,7 +140,7 @@ pub async fn collect(
     let start_date = period.start_date.to_string();
     let slot = slot(user, site, metric, period, &start_date);
     let at = at.as_second();
-    let answer = ask(state, user, manifest, token, metric, period).await;
+    let answer = ask(state, user, manifest, validators, token, metric, period).await;
     let raw = answer.raw.as_deref();
     match &answer.outcome {
         Outcome::Stored(value) => {
@@ -183,12 +214,13 @@ pub async fn backfill(
     last: Date,
 ) -> Result<Summary, String> {
     let zone = servio_manifest::period::zone(&user.time_zone).map_err(|e| e.to_string())?;
+    let validators = Validators::new(manifest, brief);
     let mut summary = Summary::default();
     for metric in &brief.metrics {
         let periods = servio_collector::plan::periods_between(metric.granularity, first, last, &zone)
             .map_err(|e| e.to_string())?;
         for period in periods.iter().filter(|p| servio_collector::plan::is_due(p, jiff::Timestamp::now())) {
-            let outcome = collect(state, user, site, manifest, token, metric, period, jiff::Timestamp::now())
+            let outcome = collect(state, user, site, manifest, &validators, token, metric, period, jiff::Timestamp::now())
                 .await
                 .map_err(|e| e.to_string())?;
             summary.add(&outcome);

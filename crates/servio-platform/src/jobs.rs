@@ -18,7 +18,7 @@ use servio_store::{Completion, Job, JobClaim, JobResult, NewJob, StoreError, Use
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::AppState;
-use crate::collect::{Answer, DEADLINE, Outcome, Summary, ask, fresh_bearer};
+use crate::collect::{Answer, DEADLINE, Outcome, Summary, Validators, ask, fresh_bearer};
 
 /// How a worker works.
 #[derive(Debug, Clone)]
@@ -57,16 +57,20 @@ impl WorkerConfig {
     }
 }
 
-/// A site's manifest and brief, parsed once and shared by the jobs of every user of the site.
+/// A site's manifest and brief, parsed once and shared by the jobs of every user of the site,
+/// with the argument validators of the tools the brief calls.
 struct Parsed {
     manifest: Manifest,
     brief: Brief,
+    validators: Validators,
 }
 
 /// Parses a stored manifest; `None` when it has no valid brief (nothing to collect).
 fn parse(text: &str) -> Option<Arc<Parsed>> {
     let report = servio_manifest::check(text.as_bytes(), &servio_manifest::CheckOptions::default());
-    Some(Arc::new(Parsed { manifest: report.manifest?, brief: report.brief? }))
+    let (manifest, brief) = (report.manifest?, report.brief?);
+    let validators = Validators::new(&manifest, &brief);
+    Some(Arc::new(Parsed { manifest, brief, validators }))
 }
 
 /// Parsed manifests by site, kept while the stored text is the same: checking a manifest costs
@@ -291,7 +295,9 @@ async fn resolve(state: &AppState, context: &Context, job: &Job, now: Timestamp)
         let reason = format!("the period of {} no longer exists in {}", job.start_date, context.user.time_zone);
         return Ok(Resolution::Failed(reason));
     };
-    let answer = ask(state, &context.user, &context.parsed.manifest, context.token.as_deref(), metric, &period).await;
+    let parsed = &context.parsed;
+    let answer =
+        ask(state, &context.user, &parsed.manifest, &parsed.validators, context.token.as_deref(), metric, &period).await;
     let not_before = match &answer.outcome {
         Outcome::Failed { transient: true, .. } => retry_not_before(state, job, now, answer.retry_at).await?,
         _ => None,

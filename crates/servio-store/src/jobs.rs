@@ -138,6 +138,32 @@ impl JobResult<'_> {
             _ => None,
         }
     }
+
+    /// The attempt this result logs: its outcome, reason, raw value and `Retry-After`
+    /// (`None`: an abandoned job logs nothing).
+    pub fn attempt(&self) -> Option<Attempted<'_>> {
+        let (outcome, reason, raw, retry_at) = match self {
+            JobResult::Stored { raw, .. } => ("stored", None, Some(*raw), None),
+            JobResult::Dropped { reason, raw } => ("dropped", Some(*reason), *raw, None),
+            JobResult::Failed { reason } => ("failed", Some(*reason), None, None),
+            JobResult::Retry { reason, retry_at, .. } => ("retry", Some(*reason), None, *retry_at),
+            JobResult::Abandoned => return None,
+        };
+        Some(Attempted { outcome, reason, raw, retry_at })
+    }
+}
+
+/// The attempt a job's result logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempted<'a> {
+    /// `stored`, `dropped`, `failed` or `retry`.
+    pub outcome: &'static str,
+    /// Why, unless stored.
+    pub reason: Option<&'a str>,
+    /// The raw value found, when there was one.
+    pub raw: Option<&'a str>,
+    /// When the site asked to be tried again.
+    pub retry_at: Option<i64>,
 }
 
 /// How many jobs are in each state, and how often jobs were claimed again.

@@ -20,7 +20,7 @@ mod sqlite;
 
 use async_trait::async_trait;
 
-pub use jobs::{Completion, Job, JobClaim, JobCounts, JobResult, NewJob};
+pub use jobs::{Attempted, Completion, Job, JobClaim, JobCounts, JobResult, NewJob};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 

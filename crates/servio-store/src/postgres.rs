@@ -8,7 +8,7 @@ use crate::{
     ApiToken, Attempt, Claim, FetchedManifest, Found, LAST_USED_PRECISION, Listing, Retries, Session, SiteRecord, Slot,
     Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, conflict, search_words,
 };
-use crate::{Completion, Job, JobClaim, JobCounts, JobResult, NewJob};
+use crate::{Attempted, Completion, Job, JobClaim, JobCounts, JobResult, NewJob};
 
 /// The store in PostgreSQL.
 pub struct PgStore {
@@ -837,90 +837,62 @@ impl Store for PgStore {
         if completions.is_empty() {
             return Ok(Vec::new());
         }
-        // Three statements for the whole batch, whatever its size: round trips are what a
-        // batch costs. The rows travel as arrays.
-        let mut tx = self.pool.begin().await?;
-        // The fence check: a claim since ours has incremented the fence, and then nothing of
-        // ours may be written; the jobs that matched are the ones whose results are written.
-        let matched: Vec<i64> = sqlx::query_scalar(
-            "UPDATE jobs AS j SET state = c.state, not_before = COALESCE(c.not_before, j.not_before),
-                                  lease_owner = NULL, lease_expires = NULL, updated_at = $5
-             FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[]) AS c(id, fence, state, not_before)
-             WHERE j.id = c.id AND j.fence = c.fence
-             RETURNING j.id",
+        // One statement for the whole batch, whatever its size, and so one transaction in one
+        // round trip: the fence check updates the jobs whose fence is still the one claimed
+        // (a claim since has incremented it), and only the jobs it updated get their value
+        // and attempt written. The results travel as arrays, in order.
+        let attempts: Vec<Option<Attempted>> = completions.iter().map(|c| c.result.attempt()).collect();
+        let value = |c: &Completion| match c.result {
+            JobResult::Stored { value, .. } => Some(value),
+            _ => None,
+        };
+        let matched: Vec<(i64, i64)> = sqlx::query_as(
+            "WITH c AS (
+                 SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[], $5::DOUBLE PRECISION[],
+                                      $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::BIGINT[])
+                     WITH ORDINALITY AS c(id, fence, state, not_before, value, outcome, reason, raw, retry_at, n)
+             ),
+             done AS (
+                 UPDATE jobs AS j SET state = c.state, not_before = COALESCE(c.not_before, j.not_before),
+                                      lease_owner = NULL, lease_expires = NULL, updated_at = $10
+                 FROM c WHERE j.id = c.id AND j.fence = c.fence
+                 RETURNING j.id, j.fence, j.user_id, j.site_id, j.metric_key, j.granularity, j.period_start, j.period_end,
+                           j.start_date
+             ),
+             stored AS (
+                 INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end,
+                                            start_date, value, raw, collected_at)
+                 SELECT d.user_id, d.site_id, d.metric_key, d.granularity, d.period_start, d.period_end,
+                        d.start_date, c.value, c.raw, $10
+                 FROM done d JOIN c ON (c.id, c.fence) = (d.id, d.fence) WHERE c.value IS NOT NULL
+                 ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
+                     value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at,
+                     period_end = excluded.period_end
+             ),
+             logged AS (
+                 INSERT INTO collection_attempts (user_id, site_id, metric_key, period_start, start_date,
+                                                  attempted_at, outcome, reason, raw, retry_at)
+                 SELECT d.user_id, d.site_id, d.metric_key, d.period_start, d.start_date, $10, c.outcome,
+                        c.reason, c.raw, c.retry_at
+                 FROM done d JOIN c ON (c.id, c.fence) = (d.id, d.fence) WHERE c.outcome IS NOT NULL ORDER BY c.n
+             )
+             SELECT id, fence FROM done",
         )
         .bind(completions.iter().map(|c| c.job.id).collect::<Vec<i64>>())
         .bind(completions.iter().map(|c| c.job.fence).collect::<Vec<i64>>())
         .bind(completions.iter().map(|c| c.result.state()).collect::<Vec<&str>>())
         .bind(completions.iter().map(|c| c.result.not_before()).collect::<Vec<Option<i64>>>())
+        .bind(completions.iter().map(value).collect::<Vec<Option<f64>>>())
+        .bind(attempts.iter().map(|a| a.map(|a| a.outcome)).collect::<Vec<Option<&str>>>())
+        .bind(attempts.iter().map(|a| a.and_then(|a| a.reason)).collect::<Vec<Option<&str>>>())
+        .bind(attempts.iter().map(|a| a.and_then(|a| a.raw)).collect::<Vec<Option<&str>>>())
+        .bind(attempts.iter().map(|a| a.and_then(|a| a.retry_at)).collect::<Vec<Option<i64>>>())
         .bind(now)
-        .fetch_all(&mut *tx)
+        .fetch_all(&self.pool)
         .await?;
-        let committed: Vec<bool> = completions.iter().map(|c| matched.contains(&c.job.id)).collect();
-        let written = || completions.iter().zip(&committed).filter(|(_, ok)| **ok).map(|(c, _)| c);
-
-        let stored: Vec<(&Job, f64, &str)> = written()
-            .filter_map(|c| match c.result {
-                JobResult::Stored { value, raw } => Some((c.job, value, raw)),
-                _ => None,
-            })
-            .collect();
-        if !stored.is_empty() {
-            sqlx::query(
-                "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
-                 SELECT *, $10::BIGINT FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[],
-                                                 $6::BIGINT[], $7::TEXT[], $8::DOUBLE PRECISION[], $9::TEXT[])
-                 ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
-                     value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end",
-            )
-            .bind(stored.iter().map(|(j, ..)| j.user_id).collect::<Vec<i64>>())
-            .bind(stored.iter().map(|(j, ..)| j.site_id).collect::<Vec<i64>>())
-            .bind(stored.iter().map(|(j, ..)| j.metric_key.as_str()).collect::<Vec<&str>>())
-            .bind(stored.iter().map(|(j, ..)| j.granularity.as_str()).collect::<Vec<&str>>())
-            .bind(stored.iter().map(|(j, ..)| j.period_start).collect::<Vec<i64>>())
-            .bind(stored.iter().map(|(j, ..)| j.period_end).collect::<Vec<i64>>())
-            .bind(stored.iter().map(|(j, ..)| j.start_date.as_str()).collect::<Vec<&str>>())
-            .bind(stored.iter().map(|(_, value, _)| *value).collect::<Vec<f64>>())
-            .bind(stored.iter().map(|(.., raw)| *raw).collect::<Vec<&str>>())
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        }
-
-        // Every result but an abandoned job is an attempt in the log.
-        let attempts: Vec<(&Job, &str, Option<&str>, Option<&str>, Option<i64>)> = written()
-            .filter_map(|c| match c.result {
-                JobResult::Stored { raw, .. } => Some((c.job, "stored", None, Some(raw), None)),
-                JobResult::Dropped { reason, raw } => Some((c.job, "dropped", Some(reason), raw, None)),
-                JobResult::Failed { reason } => Some((c.job, "failed", Some(reason), None, None)),
-                JobResult::Retry { reason, retry_at, .. } => Some((c.job, "retry", Some(reason), None, retry_at)),
-                JobResult::Abandoned => None,
-            })
-            .collect();
-        if !attempts.is_empty() {
-            sqlx::query(
-                "INSERT INTO collection_attempts (user_id, site_id, metric_key, period_start, start_date, attempted_at, outcome, reason, raw, retry_at)
-                 SELECT u.user_id, u.site_id, u.metric_key, u.period_start, u.start_date, $10::BIGINT, u.outcome, u.reason, u.raw, u.retry_at
-                 FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[], $5::TEXT[], $6::TEXT[], $7::TEXT[],
-                             $8::TEXT[], $9::BIGINT[])
-                      WITH ORDINALITY AS u(user_id, site_id, metric_key, period_start, start_date, outcome, reason, raw, retry_at, n)
-                 ORDER BY u.n",
-            )
-            .bind(attempts.iter().map(|a| a.0.user_id).collect::<Vec<i64>>())
-            .bind(attempts.iter().map(|a| a.0.site_id).collect::<Vec<i64>>())
-            .bind(attempts.iter().map(|a| a.0.metric_key.as_str()).collect::<Vec<&str>>())
-            .bind(attempts.iter().map(|a| a.0.period_start).collect::<Vec<i64>>())
-            .bind(attempts.iter().map(|a| a.0.start_date.as_str()).collect::<Vec<&str>>())
-            .bind(attempts.iter().map(|a| a.1).collect::<Vec<&str>>())
-            .bind(attempts.iter().map(|a| a.2).collect::<Vec<Option<&str>>>())
-            .bind(attempts.iter().map(|a| a.3).collect::<Vec<Option<&str>>>())
-            .bind(attempts.iter().map(|a| a.4).collect::<Vec<Option<i64>>>())
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(committed)
+        // By job and fence: a job claimed again by the same worker may be in a batch twice.
+        let matched: std::collections::HashSet<(i64, i64)> = matched.into_iter().collect();
+        Ok(completions.iter().map(|c| matched.contains(&(c.job.id, c.job.fence))).collect())
     }
 
     async fn job_counts(&self) -> Result<JobCounts, StoreError> {

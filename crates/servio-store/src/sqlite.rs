@@ -10,7 +10,7 @@ use crate::{
     ApiToken, Attempt, Claim, FetchedManifest, Found, LAST_USED_PRECISION, Listing, Retries, Session, SiteRecord, Slot,
     Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, conflict, search_words,
 };
-use crate::{Completion, Job, JobClaim, JobCounts, JobResult, NewJob};
+use crate::{Attempted, Completion, Job, JobClaim, JobCounts, JobResult, NewJob};
 
 /// The store in SQLite.
 pub struct SqliteStore {
@@ -896,35 +896,29 @@ impl Store for SqliteStore {
                 continue;
             }
             let slot = job.slot();
-            let (outcome, reason, raw, retry_at) = match result {
-                JobResult::Stored { value, raw } => {
-                    sqlx::query(
-                        "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
-                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                         ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
-                             value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end",
-                    )
-                    .bind(slot.user_id)
-                    .bind(slot.site_id)
-                    .bind(slot.metric_key)
-                    .bind(slot.granularity)
-                    .bind(slot.period_start)
-                    .bind(slot.period_end)
-                    .bind(slot.start_date)
-                    .bind(value)
-                    .bind(raw)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
-                    ("stored", None, Some(*raw), None)
-                }
-                JobResult::Dropped { reason, raw } => ("dropped", Some(*reason), *raw, None),
-                JobResult::Failed { reason } => ("failed", Some(*reason), None, None),
-                JobResult::Retry { reason, retry_at, .. } => ("retry", Some(*reason), None, *retry_at),
-                JobResult::Abandoned => {
-                    committed.push(true);
-                    continue;
-                }
+            if let JobResult::Stored { value, raw } = result {
+                sqlx::query(
+                    "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
+                         value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end",
+                )
+                .bind(slot.user_id)
+                .bind(slot.site_id)
+                .bind(slot.metric_key)
+                .bind(slot.granularity)
+                .bind(slot.period_start)
+                .bind(slot.period_end)
+                .bind(slot.start_date)
+                .bind(value)
+                .bind(raw)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+}
+            let Some(Attempted { outcome, reason, raw, retry_at }) = result.attempt() else {
+                committed.push(true);
+                continue;
             };
             sqlx::query(
                 "INSERT INTO collection_attempts (user_id, site_id, metric_key, period_start, start_date, attempted_at, outcome, reason, raw, retry_at)
