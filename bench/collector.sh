@@ -8,7 +8,7 @@
 #
 # Environment: SERVIO_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test; a
 # fresh schema is used), JOBS (40000), CONCURRENCY (64), WORKERS (2), BATCH (jobs per claim,
-# 16), DURATION (10s), PROFILE (release; `dev` for a quick smoke test of the script, whose
+# 128), DURATION (10s), PROFILE (release; `dev` for a quick smoke test of the script, whose
 # figures mean nothing).
 set -eu
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ database_url=${SERVIO_BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/tes
 jobs=${JOBS:-40000}
 concurrency=${CONCURRENCY:-64}
 workers=${WORKERS:-2}
-batch=${BATCH:-16}
+batch=${BATCH:-128}
 duration=${DURATION:-10s}
 profile=${PROFILE:-release}
 case $profile in dev) out=debug ;; *) out=$profile ;; esac

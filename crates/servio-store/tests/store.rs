@@ -458,6 +458,30 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
     }
 }
 
+/// A worker whose lease ran out may claim its own job again and then commit both results in
+/// one group: only the one under the current fence is written, once.
+#[tokio::test]
+async fn a_job_twice_in_one_completion_is_written_once_under_its_current_fence() {
+    use servio_store::{Completion, JobResult, NewJob};
+    for Backend { name, store, .. } in backends().await {
+        let (user, site) = job_owner(store.as_ref(), "noa@example.com").await;
+        let new = NewJob { slot: day_slot(user, site, 0, "2026-08-20"), not_before: 0, deadline: 10_000 };
+        store.enqueue_jobs(&[new], 0).await.unwrap();
+        let first = store.claim_jobs(&claim("a", 10, 30, 5)).await.unwrap();
+        let second = store.claim_jobs(&claim("a", 40, 30, 5)).await.unwrap();
+        assert_eq!((second[0].id, second[0].fence), (first[0].id, 2), "{name}");
+        let both = [
+            Completion { job: &first[0], result: JobResult::Stored { value: 1.0, raw: "1" } },
+            Completion { job: &second[0], result: JobResult::Stored { value: 2.0, raw: "2" } },
+        ];
+        assert_eq!(store.complete_jobs(&both, 41).await.unwrap(), [false, true], "{name}");
+        let values = store.values(user, site, "sales.revenue.daily", 0).await.unwrap();
+        assert_eq!(values.iter().map(|v| v.value).collect::<Vec<_>>(), [2.0], "{name}");
+        let attempts = store.attempts(user, site, 10).await.unwrap();
+        assert_eq!(attempts.iter().map(|a| a.raw.as_deref()).collect::<Vec<_>>(), [Some("2")], "{name}");
+    }
+}
+
 /// A transient failure puts the job back with its backoff and logs the retry; one with no time
 /// left ends it as failed; permanent results end it at once. Several completions share one
 /// transaction, each checked against its own fence.
