@@ -220,9 +220,10 @@ pub async fn backfill(
         let periods = servio_collector::plan::periods_between(metric.granularity, first, last, &zone)
             .map_err(|e| e.to_string())?;
         for period in periods.iter().filter(|p| servio_collector::plan::is_due(p, jiff::Timestamp::now())) {
-            let outcome = collect(state, user, site, manifest, &validators, token, metric, period, jiff::Timestamp::now())
-                .await
-                .map_err(|e| e.to_string())?;
+            let outcome =
+                collect(state, user, site, manifest, &validators, token, metric, period, jiff::Timestamp::now())
+                    .await
+                    .map_err(|e| e.to_string())?;
             summary.add(&outcome);
         }
     }

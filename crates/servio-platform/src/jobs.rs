@@ -297,7 +297,8 @@ async fn resolve(state: &AppState, context: &Context, job: &Job, now: Timestamp)
     };
     let parsed = &context.parsed;
     let answer =
-        ask(state, &context.user, &parsed.manifest, &parsed.validators, context.token.as_deref(), metric, &period).await;
+        ask(state, &context.user, &parsed.manifest, &parsed.validators, context.token.as_deref(), metric, &period)
+            .await;
     let not_before = match &answer.outcome {
         Outcome::Failed { transient: true, .. } => retry_not_before(state, job, now, answer.retry_at).await?,
         _ => None,

@@ -915,7 +915,7 @@ impl Store for SqliteStore {
                 .bind(now)
                 .execute(&mut *tx)
                 .await?;
-}
+            }
             let Some(Attempted { outcome, reason, raw, retry_at }) = result.attempt() else {
                 committed.push(true);
                 continue;
