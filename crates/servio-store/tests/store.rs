@@ -445,6 +445,7 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
         assert_eq!(store.complete_jobs(&[stale], 41).await.unwrap(), [false], "{name}: fenced out");
         assert!(store.values(user, site, "sales.revenue.daily", 0).await.unwrap().is_empty(), "{name}");
         assert!(store.attempts(user, site, 10).await.unwrap().is_empty(), "{name}: not even an attempt");
+        assert_eq!(store.job_counts().await.unwrap().pending, 1, "{name}: nor the job's state");
 
         let current = Completion { job: &second[0], result: JobResult::Stored { value: 2.0, raw: "\"$2\"" } };
         assert_eq!(store.complete_jobs(&[current], 42).await.unwrap(), [true], "{name}");
