@@ -46,6 +46,11 @@ fn random_token(prefix: &str) -> String {
     format!("{prefix}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
 }
 
+/// Forgets every access token (refresh tokens stay).
+pub(crate) fn revoke_access_tokens(grants: &mut Grants) {
+    grants.access.clear();
+}
+
 /// Whether `token` is a live access token of this site.
 pub fn is_valid_access_token(site: &Site, token: &str) -> bool {
     let grants = site.oauth.lock().unwrap_or_else(|e| e.into_inner());

@@ -127,6 +127,12 @@ impl Site {
         })
     }
 
+    /// Revokes every OAuth access token before it expires, as a site does when it rotates its
+    /// keys; refresh tokens keep working. For tests of a refused, unexpired token.
+    pub fn revoke_access_tokens(&self) {
+        crate::oauth::revoke_access_tokens(&mut self.oauth.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
     /// Makes `path` misbehave, or behave again with `None`.
     pub fn set_misbehaviour(&self, path: &str, how: Option<Misbehaviour>) {
         let mut switches = self.switches.lock().unwrap_or_else(|e| e.into_inner());

@@ -11,9 +11,10 @@ use servio_manifest::period::{Period, PlaceholderValues};
 use servio_manifest::schema::ArgumentValidator;
 use servio_manifest::value::extract;
 use servio_manifest::{Brief, Manifest, Metric};
-use servio_store::{SiteRecord, Slot, StoreError, User};
+use servio_store::{SiteRecord, Slot, StoreError, User, VaultEntry};
 
 use crate::AppState;
+use crate::credential::Refresh;
 pub use crate::credential::fresh_bearer;
 
 /// What one collection did.
@@ -79,13 +80,42 @@ impl Validators {
     }
 }
 
-/// Calls the tool of `metric` for `period` in the user's zone and reads the value; writes nothing.
+/// What a collection's call carries: the token, and the vault entry it came from, to refresh
+/// it from when the site refuses it.
+#[derive(Clone, Copy)]
+pub(crate) struct Bearer<'a> {
+    /// The site.
+    pub(crate) site: &'a SiteRecord,
+    /// The vault entry's sealed credential, as read.
+    pub(crate) sealed: Option<&'a [u8]>,
+    /// The token sent (already refreshed if it was about to expire).
+    pub(crate) token: Option<&'a str>,
+}
+
+/// Calls `tool` with `args`, checked by its compiled validator when there is one.
+async fn send(
+    state: &AppState,
+    manifest: &Manifest,
+    validators: &Validators,
+    tool: &str,
+    args: &serde_json::Value,
+    token: Option<&str>,
+) -> Result<Vec<u8>, CallError> {
+    match validators.0.get(tool) {
+        Some(validator) => call_tool_checked(&state.client, manifest, validator, tool, args, token).await,
+        None => call_tool_raw(&state.client, manifest, tool, args, token).await,
+    }
+}
+
+/// Calls the tool of `metric` for `period` in the user's zone and reads the value; writes
+/// nothing. A `401` to an OAuth token that had not expired (revoked, or rotated by the site)
+/// refreshes it once and calls again, as the gateway does.
 pub(crate) async fn ask(
     state: &AppState,
     user: &User,
     manifest: &Manifest,
     validators: &Validators,
-    token: Option<&str>,
+    bearer: Bearer<'_>,
     metric: &Metric,
     period: &Period,
 ) -> Answer {
@@ -95,10 +125,19 @@ pub(crate) async fn ask(
         raw: None,
         retry_at: None,
     };
-    let sent = match validators.0.get(&metric.tool) {
-        Some(validator) => call_tool_checked(&state.client, manifest, validator, &metric.tool, &args, token).await,
-        None => call_tool_raw(&state.client, manifest, &metric.tool, &args, token).await,
-    };
+    let mut sent = send(state, manifest, validators, &metric.tool, &args, bearer.token).await;
+    let refused = matches!(sent, Err(CallError::Failed { status: 401, .. }));
+    if refused && let Some(token) = bearer.token {
+        let when = Refresh::Refused(token);
+        match crate::credential::bearer(state, user, bearer.site, manifest, bearer.sealed, when).await {
+            Ok(Some(fresh)) if fresh != token => {
+                sent = send(state, manifest, validators, &metric.tool, &args, Some(&fresh)).await;
+            }
+            // Nothing to refresh (a pasted token): the 401 is the answer, logged as such.
+            Ok(_) => {}
+            Err(error) => eprintln!("servio: refreshing the OAuth token for {} failed: {error}", bearer.site.origin),
+        }
+    }
     match sent {
         Ok(body) => match extract(&body, &metric.value_path) {
             Ok(found) => Answer { outcome: Outcome::Stored(found.value), raw: Some(found.raw), retry_at: None },
@@ -129,18 +168,17 @@ pub(crate) async fn ask(
 async fn collect(
     state: &AppState,
     user: &User,
-    site: &SiteRecord,
     manifest: &Manifest,
     validators: &Validators,
-    token: Option<&str>,
+    bearer: Bearer<'_>,
     metric: &Metric,
     period: &Period,
     at: jiff::Timestamp,
 ) -> Result<Outcome, StoreError> {
     let start_date = period.start_date.to_string();
-    let slot = slot(user, site, metric, period, &start_date);
+    let slot = slot(user, bearer.site, metric, period, &start_date);
     let at = at.as_second();
-    let answer = ask(state, user, manifest, validators, token, metric, period).await;
+    let answer = ask(state, user, manifest, validators, bearer, metric, period).await;
     let raw = answer.raw.as_deref();
     match &answer.outcome {
         Outcome::Stored(value) => {
@@ -201,29 +239,29 @@ impl Summary {
 }
 
 /// Collects every metric of `brief` for every period starting between `first` and `last`
-/// (a backfill), in the user's zone.
-#[allow(clippy::too_many_arguments)]
+/// (a backfill), in the user's zone, with the credential of the user's vault `entry`.
 pub async fn backfill(
     state: &AppState,
     user: &User,
-    site: &SiteRecord,
+    entry: &VaultEntry,
     manifest: &Manifest,
     brief: &Brief,
-    token: Option<&str>,
     first: Date,
     last: Date,
 ) -> Result<Summary, String> {
     let zone = servio_manifest::period::zone(&user.time_zone).map_err(|e| e.to_string())?;
+    let sealed = entry.credential.as_deref();
+    let token = fresh_bearer(state, user, &entry.site, manifest, sealed).await;
+    let bearer = Bearer { site: &entry.site, sealed, token: token.as_deref() };
     let validators = Validators::new(manifest, brief);
     let mut summary = Summary::default();
     for metric in &brief.metrics {
         let periods = servio_collector::plan::periods_between(metric.granularity, first, last, &zone)
             .map_err(|e| e.to_string())?;
         for period in periods.iter().filter(|p| servio_collector::plan::is_due(p, jiff::Timestamp::now())) {
-            let outcome =
-                collect(state, user, site, manifest, &validators, token, metric, period, jiff::Timestamp::now())
-                    .await
-                    .map_err(|e| e.to_string())?;
+            let outcome = collect(state, user, manifest, &validators, bearer, metric, period, jiff::Timestamp::now())
+                .await
+                .map_err(|e| e.to_string())?;
             summary.add(&outcome);
         }
     }

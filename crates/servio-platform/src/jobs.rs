@@ -18,7 +18,7 @@ use servio_store::{Completion, Job, JobClaim, JobResult, NewJob, StoreError, Use
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::AppState;
-use crate::collect::{Answer, DEADLINE, Outcome, Summary, Validators, ask, fresh_bearer};
+use crate::collect::{Answer, Bearer, DEADLINE, Outcome, Summary, Validators, ask, fresh_bearer};
 
 /// How a worker works.
 #[derive(Debug, Clone)]
@@ -228,6 +228,7 @@ impl Resolution {
 /// What the jobs of one (user, site) need: loaded once per batch.
 struct Context {
     user: User,
+    entry: servio_store::VaultEntry,
     parsed: Arc<Parsed>,
     token: Option<String>,
     zone: TimeZone,
@@ -254,7 +255,7 @@ async fn context(
         Err(error) => return Ok(Err(Resolution::Failed(format!("the user's time zone: {error}")))),
     };
     let token = fresh_bearer(state, &user, &entry.site, &parsed.manifest, entry.credential.as_deref()).await;
-    Ok(Ok(Context { user, parsed, token, zone }))
+    Ok(Ok(Context { user, entry, parsed, token, zone }))
 }
 
 /// The period a job was planned for, resolved again in the user's zone; `None` when the zone
@@ -295,10 +296,9 @@ async fn resolve(state: &AppState, context: &Context, job: &Job, now: Timestamp)
         let reason = format!("the period of {} no longer exists in {}", job.start_date, context.user.time_zone);
         return Ok(Resolution::Failed(reason));
     };
-    let parsed = &context.parsed;
-    let answer =
-        ask(state, &context.user, &parsed.manifest, &parsed.validators, context.token.as_deref(), metric, &period)
-            .await;
+    let (parsed, entry) = (&context.parsed, &context.entry);
+    let bearer = Bearer { site: &entry.site, sealed: entry.credential.as_deref(), token: context.token.as_deref() };
+    let answer = ask(state, &context.user, &parsed.manifest, &parsed.validators, bearer, metric, &period).await;
     let not_before = match &answer.outcome {
         Outcome::Failed { transient: true, .. } => retry_not_before(state, job, now, answer.retry_at).await?,
         _ => None,

@@ -195,7 +195,7 @@ async fn what_a_manifest_says_is_escaped() {
 /// browser-like client that trusts it and does not follow redirects.
 async fn oauth_demo_site(
     access_ttl: std::time::Duration,
-) -> (LocalCa, String, servio_demo_site::Running, reqwest::Client) {
+) -> (LocalCa, String, servio_demo_site::Running, reqwest::Client, Site) {
     let ca = LocalCa::generate(&[]).unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
@@ -205,7 +205,7 @@ async fn oauth_demo_site(
     let roots = reqwest::Certificate::from_pem_bundle(ca.ca_pem.as_bytes()).unwrap();
     let http =
         reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).tls_certs_merge(roots).build().unwrap();
-    (ca, origin, running, http)
+    (ca, origin, running, http, site)
 }
 
 /// Signs `email` up, adds the OAuth demo site at `origin` and goes through "Connect" as a
@@ -254,7 +254,7 @@ async fn connect_with_oauth(
 /// authorization server; the tokens end up sealed as the site's credential.
 #[tokio::test]
 async fn connect_a_site_with_oauth() {
-    let (ca, origin, _running, http) = oauth_demo_site(std::time::Duration::from_secs(600)).await;
+    let (ca, origin, _running, http, _) = oauth_demo_site(std::time::Duration::from_secs(600)).await;
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let url = |path: &str| format!("{}{path}", server.base);
         let email = format!("connect-{name}@example.com");
@@ -285,7 +285,7 @@ async fn connect_a_site_with_oauth() {
 /// with the refresh token, seals the new tokens into the vault, and the values are stored.
 #[tokio::test]
 async fn collection_refreshes_an_expired_oauth_token() {
-    let (ca, origin, _running, http) = oauth_demo_site(std::time::Duration::from_secs(1)).await;
+    let (ca, origin, _running, http, _) = oauth_demo_site(std::time::Duration::from_secs(1)).await;
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let email = format!("refresh-{name}@example.com");
         connect_with_oauth(&http, &server, name, &origin, &email).await;
@@ -307,6 +307,31 @@ async fn collection_refreshes_an_expired_oauth_token() {
     }
 }
 
+/// A site that refuses an OAuth access token before it expires (revoked, say): the collector
+/// refreshes it once and calls again, the values are stored and the new tokens kept.
+#[tokio::test]
+async fn collection_refreshes_an_oauth_token_the_site_refused_before_it_expired() {
+    let (ca, origin, _running, http, site) = oauth_demo_site(std::time::Duration::from_secs(600)).await;
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let email = format!("revoked-{name}@example.com");
+        connect_with_oauth(&http, &server, name, &origin, &email).await;
+        let (user, connected) = server.vault_entry_of(&email).await;
+        site.revoke_access_tokens();
+
+        let summary = servio_platform::collect::collect_due(
+            &server.state,
+            &user,
+            &connected,
+            &mut Planner::new(jiff::Timestamp::now()),
+        )
+        .await
+        .unwrap();
+        assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected after one refresh");
+        let (_, refreshed) = server.vault_entry_of(&email).await;
+        assert_ne!(refreshed.credential, connected.credential, "{name}: the new tokens are kept");
+    }
+}
+
 /// Many gateway calls racing on an expired OAuth token share one refresh: the demo site's
 /// authorization server rotates refresh tokens and refuses a used one, so a second refresh
 /// with the same token would fail its call.
@@ -314,7 +339,7 @@ async fn collection_refreshes_an_expired_oauth_token() {
 async fn gateway_calls_racing_on_an_expired_token_refresh_once() {
     // Tokens of 65 s are refreshed once within a minute of expiry, so after 5.5 s; a refreshed
     // one then stays fresh for 5 s however slow the machine is.
-    let (ca, origin, _running, http) = oauth_demo_site(std::time::Duration::from_secs(65)).await;
+    let (ca, origin, _running, http, _) = oauth_demo_site(std::time::Duration::from_secs(65)).await;
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let email = format!("race-{name}@example.com");
         connect_with_oauth(&http, &server, name, &origin, &email).await;

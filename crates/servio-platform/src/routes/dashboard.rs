@@ -18,7 +18,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use servio_collector::plan::Planner;
 
-use crate::collect::{backfill, fresh_bearer};
+use crate::collect::backfill;
 use crate::error::ApiError;
 use crate::slots::{SiteMetric, slots};
 
@@ -58,10 +58,8 @@ async fn run_backfill(
     let (Some(manifest), Some(brief)) = (report.manifest.as_ref(), report.brief.as_ref()) else {
         return Err(ApiError::BadRequest("this site has no valid brief: there is nothing to collect".into()));
     };
-    let token = fresh_bearer(&state, &caller.user, &entry.site, manifest, entry.credential.as_deref()).await;
-    let summary = backfill(&state, &caller.user, &entry.site, manifest, brief, token.as_deref(), first, last)
-        .await
-        .map_err(ApiError::Internal)?;
+    let summary =
+        backfill(&state, &caller.user, &entry, manifest, brief, first, last).await.map_err(ApiError::Internal)?;
     Ok(Json(json!({ "stored": summary.stored, "dropped": summary.dropped, "failed": summary.failed })))
 }
 
