@@ -2,7 +2,9 @@
 //! [`Store`](crate::Store).
 //!
 //! A job is one slot to collect. Planning enqueues it (idempotently: one job per slot); a
-//! worker claims due jobs with a lease, and every claim increments the job's fence. A
+//! worker claims due jobs with a lease, and every claim increments the job's fence and moves
+//! the job's `not_before` to the lease's end (so that a job whose worker died is due again
+//! then, and held jobs never stand in a claim's way). A
 //! completion writes the value and the attempt in the same transaction as the job's new state,
 //! and only while the fence it claimed with is still the job's: a worker paused past its lease,
 //! whose job another worker has claimed since, writes nothing.

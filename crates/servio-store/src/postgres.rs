@@ -805,16 +805,18 @@ impl Store for PgStore {
 
     async fn claim_jobs(&self, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError> {
         // SKIP LOCKED: rows another claimer is taking right now are passed over, not waited
-        // for; the outer UPDATE then re-checks them under the row lock it holds.
+        // for; the outer UPDATE then re-checks them under the row lock it holds. A claim moves
+        // `not_before` to its lease's end: held jobs then sort after every due one, so a claim
+        // stops at the first job not due instead of stepping over every job held by others.
         let due = "state = 'pending' AND not_before <= $3 AND (lease_expires IS NULL OR lease_expires <= $3)";
         let sql = match claim.only {
             None => format!(
-                "UPDATE jobs SET fence = fence + 1, lease_owner = $1, lease_expires = $2, updated_at = $3
+                "UPDATE jobs SET fence = fence + 1, lease_owner = $1, lease_expires = $2, not_before = $2, updated_at = $3
                  WHERE id IN (SELECT id FROM jobs WHERE {due} ORDER BY not_before, id LIMIT $4 FOR UPDATE SKIP LOCKED)
                  RETURNING {JOB_COLUMNS}"
             ),
             Some(_) => format!(
-                "UPDATE jobs SET fence = fence + 1, lease_owner = $1, lease_expires = $2, updated_at = $3
+                "UPDATE jobs SET fence = fence + 1, lease_owner = $1, lease_expires = $2, not_before = $2, updated_at = $3
                  WHERE id IN (SELECT id FROM jobs WHERE {due} AND user_id = $5 AND site_id = $6
                               ORDER BY not_before, id LIMIT $4 FOR UPDATE SKIP LOCKED)
                  RETURNING {JOB_COLUMNS}"

@@ -845,11 +845,12 @@ impl Store for SqliteStore {
 
     async fn claim_jobs(&self, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError> {
         // SQLite has one writer at a time: an immediate transaction takes the write lock before
-        // it reads, so two claimers can never pick the same rows.
+        // it reads, so two claimers can never pick the same rows. As on PostgreSQL, a claim
+        // moves `not_before` to its lease's end, so held jobs sort after the due ones.
         let (user_id, site_id) = claim.only.unwrap_or_default();
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE jobs SET fence = fence + 1, lease_owner = ?, lease_expires = ?, updated_at = ?
+            "UPDATE jobs SET fence = fence + 1, lease_owner = ?, lease_expires = ?, not_before = ?, updated_at = ?
              WHERE id IN (SELECT id FROM jobs
                           WHERE state = 'pending' AND not_before <= ? AND (lease_expires IS NULL OR lease_expires <= ?)
                             AND (? OR (user_id = ? AND site_id = ?))
@@ -857,6 +858,7 @@ impl Store for SqliteStore {
              RETURNING {JOB_COLUMNS}"
         )))
         .bind(claim.owner)
+        .bind(claim.lease_until)
         .bind(claim.lease_until)
         .bind(claim.now)
         .bind(claim.now)
