@@ -106,6 +106,26 @@ const STORE_VALUE: &str = "INSERT INTO metric_values (user_id, site_id, metric_k
      ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
          value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end";
 
+/// [`STORE_VALUE`] bound for one slot's value, collected at `now`.
+fn store_value_query<'q>(
+    slot: &Slot<'q>,
+    value: f64,
+    raw: &'q str,
+    now: i64,
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    sqlx::query(STORE_VALUE)
+            .bind(slot.user_id)
+            .bind(slot.site_id)
+            .bind(slot.metric_key)
+            .bind(slot.granularity)
+            .bind(slot.period_start)
+            .bind(slot.period_end)
+            .bind(slot.start_date)
+            .bind(value)
+            .bind(raw)
+            .bind(now)
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     async fn create_user(
@@ -482,19 +502,7 @@ impl Store for SqliteStore {
         Ok(rows.iter().map(|r| Found { listing: listing(r), origin: r.get("origin") }).collect())
     }
     async fn store_value(&self, slot: &Slot<'_>, value: f64, raw: &str, now: i64) -> Result<(), StoreError> {
-        sqlx::query(STORE_VALUE)
-            .bind(slot.user_id)
-            .bind(slot.site_id)
-            .bind(slot.metric_key)
-            .bind(slot.granularity)
-            .bind(slot.period_start)
-            .bind(slot.period_end)
-            .bind(slot.start_date)
-            .bind(value)
-            .bind(raw)
-            .bind(now)
-            .execute(&self.pool)
-            .await?;
+        store_value_query(slot, value, raw, now).execute(&self.pool).await?;
         Ok(())
     }
 
@@ -730,19 +738,7 @@ impl Store for SqliteStore {
     async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError> {
         let mut transaction = self.pool.begin().await?;
         for (slot, value, raw) in values {
-            sqlx::query(STORE_VALUE)
-                .bind(slot.user_id)
-                .bind(slot.site_id)
-                .bind(slot.metric_key)
-                .bind(slot.granularity)
-                .bind(slot.period_start)
-                .bind(slot.period_end)
-                .bind(slot.start_date)
-                .bind(value)
-                .bind(raw)
-                .bind(now)
-                .execute(&mut *transaction)
-                .await?;
+            store_value_query(slot, *value, raw, now).execute(&mut *transaction).await?;
         }
         transaction.commit().await?;
         Ok(())
@@ -899,24 +895,7 @@ impl Store for SqliteStore {
             }
             let slot = job.slot();
             if let JobResult::Stored { value, raw } = result {
-                sqlx::query(
-                    "INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                     ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
-                         value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end",
-                )
-                .bind(slot.user_id)
-                .bind(slot.site_id)
-                .bind(slot.metric_key)
-                .bind(slot.granularity)
-                .bind(slot.period_start)
-                .bind(slot.period_end)
-                .bind(slot.start_date)
-                .bind(value)
-                .bind(raw)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
+                store_value_query(&slot, *value, raw, now).execute(&mut *tx).await?;
             }
             let Some(Attempted { outcome, reason, raw, retry_at }) = result.attempt() else {
                 committed.push(true);
