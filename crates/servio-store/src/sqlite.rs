@@ -114,16 +114,16 @@ fn store_value_query<'q>(
     now: i64,
 ) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
     sqlx::query(STORE_VALUE)
-            .bind(slot.user_id)
-            .bind(slot.site_id)
-            .bind(slot.metric_key)
-            .bind(slot.granularity)
-            .bind(slot.period_start)
-            .bind(slot.period_end)
-            .bind(slot.start_date)
-            .bind(value)
-            .bind(raw)
-            .bind(now)
+        .bind(slot.user_id)
+        .bind(slot.site_id)
+        .bind(slot.metric_key)
+        .bind(slot.granularity)
+        .bind(slot.period_start)
+        .bind(slot.period_end)
+        .bind(slot.start_date)
+        .bind(value)
+        .bind(raw)
+        .bind(now)
 }
 
 #[async_trait]
