@@ -14,8 +14,8 @@ use servio_manifest::{Brief, Manifest, Metric};
 use servio_store::{SiteRecord, Slot, StoreError, User, VaultEntry};
 
 use crate::AppState;
-use crate::credential::Refresh;
 pub use crate::credential::fresh_bearer;
+use crate::credential::replacement;
 
 /// What one collection did.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,13 +128,10 @@ pub(crate) async fn ask(
     let mut sent = send(state, manifest, validators, &metric.tool, &args, bearer.token).await;
     let refused = matches!(sent, Err(CallError::Failed { status: 401, .. }));
     if refused && let Some(token) = bearer.token {
-        let when = Refresh::Refused(token);
-        match crate::credential::bearer(state, user, bearer.site, manifest, bearer.sealed, when).await {
-            Ok(Some(fresh)) if fresh != token => {
-                sent = send(state, manifest, validators, &metric.tool, &args, Some(&fresh)).await;
-            }
+        match replacement(state, user, bearer.site, manifest, bearer.sealed, token).await {
+            Ok(Some(fresh)) => sent = send(state, manifest, validators, &metric.tool, &args, Some(&fresh)).await,
             // Nothing to refresh (a pasted token): the 401 is the answer, logged as such.
-            Ok(_) => {}
+            Ok(None) => {}
             Err(error) => eprintln!("servio: refreshing the OAuth token for {} failed: {error}", bearer.site.origin),
         }
     }

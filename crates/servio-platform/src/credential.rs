@@ -130,6 +130,21 @@ pub async fn bearer(
     Ok(Some(new.access_token))
 }
 
+/// After a site answered `401` to `refused`: the token to send once more, refreshed (or
+/// already replaced by another call's refresh); `Ok(None)` when there is nothing new to try (a
+/// pasted token, or no credential). An error says why the refresh failed.
+pub async fn replacement(
+    state: &AppState,
+    user: &User,
+    site: &SiteRecord,
+    manifest: &Manifest,
+    sealed: Option<&[u8]>,
+    refused: &str,
+) -> Result<Option<String>, String> {
+    let token = bearer(state, user, site, manifest, sealed, Refresh::Refused(refused)).await?;
+    Ok(token.filter(|fresh| fresh != refused))
+}
+
 fn needs_refresh(credential: &Credential, when: Refresh<'_>) -> bool {
     let Credential::OAuth(tokens) = credential else { return false };
     if tokens.refresh_token.is_none() {

@@ -21,7 +21,7 @@ use servio_store::{Store, ToolCall, User, VaultEntry};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::AppState;
-use crate::credential::{Refresh, bearer};
+use crate::credential::{Refresh, bearer, replacement};
 
 /// Cached manifests beyond this many are dropped all at once (a new parse is cheap enough to
 /// make this rare event harmless, and it bounds memory).
@@ -374,11 +374,10 @@ async fn call_found(
     let body = match (sent, token) {
         (Err(CallError::Failed { status: 401, .. }), Some(refused)) => {
             // Once after a 401: a refresh, unless the credential is a pasted token.
-            let fresh =
-                bearer(state, user, &entry.site, manifest, sealed, Refresh::Refused(&refused)).await.map_err(|e| {
-                    Failure::Unauthorized(format!("the site refused the token and refreshing it failed: {e}"))
-                })?;
-            match fresh.filter(|fresh| *fresh != refused) {
+            let fresh = replacement(state, user, &entry.site, manifest, sealed, &refused).await.map_err(|e| {
+                Failure::Unauthorized(format!("the site refused the token and refreshing it failed: {e}"))
+            })?;
+            match fresh {
                 Some(fresh) => servio_client::post_tool(&state.client, &manifest.server_url, tool, args, Some(&fresh))
                     .await
                     .map_err(|e| failure(e, true))?,

@@ -511,7 +511,7 @@ async fn claim_batches(
 ) {
     let mut cache = ManifestCache::default();
     while !*stop.borrow() {
-        match claim_batch(&state, &config, config.batch.max(1), &mut cache).await {
+        match claim_batch(&state, &config, &mut cache).await {
             Ok((jobs, _)) if jobs.is_empty() && config.drain => break,
             Ok((jobs, _)) if jobs.is_empty() => wait(&mut stop, config.idle).await,
             Ok(batch) => {
@@ -527,20 +527,15 @@ async fn claim_batches(
     }
 }
 
-/// Claims up to `limit` due jobs for `config.owner` and loads their contexts.
-async fn claim_batch(
-    state: &AppState,
-    config: &WorkerConfig,
-    limit: usize,
-    cache: &mut ManifestCache,
-) -> Result<Batch, StoreError> {
+/// Claims up to `config.batch` due jobs for `config.owner` and loads their contexts.
+async fn claim_batch(state: &AppState, config: &WorkerConfig, cache: &mut ManifestCache) -> Result<Batch, StoreError> {
     let now = Timestamp::now().as_second();
     let lease = i64::try_from(config.lease.as_secs().max(1)).unwrap_or(i64::MAX);
     let claim = JobClaim {
         owner: &config.owner,
         now,
         lease_until: now.saturating_add(lease),
-        limit: i64::try_from(limit).unwrap_or(i64::MAX),
+        limit: i64::try_from(config.batch.max(1)).unwrap_or(i64::MAX),
         only: None,
     };
     let jobs = state.store.claim_jobs(&claim).await?;
