@@ -21,7 +21,7 @@ pub fn resolve(args: &ResolveArgs) -> Result<Outcome, Failure> {
     let source = read_source(&args.file).map_err(|e| anyhow!(e))?;
     let report = check(&source.bytes, &CheckOptions::default());
     if !report.is_valid() {
-        eprintln!("{}: the manifest is invalid:", source.name);
+        eprintln!("error: {}: the manifest is invalid:", source.name);
         for e in &report.errors {
             eprintln!(
                 "  {}:{}: {} {} (at {})",
@@ -70,14 +70,14 @@ pub fn usable_brief<'r>(name: &str, report: &'r servio_manifest::Report) -> Opti
     match (report.brief_status, &report.brief) {
         (BriefStatus::Valid, Some(brief)) => Some(brief),
         (BriefStatus::Ignored, _) => {
-            eprintln!("{name}: the brief is ignored, so nothing would be collected:");
+            eprintln!("error: {name}: the brief is ignored, so nothing would be collected:");
             for e in &report.brief_errors {
                 eprintln!("  {}:{}: {} {} (at {})", e.line, e.column, e.code, e.message, e.pointer);
             }
             None
         }
         _ => {
-            eprintln!("{name}: the manifest has no brief, so nothing would be collected");
+            eprintln!("error: {name}: the manifest has no brief, so nothing would be collected");
             None
         }
     }

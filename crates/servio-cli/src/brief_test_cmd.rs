@@ -31,7 +31,7 @@ pub fn run(args: &BriefTestArgs) -> Result<Outcome, Failure> {
     let found = fetcher.discover(&args.site)?;
     let report = check(&found.body, &CheckOptions { site: Site::from_url(&found.origin), allow: Vec::new() });
     let Some(manifest) = &report.manifest else {
-        eprintln!("{}: the manifest is invalid; run `servio check {}` for the details", found.url, args.site);
+        eprintln!("error: {}: the manifest is invalid; run `servio check {}` for the details", found.url, args.site);
         return Ok(Outcome::Invalid);
     };
     let Some(brief) = usable_brief(found.url.as_str(), &report) else { return Ok(Outcome::Invalid) };

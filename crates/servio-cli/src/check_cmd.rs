@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, anyhow};
-use servio_manifest::{CheckOptions, Code, Report, Severity, Site, check};
+use servio_manifest::{BriefStatus, CheckOptions, Code, Report, Severity, Site, check};
 
 use crate::cli::{CheckArgs, Format};
 use crate::fetch::{Fetcher, is_url};
@@ -24,33 +24,41 @@ pub struct Source {
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
     let options = CheckOptions { site: None, allow: allowed_codes(&args.allow)? };
-    let (paths, mut unreadable) = expand_sources(&args.sources);
+    let sources = expand_sources(&args.sources);
     let style = render::Style::detect();
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)).max(1);
 
     // The network client is built only when a source is a site.
-    let fetcher = match paths.iter().any(|p| is_url(&p.to_string_lossy())) {
+    let fetcher = match sources.iter().flatten().any(|p| is_url(&p.to_string_lossy())) {
         true => Some(Fetcher::new(&args.fetch)?),
         false => None,
     };
-    let job = Job { options: &options, format: args.format, style, fetcher: fetcher.as_ref() };
+    let job = Job { options: &options, format: args.format, quiet: args.quiet, style, fetcher: fetcher.as_ref() };
 
     let mut stdout = std::io::stdout().lock();
-    let mut any_invalid = false;
+    let mut tally = Tally::default();
+    let mut unreadable = Vec::new();
     let mut sarif = render::sarif::Builder::default();
     let mut write_error = None;
-    check_all(&paths, &job, jobs, |result| match result {
-        Err(message) => unreadable.push(message),
-        Ok(checked) => {
-            any_invalid |= !checked.valid || (args.deny_warnings && checked.has_warnings);
-            match &checked.sarif {
-                Some((bytes, report)) => sarif.add(&checked.name, bytes, report),
-                None => {
-                    if let Err(e) = stdout.write_all(checked.rendered.as_bytes()) {
-                        write_error.get_or_insert(e);
-                    }
-                }
+    check_all(&sources, &job, jobs, |result| {
+        let rendered = match result {
+            Err(problem) => {
+                tally.unreadable += 1;
+                let record =
+                    (args.format == Format::Json).then(|| render::json::error_line(&problem.source, &problem.message));
+                unreadable.push(problem.message);
+                record
             }
+            Ok(checked) => {
+                tally.add(&checked);
+                if let Some((bytes, report)) = &checked.sarif {
+                    sarif.add(&checked.name, bytes, report);
+                }
+                Some(checked.rendered)
+            }
+        };
+        if let Some(Err(e)) = rendered.map(|text| stdout.write_all(text.as_bytes())) {
+            write_error.get_or_insert(e);
         }
     });
     if let Some(error) = write_error {
@@ -60,10 +68,69 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         writeln!(stdout, "{}", sarif.finish()).context("writing to standard output")?;
     }
     stdout.flush().context("writing to standard output")?;
+    if args.format == Format::Human && !args.quiet && (sources.len() > 1 || args.sources.iter().any(|s| s.is_dir())) {
+        eprintln!("{}", tally.summary());
+    }
     if !unreadable.is_empty() {
         return Err(Failure(anyhow!("{}", unreadable.join("\nerror: "))));
     }
-    Ok(if any_invalid { Outcome::Invalid } else { Outcome::Ok })
+    Ok(if tally.fails(args.deny_warnings) { Outcome::Invalid } else { Outcome::Ok })
+}
+
+/// How the manifests of one run came out: for the exit code and the closing summary.
+#[derive(Debug, Default)]
+struct Tally {
+    valid: usize,
+    invalid: usize,
+    brief_ignored: usize,
+    unreadable: usize,
+    warnings: usize,
+}
+
+impl Tally {
+    fn add(&mut self, checked: &Checked) {
+        match checked.verdict {
+            Verdict::Valid => self.valid += 1,
+            Verdict::BriefIgnored => self.brief_ignored += 1,
+            Verdict::Invalid => self.invalid += 1,
+        }
+        self.warnings += checked.warnings;
+    }
+
+    /// Exit 1: an invalid manifest or an ignored brief (collection would be lost), or a
+    /// warning when warnings are denied.
+    fn fails(&self, deny_warnings: bool) -> bool {
+        self.invalid > 0 || self.brief_ignored > 0 || (deny_warnings && self.warnings > 0)
+    }
+
+    /// `3 manifests: 1 valid, 1 invalid, 1 with its brief ignored; 4 warnings`.
+    fn summary(&self) -> String {
+        let checked = self.valid + self.invalid + self.brief_ignored;
+        let mut parts = Vec::new();
+        if self.valid > 0 || checked == 0 {
+            parts.push(format!("{} valid", self.valid));
+        }
+        if self.invalid > 0 {
+            parts.push(format!("{} invalid", self.invalid));
+        }
+        if self.brief_ignored > 0 {
+            let its = if self.brief_ignored == 1 { "its brief" } else { "their brief" };
+            parts.push(format!("{} with {its} ignored", self.brief_ignored));
+        }
+        if self.unreadable > 0 {
+            parts.push(format!("{} could not be read", self.unreadable));
+        }
+        format!(
+            "{}: {}; {}",
+            plural(checked + self.unreadable, "manifest"),
+            parts.join(", "),
+            plural(self.warnings, "warning")
+        )
+    }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 fn allowed_codes(names: &[String]) -> Result<Vec<Code>, Failure> {
@@ -81,32 +148,66 @@ fn allowed_codes(names: &[String]) -> Result<Vec<Code>, Failure> {
         .collect()
 }
 
+/// Whether a manifest can be used as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Valid, with its brief (if any) in use.
+    Valid,
+    /// Valid, but its brief is ignored: nothing of it would be collected.
+    BriefIgnored,
+    /// Invalid: the platform refuses it.
+    Invalid,
+}
+
+impl Verdict {
+    fn of(report: &Report) -> Verdict {
+        match (report.is_valid(), report.brief_status) {
+            (false, _) => Verdict::Invalid,
+            (true, BriefStatus::Ignored) => Verdict::BriefIgnored,
+            (true, _) => Verdict::Valid,
+        }
+    }
+}
+
 /// One checked source with its output already rendered (for human and JSON formats). The
 /// report itself travels only for SARIF: freeing it on the thread that allocated it keeps the
 /// allocator from serialising the workers.
 struct Checked {
     name: String,
-    valid: bool,
-    has_warnings: bool,
+    verdict: Verdict,
+    warnings: usize,
     rendered: String,
     sarif: Option<(Vec<u8>, Report)>,
 }
 
+/// A source that could not be read or fetched.
+#[derive(Clone)]
+struct Unreadable {
+    /// The source as given.
+    source: String,
+    /// What went wrong, naming the source.
+    message: String,
+}
+
 /// Every file to check, in order: files as given, directories expanded to their `*.json`
-/// files in sorted order. Directories that cannot be read are reported, not fatal.
-fn expand_sources(sources: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+/// files in sorted order. A directory that cannot be read is reported in its place, not fatal.
+fn expand_sources(sources: &[PathBuf]) -> Vec<Result<PathBuf, Unreadable>> {
     let mut files = Vec::new();
-    let mut problems = Vec::new();
     for source in sources {
-        if source.is_dir() {
-            if let Err(e) = collect_json(source, &mut files) {
-                problems.push(format!("could not read directory {}: {e}", source.display()));
-            }
-        } else {
-            files.push(source.clone());
+        if !source.is_dir() {
+            files.push(Ok(source.clone()));
+            continue;
+        }
+        let mut found = Vec::new();
+        match collect_json(source, &mut found) {
+            Ok(()) => files.extend(found.into_iter().map(Ok)),
+            Err(e) => files.push(Err(Unreadable {
+                source: source.display().to_string(),
+                message: format!("could not read directory {}: {e}", source.display()),
+            })),
         }
     }
-    (files, problems)
+    files
 }
 
 fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
@@ -137,46 +238,61 @@ pub fn read_source(path: &Path) -> Result<Source, String> {
 struct Job<'a> {
     options: &'a CheckOptions,
     format: Format,
+    /// Leave out what is not a problem: clean manifests and the summary lines.
+    quiet: bool,
     style: render::Style,
     fetcher: Option<&'a Fetcher>,
 }
 
 /// Reads a file or fetches a site's manifest; a site is its own site for the name lints.
-fn load(path: &Path, job: &Job<'_>) -> Result<(Source, CheckOptions), String> {
+fn load(path: &Path, job: &Job<'_>) -> Result<(Source, CheckOptions), Unreadable> {
     let text = path.to_string_lossy();
+    let unreadable = |message: String| Unreadable { source: text.to_string(), message };
     match job.fetcher {
         Some(fetcher) if is_url(&text) => {
-            let found = fetcher.discover(&text).map_err(|e| format!("{e:#}"))?;
+            let found = fetcher.discover(&text).map_err(|e| unreadable(format!("{e:#}")))?;
             let options = CheckOptions { site: Site::from_url(&found.origin), ..job.options.clone() };
             Ok((Source { name: found.url.to_string(), bytes: found.body }, options))
         }
-        _ => Ok((read_source(path)?, job.options.clone())),
+        _ => Ok((read_source(path).map_err(unreadable)?, job.options.clone())),
     }
 }
 
-fn check_one(path: &Path, job: &Job<'_>) -> Result<Checked, String> {
+fn check_one(path: &Path, job: &Job<'_>) -> Result<Checked, Unreadable> {
     let (Source { name, bytes }, options) = load(path, job)?;
     let report = check(&bytes, &options);
+    let verdict = Verdict::of(&report);
+    let clean = verdict == Verdict::Valid && report.warnings.is_empty();
     let rendered = match job.format {
-        Format::Human => render::human::render(&name, &bytes, &report, job.style),
+        _ if job.quiet && clean => String::new(),
+        Format::Human => render::human::render(&name, &bytes, &report, job.style, !job.quiet),
         Format::Json => render::json::render_line(&name, &report),
         Format::Sarif => String::new(),
     };
     Ok(Checked {
         name,
-        valid: report.is_valid(),
-        has_warnings: !report.warnings.is_empty(),
+        verdict,
+        warnings: report.warnings.len(),
         rendered,
         sarif: (job.format == Format::Sarif).then_some((bytes, report)),
     })
 }
 
-/// Checks every path with `jobs` threads and hands each result to `emit` in path order, as
-/// soon as it and all before it are done, so that memory stays flat over a big corpus.
-fn check_all(paths: &[PathBuf], job: &Job<'_>, jobs: usize, mut emit: impl FnMut(Result<Checked, String>)) {
-    let jobs = jobs.min(paths.len()).max(1);
+/// Checks every source with `jobs` threads and hands each result to `emit` in source order,
+/// as soon as it and all before it are done, so that memory stays flat over a big corpus.
+fn check_all(
+    sources: &[Result<PathBuf, Unreadable>],
+    job: &Job<'_>,
+    jobs: usize,
+    mut emit: impl FnMut(Result<Checked, Unreadable>),
+) {
+    let check_source = |source: &Result<PathBuf, Unreadable>| match source {
+        Ok(path) => check_one(path, job),
+        Err(problem) => Err(problem.clone()),
+    };
+    let jobs = jobs.min(sources.len()).max(1);
     if jobs == 1 {
-        paths.iter().for_each(|path| emit(check_one(path, job)));
+        sources.iter().for_each(|source| emit(check_source(source)));
         return;
     }
     let next = AtomicUsize::new(0);
@@ -185,11 +301,12 @@ fn check_all(paths: &[PathBuf], job: &Job<'_>, jobs: usize, mut emit: impl FnMut
         for _ in 0..jobs {
             let sender = sender.clone();
             let next = &next;
+            let check_source = &check_source;
             scope.spawn(move || {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(path) = paths.get(i) else { break };
-                    if sender.send((i, check_one(path, job))).is_err() {
+                    let Some(source) = sources.get(i) else { break };
+                    if sender.send((i, check_source(source))).is_err() {
                         break;
                     }
                 }

@@ -1,6 +1,7 @@
 //! Command-line arguments. The shapes of `check`, `brief resolve`, `brief extract` and
 //! `address` are a fixed contract: external conformance checks run against them.
 
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -19,10 +20,12 @@ pub struct Cli {
 pub enum Command {
     /// Validate and lint manifests, reporting every problem with its line and column.
     ///
-    /// Exits 0 when every manifest is valid, 1 when any is invalid (or has warnings, with
-    /// --deny-warnings), 2 when a source could not be read.
+    /// Exits 0 when every manifest is valid and no brief is ignored; 1 when a manifest is
+    /// invalid, or valid with its brief ignored (the platform accepts it, but collects none of
+    /// its metrics), or has warnings with --deny-warnings; 2 when a source could not be read.
+    /// Checking several manifests ends with a summary on standard error.
     Check(CheckArgs),
-    /// Explain a rule: what it checks, why, an example and the fix.
+    /// Explain a rule: what it checks, why, an example and the fix; with no code, list them all.
     Explain(ExplainArgs),
     /// Work with a manifest's brief: the metrics a platform collects.
     Brief {
@@ -100,8 +103,8 @@ pub struct CallArgs {
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Address of the platform.
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    pub addr: std::net::SocketAddr,
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = parse_addr)]
+    pub addr: SocketAddr,
     /// Directory for the database, keys, demo.json and the demo site's port; start again on the same
     /// directory to keep the demo user, its site and its metrics (default: a temporary one, removed at exit).
     #[arg(long, value_name = "DIR")]
@@ -111,26 +114,26 @@ pub struct DemoArgs {
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Address to listen on.
-    #[arg(long, env = "SERVIO_ADDR", default_value = "127.0.0.1:8080")]
-    pub addr: std::net::SocketAddr,
+    #[arg(long, env = "SERVIO_ADDR", default_value = "127.0.0.1:8080", value_parser = parse_addr, hide_env_values = true)]
+    pub addr: SocketAddr,
     /// Database: postgres://USER@HOST/DB, or sqlite:PATH (default: servio.db in --data-dir).
     #[arg(long, env = "SERVIO_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
     /// Directory for the embedded database and the generated secret key.
-    #[arg(long, env = "SERVIO_DATA_DIR", default_value = "servio-data")]
+    #[arg(long, env = "SERVIO_DATA_DIR", default_value = "servio-data", hide_env_values = true)]
     pub data_dir: PathBuf,
     /// Trust the certificate authorities in this PEM file too when fetching sites.
-    #[arg(long, env = "SERVIO_CA_CERT", value_name = "PEM")]
+    #[arg(long, env = "SERVIO_CA_CERT", value_name = "PEM", hide_env_values = true)]
     pub ca_cert: Option<PathBuf>,
     /// Let the platform fetch loopback and private addresses (development only: the address
     /// guard refuses them otherwise).
-    #[arg(long, env = "SERVIO_ALLOW_LOCAL")]
+    #[arg(long, env = "SERVIO_ALLOW_LOCAL", hide_env_values = true)]
     pub allow_local: bool,
     /// Where browsers reach the platform (for OAuth callbacks); default: http://ADDR.
-    #[arg(long, env = "SERVIO_PUBLIC_URL")]
+    #[arg(long, env = "SERVIO_PUBLIC_URL", hide_env_values = true)]
     pub public_url: Option<String>,
     /// The OAuth client id the platform uses with sites ("Connect").
-    #[arg(long, env = "SERVIO_OAUTH_CLIENT_ID", default_value = "servio-platform")]
+    #[arg(long, env = "SERVIO_OAUTH_CLIENT_ID", default_value = "servio-platform", hide_env_values = true)]
     pub oauth_client_id: String,
     /// A client id for one site: ORIGIN=CLIENT_ID. Repeatable.
     #[arg(long = "oauth-client", value_name = "ORIGIN=CLIENT_ID")]
@@ -140,13 +143,14 @@ pub struct ServeArgs {
 #[derive(Debug, Args)]
 pub struct McpArgs {
     /// The platform, such as https://servio.example or http://127.0.0.1:8080.
-    #[arg(long, env = "SERVIO_URL")]
+    #[arg(long, env = "SERVIO_URL", hide_env_values = true)]
     pub url: String,
     /// One of your personal API tokens (create one on the platform's "AI clients" page, /ai).
+    /// Required, here or in the environment.
     #[arg(long, env = "SERVIO_TOKEN", hide_env_values = true)]
-    pub token: String,
+    pub token: Option<String>,
     /// Trust the certificate authorities in this PEM file too when reaching the platform.
-    #[arg(long, value_name = "PEM")]
+    #[arg(long, env = "SERVIO_CA_CERT", value_name = "PEM", hide_env_values = true)]
     pub ca_cert: Option<PathBuf>,
     /// How often to look for changes of the tool list, to tell the AI client, in seconds.
     #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
@@ -160,17 +164,17 @@ pub struct WorkerArgs {
     pub database_url: Option<String>,
     /// Directory of the embedded database and of the platform's secret key (secret.key), as
     /// given to `servio serve`.
-    #[arg(long, env = "SERVIO_DATA_DIR", default_value = "servio-data")]
+    #[arg(long, env = "SERVIO_DATA_DIR", default_value = "servio-data", hide_env_values = true)]
     pub data_dir: PathBuf,
     /// Trust the certificate authorities in this PEM file too when calling sites.
-    #[arg(long, env = "SERVIO_CA_CERT", value_name = "PEM")]
+    #[arg(long, env = "SERVIO_CA_CERT", value_name = "PEM", hide_env_values = true)]
     pub ca_cert: Option<PathBuf>,
     /// Let the worker call loopback and private addresses (development only: the address
     /// guard refuses them otherwise).
-    #[arg(long, env = "SERVIO_ALLOW_LOCAL")]
+    #[arg(long, env = "SERVIO_ALLOW_LOCAL", hide_env_values = true)]
     pub allow_local: bool,
     /// This worker's id, recorded as the owner of the jobs it holds (default: worker-PID).
-    #[arg(long, env = "SERVIO_WORKER_ID")]
+    #[arg(long, env = "SERVIO_WORKER_ID", hide_env_values = true)]
     pub id: Option<String>,
     /// How long a claim on a job holds, in seconds; past it another worker may take the job
     /// over. Longer than a batch takes (calls time out after 10 s).
@@ -193,10 +197,10 @@ pub struct WorkerArgs {
     #[arg(long)]
     pub drain: bool,
     /// Where browsers reach the platform: OAuth refreshes name its callback URL.
-    #[arg(long, env = "SERVIO_PUBLIC_URL", default_value = "http://127.0.0.1:8080")]
+    #[arg(long, env = "SERVIO_PUBLIC_URL", default_value = "http://127.0.0.1:8080", hide_env_values = true)]
     pub public_url: String,
     /// The OAuth client id the platform uses with sites, as given to `servio serve`.
-    #[arg(long, env = "SERVIO_OAUTH_CLIENT_ID", default_value = "servio-platform")]
+    #[arg(long, env = "SERVIO_OAUTH_CLIENT_ID", default_value = "servio-platform", hide_env_values = true)]
     pub oauth_client_id: String,
     /// A client id for one site: ORIGIN=CLIENT_ID. Repeatable.
     #[arg(long = "oauth-client", value_name = "ORIGIN=CLIENT_ID")]
@@ -208,7 +212,7 @@ pub struct LoginArgs {
     /// The site: an origin or any URL on it.
     pub site: String,
     /// The OAuth client id to sign in as (the manifest has none).
-    #[arg(long, env = "SERVIO_CLIENT_ID", default_value = "servio-cli")]
+    #[arg(long, env = "SERVIO_CLIENT_ID", default_value = "servio-cli", hide_env_values = true)]
     pub client_id: String,
     /// Print the URL without trying to open a browser.
     #[arg(long)]
@@ -223,15 +227,15 @@ pub struct LoginArgs {
 #[derive(Debug, Args)]
 pub struct DemoSiteArgs {
     /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8443")]
-    pub addr: std::net::SocketAddr,
+    #[arg(long, default_value = "127.0.0.1:8443", value_parser = parse_addr)]
+    pub addr: SocketAddr,
     /// Directory for the local CA and certificate; ca.pem is written there.
     #[arg(long, value_name = "DIR")]
     pub tls_dir: PathBuf,
     /// Authentication the manifest declares: a fixed bearer token, or this site's own OAuth 2.0
     /// server (authorization code with PKCE; sign in with `servio login`).
-    #[arg(long, default_value = "bearer", value_parser = ["bearer", "oauth2"])]
-    pub auth: String,
+    #[arg(long, value_enum, default_value_t = AuthKind::Bearer)]
+    pub auth: AuthKind,
     /// With --auth oauth2: lifetime of access tokens, in seconds.
     #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
     pub access_ttl: u64,
@@ -242,6 +246,16 @@ pub struct DemoSiteArgs {
     /// PATH=html or PATH=redirect-loop. Repeatable.
     #[arg(long = "misbehave", value_name = "PATH=MODE")]
     pub misbehave: Vec<String>,
+}
+
+/// How the demo site's manifest says to authenticate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuthKind {
+    /// A fixed bearer token, printed at start.
+    Bearer,
+    /// The site's own OAuth 2.0 server (authorization code with PKCE).
+    #[value(name = "oauth2")]
+    Oauth2,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -262,6 +276,9 @@ pub struct CheckArgs {
     /// Treat warnings as errors for the exit code.
     #[arg(long)]
     pub deny_warnings: bool,
+    /// Print only problems: leave out manifests without any, and the summary lines.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// Turn off a lint (a W code such as W004, or its name such as property-description).
     #[arg(long = "allow", value_name = "CODE")]
     pub allow: Vec<String>,
@@ -285,7 +302,7 @@ pub struct FetchArgs {
     #[arg(long, value_name = "POLICY", default_value = "any", value_parser = ["public", "any"])]
     pub guard: String,
     /// Trust the certificate authorities in this PEM file too (for a local or test site).
-    #[arg(long, value_name = "PEM", env = "SERVIO_CA_CERT")]
+    #[arg(long, value_name = "PEM", env = "SERVIO_CA_CERT", hide_env_values = true)]
     pub ca_cert: Option<PathBuf>,
     /// Allow plain http:// URLs (local development only; the platform never does).
     #[arg(long)]
@@ -294,8 +311,9 @@ pub struct FetchArgs {
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// A rule code such as E020, or a rule name such as https-url.
-    pub code: String,
+    /// A rule code such as E020, or a rule name such as https-url; without one, every rule
+    /// is listed.
+    pub code: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -374,4 +392,34 @@ pub struct AddressArgs {
     pub site: String,
     /// The tool's name as in the manifest.
     pub tool: String,
+}
+
+/// An address to listen on: `IP:PORT`, or `HOST:PORT` with a name such as `localhost`, looked
+/// up once (an IPv4 address is preferred, as the default 127.0.0.1 is).
+fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    if !text.contains(':') {
+        return Err(format!("{text:?} has no port: write HOST:PORT, such as 127.0.0.1:8080"));
+    }
+    let found: Vec<SocketAddr> = text
+        .to_socket_addrs()
+        .map_err(|e| format!("{text:?} is not an address this machine can listen on: {e}"))?
+        .collect();
+    found.iter().find(|a| a.is_ipv4()).or(found.first()).copied().ok_or_else(|| format!("{text:?} names no address"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_take_names_and_numbers() {
+        assert_eq!(parse_addr("127.0.0.1:8080"), Ok("127.0.0.1:8080".parse().unwrap()));
+        assert_eq!(parse_addr("[::1]:8080"), Ok("[::1]:8080".parse().unwrap()));
+        assert_eq!(parse_addr("localhost:8080"), Ok("127.0.0.1:8080".parse().unwrap()));
+        assert!(parse_addr("localhost").unwrap_err().contains("no port"));
+        assert!(parse_addr("localhost:99999").is_err());
+    }
 }

@@ -3,7 +3,7 @@
 use anyhow::{Context, anyhow};
 use servio_demo_site::{DemoAuth, LocalCa, Misbehaviour, Site, SiteConfig, serve_https_on};
 
-use crate::cli::DemoSiteArgs;
+use crate::cli::{AuthKind, DemoSiteArgs};
 use crate::{Failure, Outcome};
 
 pub fn run(args: &DemoSiteArgs) -> Result<Outcome, Failure> {
@@ -31,9 +31,9 @@ pub fn run(args: &DemoSiteArgs) -> Result<Outcome, Failure> {
         let listener = std::net::TcpListener::bind(args.addr).with_context(|| format!("listening on {}", args.addr))?;
         let addr = listener.local_addr()?;
         let origin = format!("https://localhost:{}", addr.port());
-        let auth = match args.auth.as_str() {
-            "oauth2" => DemoAuth::OAuth2 { access_ttl: std::time::Duration::from_secs(args.access_ttl) },
-            _ => DemoAuth::Bearer,
+        let auth = match args.auth {
+            AuthKind::Oauth2 => DemoAuth::OAuth2 { access_ttl: std::time::Duration::from_secs(args.access_ttl) },
+            AuthKind::Bearer => DemoAuth::Bearer,
         };
         let oauth = auth != DemoAuth::Bearer;
         let forum_db = args.tls_dir.join("forum.sqlite");

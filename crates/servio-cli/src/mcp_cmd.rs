@@ -61,9 +61,11 @@ impl Bridge {
                 http = http.add_root_certificate(certificate);
             }
         }
-        let token = args.token.trim();
+        let token = args.token.as_deref().map(str::trim).unwrap_or_default();
         if token.is_empty() {
-            return Err(anyhow!("the API token is empty: pass --token or set SERVIO_TOKEN"));
+            return Err(anyhow!(
+                "no API token: pass --token or set SERVIO_TOKEN (create one on the platform's \"AI clients\" page, /ai)"
+            ));
         }
         Ok(Bridge {
             http: http.build().context("building the HTTP client")?,

@@ -71,7 +71,8 @@ fn directories_give_one_json_line_per_manifest_in_order() {
 fn unreadable_sources_exit_2_after_reporting_the_rest() {
     let out = servio(&["check", "--format", "json", "examples/devcommunity.json", "examples/missing.json"]);
     assert_eq!(out.status.code(), Some(2));
-    assert_eq!(stdout(&out).lines().count(), 1);
+    // The report, then the missing file's own record.
+    assert_eq!(stdout(&out).lines().count(), 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("could not read examples/missing.json"));
 }
 
@@ -137,5 +138,169 @@ fn every_rule_has_a_fixture_that_raises_it() {
         assert!(raised, "{path} does not raise {code}: {report}");
         let human = servio(&["check", &path]);
         insta::assert_snapshot!(format!("rule_{}", code.as_str()), stdout(&human));
+    }
+}
+
+/// Messages that read badly once (issue 11): several members missing from one object, a
+/// trailing comma, repeated bad characters, an anchor name, an http URL. One snapshot each.
+#[test]
+fn messages_read_cleanly() {
+    let dir = repo().join("crates/servio-cli/tests/fixtures/messages");
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    names.sort();
+    assert!(names.len() >= 4);
+    for path in names {
+        let relative = path.strip_prefix(repo()).unwrap().to_str().unwrap().to_owned();
+        let out = servio(&["check", &relative]);
+        assert_eq!(out.status.code(), Some(1), "{relative}");
+        let stem = path.file_stem().unwrap().to_str().unwrap();
+        insta::assert_snapshot!(format!("message_{stem}"), stdout(&out));
+    }
+}
+
+/// Regression: a valid manifest whose brief is ignored exited 0, so a site owner's CI never
+/// heard that collection was lost. It is still reported valid.
+#[test]
+fn an_ignored_brief_exits_1_and_stays_valid() {
+    let path = "crates/servio-cli/tests/fixtures/B020.json";
+    let out = servio(&["check", "--format", "json", path]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((report["valid"].as_bool(), report["brief"]["status"].as_str()), (Some(true), Some("ignored")));
+    assert_eq!(servio(&["check", path]).status.code(), Some(1));
+    let help = stdout(&servio(&["check", "--help"]));
+    assert!(help.contains("its brief ignored"), "{help}");
+    assert!(stdout(&servio(&["explain", "B020"])).contains("`servio check` exits 1"));
+}
+
+#[test]
+fn explain_without_a_code_lists_every_rule() {
+    let out = servio(&["explain"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    for code in servio_manifest::Code::ALL {
+        assert!(text.contains(&format!("  {} {}", code.as_str(), code.name())), "{code} missing from:\n{text}");
+    }
+}
+
+/// A directory of three manifests: one valid, one invalid, one whose brief is ignored.
+fn three_manifests() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = repo().join("crates/servio-cli/tests/fixtures");
+    for (from, to) in [("W001.json", "a-valid.json"), ("E020.json", "b-invalid.json"), ("B020.json", "c-ignored.json")]
+    {
+        std::fs::copy(fixtures.join(from), dir.path().join(to)).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn many_files_end_with_a_summary_and_quiet_prints_only_problems() {
+    let dir = three_manifests();
+    let path = dir.path().to_str().unwrap();
+    let out = servio(&["check", path]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr.clone()).unwrap();
+    assert_eq!(
+        stderr.trim_end().lines().last(),
+        Some("3 manifests: 1 valid, 1 invalid, 1 with its brief ignored; 1 warning")
+    );
+    assert!(stdout(&out).contains("a-valid.json: valid, 1 warning, brief valid (1 metric)"));
+
+    let quiet = servio(&["check", "--quiet", "--allow", "W001", path]);
+    assert_eq!(quiet.status.code(), Some(1));
+    assert!(quiet.stderr.is_empty(), "{}", String::from_utf8_lossy(&quiet.stderr));
+    let text = stdout(&quiet);
+    assert!(!text.contains("a-valid.json"), "{text}");
+    assert!(text.contains("b-invalid.json:6:12: E020"), "{text}");
+    assert!(text.contains("c-ignored.json") && text.contains("(the brief is ignored)"), "{text}");
+    assert!(!text.contains(": invalid ("), "summary lines are not problems: {text}");
+}
+
+/// Regression: in JSON an unreadable source was only a line on stderr, so a program reading
+/// the records could not tell which source was missing.
+#[test]
+fn an_unreadable_source_is_a_json_record_in_its_place() {
+    let out = servio(&["check", "--format", "json", "examples/missing.json", "examples/devcommunity.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let lines: Vec<serde_json::Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["source"], "examples/missing.json");
+    assert!(lines[0]["error"].as_str().unwrap().starts_with("could not read examples/missing.json"));
+    assert_eq!(lines[1]["valid"], true);
+}
+
+#[test]
+fn sarif_counts_code_points_and_names_files_under_srcroot() {
+    let out = servio(&["check", "--format", "sarif", "examples/devcommunity-broken.json"]);
+    let log: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &log["runs"][0];
+    assert_eq!(run["columnKind"], "unicodeCodePoints");
+    let root = run["originalUriBaseIds"]["%SRCROOT%"]["uri"].as_str().unwrap();
+    assert!(root.starts_with("file:///") && root.ends_with('/'), "{root}");
+    let location = &run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"];
+    assert_eq!(
+        (location["uri"].as_str(), location["uriBaseId"].as_str()),
+        (Some("examples/devcommunity-broken.json"), Some("%SRCROOT%"))
+    );
+
+    // A file outside the working directory keeps an absolute file: URI.
+    let dir = three_manifests();
+    let outside = dir.path().join("b-invalid.json");
+    let out = servio(&["check", "--format", "sarif", outside.to_str().unwrap()]);
+    let log: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let location = &log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"];
+    assert!(location["uri"].as_str().unwrap().starts_with("file:///"), "{location}");
+    assert!(location.get("uriBaseId").is_none());
+}
+
+#[test]
+fn flags_read_as_a_user_expects() {
+    let out = servio(&["demo-site", "--auth", "apikey", "--tls-dir", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.starts_with("error:") && stderr.contains("[possible values: bearer, oauth2]"), "{stderr}");
+
+    // Every environment variable is shown the same way, its value never.
+    for command in [&["serve", "--help"][..], &["worker", "--help"], &["mcp", "--help"], &["call", "--help"]] {
+        let help = Command::new(env!("CARGO_BIN_EXE_servio"))
+            .args(command)
+            .env("SERVIO_TOKEN", "secret-token-value")
+            .env("SERVIO_CA_CERT", "/somewhere/ca.pem")
+            .output()
+            .unwrap();
+        let help = String::from_utf8(help.stdout).unwrap();
+        assert!(!help.contains("secret-token-value") && !help.contains("/somewhere"), "{help}");
+        let shown: Vec<&str> = help.split("[env: ").skip(1).map(|rest| rest.split(']').next().unwrap()).collect();
+        assert!(!shown.is_empty() && shown.iter().all(|name| !name.contains('=')), "{shown:?}");
+    }
+    let mcp = stdout(&servio(&["mcp", "--help"]));
+    assert!(mcp.contains("[env: SERVIO_CA_CERT]"), "{mcp}");
+    let usage = mcp.lines().find(|l| l.starts_with("Usage:")).unwrap();
+    assert!(!usage.contains("--token"), "{usage}");
+
+    // servio mcp without a token says how to get one, as an error like every other.
+    let out = Command::new(env!("CARGO_BIN_EXE_servio"))
+        .args(["mcp", "--url", "http://127.0.0.1:9"])
+        .env_remove("SERVIO_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.starts_with("error: no API token: pass --token or set SERVIO_TOKEN"), "{stderr}");
+}
+
+#[test]
+fn every_error_starts_with_error() {
+    let resolve =
+        servio(&["brief", "resolve", "examples/devcommunity.json", "--date", "2026-08-20", "--timezone", "UTC"]);
+    let broken =
+        servio(&["brief", "resolve", "examples/devcommunity-broken.json", "--date", "2026-08-20", "--timezone", "UTC"]);
+    let missing = servio(&["check", "examples/missing.json"]);
+    let unknown = servio(&["explain", "E999"]);
+    for out in [resolve, broken, missing, unknown] {
+        assert_ne!(out.status.code(), Some(0));
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(stderr.starts_with("error: "), "{stderr}");
     }
 }

@@ -74,6 +74,9 @@ pub struct Diagnostic {
     pub message: String,
     /// How to fix it, where we can say.
     pub help: Option<String>,
+    /// For a missing member: its name, so that several missing from one object can be shown
+    /// as one problem ([`merge_missing_members`]).
+    pub missing: Option<String>,
 }
 
 impl Diagnostic {
@@ -85,7 +88,9 @@ impl Diagnostic {
 
     /// A diagnostic for a member that is missing from the object at `parent`.
     pub fn missing(code: Code, parent: &Pointer, member: &str, message: impl Into<String>) -> Diagnostic {
-        Diagnostic::new(code, parent.child(member), Anchor::Value(parent.clone()), message)
+        let mut diagnostic = Diagnostic::new(code, parent.child(member), Anchor::Value(parent.clone()), message);
+        diagnostic.missing = Some(member.to_owned());
+        diagnostic
     }
 
     /// A diagnostic whose caret goes under the member name at `pointer`.
@@ -106,6 +111,7 @@ impl Diagnostic {
             column: 0,
             message: message.into(),
             help: None,
+            missing: None,
         }
     }
 
@@ -125,4 +131,33 @@ impl Diagnostic {
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
+}
+
+/// `list` with the required members missing from one object shown as one diagnostic: "missing
+/// required members `description` and `input_schema`", with one example of what to add. Each
+/// stays its own diagnostic in the report (every missing member has its own pointer); this is
+/// for people reading them, who would otherwise read the same advice once per member.
+pub fn merge_missing_members(list: &[Diagnostic]) -> Vec<Diagnostic> {
+    let mut merged: Vec<(Diagnostic, Vec<String>)> = Vec::with_capacity(list.len());
+    for diagnostic in list {
+        let group = diagnostic.missing.as_ref().and_then(|_| {
+            merged.iter_mut().find(|(first, _)| {
+                first.missing.is_some() && first.code == diagnostic.code && first.anchor == diagnostic.anchor
+            })
+        });
+        match (group, &diagnostic.missing) {
+            (Some((_, members)), Some(member)) => members.push(member.clone()),
+            _ => merged.push((diagnostic.clone(), diagnostic.missing.iter().cloned().collect())),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(mut diagnostic, members)| {
+            if members.len() > 1 {
+                diagnostic.message = format!("missing required members {}", crate::fields::and_list(&members));
+                diagnostic.help = Some(crate::fields::example_to_add(&members));
+            }
+            diagnostic
+        })
+        .collect()
 }

@@ -66,7 +66,7 @@ impl<'a> Object<'a> {
         if value.is_none() {
             out.push(
                 Diagnostic::missing(self.codes.missing, &self.at, key, format!("missing required member `{key}`"))
-                    .with_help(format!("add \"{key}\" to this object")),
+                    .with_help(example_to_add(&[key])),
             );
         }
         value
@@ -126,5 +126,44 @@ impl<'a> Object<'a> {
                 None
             }
         }
+    }
+}
+
+/// A plausible value of a required member, for the help of a missing one.
+fn example_value(member: &str) -> &'static str {
+    match member {
+        "name" => "\"My Site\"",
+        "version" => "\"1.0.0\"",
+        "server" => "{ \"url\": \"https://example.com/api/servio\" }",
+        "url" => "\"https://example.com/api/servio\"",
+        "auth" => "{ \"type\": \"bearer\" }",
+        "type" => "\"bearer\"",
+        "authorization_url" => "\"https://example.com/oauth/authorize\"",
+        "token_url" => "\"https://example.com/oauth/token\"",
+        "tools" | "metrics" => "[]",
+        "description" => "\"What the tool does and what it returns\"",
+        "input_schema" => "{ \"type\": \"object\", \"properties\": {} }",
+        "key" => "\"sales.revenue.daily\"",
+        "tool" => "\"shop.getSalesSummary\"",
+        "valuePath" => "\"data.totals.revenue\"",
+        _ => "...",
+    }
+}
+
+/// The help for members missing from one object: each with an example value, one a line,
+/// ready to paste.
+pub(crate) fn example_to_add(members: &[impl AsRef<str>]) -> String {
+    let lines: Vec<String> =
+        members.iter().map(|m| format!("    \"{}\": {}", m.as_ref(), example_value(m.as_ref()))).collect();
+    let what = if members.len() == 1 { "it" } else { "them" };
+    format!("add {what} to this object, for example:\n{}", lines.join(",\n"))
+}
+
+/// `a`, `` `a` and `b` ``, `` `a`, `b` and `c` ``.
+pub(crate) fn and_list(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => quoted.concat(),
     }
 }

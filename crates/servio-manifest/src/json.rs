@@ -55,11 +55,23 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, ParseError> {
         Err(error) if error.to_string().starts_with(TOO_DEEP) => {
             Err(ParseError::TooDeep { offset: crate::scan::find_depth_excess(bytes, MAX_DEPTH).unwrap_or(0) })
         }
-        Err(error) => Err(ParseError::Syntax {
-            message: describe(&error),
-            offset: offset_of(bytes, error.line(), error.column()),
-        }),
+        Err(error) => {
+            let message = describe(&error);
+            let mut offset = offset_of(bytes, error.line(), error.column());
+            if message == "trailing comma" {
+                offset = comma_before(bytes, offset).unwrap_or(offset);
+            }
+            Err(ParseError::Syntax { message, offset })
+        }
     }
+}
+
+/// The comma before the bracket at `offset`, past white space: `serde_json` reports a
+/// trailing comma at the bracket that follows it, but the comma is what must go.
+fn comma_before(bytes: &[u8], offset: usize) -> Option<usize> {
+    let before = bytes.get(..offset)?;
+    let at = before.iter().rposition(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))?;
+    (before[at] == b',').then_some(at)
 }
 
 const TOO_DEEP: &str = "nesting deeper than";
@@ -198,7 +210,11 @@ mod tests {
         let text = "{\n  \"name\": \"x\",\n}\n";
         let ParseError::Syntax { message, offset } = parse(text.as_bytes()).unwrap_err() else { panic!() };
         assert_eq!(message, "trailing comma");
-        assert_eq!(&text[offset..offset + 1], "}");
+        // Reported at the comma, which is what must go, not at the bracket after it.
+        assert_eq!((&text[offset..offset + 1], offset), (",", 15));
+        let text = "[1, 2 ,\n\t ]";
+        let ParseError::Syntax { offset, .. } = parse(text.as_bytes()).unwrap_err() else { panic!() };
+        assert_eq!(&text[offset..offset + 1], ",");
         let ParseError::Syntax { offset, .. } = parse(b"").unwrap_err() else { panic!() };
         assert_eq!(offset, 0);
     }

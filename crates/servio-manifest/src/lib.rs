@@ -53,7 +53,7 @@ pub mod value;
 
 pub use address::Site;
 pub use brief::{Brief, BriefStatus, Metric};
-pub use diagnostic::{Anchor, Diagnostic, Severity, Span};
+pub use diagnostic::{Anchor, Diagnostic, Severity, Span, merge_missing_members};
 pub use manifest::{Auth, Manifest, Tool};
 pub use period::{Granularity, Period, PeriodError, PlaceholderValues};
 pub use pointer::Pointer;
@@ -186,7 +186,7 @@ fn parse_error(source: &[u8], error: ParseError) -> Diagnostic {
 fn syntax_help(message: &str) -> Option<String> {
     Some(
         match message {
-            "trailing comma" => "JSON allows no comma after the last member or element: remove it",
+            "trailing comma" => "remove this comma: JSON allows none after the last member or element",
             m if m.starts_with("key must be a string") => "member names need double quotes: \"name\"",
             m if m.starts_with("EOF while parsing") => "the document ends early: close every { and [",
             m if m.starts_with("expected value") => "single quotes, comments and bare words are not JSON",

@@ -102,6 +102,11 @@ rules! {
     UnsupportedType = "E052", "schema-supported-type", Error,
     explain: "Checks that every `type` in an `input_schema` (in any subschema: properties, items, allOf, $defs and the rest) is one of `string`, `number`, `integer`, `boolean`, `array`, `object`. In a type array each unsupported entry is reported on its own.\n\nWhy: these are the types the format supports; `null` and misspellings such as `int` or `strng` are not understood by AI clients.\n\nExample:\n    \"limit\": { \"type\": \"int\" }\n\nFix: use \"integer\" (or \"number\" for fractions); make a property optional by leaving it out of `required` instead of allowing null.";
 
+    /// A `$ref` or `$dynamicRef` resolves neither inside its `input_schema` nor to a bundled
+    /// meta-schema.
+    UnresolvedRef = "E053", "schema-ref", Error,
+    explain: "Checks that every `$ref` and `$dynamicRef` in an input_schema resolves inside that same input_schema (a `#/...` path, an `$anchor`, or an `$id` declared within it) or to one of the JSON Schema draft 2020-12 meta-schemas.\n\nWhy: the platform never fetches a schema from the network, so a reference to another document could never be followed when the tool is called: every call of the tool would fail.\n\nExample:\n    \"address\": { \"$ref\": \"https://example.com/schemas/address.json\" }\n\nFix: copy the referenced schema into the input_schema's `$defs` and refer to it there: \"$defs\": { \"address\": { ... } } and \"$ref\": \"#/$defs/address\".";
+
     /// A `brief` has a member of the wrong type or is missing `metrics`.
     BriefShape = "B001", "brief-shape", Error,
     explain: "Checks the shape of the brief: `brief` is an object, `brief.metrics` an array of objects, and each metric has `key`, `tool` and `valuePath` strings, optional `args` object and optional `unit` string.\n\nWhy: a brief that fails validation is ignored in full, so that a typo costs collection instead of producing a silently wrong series.\n\nExample:\n    \"brief\": { \"metrics\": { \"key\": \"sales.revenue.daily\" } }\n\nFix: write `metrics` as an array: \"metrics\": [ { \"key\": ..., \"tool\": ..., \"valuePath\": ... } ].";

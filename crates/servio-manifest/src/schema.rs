@@ -15,6 +15,8 @@ use crate::diagnostic::Diagnostic;
 use crate::pointer::Pointer;
 use crate::rules::Code;
 
+mod refs;
+
 /// The types the format supports in an `input_schema`.
 pub const SUPPORTED_TYPES: [&str; 6] = ["string", "number", "integer", "boolean", "array", "object"];
 
@@ -168,6 +170,7 @@ pub fn check_input_schema(
         check_types(keywords.type_, path, out);
         each_subschema(&keywords, path);
     });
+    refs::check(schema, at, out);
     if !is_valid_schema(schema) {
         let reported: Vec<Pointer> = out[first..].iter().map(|d| d.pointer.clone()).collect();
         for error in META_VALIDATOR.iter_errors(schema) {
@@ -405,9 +408,36 @@ fn describe_meta_error(error: &ValidationError<'_>, pointer: &Pointer) -> (Strin
             (format!("{subject} has repeated entries"), Some("list each entry once".to_owned()))
         }
         (ValidationErrorKind::MinItems { .. }, _) => (format!("{subject} must not be empty"), None),
+        (ValidationErrorKind::Pattern { .. }, _) if matches!(last, "$anchor" | "$dynamicAnchor") => {
+            anchor_name_problem(&subject, error.instance())
+        }
+        // "must be a string, found a string" would say nothing: the value has the right type
+        // and breaks another rule, which the validator's own words name.
+        (_, Some(form)) if form == kind_of(error.instance()) => (format!("{subject}: {error}"), None),
         (_, Some(form)) => (format!("{subject} must be {form}, found {}", describe_value(error.instance())), None),
         _ => (format!("{subject}: {error}"), None),
     }
+}
+
+/// What is wrong with an anchor name: it starts with a letter or `_`, then has letters,
+/// digits, `-`, `.` and `_` only.
+fn anchor_name_problem(subject: &str, name: &Value) -> (String, Option<String>) {
+    let text = name.as_str().unwrap_or_default();
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
+    let message = match text.chars().next() {
+        None => format!("{subject} must not be empty"),
+        Some(first) if !(first.is_ascii_alphabetic() || first == '_') => {
+            format!("{subject} {name} must start with a letter or `_`, not {}", crate::suggest::describe_char(first))
+        }
+        _ => {
+            let bad = text.chars().find(|c| !allowed(*c)).map(crate::suggest::describe_char).unwrap_or_default();
+            format!("{subject} {name} may contain only letters, digits, `-`, `.` and `_`, not {bad}")
+        }
+    };
+    let fixed: String = text.chars().map(|c| if allowed(c) { c } else { '_' }).collect();
+    let fixed =
+        if fixed.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') { fixed } else { format!("a{fixed}") };
+    (message, Some(format!("write \"{fixed}\"")))
 }
 
 fn describe_value(value: &Value) -> String {
@@ -483,6 +513,10 @@ impl ArgumentValidator {
                 _ => errors.push(ArgumentError { anchor: at.clone(), pointer: at, message: error.to_string() }),
             }
         }
+        // A schema that refers to the meta-schema reaches the same keyword through each of
+        // its vocabularies, so the validator says the same thing several times.
+        let mut seen = std::collections::HashSet::new();
+        errors.retain(|e| seen.insert((e.pointer.clone(), e.message.clone())));
         errors
     }
 }
@@ -683,6 +717,27 @@ mod tests {
         for want in ["/from", "/to", "/n", "/extra"] {
             assert!(got.contains(&want.to_owned()), "{want} in {got:?}");
         }
+    }
+
+    /// Regression: arguments checked against the meta-schema (through a `$ref`) repeated the
+    /// same message once per vocabulary, eight times.
+    #[test]
+    fn each_argument_problem_is_said_once() {
+        let schema =
+            json!({"type": "object", "properties": {"s": {"$ref": "https://json-schema.org/draft/2020-12/schema"}}});
+        let v = ArgumentValidator::new(&schema).unwrap();
+        let errors = v.check(&json!({"s": {"type": 5}}));
+        assert!(!errors.is_empty());
+        let distinct: std::collections::HashSet<_> = errors.iter().map(|e| (&e.pointer, &e.message)).collect();
+        assert_eq!(distinct.len(), errors.len(), "{errors:?}");
+    }
+
+    #[test]
+    fn an_anchor_name_says_what_is_wrong() {
+        let mut out = Vec::new();
+        let schema = json!({"type": "object", "properties": {"q": {"$anchor": "1bad"}}});
+        check_input_schema(&schema, &Pointer::root(), &mut out, &mut |_, _| {});
+        assert_eq!(out[0].message, "`$anchor` \"1bad\" must start with a letter or `_`, not '1'");
     }
 
     #[test]

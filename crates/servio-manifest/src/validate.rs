@@ -104,7 +104,7 @@ fn check_https_url(text: &str, at: &Pointer, what: &str, errors: &mut Vec<Diagno
             Some("write the full URL, starting with https://".to_owned()),
         )),
         Ok(url) if url.scheme() != "https" => Some((
-            format!("{what} must use https, found {}:", url.scheme()),
+            format!("{what} must use https: the URL uses {}, not https", url.scheme()),
             (url.scheme() == "http").then(|| format!("write {}", text.replacen("http:", "https:", 1))),
         )),
         Ok(url) if !url.username().is_empty() || url.password().is_some() => Some((
@@ -249,10 +249,15 @@ fn check_tool_name<'a>(
             .with_help("give each tool its own name"),
         );
     }
-    let bad: Vec<char> =
-        name.chars().filter(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))).collect();
+    let mut bad: Vec<char> = Vec::new();
+    for c in name.chars().filter(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))) {
+        if !bad.contains(&c) {
+            bad.push(c);
+        }
+    }
     if !bad.is_empty() {
-        let shown: String = bad.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(", ");
+        let shown = bad.iter().map(|c| crate::suggest::describe_char(*c)).collect::<Vec<_>>().join(", ");
+        let them = if bad.len() == 1 { "a character that is" } else { "characters that are" };
         let fixed: String = name
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') { c } else { '_' })
@@ -261,9 +266,9 @@ fn check_tool_name<'a>(
             Diagnostic::at(
                 Code::ToolNameCharacters,
                 at.clone(),
-                format!("tool name {name:?} has characters outside A-Z a-z 0-9 _ . -: {shown}"),
+                format!("tool name {name:?} has {them} not allowed: {shown}"),
             )
-            .with_help(format!("write {fixed:?}")),
+            .with_help(format!("tool names use only A-Z a-z 0-9 _ . -; write {fixed:?}")),
         );
         return;
     }

@@ -1,7 +1,7 @@
 //! Diagnostics for people, rendered like rustc and ruff:
 //!
 //! ```text
-//! manifest.json:5:12: E020 server.url must use https, found http:
+//! manifest.json:5:12: E020 server.url must use https: the URL uses http, not https
 //!   |
 //! 5 |     "url": "http://a.example.com"
 //!   |            ^^^^^^^^^^^^^^^^^^^^^^
@@ -16,29 +16,31 @@ use std::fmt::Write;
 
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
 use servio_manifest::locate::LineIndex;
-use servio_manifest::{Diagnostic, Report, Severity};
+use servio_manifest::{Diagnostic, Report, Severity, merge_missing_members};
 
 use super::Style;
 
-/// The whole report for one source: every diagnostic, then a summary line.
-pub fn render(source: &str, bytes: &[u8], report: &Report, style: Style) -> String {
+/// The whole report for one source: every diagnostic, then (with `summary`) a summary line.
+pub fn render(source: &str, bytes: &[u8], report: &Report, style: Style, with_summary: bool) -> String {
     let lines = LineIndex::new(bytes);
     let renderer = match style {
         Style::Color => Renderer::styled(),
         Style::Plain => Renderer::plain(),
     };
     let mut out = String::new();
-    for diagnostic in &report.errors {
+    for diagnostic in &merge_missing_members(&report.errors) {
         render_one(&mut out, source, bytes, &lines, &renderer, diagnostic, style, "");
     }
-    for diagnostic in &report.brief_errors {
+    for diagnostic in &merge_missing_members(&report.brief_errors) {
         render_one(&mut out, source, bytes, &lines, &renderer, diagnostic, style, " (the brief is ignored)");
     }
     for diagnostic in &report.warnings {
         render_one(&mut out, source, bytes, &lines, &renderer, diagnostic, style, "");
     }
-    out.push_str(&summary(source, report, style));
-    out.push('\n');
+    if with_summary {
+        out.push_str(&summary(source, report, style));
+        out.push('\n');
+    }
     out
 }
 

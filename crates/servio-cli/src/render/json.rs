@@ -9,3 +9,11 @@ pub fn render_line(source: &str, report: &Report) -> String {
     line.push('\n');
     line
 }
+
+/// A source that could not be read or fetched, as one line of JSON in its place among the
+/// reports: `{"source": ..., "error": ...}`, so a program reading the lines misses nothing.
+pub fn error_line(source: &str, message: &str) -> String {
+    let mut line = serde_json::json!({ "source": source, "error": message }).to_string();
+    line.push('\n');
+    line
+}

@@ -1,46 +1,98 @@
 //! SARIF 2.1.0 output, so that code review tools can show findings on the lines they concern.
+//!
+//! Columns are counted in Unicode code points, as the run's `columnKind` says (SARIF §3.14.27).
+//! A file under the working directory is named relative to `%SRCROOT%` (§3.4.4), so that a log
+//! made in CI points at the same files in a reviewer's checkout.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use serde_json::{Value, json};
 use servio_manifest::locate::LineIndex;
 use servio_manifest::{Code, Diagnostic, Report, Severity};
 
+/// The base every relative artifact location is resolved against.
+const SRCROOT: &str = "%SRCROOT%";
+
 /// Collects results from many sources into one SARIF log with one run.
-#[derive(Default)]
 pub struct Builder {
     results: Vec<Value>,
     rules: BTreeSet<Code>,
+    /// The working directory as a `file:` URL ending in `/`, when it can be named.
+    root: Option<url::Url>,
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        let root = std::env::current_dir().ok().and_then(|dir| dir.canonicalize().ok());
+        Builder::with_root(root.as_deref())
+    }
 }
 
 impl Builder {
+    /// A builder that names files under `root` relative to `%SRCROOT%`.
+    pub fn with_root(root: Option<&Path>) -> Builder {
+        let root = root.and_then(|dir| url::Url::from_directory_path(dir).ok());
+        Builder { results: Vec::new(), rules: BTreeSet::new(), root }
+    }
+
     /// Adds every diagnostic of one source.
     pub fn add(&mut self, source: &str, bytes: &[u8], report: &Report) {
         let lines = LineIndex::new(bytes);
+        let location = self.artifact_location(source);
         let all = report.errors.iter().chain(&report.brief_errors).chain(&report.warnings);
         for diagnostic in all {
             self.rules.insert(diagnostic.code);
-            self.results.push(result(source, bytes, &lines, diagnostic));
+            self.results.push(result(&location, bytes, &lines, diagnostic));
+        }
+    }
+
+    /// Where a source is: a URL as it is, a file under the working directory relative to
+    /// `%SRCROOT%`, any other file as an absolute `file:` URL.
+    fn artifact_location(&self, source: &str) -> Value {
+        if source.contains("://") {
+            return json!({ "uri": source });
+        }
+        let Some(file) = Path::new(source).canonicalize().ok().and_then(|p| url::Url::from_file_path(p).ok()) else {
+            // Standard input, or a file gone since it was read: its name, made a valid URI.
+            return json!({ "uri": percent_encoded(source) });
+        };
+        match self.root.as_ref().filter(|root| file.as_str().starts_with(root.as_str())) {
+            Some(root) => json!({ "uri": &file.as_str()[root.as_str().len()..], "uriBaseId": SRCROOT }),
+            None => json!({ "uri": file.as_str() }),
         }
     }
 
     /// The SARIF log.
     pub fn finish(self) -> Value {
         let rules: Vec<Value> = self.rules.iter().map(|code| rule(*code)).collect();
+        let mut run = json!({
+            "tool": { "driver": {
+                "name": "servio",
+                "version": env!("CARGO_PKG_VERSION"),
+                "informationUri": env!("CARGO_PKG_REPOSITORY"),
+                "rules": rules,
+            }},
+            "columnKind": "unicodeCodePoints",
+            "results": self.results,
+        });
+        if let Some(root) = &self.root {
+            run["originalUriBaseIds"] = json!({ SRCROOT: { "uri": root.as_str() } });
+        }
         json!({
             "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
             "version": "2.1.0",
-            "runs": [{
-                "tool": { "driver": {
-                    "name": "servio",
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "informationUri": env!("CARGO_PKG_REPOSITORY"),
-                    "rules": rules,
-                }},
-                "results": self.results,
-            }],
+            "runs": [run],
         })
     }
+}
+
+/// Bytes percent-encoded in a name made a URI: all but RFC 3986's unreserved characters and `/`.
+const NOT_IN_URI: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~').remove(b'/');
+
+fn percent_encoded(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, NOT_IN_URI).to_string()
 }
 
 fn level(severity: Severity) -> &'static str {
@@ -63,7 +115,7 @@ fn rule(code: Code) -> Value {
     })
 }
 
-fn result(source: &str, bytes: &[u8], lines: &LineIndex, d: &Diagnostic) -> Value {
+fn result(location: &Value, bytes: &[u8], lines: &LineIndex, d: &Diagnostic) -> Value {
     let (end_line, end_column) = lines.line_column(bytes, d.span.end.max(d.span.start));
     let text = match &d.help {
         Some(help) => format!("{}\nhelp: {help}", d.message),
@@ -75,7 +127,7 @@ fn result(source: &str, bytes: &[u8], lines: &LineIndex, d: &Diagnostic) -> Valu
         "message": { "text": text },
         "locations": [{
             "physicalLocation": {
-                "artifactLocation": { "uri": source },
+                "artifactLocation": location,
                 "region": {
                     "startLine": d.line.max(1),
                     "startColumn": d.column.max(1),
