@@ -484,7 +484,16 @@ impl ArgumentValidator {
     /// Compiles `schema`; fails when it does not compile (for instance a `$ref` that cannot be
     /// resolved without fetching it).
     pub fn new(schema: &Value) -> Result<ArgumentValidator, String> {
-        jsonschema::draft202012::new(schema).map(|validator| ArgumentValidator { validator }).map_err(|e| e.to_string())
+        jsonschema::draft202012::new(schema).map(|validator| ArgumentValidator { validator }).map_err(|e| {
+            // The validator's own words for a reference it cannot follow name its build
+            // features; E053's say what is wrong with the schema.
+            let mut problems = Vec::new();
+            refs::check(schema, &Pointer::root(), &mut problems);
+            match problems.first() {
+                Some(problem) => format!("{} (at {})", problem.message, problem.pointer),
+                None => e.to_string(),
+            }
+        })
     }
 
     /// Every way in which `args` fail the schema, each at its own pointer (a missing required
@@ -730,6 +739,16 @@ mod tests {
         assert!(!errors.is_empty());
         let distinct: std::collections::HashSet<_> = errors.iter().map(|e| (&e.pointer, &e.message)).collect();
         assert_eq!(distinct.len(), errors.len(), "{errors:?}");
+    }
+
+    #[test]
+    fn a_schema_that_cannot_be_used_says_why_in_words() {
+        let schema = json!({"type": "object", "properties": {"p": {"$ref": "https://example.com/p.json"}}});
+        let error = ArgumentValidator::new(&schema).unwrap_err();
+        assert_eq!(
+            error,
+            "`$ref` \"https://example.com/p.json\" points outside this input_schema (at /properties/p/$ref)"
+        );
     }
 
     #[test]
