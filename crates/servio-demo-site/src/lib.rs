@@ -16,7 +16,7 @@ pub mod tls;
 
 use std::net::SocketAddr;
 
-pub use site::{DemoAuth, Misbehaviour, Site, SiteConfig};
+pub use site::{DemoAuth, Misbehaviour, SeenRequest, Site, SiteConfig};
 pub use tls::LocalCa;
 
 /// A running HTTPS server; it stops when dropped.

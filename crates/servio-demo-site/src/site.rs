@@ -109,6 +109,28 @@ pub struct Site {
     verification: Arc<Mutex<Option<String>>>,
     verification_file: Arc<Mutex<Option<std::path::PathBuf>>>,
     revenue_unit: Arc<Mutex<Option<String>>>,
+    endpoints: Arc<Mutex<Endpoints>>,
+    /// The request log, while recording (off by default: benchmarks drive this site hard).
+    seen: Arc<Mutex<Option<Vec<SeenRequest>>>>,
+}
+
+/// Endpoints the manifest names instead of this site's own, as a site taken over would.
+#[derive(Debug, Clone, Default)]
+struct Endpoints {
+    server_url: Option<String>,
+    token_url: Option<String>,
+}
+
+/// A request this site received, as its log keeps it: for tests that must show what reached
+/// a site (and with which credential), or that nothing did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenRequest {
+    /// The method.
+    pub method: String,
+    /// The path.
+    pub path: String,
+    /// The `Authorization` header, when there was one.
+    pub authorization: Option<String>,
 }
 
 impl Site {
@@ -124,6 +146,8 @@ impl Site {
             verification: Arc::default(),
             verification_file: Arc::default(),
             revenue_unit: Arc::default(),
+            endpoints: Arc::default(),
+            seen: Arc::default(),
         })
     }
 
@@ -154,6 +178,29 @@ impl Site {
     /// every existing `SiteConfig { .. }` keeps compiling and the default stays `USD`.
     pub fn set_revenue_unit(&self, unit: Option<&str>) {
         *self.revenue_unit.lock().unwrap_or_else(|e| e.into_inner()) = unit.map(str::to_owned);
+    }
+
+    /// Names `server_url` as the manifest's `server.url` from now on (`None`: this site's own),
+    /// as a site whose manifest was changed to send its users' calls elsewhere.
+    pub fn set_server_url(&self, server_url: Option<&str>) {
+        self.endpoints.lock().unwrap_or_else(|e| e.into_inner()).server_url = server_url.map(str::to_owned);
+    }
+
+    /// Names `token_url` as the manifest's OAuth `token_url` from now on (`None`: this site's
+    /// own), so refresh tokens would be posted there.
+    pub fn set_token_url(&self, token_url: Option<&str>) {
+        self.endpoints.lock().unwrap_or_else(|e| e.into_inner()).token_url = token_url.map(str::to_owned);
+    }
+
+    /// Starts keeping a log of every request received, empty from now on (again empty when
+    /// called again).
+    pub fn record_requests(&self) {
+        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(Vec::new());
+    }
+
+    /// Every request received since [`Site::record_requests`], oldest first.
+    pub fn requests(&self) -> Vec<SeenRequest> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_default()
     }
 
     /// Sets (or removes) the Directory `verification` token the manifest lists.
@@ -197,12 +244,16 @@ impl Site {
                 }
             }
         }
+        let endpoints = self.endpoints.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(url) = endpoints.server_url {
+            manifest["server"]["url"] = Value::String(url);
+        }
         if let DemoAuth::OAuth2 { .. } = self.config.auth {
             let origin = &self.config.origin;
             manifest["auth"] = json!({
                 "type": "oauth2",
                 "authorization_url": format!("{origin}/oauth/authorize"),
-                "token_url": format!("{origin}/oauth/token"),
+                "token_url": endpoints.token_url.unwrap_or_else(|| format!("{origin}/oauth/token")),
                 "scopes": ["read", "write"],
             });
         }
@@ -239,6 +290,11 @@ async fn serve_manifest(State(site): State<Site>) -> Response {
 
 async fn misbehave(State(site): State<Site>, request: Request, next: Next) -> Response {
     let path = request.uri().path().to_owned();
+    let authorization =
+        request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if let Some(log) = site.seen.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        log.push(SeenRequest { method: request.method().to_string(), path: path.clone(), authorization });
+    }
     let how = site.switches.lock().unwrap_or_else(|e| e.into_inner()).get(&path).cloned();
     match how {
         None => next.run(request).await,

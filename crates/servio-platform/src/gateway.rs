@@ -207,7 +207,7 @@ async fn read_catalogue(state: &AppState, user: &User) -> Result<Catalogue, Stri
     let entries = state.store.vault_entries(user.id).await.map_err(|e| e.to_string())?;
     let mut sites = Vec::with_capacity(entries.len());
     for entry in entries {
-        let text = entry.approved_manifest.as_deref().unwrap_or(&entry.site.manifest);
+        let text = crate::approval::acting_manifest(&entry);
         match state.gateway.parsed(entry.site.id, text) {
             Some(parsed) => sites.push((entry, parsed)),
             None => eprintln!("servio: the approved manifest of {} no longer parses", entry.site.origin),

@@ -18,6 +18,7 @@ use servio_store::{Completion, Job, JobClaim, JobResult, NewJob, StoreError, Use
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::AppState;
+use crate::approval::acting_manifest;
 use crate::collect::{Answer, Bearer, DEADLINE, Outcome, Summary, Validators, ask, fresh_bearer};
 
 /// How a worker works.
@@ -76,13 +77,15 @@ fn parse(text: &str) -> Option<Arc<Parsed>> {
 /// Parsed manifests by site, kept while the stored text is the same: checking a manifest costs
 /// far more than the call it is needed for.
 #[derive(Default)]
-pub struct ManifestCache(HashMap<i64, (String, Option<Arc<Parsed>>)>);
+pub struct ManifestCache(HashMap<i64, Vec<(String, Option<Arc<Parsed>>)>>);
+
+/// Versions of one site's manifest kept at once: users who have not approved a change yet
+/// still act on the version before it, so a round may see a few versions of one site.
+const VERSIONS_PER_SITE: usize = 4;
 
 impl ManifestCache {
     fn get(&mut self, site_id: i64, text: &str) -> Option<Arc<Parsed>> {
-        if let Some((cached, parsed)) = self.0.get(&site_id)
-            && cached == text
-        {
+        if let Some((_, parsed)) = self.0.get(&site_id).and_then(|v| v.iter().find(|(cached, _)| cached == text)) {
             return parsed.clone();
         }
         // Bounded: a worker serving many sites re-parses rather than growing without end.
@@ -90,7 +93,11 @@ impl ManifestCache {
             self.0.clear();
         }
         let parsed = parse(text);
-        self.0.insert(site_id, (text.to_owned(), parsed.clone()));
+        let versions = self.0.entry(site_id).or_default();
+        if versions.len() >= VERSIONS_PER_SITE {
+            versions.remove(0);
+        }
+        versions.push((text.to_owned(), parsed.clone()));
         parsed
     }
 }
@@ -185,7 +192,7 @@ pub async fn plan_all(state: &AppState, now: Timestamp, cache: &mut ManifestCach
     let mut planner = Planner::new(now);
     let mut planned = Vec::new();
     for (user, entry) in entries {
-        let Some(parsed) = cache.get(entry.site.id, &entry.site.manifest) else { continue };
+        let Some(parsed) = cache.get(entry.site.id, acting_manifest(&entry)) else { continue };
         match plan_entry(state, &user, entry.site.id, &parsed.brief, &mut planner).await {
             Ok(due) => planned.extend(due),
             Err(error) => eprintln!("servio: planning collection for {} failed: {error}", entry.site.origin),
@@ -247,7 +254,7 @@ async fn context(
     else {
         return Ok(Err(Resolution::Abandoned));
     };
-    let Some(parsed) = cache.get(site_id, &entry.site.manifest) else {
+    let Some(parsed) = cache.get(site_id, acting_manifest(&entry)) else {
         return Ok(Err(Resolution::Failed("the site's manifest no longer has a valid brief".into())));
     };
     let zone = match servio_manifest::period::zone(&user.time_zone) {
@@ -388,7 +395,7 @@ pub(crate) async fn collect_entry(
 ) -> Result<Summary, String> {
     let now = planner.now();
     let mut cache = ManifestCache::default();
-    let Some(parsed) = cache.get(entry.site.id, &entry.site.manifest) else {
+    let Some(parsed) = cache.get(entry.site.id, acting_manifest(entry)) else {
         return Ok(Summary::default());
     };
     let planned = plan_entry(state, user, entry.site.id, &parsed.brief, planner).await?;

@@ -7,6 +7,7 @@
 #![deny(missing_docs)]
 
 pub mod accounts;
+pub mod approval;
 pub mod auth;
 pub mod collect;
 pub mod connect;

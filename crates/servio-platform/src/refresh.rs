@@ -12,6 +12,7 @@ use servio_manifest::{CheckOptions, Site, check};
 use servio_store::{FetchedManifest, SiteRecord};
 use url::Url;
 
+use crate::approval::Pending;
 use crate::{AppState, now};
 
 /// How often a site is refreshed.
@@ -62,6 +63,11 @@ pub async fn refresh_site(state: &AppState, site: &SiteRecord) -> Result<Outcome
         last_modified: found.validators.last_modified.as_deref(),
     };
     let record = state.store.save_site(&fetched, now()).await?;
+    // A change that needs no approval acts at once for everyone who had approved the version
+    // before it; any other waits for each user (see `crate::approval`).
+    if changed && !Pending::between(&site.origin, &site.manifest, &text).needs_approval() {
+        state.store.advance_approvals(site.id, &site.manifest).await?;
+    }
     if let Some(manifest) = &report.manifest {
         crate::routes::directory::recheck_listing(state, record.id, &record.origin, manifest).await?;
     }

@@ -337,6 +337,9 @@ pub trait Store: Send + Sync {
     async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError>;
     /// Approves, for this user, the site's current manifest; false when not in their vault.
     async fn approve(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError>;
+    /// Approves the site's current manifest for every user whose approved manifest is
+    /// `previous` (a change that needs no approval); returns how many.
+    async fn advance_approvals(&self, site_id: i64, previous: &str) -> Result<u64, StoreError>;
     /// The versions of a site's manifest, newest first.
     async fn versions(&self, site_id: i64) -> Result<Vec<Version>, StoreError>;
     /// Records that a refresh failed; the last valid manifest stays in use.

@@ -348,6 +348,15 @@ impl Store for PgStore {
         Ok(done.rows_affected() > 0)
     }
 
+    async fn advance_approvals(&self, site_id: i64, previous: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query("UPDATE vault SET approved_manifest = (SELECT manifest FROM sites WHERE id = $1) WHERE site_id = $1 AND approved_manifest = $2")
+            .bind(site_id)
+            .bind(previous)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
     async fn versions(&self, site_id: i64) -> Result<Vec<Version>, StoreError> {
         let rows =
             sqlx::query("SELECT id, fetched_at, manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC")

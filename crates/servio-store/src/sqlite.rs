@@ -372,6 +372,16 @@ impl Store for SqliteStore {
         Ok(done.rows_affected() > 0)
     }
 
+    async fn advance_approvals(&self, site_id: i64, previous: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query("UPDATE vault SET approved_manifest = (SELECT manifest FROM sites WHERE id = ?) WHERE site_id = ? AND approved_manifest = ?")
+            .bind(site_id)
+            .bind(site_id)
+            .bind(previous)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
     async fn versions(&self, site_id: i64) -> Result<Vec<Version>, StoreError> {
         let rows = sqlx::query("SELECT id, fetched_at, manifest FROM site_versions WHERE site_id = ? ORDER BY id DESC")
             .bind(site_id)

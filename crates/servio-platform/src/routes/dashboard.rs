@@ -52,7 +52,7 @@ async fn run_backfill(
     }
     let entry = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
     let report = check(
-        entry.site.manifest.as_bytes(),
+        crate::approval::acting_manifest(&entry).as_bytes(),
         &CheckOptions { site: Site::parse(&entry.site.origin).ok(), allow: Vec::new() },
     );
     let (Some(manifest), Some(brief)) = (report.manifest.as_ref(), report.brief.as_ref()) else {

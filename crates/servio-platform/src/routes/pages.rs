@@ -655,7 +655,10 @@ async fn connect(State(state): State<AppState>, headers: HeaderMap, Path(id): Pa
         Ok(entry) => entry,
         Err(response) => return response,
     };
-    let report = servio_manifest::check(entry.site.manifest.as_bytes(), &servio_manifest::CheckOptions::default());
+    // The approved manifest names the endpoints: a new `authorization_url` or `token_url`
+    // waits for the user's approval like any other change of endpoint.
+    let acting = crate::approval::acting_manifest(&entry);
+    let report = servio_manifest::check(acting.as_bytes(), &servio_manifest::CheckOptions::default());
     let site =
         match report.manifest.as_ref().and_then(|m| crate::connect::oauth_site(&state.oauth, &entry.site.origin, m)) {
             Some(Ok(site)) => site,

@@ -15,6 +15,7 @@ use servio_manifest::report_json::to_json;
 use servio_manifest::{CheckOptions, Report, Site, check};
 use servio_store::{FetchedManifest, SiteRecord};
 
+use crate::approval::{Pending, acting_manifest};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::secrets::credential_aad;
@@ -157,12 +158,8 @@ async fn show(State(state): State<AppState>, caller: Caller, Path(id): Path<i64>
 pub(crate) fn entry_json(entry: &servio_store::VaultEntry) -> Value {
     let report = report_of(&entry.site.origin, &entry.site.manifest);
     let mut value = site_json(&entry.site, &report, entry.credential.is_some());
-    let approved = entry.approved_manifest.as_deref().map(|text| report_of(&entry.site.origin, text));
-    let diff = match (approved.as_ref().and_then(|r| r.manifest.as_ref()), report.manifest.as_ref()) {
-        (Some(old), Some(new)) => servio_manifest::diff::diff(old, new),
-        _ => servio_manifest::diff::Diff::default(),
-    };
-    let held: Vec<&str> = diff.held_back_tools();
+    let pending = Pending::between(&entry.site.origin, acting_manifest(entry), &entry.site.manifest);
+    let held: Vec<&str> = pending.diff.held_back_tools();
     if let Some(tools) = value["tools"].as_array_mut() {
         for tool in tools {
             let name = tool["name"].as_str().unwrap_or_default().to_owned();
@@ -170,8 +167,8 @@ pub(crate) fn entry_json(entry: &servio_store::VaultEntry) -> Value {
         }
     }
     value["pending"] = json!({
-        "needs_approval": diff.needs_approval(),
-        "changes": diff.lines(),
+        "needs_approval": pending.needs_approval(),
+        "changes": pending.lines(),
         "held_back_tools": held,
     });
     value
