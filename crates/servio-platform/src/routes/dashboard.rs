@@ -20,6 +20,7 @@ use servio_collector::plan::Planner;
 
 use crate::collect::backfill;
 use crate::error::ApiError;
+use crate::json_body::JsonBody;
 use crate::slots::{SiteMetric, slots};
 
 /// The collection routes.
@@ -40,7 +41,7 @@ async fn run_backfill(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<i64>,
-    Json(range): Json<Range>,
+    JsonBody(range): JsonBody<Range>,
 ) -> Result<Json<Value>, ApiError> {
     let date = |field: &str, text: &str| -> Result<jiff::civil::Date, ApiError> {
         text.parse()
