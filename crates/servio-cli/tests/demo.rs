@@ -1,37 +1,8 @@
 //! `servio demo`: the README's first command starts everything, writes demo.json, and the
 //! dashboard has eight weeks of revenue and orders, read with the demo user's API token.
 
-use std::process::Stdio;
-use std::time::Duration;
-
-use tokio::io::{AsyncBufReadExt, BufReader};
-
 mod common;
-
-/// Starts `servio demo` on `dir` and reads its output until it says it is running.
-async fn start_demo(dir: &std::path::Path) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_servio"))
-        .args(["demo", "--addr", "127.0.0.1:0", "--data-dir", dir.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut output = String::new();
-    loop {
-        let line = tokio::time::timeout(Duration::from_secs(120), lines.next_line())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap_or_else(|| panic!("the demo stopped before it was running:\n{output}"));
-        output.push_str(&line);
-        output.push('\n');
-        if line.contains("Press Ctrl-C") {
-            break;
-        }
-    }
-    (child, output)
-}
+use common::servio_demo::{read_json as read_demo_json, start as start_demo};
 
 async fn get(demo: &serde_json::Value, path: &str) -> serde_json::Value {
     reqwest::Client::new()
@@ -43,10 +14,6 @@ async fn get(demo: &serde_json::Value, path: &str) -> serde_json::Value {
         .json()
         .await
         .unwrap()
-}
-
-fn read_demo_json(dir: &std::path::Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dir.join("demo.json")).unwrap()).unwrap()
 }
 
 #[tokio::test]
@@ -94,9 +61,9 @@ async fn an_mcp_client_of_the_demo_user_gets_the_dashboards_figure() {
     let dir = tempfile::tempdir().unwrap();
     let (_child, output) = start_demo(dir.path()).await;
     let demo = read_demo_json(dir.path());
-    let port = std::fs::read_to_string(dir.path().join("demo-site-port")).unwrap();
-    let tool = format!("localhost_{}_shop_getSalesSummary", port.trim());
-    assert!(output.contains(&format!("https://localhost:{}", port.trim())), "{output}");
+    let port = common::servio_demo::site_port(dir.path());
+    let tool = format!("localhost_{port}_shop_getSalesSummary");
+    assert!(output.contains(&format!("https://localhost:{port}")), "{output}");
 
     let dashboard = get(&demo, "/api/dashboard").await;
     let revenue = dashboard["metrics"].as_array().unwrap().iter().find(|m| m["key"] == "sales.revenue.daily").unwrap();
@@ -118,9 +85,8 @@ async fn an_mcp_client_of_the_demo_user_gets_the_dashboards_figure() {
         assert!(names.contains(&tool.as_str()), "{tool} in {names:?}");
         let called = client.next().await;
         let figure = &called["result"]["structured"]["data"]["totals"]["revenue"];
-        // The raw value is kept as the site wrote it, JSON text: "$936.24" with its quotes.
-        let shown: serde_json::Value = serde_json::from_str(latest["raw"].as_str().unwrap()).unwrap();
-        assert_eq!(figure, &shown, "the dashboard's {date} revenue: {called}");
+        // The raw value is kept as the site wrote it, and served as that JSON: "$936.24".
+        assert_eq!(figure, &latest["raw"], "the dashboard's {date} revenue: {called}");
         client.finish().await;
     }
 }

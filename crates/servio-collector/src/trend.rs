@@ -9,6 +9,11 @@ use jiff::ToSpan;
 use jiff::civil::Date;
 use servio_manifest::period::{Granularity, Period, PeriodError};
 
+use crate::decimal::{round, round_to_operands};
+
+/// The decimal places of a percentage: a hundredth of a percent is finer than any trend is read.
+const PERCENT_PLACES: usize = 2;
+
 /// The local start date (and, for hours, the clock hour) of the period a value is compared with.
 pub fn comparison_start(period: &Period) -> Result<(Date, i8), PeriodError> {
     let hour = period.start.to_zoned_datetime(period.time_zone.clone()).hour();
@@ -31,20 +36,24 @@ pub enum Trend {
     Absolute(f64),
     /// The difference and its share of the previous value, in percent.
     Relative {
-        /// Current minus previous.
+        /// Current minus previous, rounded to the decimal places of the two (see
+        /// [`crate::decimal`]), so it is the exact difference: `-138.14`, never
+        /// `-138.14000000000033`.
         change: f64,
-        /// The change as a percentage of the previous value.
+        /// The change as a percentage of the previous value, rounded to two places.
         percent: f64,
     },
 }
 
-/// The trend of `current` against `previous`, if that was collected.
+/// The trend of `current` against `previous`, if that was collected. The percentage is taken
+/// of the exact (rounded) change, then rounded itself.
 pub fn trend(current: f64, previous: Option<f64>) -> Trend {
     match previous {
         None => Trend::None,
         Some(0.0) => Trend::Absolute(current),
         Some(previous) => {
-            Trend::Relative { change: current - previous, percent: (current - previous) / previous.abs() * 100.0 }
+            let change = round_to_operands(current - previous, &[current, previous]);
+            Trend::Relative { change, percent: round(change / previous.abs() * 100.0, PERCENT_PLACES) }
         }
     }
 }
@@ -77,5 +86,14 @@ mod tests {
         assert_eq!(trend(120.0, Some(0.0)), Trend::Absolute(120.0));
         assert_eq!(trend(120.0, Some(100.0)), Trend::Relative { change: 20.0, percent: 20.0 });
         assert_eq!(trend(50.0, Some(-100.0)), Trend::Relative { change: 150.0, percent: 150.0 });
+    }
+
+    /// The walk-through found a change like `-138.1400000000001` on the dashboard's API: the
+    /// change is the exact difference of the two figures, the percentage two places.
+    #[test]
+    fn a_change_is_the_exact_difference_of_its_figures() {
+        assert_eq!(trend(3831.41, Some(3969.55)), Trend::Relative { change: -138.14, percent: -3.48 });
+        assert_eq!(trend(120.1, Some(100.0)), Trend::Relative { change: 20.1, percent: 20.1 });
+        assert_eq!(trend(0.3, Some(0.1)), Trend::Relative { change: 0.2, percent: 200.0 });
     }
 }

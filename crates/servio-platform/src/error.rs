@@ -24,6 +24,12 @@ pub enum ApiError {
     /// Not there, or not yours (the two are not told apart).
     #[error("not found")]
     NotFound,
+    /// A request body sent as something other than JSON (the `Content-Type` it came with).
+    #[error("send the body as JSON (Content-Type: application/json, or no Content-Type), not {0}")]
+    UnsupportedMediaType(String),
+    /// A request body beyond the server's limit.
+    #[error("the body is too large")]
+    TooLarge,
     /// Taken already.
     #[error("{0}")]
     Conflict(String),
@@ -51,6 +57,8 @@ impl IntoResponse for ApiError {
             ApiError::Unauthorized | ApiError::WrongCredentials => StatusCode::UNAUTHORIZED,
             ApiError::Csrf => StatusCode::FORBIDDEN,
             ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Unprocessable(body) => return (StatusCode::UNPROCESSABLE_ENTITY, Json(body)).into_response(),
             ApiError::Internal(detail) => {

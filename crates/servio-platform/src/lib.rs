@@ -2,8 +2,8 @@
 //! web pages, collection and the dashboard, and the AI gateway (MCP at `/mcp`, `/api/tools`).
 //!
 //! [`router`] builds the HTTP API over an [`AppState`] holding the [`servio_store::Store`].
-//! Routes live by feature in [`routes`]; [`auth`] says who is asking; [`error`] maps failures to
-//! statuses without leaking internals.
+//! Routes live by feature in [`routes`]; [`auth`] says who is asking; [`json_body`] reads every
+//! JSON request body; [`error`] maps failures to statuses without leaking internals.
 #![deny(missing_docs)]
 
 pub mod accounts;
@@ -15,6 +15,7 @@ pub mod credential;
 pub mod error;
 pub mod gateway;
 pub mod jobs;
+pub mod json_body;
 pub mod mcp;
 pub mod refresh;
 pub mod routes;

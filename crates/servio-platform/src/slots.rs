@@ -11,10 +11,14 @@
 //!   collecting later than the others thus hides the total for a while; a partial sum shown
 //!   as "the total" would be wrong without anyone noticing.)
 //!
+//! - The total is the exact sum of the sites' decimal figures, rounded to the places of the
+//!   longest (see [`servio_collector::decimal`]).
+//!
 //! Keys that are not canonical are never merged: each stays its own slot, as two sites may mean
 //! different things by the same private key.
 
 use serde_json::{Value, json};
+use servio_collector::decimal::round_to_operands;
 
 /// One site's metric, as far as slots need it.
 #[derive(Debug, Clone)]
@@ -81,17 +85,19 @@ fn total(metrics: &[SiteMetric], members: &[usize]) -> (Value, Option<String>) {
     let Some((start, date, _)) = latest else {
         return (Value::Null, None);
     };
-    let (mut sum, mut summed, mut missing) = (0.0, Vec::new(), Vec::new());
+    let (mut addends, mut summed, mut missing) = (Vec::new(), Vec::new(), Vec::new());
     for &i in members {
         // Values are oldest first and unique per period: a binary search finds the period.
         match metrics[i].values.binary_search_by_key(start, |(s, _, _)| *s) {
             Ok(at) => {
-                sum += metrics[i].values[at].2;
+                addends.push(metrics[i].values[at].2);
                 summed.push(metrics[i].site_id);
             }
             Err(_) => missing.push(i),
         }
     }
+    // The exact sum of the sites' decimals, not binary noise (`300.3`, not `300.29999999999995`).
+    let sum = round_to_operands(addends.iter().sum(), &addends);
     let total = json!({
         "period": date,
         "unit": first.unit,
@@ -164,6 +170,9 @@ mod tests {
         check(&[a.clone(), weekly], None, Some("no total: the periods differ (day at Shop 1, week at Shop 2)"));
         // A zero is a value: it is summed.
         check(&[a, metric(2, REVENUE, "USD", &[(2, 0.0)])], Some(20.0), None);
+        // The exact sum of the sites' figures: 100.1 + 200.2 is 300.29999999999995 in binary.
+        let (c, d) = (metric(1, REVENUE, "USD", &[(2, 100.1)]), metric(2, REVENUE, "USD", &[(2, 200.2)]));
+        check(&[c, d], Some(300.3), None);
     }
 
     #[test]

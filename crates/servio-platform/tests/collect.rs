@@ -40,11 +40,18 @@ async fn backfill_then_dashboard() {
         assert_eq!(revenue["values"].as_array().unwrap().len(), 14, "{name}");
         let (cents, _) = daily_figures(&last, "Pacific/Auckland");
         assert_eq!(revenue["latest"]["value"].as_f64().unwrap(), cents as f64 / 100.0, "{name}");
-        assert_eq!(revenue["latest"]["raw"], json!(dollars(cents)).to_string(), "{name}: the raw value is kept");
+        // Regression: `raw` was served as a string holding JSON text (`"\"$936.24\""`, `"57"`);
+        // it is the JSON value the site sent, a string for revenue and a number for orders.
+        assert_eq!(revenue["latest"]["raw"], json!(dollars(cents)), "{name}: the raw value is kept");
+        let orders =
+            dashboard["metrics"].as_array().unwrap().iter().find(|m| m["key"] == "sales.orders.daily").unwrap();
+        let (_, count) = daily_figures(&last, "Pacific/Auckland");
+        assert_eq!(orders["latest"]["raw"], json!(count), "{name}: a number stays a JSON number");
         let (before, _) = daily_figures(&week_before, "Pacific/Auckland");
         assert_eq!(revenue["change"]["against"], week_before.as_str(), "{name}: the same weekday a week earlier");
+        // The exact difference in cents, as a decimal: no binary noise after the cents.
         let change = revenue["change"]["change"].as_f64().unwrap();
-        assert!((change - (cents as f64 - before as f64) / 100.0).abs() < 1e-6, "{name}");
+        assert_eq!(change, (cents as f64 - before as f64) / 100.0, "{name}");
 
         // A bad answer stores nothing and says why.
         site.set_misbehaviour("/api/servio/tools/shop.getSalesSummary", Some(Misbehaviour::ServerError));

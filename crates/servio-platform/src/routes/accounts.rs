@@ -15,6 +15,7 @@ use crate::accounts::{
 };
 use crate::auth::{Caller, SESSION_COOKIE, Via, cookie};
 use crate::error::ApiError;
+use crate::json_body::JsonBody;
 use crate::{AppState, now};
 
 /// How long a session lasts.
@@ -113,7 +114,7 @@ fn request_cookie(headers: &HeaderMap) -> Option<String> {
 async fn sign_up(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Json(form): Json<SignUp>,
+    JsonBody(form): JsonBody<SignUp>,
 ) -> Result<Response, ApiError> {
     let user = register(&state, &form.email, &form.password, &form.time_zone).await?;
     let mut response = start_session(&state, &user, &headers).await?;
@@ -124,7 +125,7 @@ async fn sign_up(
 async fn sign_in(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Json(form): Json<SignIn>,
+    JsonBody(form): JsonBody<SignIn>,
 ) -> Result<Response, ApiError> {
     let user = authenticate(&state, &form.email, &form.password).await?;
     start_session(&state, &user, &headers).await
@@ -155,7 +156,7 @@ struct TimeZone {
 async fn set_time_zone(
     State(state): State<AppState>,
     caller: Caller,
-    Json(form): Json<TimeZone>,
+    JsonBody(form): JsonBody<TimeZone>,
 ) -> Result<Json<Value>, ApiError> {
     check_time_zone(&form.time_zone).map_err(|e| bad("time_zone", e))?;
     state.store.set_time_zone(caller.user.id, &form.time_zone).await?;
@@ -187,7 +188,7 @@ pub(crate) async fn issue_token(
 async fn create_token(
     State(state): State<AppState>,
     caller: Caller,
-    Json(form): Json<NewToken>,
+    JsonBody(form): JsonBody<NewToken>,
 ) -> Result<Response, ApiError> {
     let (stored, token) = issue_token(&state, caller.user.id, &form.name).await?;
     let body = json!({ "id": stored.id, "name": stored.name, "token": token, "note": "shown once: store it now" });

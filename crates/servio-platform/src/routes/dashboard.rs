@@ -10,6 +10,7 @@ use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use servio_collector::trend::{Trend, comparison_start, trend};
 use servio_manifest::{Brief, BriefStatus, CheckOptions, Manifest, Site, check};
@@ -20,6 +21,7 @@ use servio_collector::plan::Planner;
 
 use crate::collect::backfill;
 use crate::error::ApiError;
+use crate::json_body::JsonBody;
 use crate::slots::{SiteMetric, slots};
 
 /// The collection routes.
@@ -40,7 +42,7 @@ async fn run_backfill(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<i64>,
-    Json(range): Json<Range>,
+    JsonBody(range): JsonBody<Range>,
 ) -> Result<Json<Value>, ApiError> {
     let date = |field: &str, text: &str| -> Result<jiff::civil::Date, ApiError> {
         text.parse()
@@ -121,7 +123,26 @@ struct SiteData {
 struct Latest {
     period: String,
     value: f64,
-    raw: String,
+    raw: Raw,
+}
+
+/// The value as the site sent it, kept for audit: the store keeps the JSON text found at the
+/// brief's `valuePath`, and the API serves it as that JSON (`3969.55` for a number, `"$936.24"`
+/// for a string), not as a string holding JSON text. The text goes out byte for byte, so a
+/// number keeps every digit the site wrote.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Raw {
+    /// Stored text that is JSON, served as it is.
+    Json(Box<RawValue>),
+    /// Stored text that is not JSON, served as a string: an audit field never fails a dashboard.
+    Text(String),
+}
+
+impl Raw {
+    fn from_stored(text: &str) -> Raw {
+        RawValue::from_string(text.to_owned()).map_or_else(|_| Raw::Text(text.to_owned()), Raw::Json)
+    }
 }
 
 #[derive(Serialize)]
@@ -216,7 +237,8 @@ pub(crate) async fn dashboard_data(state: &AppState, user: &servio_store::User) 
                 granularity: metric.granularity.as_str().to_owned(),
                 values: values.iter().map(|v| (v.period_start, v.start_date.clone(), v.value)).collect(),
             });
-            let latest = latest.map(|v| Latest { period: v.start_date.clone(), value: v.value, raw: v.raw.clone() });
+            let latest =
+                latest.map(|v| Latest { period: v.start_date.clone(), value: v.value, raw: Raw::from_stored(&v.raw) });
             metrics.push(MetricData {
                 site: SiteData { id: site.id, origin: site.origin.clone(), name: manifest.name.clone() },
                 key: metric.key.clone(),

@@ -18,6 +18,7 @@ use servio_store::{FetchedManifest, Listing};
 use crate::accounts::same_secret;
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::json_body::JsonBody;
 use crate::{AppState, now};
 
 /// The Directory routes.
@@ -51,7 +52,7 @@ pub(crate) async fn create_claim(state: &AppState, user_id: i64, url: &str) -> R
 async fn claim(
     State(state): State<AppState>,
     caller: Caller,
-    Json(form): Json<NewClaim>,
+    JsonBody(form): JsonBody<NewClaim>,
 ) -> Result<Response, ApiError> {
     let claim = create_claim(&state, caller.user.id, &form.url).await?;
     let body = json!({

@@ -139,7 +139,7 @@ fn dashboard_schema() -> Value {
                 "granularity": { "enum": ["hour", "day", "week", "month"] },
                 "latest": nullable(json!({ "type": "object", "properties": {
                     "period": { "type": "string" }, "value": { "type": "number" },
-                    "raw": { "type": "string", "description": "The value as the site sent it" } } })),
+                    "raw": { "description": "The value as the site sent it, as JSON: a number or a string" } } })),
                 "change": nullable(json!({ "type": "object",
                     "description": "Against the comparison period of §8, only when that was collected",
                     "properties": { "against": { "type": "string" }, "change": { "type": "number" },

@@ -1,7 +1,6 @@
 //! The gateway over plain HTTP, for clients that do not speak MCP: the user's tool catalogue,
 //! a call by prefixed name, the call log and whether it keeps arguments.
 
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -14,6 +13,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::gateway::{self, Failure};
+use crate::json_body::JsonBody;
 
 /// The gateway routes.
 pub fn router() -> Router<AppState> {
@@ -47,10 +47,8 @@ async fn call(
     State(state): State<AppState>,
     caller: Caller,
     Path(name): Path<String>,
-    body: Result<Json<Value>, JsonRejection>,
+    JsonBody(args): JsonBody<Value>,
 ) -> Result<Response, ApiError> {
-    let Json(args) =
-        body.map_err(|e| ApiError::BadRequest(format!("the body must be the arguments as a JSON object: {e}")))?;
     if !args.is_object() {
         return Err(ApiError::BadRequest("the body must be the arguments as a JSON object".into()));
     }
@@ -109,10 +107,8 @@ struct LogArguments {
 async fn set_log_arguments(
     State(state): State<AppState>,
     caller: Caller,
-    body: Result<Json<LogArguments>, JsonRejection>,
+    JsonBody(setting): JsonBody<LogArguments>,
 ) -> Result<Json<Value>, ApiError> {
-    let Json(setting) =
-        body.map_err(|e| ApiError::BadRequest(format!("expected {{\"log_arguments\": true or false}}: {e}")))?;
     state.store.set_log_arguments(caller.user.id, setting.log_arguments).await?;
     state.gateway.forget(caller.user.id);
     Ok(Json(json!({ "log_arguments": setting.log_arguments })))

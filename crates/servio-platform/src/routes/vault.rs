@@ -18,6 +18,7 @@ use servio_store::{FetchedManifest, SiteRecord};
 use crate::approval::{Pending, acting_manifest};
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::json_body::JsonBody;
 use crate::secrets::credential_aad;
 use crate::{AppState, now};
 
@@ -125,7 +126,11 @@ pub(crate) async fn add_site(
     Ok(site_json(&record, &report, token.is_some()))
 }
 
-async fn add(State(state): State<AppState>, caller: Caller, Json(form): Json<AddSite>) -> Result<Response, ApiError> {
+async fn add(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(form): JsonBody<AddSite>,
+) -> Result<Response, ApiError> {
     let site = add_site(&state, caller.user.id, &form.url, form.token.as_deref()).await?;
     Ok((StatusCode::CREATED, Json(json!({ "site": site }))).into_response())
 }
@@ -234,7 +239,7 @@ async fn set_credential(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<i64>,
-    Json(form): Json<Credential>,
+    JsonBody(form): JsonBody<Credential>,
 ) -> Result<StatusCode, ApiError> {
     store_token(&state, caller.user.id, id, &form.token).await.map(|()| StatusCode::NO_CONTENT)
 }
