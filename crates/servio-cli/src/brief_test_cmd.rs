@@ -9,7 +9,7 @@ use servio_manifest::{CheckOptions, Site, check, period, resolve_brief};
 use crate::auth::Credential;
 use crate::brief_cmd::{check_metric, usable_brief};
 use crate::cli::BriefTestArgs;
-use crate::fetch::Fetcher;
+use crate::fetch::{Fetcher, request_failure};
 use crate::{Failure, Outcome};
 
 pub fn run(args: &BriefTestArgs) -> Result<Outcome, Failure> {
@@ -80,7 +80,10 @@ pub fn run(args: &BriefTestArgs) -> Result<Outcome, Failure> {
                     }
                 }
             }
-            Err(error @ CallError::Request(_)) => return Err(Failure(anyhow!("{}: {error}", metric.key))),
+            Err(CallError::Request(error)) => {
+                let url = tool_url(&manifest.server_url, &metric.tool);
+                return Err(Failure(request_failure(&url, &error).context(metric.key.clone())));
+            }
             Err(error) => {
                 all_stored = false;
                 println!("  verdict: dropped: {error}\n");

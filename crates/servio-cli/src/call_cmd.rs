@@ -2,12 +2,13 @@
 
 use anyhow::{Context, anyhow};
 use serde_json::{Map, Value};
+use servio_client::call::tool_url;
 use servio_client::{CallError, call_tool};
 use servio_manifest::{CheckOptions, Site, check};
 
 use crate::auth::Credential;
 use crate::cli::CallArgs;
-use crate::fetch::Fetcher;
+use crate::fetch::{Fetcher, request_failure};
 use crate::{Failure, Outcome};
 
 pub fn run(args: &CallArgs) -> Result<Outcome, Failure> {
@@ -54,6 +55,9 @@ pub fn run(args: &CallArgs) -> Result<Outcome, Failure> {
                 );
             }
             Ok(Outcome::Invalid)
+        }
+        Err(CallError::Request(error)) => {
+            Err(Failure(request_failure(&tool_url(&manifest.server_url, &args.tool), &error)))
         }
         Err(error) => Err(Failure(anyhow!(error))),
     }

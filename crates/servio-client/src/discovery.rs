@@ -105,6 +105,10 @@ impl fmt::Display for DiscoveryError {
             DiscoveryError::ServerError { url, status } => {
                 write!(f, "{url} answered {status}: discovery stops at a server error")
             }
+            // Nothing came back, so the host is what failed, not the path: name it once.
+            DiscoveryError::Request { url, error } if error.is_unreachable() => {
+                write!(f, "could not reach {}: {error}", url.origin().ascii_serialization())
+            }
             DiscoveryError::Request { url, error } => write!(f, "{url}: {error}"),
         }
     }
@@ -117,6 +121,14 @@ impl DiscoveryError {
     pub fn refusal(&self) -> Option<&crate::guard::Refusal> {
         match self {
             DiscoveryError::Request { error: ClientError::Refused(r), .. } => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The failed request's error, for callers that advise on some kinds (a CA to trust).
+    pub fn client_error(&self) -> Option<&ClientError> {
+        match self {
+            DiscoveryError::Request { error, .. } => Some(error),
             _ => None,
         }
     }

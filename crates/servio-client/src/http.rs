@@ -17,6 +17,7 @@ use reqwest::{Method, StatusCode};
 use url::{Host, Url};
 
 use crate::guard::{Guard, Policy, Refusal};
+use crate::transport::{DnsFailure, TransportError};
 
 /// Settings of a [`Client`].
 #[derive(Clone)]
@@ -97,10 +98,11 @@ impl Resolve for GuardedResolver {
         let guard = self.guard.clone();
         Box::pin(async move {
             let host = name.as_str().to_owned();
-            let addresses = lookup.lookup(&host).await?;
-            if addresses.is_empty() {
-                return Err(format!("{host} has no addresses").into());
-            }
+            let addresses = match lookup.lookup(&host).await {
+                Ok(addresses) if !addresses.is_empty() => addresses,
+                Ok(_) => return Err(DnsFailure { host, source: None }.into()),
+                Err(error) => return Err(DnsFailure { host, source: Some(error) }.into()),
+            };
             guard.check_all(&host, &addresses)?;
             let addrs: Addrs = Box::new(addresses.into_iter().map(|ip| SocketAddr::new(ip, 0)));
             Ok(addrs)
@@ -127,7 +129,7 @@ pub enum ClientError {
     /// The request took longer than the limit.
     Timeout(Duration),
     /// DNS, TLS, connect or protocol failure.
-    Transport(String),
+    Transport(TransportError),
 }
 
 impl fmt::Display for ClientError {
@@ -141,7 +143,7 @@ impl fmt::Display for ClientError {
             ClientError::Timeout(t) => {
                 write!(f, "no complete response within {} s", t.as_secs_f64())
             }
-            ClientError::Transport(m) => f.write_str(m),
+            ClientError::Transport(error) => write!(f, "{error}"),
         }
     }
 }
@@ -152,6 +154,24 @@ impl ClientError {
     /// True when the address guard refused the request.
     pub fn is_refused(&self) -> bool {
         matches!(self, ClientError::Refused(_))
+    }
+
+    /// True when the site gave no answer: its name, the connection or the TLS handshake
+    /// failed, or nothing complete came back in time. Callers say "could not reach" then.
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            ClientError::Timeout(_) => true,
+            ClientError::Transport(error) => error.is_unreachable(),
+            _ => false,
+        }
+    }
+
+    /// The transport failure, for callers that give advice on some kinds (a CA to trust).
+    pub fn transport(&self) -> Option<&TransportError> {
+        match self {
+            ClientError::Transport(error) => Some(error),
+            _ => None,
+        }
     }
 }
 
@@ -245,7 +265,7 @@ impl Client {
         if let Some(body) = body {
             request = request.body(body);
         }
-        let response = request.send().await.map_err(|e| self.classify(e))?;
+        let response = request.send().await.map_err(|e| self.classify(e, url))?;
         let status = response.status();
         let headers = response.headers().clone();
         let final_url = response.url().clone();
@@ -262,7 +282,7 @@ impl Client {
         let mut body = Vec::new();
         let mut stream = response.bytes_stream();
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| self.classify(e))?;
+            let chunk = chunk.map_err(|e| self.classify(e, url))?;
             if body.len() + chunk.len() > self.config.max_body {
                 return Err(ClientError::TooLarge { limit: self.config.max_body });
             }
@@ -278,8 +298,9 @@ impl Client {
         self.send(Method::GET, url, headers, None).await
     }
 
-    /// Maps a reqwest error to ours, finding a guard refusal or redirect error inside it.
-    fn classify(&self, error: reqwest::Error) -> ClientError {
+    /// Maps a reqwest error for a request to `url` to ours, finding a guard refusal or redirect
+    /// error inside it, and otherwise saying in words what failed.
+    fn classify(&self, error: reqwest::Error, url: &Url) -> ClientError {
         let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&error);
         while let Some(current) = source {
             if let Some(refusal) = current.downcast_ref::<Refusal>() {
@@ -299,7 +320,7 @@ impl Client {
         if error.is_timeout() {
             return ClientError::Timeout(self.config.timeout);
         }
-        ClientError::Transport(describe(&error))
+        ClientError::Transport(TransportError::from_reqwest(&error, url))
     }
 }
 

@@ -3,6 +3,7 @@
 //! - [`guard`]: which addresses may be connected to (interpretation §9).
 //! - [`http`]: the client every request goes through: HTTPS only unless asked, the guard on
 //!   every DNS answer and redirect hop, body, time and redirect limits.
+//! - [`transport`]: why a connection failed, in words (DNS, refused, TLS certificate).
 //! - [`discovery`]: finding a site's manifest (interpretation §1) and refreshing it with
 //!   conditional requests.
 //! - [`call`]: calling a tool (interpretation §5), arguments validated before anything is sent.
@@ -14,8 +15,10 @@ pub mod discovery;
 pub mod guard;
 pub mod http;
 pub mod oauth;
+pub mod transport;
 
 pub use call::{CallError, call_tool, call_tool_checked, call_tool_raw, post_tool};
 pub use discovery::{Discovered, DiscoveryError, Validators, discover, refresh};
 pub use guard::{Guard, Policy, Refusal, Rule};
 pub use http::{Client, ClientConfig, ClientError, Fetched, Lookup};
+pub use transport::{TlsProblem, TransportError};
