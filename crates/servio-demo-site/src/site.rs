@@ -290,8 +290,7 @@ async fn serve_manifest(State(site): State<Site>) -> Response {
 
 async fn misbehave(State(site): State<Site>, request: Request, next: Next) -> Response {
     let path = request.uri().path().to_owned();
-    let authorization =
-        request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let authorization = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Some(log) = site.seen.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
         log.push(SeenRequest { method: request.method().to_string(), path: path.clone(), authorization });
     }

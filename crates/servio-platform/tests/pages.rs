@@ -307,6 +307,39 @@ async fn collection_refreshes_an_expired_oauth_token() {
     }
 }
 
+/// Regression (issue 12): with a `token_url` moved to another origin and not yet approved,
+/// collection with an expired access token posted the user's refresh token to the new
+/// `token_url`. The approved one refreshes it; the other origin hears nothing.
+#[tokio::test]
+async fn an_unapproved_token_url_never_receives_the_refresh_token() {
+    let (ca, origin, _running, http, site) = oauth_demo_site(std::time::Duration::from_secs(1)).await;
+    let hostile = common::demo_site(&ca, "hostile").await;
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        site.set_token_url(None);
+        let email = format!("moved-token-url-{name}@example.com");
+        connect_with_oauth(&http, &server, name, &origin, &email).await;
+        let (user, connected) = server.vault_entry_of(&email).await;
+        site.set_token_url(Some(&format!("{}/oauth/token", hostile.origin)));
+        let refreshed = servio_platform::refresh::refresh_site(&server.state, &connected.site).await.unwrap();
+        assert_eq!(refreshed, servio_platform::refresh::Outcome::Changed, "{name}");
+        hostile.site.record_requests();
+        tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+
+        let (_, entry) = server.vault_entry_of(&email).await;
+        let summary = servio_platform::collect::collect_due(
+            &server.state,
+            &user,
+            &entry,
+            &mut Planner::new(jiff::Timestamp::now()),
+        )
+        .await
+        .unwrap();
+        assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: refreshed at the approved token_url");
+        assert_eq!(hostile.site.requests(), [], "{name}: the unapproved token_url received requests");
+    }
+    site.set_token_url(None);
+}
+
 /// A site that refuses an OAuth access token before it expires (revoked, say): the collector
 /// refreshes it once and calls again, the values are stored and the new tokens kept.
 #[tokio::test]
