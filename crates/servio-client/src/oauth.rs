@@ -19,7 +19,7 @@ use url::Url;
 use crate::http::{Client, ClientConfig, ClientError};
 
 /// Where and as whom to ask for tokens.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OAuthSite {
     /// The manifest's `auth.authorization_url`.
     pub authorization_url: Url,
@@ -45,6 +45,17 @@ impl Pending {
     /// The `state` sent, to find this attempt again when the browser comes back.
     pub fn state(&self) -> &str {
         self.state.secret()
+    }
+
+    /// The PKCE verifier: a secret, to keep (sealed) where the attempt waits for the browser.
+    pub fn verifier(&self) -> &str {
+        self.verifier.secret()
+    }
+
+    /// The attempt again from what [`Pending::state`] and [`Pending::verifier`] gave, when the
+    /// browser comes back (perhaps to another process than the one that started it).
+    pub fn resume(authorize_url: Url, state: String, verifier: String) -> Pending {
+        Pending { authorize_url, state: CsrfToken::new(state), verifier: PkceCodeVerifier::new(verifier) }
     }
 }
 

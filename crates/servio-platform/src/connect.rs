@@ -1,14 +1,18 @@
 //! "Connect": OAuth 2.0 with PKCE for a vault site, through the platform's own callback.
 //!
 //! The manifest names the endpoints but no client id; the platform's configuration gives one,
-//! per site where needed. Attempts in progress are kept in this process, keyed by their fresh
-//! `state`, and bound to the user who started them.
+//! per site where needed. Attempts in progress are kept in the store, sealed, found by the
+//! hash of their fresh `state`, bound to the user who started them, for ten minutes at most and
+//! a few per user; so a callback may reach any `servio serve` process on the same database.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
+use serde_json::{Value, json};
 use servio_client::oauth::{OAuthSite, Pending, Tokens};
 use servio_manifest::{Auth, Manifest};
+use servio_store::OAuthAttempt;
+
+use crate::AppState;
 
 /// The platform's OAuth client settings.
 #[derive(Debug, Clone, Default)]
@@ -52,33 +56,81 @@ pub fn oauth_site(config: &OAuthConfig, origin: &str, manifest: &Manifest) -> Op
     })
 }
 
-/// One attempt in progress.
+/// How long a "Connect" attempt stays good: time enough to sign in at the site and consent.
+pub const ATTEMPT_TTL_SECONDS: i64 = 600;
+
+/// Attempts one user may have in progress at once; starting another ends their oldest, so
+/// that visits of the Connect page cannot fill the store.
+pub const ATTEMPTS_PER_USER: i64 = 5;
+
+/// One attempt, found again when the browser comes back.
 pub struct Attempt {
-    /// Who started it.
-    pub user_id: i64,
     /// For which vault site.
     pub site_id: i64,
-    /// The endpoints and client.
+    /// The endpoints and client it was started with.
     pub site: OAuthSite,
     /// The state and verifier.
     pub pending: Pending,
 }
 
-/// Attempts in progress, by `state`.
-#[derive(Default, Clone)]
-pub struct Attempts(Arc<Mutex<HashMap<String, Attempt>>>);
+/// Starts "Connect" for `user_id` on the vault site `site_id`: a fresh `state` and PKCE pair,
+/// kept in the store (sealed, for this user and site) so that any process on the database
+/// can finish it. Returns where to send the browser.
+pub async fn begin(state: &AppState, user_id: i64, site_id: i64, site: OAuthSite) -> Result<url::Url, String> {
+    let pending = servio_client::oauth::start(&site).map_err(|e| e.to_string())?;
+    let kept = json!({
+        "authorization_url": site.authorization_url.as_str(),
+        "token_url": site.token_url.as_str(),
+        "scopes": site.scopes,
+        "client_id": site.client_id,
+        "redirect_uri": site.redirect_uri.as_str(),
+        "authorize_url": pending.authorize_url.as_str(),
+        "state": pending.state(),
+        "verifier": pending.verifier(),
+    });
+    let now = crate::now();
+    let attempt = OAuthAttempt {
+        state_hash: crate::accounts::token_hash(pending.state()),
+        user_id,
+        site_id,
+        sealed: state.secrets.seal(kept.to_string().as_bytes(), &attempt_aad(user_id, site_id)),
+        created_at: now,
+        expires_at: now + ATTEMPT_TTL_SECONDS,
+    };
+    state.store.create_oauth_attempt(&attempt, ATTEMPTS_PER_USER, now).await.map_err(|e| e.to_string())?;
+    Ok(pending.authorize_url)
+}
 
-impl Attempts {
-    /// Remembers an attempt.
-    pub fn insert(&self, attempt: Attempt) {
-        let state = attempt.pending.state().to_owned();
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(state, attempt);
-    }
+/// Takes the attempt of `user_id` whose `state` came back (each state is good once, for the
+/// user who started it, until it expires); `None` when there is no such attempt.
+pub async fn take(state: &AppState, user_id: i64, returned_state: &str) -> Result<Option<Attempt>, String> {
+    let hash = crate::accounts::token_hash(returned_state);
+    let Some(kept) = state.store.take_oauth_attempt(&hash, user_id, crate::now()).await.map_err(|e| e.to_string())?
+    else {
+        return Ok(None);
+    };
+    let opened = state
+        .secrets
+        .open(&kept.sealed, &attempt_aad(user_id, kept.site_id))
+        .ok_or("a Connect attempt could not be opened with this platform's key")?;
+    let value: Value = serde_json::from_slice(&opened).map_err(|e| format!("a stored Connect attempt: {e}"))?;
+    let text =
+        |key: &str| value[key].as_str().map(str::to_owned).ok_or(format!("a stored Connect attempt lacks {key}"));
+    let url = |key: &str| text(key)?.parse::<url::Url>().map_err(|e| format!("a stored Connect attempt's {key}: {e}"));
+    let site = OAuthSite {
+        authorization_url: url("authorization_url")?,
+        token_url: url("token_url")?,
+        scopes: value["scopes"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned).collect(),
+        client_id: text("client_id")?,
+        redirect_uri: url("redirect_uri")?,
+    };
+    let pending = Pending::resume(url("authorize_url")?, text("state")?, text("verifier")?);
+    Ok(Some(Attempt { site_id: kept.site_id, site, pending }))
+}
 
-    /// Takes the attempt with this `state` (each state is good once).
-    pub fn take(&self, state: &str) -> Option<Attempt> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(state)
-    }
+/// The associated data of a sealed Connect attempt: opened only for its user and site.
+fn attempt_aad(user_id: i64, site_id: i64) -> String {
+    format!("servio oauth attempt v1; user {user_id}; site {site_id}")
 }
 
 /// Tokens as sealed into a vault credential: JSON, so that a credential says which kind it is.

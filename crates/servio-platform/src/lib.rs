@@ -38,8 +38,6 @@ pub struct AppState {
     pub secrets: Arc<secrets::Secrets>,
     /// OAuth client settings for "Connect".
     pub oauth: Arc<connect::OAuthConfig>,
-    /// "Connect" attempts in progress.
-    pub attempts: connect::Attempts,
     /// One lock per (user, site) while OAuth tokens are refreshed.
     pub refresh_locks: credential::RefreshLocks,
     /// The AI gateway's caches, call-log writer and change notices.
@@ -61,7 +59,6 @@ impl AppState {
             client,
             secrets: Arc::new(secrets),
             oauth: Arc::new(oauth),
-            attempts: connect::Attempts::default(),
             refresh_locks: credential::RefreshLocks::default(),
             gateway: Arc::default(),
             tokens: Arc::default(),

@@ -285,12 +285,14 @@ async fn connect_a_site_with_oauth() {
 /// with the refresh token, seals the new tokens into the vault, and the values are stored.
 #[tokio::test]
 async fn collection_refreshes_an_expired_oauth_token() {
-    let (ca, origin, _running, http, _) = oauth_demo_site(std::time::Duration::from_secs(1)).await;
+    // Tokens of 3 s: expired after the sleep, and a refreshed one lives long enough for its
+    // calls on a busy machine (1 s was not always).
+    let (ca, origin, _running, http, _) = oauth_demo_site(std::time::Duration::from_secs(3)).await;
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let email = format!("refresh-{name}@example.com");
         connect_with_oauth(&http, &server, name, &origin, &email).await;
         let (user, connected) = server.vault_entry_of(&email).await;
-        tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
 
         let summary = servio_platform::collect::collect_due(
             &server.state,
@@ -312,7 +314,7 @@ async fn collection_refreshes_an_expired_oauth_token() {
 /// `token_url`. The approved one refreshes it; the other origin hears nothing.
 #[tokio::test]
 async fn an_unapproved_token_url_never_receives_the_refresh_token() {
-    let (ca, origin, _running, http, site) = oauth_demo_site(std::time::Duration::from_secs(1)).await;
+    let (ca, origin, _running, http, site) = oauth_demo_site(std::time::Duration::from_secs(3)).await;
     let hostile = common::demo_site(&ca, "hostile").await;
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         site.set_token_url(None);
@@ -323,7 +325,7 @@ async fn an_unapproved_token_url_never_receives_the_refresh_token() {
         let refreshed = servio_platform::refresh::refresh_site(&server.state, &connected.site).await.unwrap();
         assert_eq!(refreshed, servio_platform::refresh::Outcome::Changed, "{name}");
         hostile.site.record_requests();
-        tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
 
         let (_, entry) = server.vault_entry_of(&email).await;
         let summary = servio_platform::collect::collect_due(

@@ -259,6 +259,24 @@ pub struct FetchedManifest<'a> {
     pub last_modified: Option<&'a str>,
 }
 
+/// An OAuth "Connect" attempt in progress, found again by the hash of its `state` when the
+/// browser comes back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthAttempt {
+    /// SHA-256 of the attempt's `state`, in hex.
+    pub state_hash: String,
+    /// Who started it.
+    pub user_id: i64,
+    /// For which vault site.
+    pub site_id: i64,
+    /// What the platform needs to finish it (endpoints, client, PKCE verifier), sealed.
+    pub sealed: Vec<u8>,
+    /// When it was started.
+    pub created_at: i64,
+    /// When it is no longer good.
+    pub expires_at: i64,
+}
+
 /// One tool call made through the AI gateway, for the user's call log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
@@ -337,6 +355,15 @@ pub trait Store: Send + Sync {
     async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError>;
     /// Approves, for this user, the site's current manifest; false when not in their vault.
     async fn approve(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError>;
+    /// Keeps a "Connect" attempt; expired attempts go, and the user's oldest beyond `keep`.
+    async fn create_oauth_attempt(&self, attempt: &OAuthAttempt, keep: i64, now: i64) -> Result<(), StoreError>;
+    /// Takes (and so ends) the attempt of `user_id` with this state hash, unless expired.
+    async fn take_oauth_attempt(
+        &self,
+        state_hash: &str,
+        user_id: i64,
+        now: i64,
+    ) -> Result<Option<OAuthAttempt>, StoreError>;
     /// Approves the site's current manifest for every user whose approved manifest is
     /// `previous` (a change that needs no approval); returns how many.
     async fn advance_approvals(&self, site_id: i64, previous: &str) -> Result<u64, StoreError>;

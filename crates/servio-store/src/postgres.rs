@@ -8,7 +8,7 @@ use crate::{
     ApiToken, Attempt, Claim, FetchedManifest, Found, LAST_USED_PRECISION, Listing, Retries, Session, SiteRecord, Slot,
     Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, conflict, search_words,
 };
-use crate::{Attempted, Completion, Job, JobClaim, JobCounts, JobResult, NewJob};
+use crate::{Attempted, Completion, Job, JobClaim, JobCounts, JobResult, NewJob, OAuthAttempt};
 
 /// The store in PostgreSQL.
 pub struct PgStore {
@@ -346,6 +346,60 @@ impl Store for PgStore {
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn create_oauth_attempt(&self, attempt: &OAuthAttempt, keep: i64, now: i64) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM oauth_attempts WHERE expires_at < $1").bind(now).execute(&mut *tx).await?;
+        sqlx::query(
+            "INSERT INTO oauth_attempts (state_hash, user_id, site_id, sealed, created_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(&attempt.state_hash)
+        .bind(attempt.user_id)
+        .bind(attempt.site_id)
+        .bind(&attempt.sealed)
+        .bind(attempt.created_at)
+        .bind(attempt.expires_at)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "DELETE FROM oauth_attempts WHERE user_id = $1 AND state_hash NOT IN
+             (SELECT state_hash FROM oauth_attempts WHERE user_id = $2 ORDER BY created_at DESC, state_hash LIMIT $3)",
+        )
+        .bind(attempt.user_id)
+        .bind(attempt.user_id)
+        .bind(keep)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn take_oauth_attempt(
+        &self,
+        state_hash: &str,
+        user_id: i64,
+        now: i64,
+    ) -> Result<Option<OAuthAttempt>, StoreError> {
+        let row = sqlx::query(
+            "DELETE FROM oauth_attempts WHERE state_hash = $1 AND user_id = $2
+             RETURNING state_hash, user_id, site_id, sealed, created_at, expires_at",
+        )
+        .bind(state_hash)
+        .bind(user_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row
+            .map(|r| OAuthAttempt {
+                state_hash: r.get("state_hash"),
+                user_id: r.get("user_id"),
+                site_id: r.get("site_id"),
+                sealed: r.get("sealed"),
+                created_at: r.get("created_at"),
+                expires_at: r.get("expires_at"),
+            })
+            .filter(|attempt| attempt.expires_at >= now))
     }
 
     async fn advance_approvals(&self, site_id: i64, previous: &str) -> Result<u64, StoreError> {

@@ -667,13 +667,9 @@ async fn connect(State(state): State<AppState>, headers: HeaderMap, Path(id): Pa
                 return ApiError::BadRequest("this site uses bearer tokens: paste one instead".into()).into_response();
             }
         };
-    match servio_client::oauth::start(&site) {
-        Ok(pending) => {
-            let to = pending.authorize_url.to_string();
-            state.attempts.insert(crate::connect::Attempt { user_id: user.user.id, site_id: id, site, pending });
-            Redirect::to(&to).into_response()
-        }
-        Err(error) => ApiError::Internal(error.to_string()).into_response(),
+    match crate::connect::begin(&state, user.user.id, id, site).await {
+        Ok(to) => Redirect::to(to.as_str()).into_response(),
+        Err(error) => ApiError::Internal(error).into_response(),
     }
 }
 
@@ -695,9 +691,15 @@ async fn oauth_callback(
         Ok(user) => user,
         Err(response) => return response,
     };
-    let Some(attempt) = state.attempts.take(&query.state).filter(|a| a.user_id == user.user.id) else {
-        return ApiError::BadRequest("unknown or used sign-in attempt: start again from the site's page".into())
+    let attempt = match crate::connect::take(&state, user.user.id, &query.state).await {
+        Ok(Some(attempt)) => attempt,
+        Ok(None) => {
+            return ApiError::BadRequest(
+                "unknown, expired or used sign-in attempt: start again from the site's page".into(),
+            )
             .into_response();
+        }
+        Err(error) => return ApiError::Internal(error).into_response(),
     };
     let callback = servio_client::oauth::Callback::from_query(uri.query().unwrap_or_default());
     let tokens = match servio_client::oauth::finish(&state.client, &attempt.site, attempt.pending, &callback).await {
