@@ -77,7 +77,10 @@ fn parse(text: &str) -> Option<Arc<Parsed>> {
 /// Parsed manifests by site, kept while the stored text is the same: checking a manifest costs
 /// far more than the call it is needed for.
 #[derive(Default)]
-pub struct ManifestCache(HashMap<i64, Vec<(String, Option<Arc<Parsed>>)>>);
+pub struct ManifestCache(HashMap<i64, Vec<ParsedText>>);
+
+/// A manifest's text and what parsing it gave.
+type ParsedText = (String, Option<Arc<Parsed>>);
 
 /// Versions of one site's manifest kept at once: users who have not approved a change yet
 /// still act on the version before it, so a round may see a few versions of one site.
