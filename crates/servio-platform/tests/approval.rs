@@ -57,8 +57,9 @@ async fn a_moved_server_url_receives_nothing_until_approved() {
 
         assert_eq!(hostile.site.requests(), [], "{name}: the unapproved origin received requests");
         let tool_calls = honest.site.requests().iter().filter(|r| r.path.starts_with("/api/servio/tools/")).count();
-        // collect-now 2, backfill 2, the round 2 per user not yet collected (3 users), gateway 1.
-        assert!(tool_calls >= 2 + 2 + 2 + 1, "{name}: {tool_calls} calls reached the approved origin");
+        // collect-now 2, backfill 2, the round at least 2, the gateway 1.
+        let least = 2 + 2 + 2 + 1;
+        assert!(tool_calls >= least, "{name}: {tool_calls} calls reached the approved origin");
 
         // Once approved, the new origin is the user's choice: the same backfill goes there.
         let (who, id) = site("backfill");
