@@ -101,6 +101,9 @@ pub fn request_failure(url: &Url, error: &ClientError) -> anyhow::Error {
 /// The advice for the failures a flag of ours fixes. The client crate says what failed; only
 /// the CLI knows its flags.
 fn help_for(error: &ClientError) -> Option<&'static str> {
+    if let ClientError::PlainHttp(_) = error {
+        return Some("for a site on your own machine, add --allow-http (the platform never fetches http)");
+    }
     match error.transport()? {
         TransportError::Tls(TlsProblem::UnknownIssuer) => {
             Some("if the site uses a private certificate authority, trust it with --ca-cert FILE")

@@ -48,3 +48,16 @@ async fn a_closed_port_is_a_refused_connection() {
     let output = servio(&["brief", "test", &format!("https://127.0.0.1:{port}")]).await;
     insta::assert_snapshot!("connection_refused", shown(&output, Some(port)));
 }
+
+/// Plain http is refused with the flag that allows it here, and a word on the platform, which
+/// has no such flag.
+#[tokio::test]
+async fn plain_http_names_the_flag_that_allows_it() {
+    let output = servio(&["check", "http://127.0.0.1:9"]).await;
+    let shown = shown(&output, Some(9));
+    assert!(
+        shown.starts_with("exit 2\nerror: http://127.0.0.1:PORT/.well-known/servio.json: the URL is plain http"),
+        "{shown}"
+    );
+    assert!(shown.contains("help: for a site on your own machine, add --allow-http"), "{shown}");
+}

@@ -124,11 +124,17 @@ const V4_RANGES: [(&str, Rule); 16] = [
     ("203.0.113.0/24", Rule::Reserved),
 ];
 
-const V6_RANGES: [(&str, Rule); 9] = [
+const V6_RANGES: [(&str, Rule); 11] = [
     ("fd00:ec2::254/128", Rule::CloudMetadata),
     ("::/128", Rule::Unspecified),
     ("::1/128", Rule::Loopback),
+    // IPv4-translated (`::ffff:0:a.b.c.d`, RFC 2765): for stateless translators inside a
+    // network, never a public site. (IPv4-mapped `::ffff:a.b.c.d` is judged by the address
+    // it carries, above.)
+    ("::ffff:0:0:0/96", Rule::Reserved),
     ("fe80::/10", Rule::LinkLocal),
+    // Site-local (deprecated by RFC 3879, still routed inside some networks).
+    ("fec0::/10", Rule::Private),
     ("fc00::/7", Rule::UniqueLocal),
     ("ff00::/8", Rule::Multicast),
     ("2001:db8::/32", Rule::Reserved),
@@ -214,7 +220,7 @@ impl Policy {
 /// Every form of the guard list in the client issue, as a URL host would carry it (IPv6 in
 /// brackets), plus one IPv4-mapped private address. Shared by the guard's and the client's tests.
 #[cfg(test)]
-pub(crate) const LISTED_FORMS: [&str; 25] = [
+pub(crate) const LISTED_FORMS: [&str; 28] = [
     "127.0.0.1",
     "0177.1",
     "017700000001",
@@ -240,6 +246,9 @@ pub(crate) const LISTED_FORMS: [&str; 25] = [
     "255.255.255.255",
     "224.0.0.1",
     "[::ffff:10.0.0.1]",
+    "[::ffff:0:7f00:1]",
+    "[::ffff:0:808:808]",
+    "[fec0::1]",
 ];
 
 #[cfg(test)]

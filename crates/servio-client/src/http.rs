@@ -115,8 +115,11 @@ impl Resolve for GuardedResolver {
 pub enum ClientError {
     /// The client could not be built (a bad PEM file, say).
     Setup(String),
-    /// The URL is not one we fetch: not https, or malformed.
+    /// The URL is not one we fetch: another scheme than https or http, or malformed.
     BadUrl(String),
+    /// The URL is plain `http`, which this client was not set up to fetch. Callers that have a
+    /// way to allow it (the CLI's `--allow-http`) say so; the platform has none.
+    PlainHttp(Url),
     /// The guard refused an address.
     Refused(Refusal),
     /// A redirect broke a rule: too many, or to another scheme.
@@ -137,6 +140,7 @@ impl fmt::Display for ClientError {
         match self {
             ClientError::Setup(m) => write!(f, "client setup failed: {m}"),
             ClientError::BadUrl(m) => f.write_str(m),
+            ClientError::PlainHttp(_) => f.write_str("the URL is plain http; only https is fetched"),
             ClientError::Refused(r) => write!(f, "refused: {r}"),
             ClientError::Redirect(m) => write!(f, "redirect refused: {m}"),
             ClientError::TooLarge { limit } => write!(f, "the response body is larger than the limit of {limit} bytes"),
@@ -343,6 +347,7 @@ impl HopRules {
         }
         self.check_target(url).map_err(|e| match e {
             ClientError::BadUrl(message) => ClientError::Redirect(message),
+            ClientError::PlainHttp(url) => ClientError::Redirect(format!("{url} is plain http; only https is fetched")),
             other => other,
         })
     }
@@ -351,11 +356,7 @@ impl HopRules {
         match url.scheme() {
             "https" => {}
             "http" if self.allow_http => {}
-            "http" => {
-                return Err(ClientError::BadUrl(format!(
-                    "{url} is plain http: only https is fetched (use --allow-http for local development)"
-                )));
-            }
+            "http" => return Err(ClientError::PlainHttp(url.clone())),
             other => {
                 return Err(ClientError::BadUrl(format!("{url} uses the {other}: scheme; only https is fetched")));
             }

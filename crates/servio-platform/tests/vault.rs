@@ -81,6 +81,12 @@ async fn an_invalid_manifest_is_refused_with_its_report() {
         let (status, missing, _) =
             server.send(&cara, Method::POST, "/api/vault", Some(json!({ "url": "https://localhost:1" }))).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{name}: {missing}");
+        // Regression: a plain-http URL suggested `--allow-http`, a flag `servio serve` lacks.
+        let (status, plain, _) =
+            server.send(&cara, Method::POST, "/api/vault", Some(json!({ "url": "http://localhost:1" }))).await;
+        assert!(status.is_client_error(), "{name}: {plain}");
+        let said = plain.to_string();
+        assert!(said.contains("plain http") && !said.contains("--allow-http"), "{name}: {said}");
     }
 }
 
