@@ -138,6 +138,8 @@ pub struct ServeArgs {
     /// A client id for one site: ORIGIN=CLIENT_ID. Repeatable.
     #[arg(long = "oauth-client", value_name = "ORIGIN=CLIENT_ID")]
     pub oauth_client: Vec<String>,
+    #[command(flatten)]
+    pub limits: CallLimitArgs,
 }
 
 #[derive(Debug, Args)]
@@ -177,7 +179,7 @@ pub struct WorkerArgs {
     #[arg(long, env = "SERVIO_WORKER_ID", hide_env_values = true)]
     pub id: Option<String>,
     /// How long a claim on a job holds, in seconds; past it another worker may take the job
-    /// over. Longer than a batch takes (calls time out after 10 s).
+    /// over. Longer than a batch takes (calls time out after --call-timeout, 30 s).
     #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub lease: u64,
     /// Jobs claimed at once (one claim on the database); the next batch is claimed while this
@@ -205,6 +207,8 @@ pub struct WorkerArgs {
     /// A client id for one site: ORIGIN=CLIENT_ID. Repeatable.
     #[arg(long = "oauth-client", value_name = "ORIGIN=CLIENT_ID")]
     pub oauth_client: Vec<String>,
+    #[command(flatten)]
+    pub limits: CallLimitArgs,
 }
 
 #[derive(Debug, Args)]
@@ -293,6 +297,31 @@ pub struct CheckArgs {
     pub fetch: FetchArgs,
 }
 
+/// The limits of a tool call (interpretation §5). The defaults are the platform's, so that
+/// `servio call` and `servio brief test` judge a site as the platform does.
+#[derive(Debug, Clone, Args)]
+pub struct CallLimitArgs {
+    /// Longest a tool call may take, in seconds.
+    #[arg(long, env = "SERVIO_CALL_TIMEOUT", hide_env_values = true, default_value_t = 30, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub call_timeout: u64,
+    /// Largest tool-call answer accepted, in MiB.
+    #[arg(long, env = "SERVIO_CALL_MAX_BODY", hide_env_values = true, default_value_t = 4, value_name = "MIB",
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub call_max_body: u64,
+}
+
+impl CallLimitArgs {
+    /// `config` with these limits for tool calls.
+    pub fn apply(&self, config: servio_client::ClientConfig) -> servio_client::ClientConfig {
+        servio_client::ClientConfig {
+            call_timeout: std::time::Duration::from_secs(self.call_timeout),
+            call_max_body: usize::try_from(self.call_max_body).unwrap_or(usize::MAX / (1024 * 1024)) * 1024 * 1024,
+            ..config
+        }
+    }
+}
+
 /// How to fetch from sites.
 #[derive(Debug, Clone, Args)]
 pub struct FetchArgs {
@@ -307,6 +336,8 @@ pub struct FetchArgs {
     /// Allow plain http:// URLs (local development only; the platform never does).
     #[arg(long)]
     pub allow_http: bool,
+    #[command(flatten)]
+    pub limits: CallLimitArgs,
 }
 
 #[derive(Debug, Args)]

@@ -15,7 +15,6 @@ use crate::cli::FetchArgs;
 /// The clients and the runtime they run on.
 pub struct Fetcher {
     client: Client,
-    tools: Client,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -23,28 +22,26 @@ impl Fetcher {
     /// Builds the client the arguments describe.
     pub fn new(args: &FetchArgs) -> anyhow::Result<Fetcher> {
         let policy: Policy = args.guard.parse().map_err(|e: String| anyhow!(e))?;
-        let mut config = ClientConfig { allow_http: args.allow_http, ..ClientConfig::default() }.with_policy(policy);
+        let mut config = args
+            .limits
+            .apply(ClientConfig { allow_http: args.allow_http, ..ClientConfig::default() })
+            .with_policy(policy);
         if let Some(path) = &args.ca_cert {
             config = config.with_ca_file(path)?;
         }
-        let client = Client::new(config.clone())?;
-        // Tool calls have their own limits (interpretation §5): 30 s and 4 MiB.
-        let tools = Client::new(ClientConfig {
-            timeout: std::time::Duration::from_secs(30),
-            max_body: 4 * 1024 * 1024,
-            ..config
-        })?;
+        // Tool calls have their own limits (interpretation §5), which the client applies.
+        let client = Client::new(config)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .context("starting the async runtime")?;
-        Ok(Fetcher { client, tools, runtime })
+        Ok(Fetcher { client, runtime })
     }
 
-    /// The client for tool calls.
+    /// The client for tool calls (it applies the call limits to them).
     pub fn tool_client(&self) -> &Client {
-        &self.tools
+        &self.client
     }
 
     /// Runs a future to completion.

@@ -37,7 +37,7 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         };
         // The platform fetches user-supplied URLs: the public guard, unless told otherwise.
         let policy = if args.allow_local { Policy::Any } else { Policy::Public };
-        let mut config = ClientConfig::default().with_policy(policy);
+        let mut config = args.limits.apply(ClientConfig::default()).with_policy(policy);
         if let Some(path) = &args.ca_cert {
             config = config.with_ca_file(path)?;
         }

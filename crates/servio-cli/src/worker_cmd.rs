@@ -25,7 +25,7 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
     runtime.block_on(async {
         let store = servio_store::open(&url).await.context("opening the database")?;
         let policy = if args.allow_local { Policy::Any } else { Policy::Public };
-        let mut config = ClientConfig::default().with_policy(policy);
+        let mut config = args.limits.apply(ClientConfig::default()).with_policy(policy);
         if let Some(path) = &args.ca_cert {
             config = config.with_ca_file(path)?;
         }

@@ -19,6 +19,20 @@ use url::{Host, Url};
 use crate::guard::{Guard, Policy, Refusal};
 use crate::transport::{DnsFailure, TransportError};
 
+/// The default limit of a tool call's answer (interpretation §5).
+pub const DEFAULT_CALL_MAX_BODY: usize = 4 * 1024 * 1024;
+/// The default time a tool call may take (interpretation §5).
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The limits of one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest body accepted, after decompression.
+    pub max_body: usize,
+    /// Longest the whole request may take.
+    pub timeout: Duration,
+}
+
 /// Settings of a [`Client`].
 #[derive(Clone)]
 pub struct ClientConfig {
@@ -26,10 +40,14 @@ pub struct ClientConfig {
     pub guard: Guard,
     /// Whether plain `http://` URLs are allowed (local development only).
     pub allow_http: bool,
-    /// Largest response body accepted, after decompression.
+    /// Largest response body accepted, after decompression (manifests, OAuth).
     pub max_body: usize,
-    /// Longest a whole request may take, body included.
+    /// Longest a whole request may take, body included (manifests, OAuth).
     pub timeout: Duration,
+    /// Largest tool-call answer accepted (interpretation §5).
+    pub call_max_body: usize,
+    /// Longest a tool call may take (interpretation §5).
+    pub call_timeout: Duration,
     /// Most redirects followed.
     pub max_redirects: usize,
     /// Extra trusted roots, PEM, beside the platform's.
@@ -39,13 +57,16 @@ pub struct ClientConfig {
 }
 
 impl Default for ClientConfig {
-    /// Interpretation §1: 8 MiB, 10 s, 5 redirects; the `any` policy, https only.
+    /// Interpretation §1: 8 MiB, 10 s, 5 redirects; §5: tool calls 4 MiB, 30 s; the `any`
+    /// policy, https only.
     fn default() -> ClientConfig {
         ClientConfig {
             guard: Guard::default(),
             allow_http: false,
             max_body: 8 * 1024 * 1024,
             timeout: Duration::from_secs(10),
+            call_max_body: DEFAULT_CALL_MAX_BODY,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
             max_redirects: 5,
             extra_roots_pem: None,
             lookup: None,
@@ -54,6 +75,16 @@ impl Default for ClientConfig {
 }
 
 impl ClientConfig {
+    /// The limits of fetching a manifest or talking OAuth.
+    pub fn fetch_limits(&self) -> Limits {
+        Limits { max_body: self.max_body, timeout: self.timeout }
+    }
+
+    /// The limits of a tool call.
+    pub fn call_limits(&self) -> Limits {
+        Limits { max_body: self.call_max_body, timeout: self.call_timeout }
+    }
+
     /// The settings with `policy` as the guard's policy.
     pub fn with_policy(mut self, policy: Policy) -> ClientConfig {
         self.guard.policy = policy;
@@ -256,7 +287,7 @@ impl Client {
             .check_target(url)
     }
 
-    /// Sends a request and reads the whole response within the limits.
+    /// Sends a request and reads the whole response within the fetch limits.
     pub async fn send(
         &self,
         method: Method,
@@ -264,12 +295,24 @@ impl Client {
         headers: HeaderMap,
         body: Option<Vec<u8>>,
     ) -> Result<Fetched, ClientError> {
+        self.send_within(method, url, headers, body, self.config.fetch_limits()).await
+    }
+
+    /// Sends a request and reads the whole response within `limits`.
+    pub async fn send_within(
+        &self,
+        method: Method,
+        url: &Url,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+        limits: Limits,
+    ) -> Result<Fetched, ClientError> {
         self.check_url(url)?;
-        let mut request = self.http.request(method, url.clone()).headers(headers);
+        let mut request = self.http.request(method, url.clone()).headers(headers).timeout(limits.timeout);
         if let Some(body) = body {
             request = request.body(body);
         }
-        let response = request.send().await.map_err(|e| self.classify(e, url))?;
+        let response = request.send().await.map_err(|e| self.classify(e, url, limits))?;
         let status = response.status();
         let headers = response.headers().clone();
         let final_url = response.url().clone();
@@ -280,15 +323,15 @@ impl Client {
                 "{final_url} redirects to {location}, which is not followed: only https is"
             )));
         }
-        if response.content_length().is_some_and(|n| n > self.config.max_body as u64) {
-            return Err(ClientError::TooLarge { limit: self.config.max_body });
+        if response.content_length().is_some_and(|n| n > limits.max_body as u64) {
+            return Err(ClientError::TooLarge { limit: limits.max_body });
         }
         let mut body = Vec::new();
         let mut stream = response.bytes_stream();
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| self.classify(e, url))?;
-            if body.len() + chunk.len() > self.config.max_body {
-                return Err(ClientError::TooLarge { limit: self.config.max_body });
+            let chunk = chunk.map_err(|e| self.classify(e, url, limits))?;
+            if body.len() + chunk.len() > limits.max_body {
+                return Err(ClientError::TooLarge { limit: limits.max_body });
             }
             body.extend_from_slice(&chunk);
         }
@@ -304,7 +347,7 @@ impl Client {
 
     /// Maps a reqwest error for a request to `url` to ours, finding a guard refusal or redirect
     /// error inside it, and otherwise saying in words what failed.
-    fn classify(&self, error: reqwest::Error, url: &Url) -> ClientError {
+    fn classify(&self, error: reqwest::Error, url: &Url, limits: Limits) -> ClientError {
         let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&error);
         while let Some(current) = source {
             if let Some(refusal) = current.downcast_ref::<Refusal>() {
@@ -322,7 +365,7 @@ impl Client {
             source = current.source();
         }
         if error.is_timeout() {
-            return ClientError::Timeout(self.config.timeout);
+            return ClientError::Timeout(limits.timeout);
         }
         ClientError::Transport(TransportError::from_reqwest(&error, url))
     }

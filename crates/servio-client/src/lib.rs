@@ -20,5 +20,7 @@ pub mod transport;
 pub use call::{CallError, call_tool, call_tool_checked, call_tool_raw, post_tool};
 pub use discovery::{Discovered, DiscoveryError, Validators, discover, refresh};
 pub use guard::{Guard, Policy, Refusal, Rule};
-pub use http::{Client, ClientConfig, ClientError, Fetched, Lookup};
+pub use http::{
+    Client, ClientConfig, ClientError, DEFAULT_CALL_MAX_BODY, DEFAULT_CALL_TIMEOUT, Fetched, Limits, Lookup,
+};
 pub use transport::{TlsProblem, TransportError};

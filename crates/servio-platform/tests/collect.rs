@@ -211,7 +211,7 @@ async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
     let impatient = servio_platform::AppState::new(
         server.state.store.clone(),
         servio_client::Client::new(servio_client::ClientConfig {
-            timeout: std::time::Duration::from_millis(300),
+            call_timeout: std::time::Duration::from_millis(300),
             extra_roots_pem: Some(ca.ca_pem.as_bytes().to_vec()),
             ..Default::default()
         })
