@@ -37,6 +37,20 @@ async fn add_the_demo_site_with_its_token() {
             server.send(&ana, Method::POST, "/api/vault", Some(json!({ "url": demo.origin }))).await;
         assert_eq!(status, StatusCode::CONFLICT, "{name}: {again}");
 
+        // A credential has a length limit: a paste gone wrong is refused with the reason, and
+        // the stored one stays.
+        let huge = "x".repeat(8 * 1024 + 1);
+        let path = format!("/api/vault/{id}/credential");
+        let (status, refused, _) = server.send(&ana, Method::PUT, &path, Some(json!({ "token": huge }))).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {refused}");
+        assert!(refused["error"].as_str().unwrap().contains("at most 8 KiB"), "{name}: {refused}");
+        let carol = server.sign_up(&format!("carol-{name}@example.com")).await;
+        let (status, _, _) =
+            server.send(&carol, Method::POST, "/api/vault", Some(json!({ "url": demo.origin, "token": huge }))).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}");
+        let (_, listed, _) = server.send(&carol, Method::GET, "/api/vault", None).await;
+        assert_eq!(listed["sites"], json!([]), "{name}: nothing added");
+
         // Another user sees nothing of it and can change nothing.
         let ben = server.sign_up(&format!("ben-{name}@example.com")).await;
         let path = format!("/api/vault/{id}");

@@ -259,6 +259,9 @@ pub struct FetchedManifest<'a> {
     pub last_modified: Option<&'a str>,
 }
 
+/// Makes the sealed credential of a site from its id (the id is part of what the seal binds).
+pub type Sealer<'a> = &'a (dyn Fn(i64) -> Vec<u8> + Send + Sync);
+
 /// An OAuth "Connect" attempt in progress, found again by the hash of its `state` when the
 /// browser comes back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -345,6 +348,16 @@ pub trait Store: Send + Sync {
     async fn save_site(&self, fetched: &FetchedManifest<'_>, now: i64) -> Result<SiteRecord, StoreError>;
     /// Puts a site in a user's vault; [`StoreError::Conflict`] when it is there already.
     async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<(), StoreError>;
+    /// Saves the fetched manifest as its site's current one and adds the site to the user's
+    /// vault with the credential `seal` makes for the site's id, all in one transaction: a
+    /// failure leaves no vault entry without its credential, nor a credential without it.
+    async fn add_site(
+        &self,
+        fetched: &FetchedManifest<'_>,
+        user_id: i64,
+        seal: Option<Sealer<'_>>,
+        now: i64,
+    ) -> Result<SiteRecord, StoreError>;
     /// The sites in a user's vault, oldest first.
     async fn vault(&self, user_id: i64) -> Result<Vec<SiteRecord>, StoreError>;
     /// One site of a user's vault; `None` when it is not theirs.

@@ -8,7 +8,7 @@ use crate::{
     ApiToken, Attempt, Claim, FetchedManifest, Found, LAST_USED_PRECISION, Listing, Retries, Session, SiteRecord, Slot,
     Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, conflict, search_words,
 };
-use crate::{Attempted, Completion, Job, JobClaim, JobCounts, JobResult, NewJob, OAuthAttempt};
+use crate::{Attempted, Completion, Job, JobClaim, JobCounts, JobResult, NewJob, OAuthAttempt, Sealer};
 
 /// The store in PostgreSQL.
 pub struct PgStore {
@@ -248,34 +248,34 @@ impl Store for PgStore {
         Ok(done.rows_affected() > 0)
     }
     async fn save_site(&self, fetched: &FetchedManifest<'_>, now: i64) -> Result<SiteRecord, StoreError> {
-        let row = sqlx::query("INSERT INTO sites (origin, manifest_url, manifest, etag, last_modified, fetched_at) VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (origin) DO UPDATE SET manifest_url = excluded.manifest_url, manifest = excluded.manifest,
-                 etag = excluded.etag, last_modified = excluded.last_modified, fetched_at = excluded.fetched_at,
-                 stale_error = NULL
-             RETURNING id, origin, manifest_url, manifest, etag, last_modified, fetched_at, stale_error",
+        let mut tx = self.pool.begin().await?;
+        let record = save_site_on(&mut tx, fetched, now).await?;
+        tx.commit().await?;
+        Ok(record)
+    }
+
+    async fn add_site(
+        &self,
+        fetched: &FetchedManifest<'_>,
+        user_id: i64,
+        seal: Option<Sealer<'_>>,
+        now: i64,
+    ) -> Result<SiteRecord, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let record = save_site_on(&mut tx, fetched, now).await?;
+        let credential = seal.map(|seal| seal(record.id));
+        sqlx::query(
+            "INSERT INTO vault (user_id, site_id, added_at, approved_manifest, credential) VALUES ($1, $2, $3, $4, $5)",
         )
-        .bind(fetched.origin)
-        .bind(fetched.manifest_url)
-        .bind(fetched.manifest)
-        .bind(fetched.etag)
-        .bind(fetched.last_modified)
+        .bind(user_id)
+        .bind(record.id)
         .bind(now)
-        .fetch_one(&self.pool)
-        .await?;
-        let record = site(&row);
-        let latest: Option<String> =
-            sqlx::query_scalar("SELECT manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC LIMIT 1")
-                .bind(record.id)
-                .fetch_optional(&self.pool)
-                .await?;
-        if latest.as_deref() != Some(record.manifest.as_str()) {
-            sqlx::query("INSERT INTO site_versions (site_id, manifest, fetched_at) VALUES ($1, $2, $3)")
-                .bind(record.id)
-                .bind(&record.manifest)
-                .bind(now)
-                .execute(&self.pool)
-                .await?;
-        }
+        .bind(&record.manifest)
+        .bind(credential)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| conflict(e, "this site in your vault"))?;
+        tx.commit().await?;
         Ok(record)
     }
 
@@ -1007,4 +1007,42 @@ fn job(row: &PgRow) -> Job {
         start_date: row.get("start_date"),
         deadline: row.get("deadline"),
     }
+}
+
+/// Saves a fetched manifest as its site's current one, and as a new version when it differs
+/// from the last; on `conn`, so that it can be part of a larger transaction.
+async fn save_site_on(
+    conn: &mut sqlx::PgConnection,
+    fetched: &FetchedManifest<'_>,
+    now: i64,
+) -> Result<SiteRecord, StoreError> {
+    let row = sqlx::query("INSERT INTO sites (origin, manifest_url, manifest, etag, last_modified, fetched_at) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (origin) DO UPDATE SET manifest_url = excluded.manifest_url, manifest = excluded.manifest,
+             etag = excluded.etag, last_modified = excluded.last_modified, fetched_at = excluded.fetched_at,
+             stale_error = NULL
+         RETURNING id, origin, manifest_url, manifest, etag, last_modified, fetched_at, stale_error",
+    )
+    .bind(fetched.origin)
+    .bind(fetched.manifest_url)
+    .bind(fetched.manifest)
+    .bind(fetched.etag)
+    .bind(fetched.last_modified)
+    .bind(now)
+    .fetch_one(&mut *conn)
+    .await?;
+    let record = site(&row);
+    let latest: Option<String> =
+        sqlx::query_scalar("SELECT manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC LIMIT 1")
+            .bind(record.id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    if latest.as_deref() != Some(record.manifest.as_str()) {
+        sqlx::query("INSERT INTO site_versions (site_id, manifest, fetched_at) VALUES ($1, $2, $3)")
+            .bind(record.id)
+            .bind(&record.manifest)
+            .bind(now)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(record)
 }

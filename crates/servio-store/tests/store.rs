@@ -576,3 +576,33 @@ async fn oauth_attempts_expire_are_capped_per_user_and_taken_once() {
         assert!(store.take_oauth_attempt("state-100", user, 2_001).await.unwrap().is_some(), "{name}");
     }
 }
+
+/// Adding a site writes the site, the vault entry and its sealed credential in one
+/// transaction; adding it twice changes nothing of the first.
+#[tokio::test]
+async fn a_site_is_added_with_its_credential_at_once() {
+    for Backend { name, store, .. } in backends().await {
+        let user = store.create_user(&format!("add-{name}@example.com"), "h", "UTC", 0).await.unwrap();
+        let fetched = servio_store::FetchedManifest {
+            origin: "https://add.example",
+            manifest_url: "https://add.example/.well-known/servio.json",
+            manifest: "{\"v\": 1}",
+            etag: None,
+            last_modified: None,
+        };
+        let seal = |site_id: i64| format!("sealed for site {site_id}").into_bytes();
+        let record = store.add_site(&fetched, user.id, Some(&seal), 5).await.unwrap();
+        let entry = store.vault_entry(user.id, record.id).await.unwrap().unwrap();
+        assert_eq!(entry.credential, Some(format!("sealed for site {}", record.id).into_bytes()), "{name}");
+        assert_eq!(entry.approved_manifest.as_deref(), Some("{\"v\": 1}"), "{name}");
+
+        let other = |_: i64| b"another".to_vec();
+        let again = store.add_site(&fetched, user.id, Some(&other), 6).await.unwrap_err();
+        assert!(again.is_conflict(), "{name}: {again}");
+        let entry = store.vault_entry(user.id, record.id).await.unwrap().unwrap();
+        assert_eq!(entry.credential, Some(format!("sealed for site {}", record.id).into_bytes()), "{name}: kept");
+        let without = store.create_user(&format!("add-none-{name}@example.com"), "h", "UTC", 0).await.unwrap();
+        store.add_site(&fetched, without.id, None, 7).await.unwrap();
+        assert_eq!(store.vault_entry(without.id, record.id).await.unwrap().unwrap().credential, None, "{name}");
+    }
+}

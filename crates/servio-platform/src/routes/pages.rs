@@ -485,15 +485,7 @@ async fn site_action(state: &AppState, headers: &HeaderMap, sent_csrf: &str, id:
             approved
         }
         Action::Refresh => crate::refresh::refresh_site(state, &entry.site).await.map(|_| ()).map_err(ApiError::from),
-        Action::Credential(token) if token.trim().is_empty() => {
-            Err(ApiError::BadRequest("the token must not be empty".into()))
-        }
-        Action::Credential(token) => {
-            let sealed = state.secrets.seal(token.trim().as_bytes(), &crate::secrets::credential_aad(user.user.id, id));
-            let stored = state.store.set_credential(user.user.id, id, Some(&sealed)).await;
-            state.gateway.forget(user.user.id);
-            stored.map(|_| ()).map_err(ApiError::from)
-        }
+        Action::Credential(token) => crate::routes::vault::store_token(state, user.user.id, id, &token).await,
     };
     match done {
         Ok(()) => Redirect::to(&format!("/vault/{id}")).into_response(),

@@ -95,6 +95,7 @@ pub(crate) async fn add_site(
     url: &str,
     token: Option<&str>,
 ) -> Result<Value, ApiError> {
+    let token = token.map(checked_token).transpose()?.flatten();
     let url = url.trim();
     let url = if url.contains("://") { url.to_owned() } else { format!("https://{url}") };
     let found = discover(&state.client, &url).await.map_err(discovery_error)?;
@@ -115,13 +116,9 @@ pub(crate) async fn add_site(
         etag: found.validators.etag.as_deref(),
         last_modified: found.validators.last_modified.as_deref(),
     };
-    let record = state.store.save_site(&fetched, now()).await?;
-    state.store.add_to_vault(user_id, record.id, now()).await?;
-    let token = token.map(str::trim).filter(|t| !t.is_empty());
-    if let Some(token) = token {
-        let sealed = state.secrets.seal(token.as_bytes(), &credential_aad(user_id, record.id));
-        state.store.set_credential(user_id, record.id, Some(&sealed)).await?;
-    }
+    let seal =
+        |site_id: i64| state.secrets.seal(token.unwrap_or_default().as_bytes(), &credential_aad(user_id, site_id));
+    let record = state.store.add_site(&fetched, user_id, token.is_some().then_some(&seal), now()).await?;
     state.gateway.catalogue_changed(user_id);
     Ok(site_json(&record, &report, token.is_some()))
 }
@@ -244,12 +241,34 @@ async fn set_credential(
     store_token(&state, caller.user.id, id, &form.token).await.map(|()| StatusCode::NO_CONTENT)
 }
 
+/// The longest credential stored: a bearer token is tens or hundreds of bytes; anything
+/// near this is a paste gone wrong, and the store should not hold megabytes per user.
+pub const MAX_CREDENTIAL_BYTES: usize = 8 * 1024;
+
+/// A pasted token, trimmed: `None` when empty, an error when longer than
+/// [`MAX_CREDENTIAL_BYTES`] or not something an `Authorization` header can carry.
+pub(crate) fn checked_token(token: &str) -> Result<Option<&str>, ApiError> {
+    let token = token.trim();
+    if token.len() > MAX_CREDENTIAL_BYTES {
+        return Err(ApiError::BadRequest(format!(
+            "the token is {} bytes long; a credential may be at most 8 KiB ({MAX_CREDENTIAL_BYTES} bytes): paste only the token",
+            token.len()
+        )));
+    }
+    if let Some(bad) = token.chars().find(|c| c.is_control() || !c.is_ascii()) {
+        return Err(ApiError::BadRequest(format!(
+            "the token has a character an Authorization header cannot carry ({:?}): paste only the token",
+            bad
+        )));
+    }
+    Ok((!token.is_empty()).then_some(token))
+}
+
 /// Seals a pasted bearer token as the credential of a user's vault site.
 pub(crate) async fn store_token(state: &AppState, user_id: i64, site_id: i64, token: &str) -> Result<(), ApiError> {
-    let token = token.trim();
-    if token.is_empty() {
+    let Some(token) = checked_token(token)? else {
         return Err(ApiError::BadRequest("`token` must not be empty".into()));
-    }
+    };
     let sealed = state.secrets.seal(token.as_bytes(), &credential_aad(user_id, site_id));
     let stored = state.store.set_credential(user_id, site_id, Some(&sealed)).await?;
     state.gateway.forget(user_id);
