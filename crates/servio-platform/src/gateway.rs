@@ -248,6 +248,8 @@ async fn read_catalogue(state: &AppState, user: &User) -> Result<Catalogue, Stri
 pub enum Failure {
     /// No tool of that name in the user's catalogue.
     UnknownTool(String),
+    /// The name is not text the call log can keep (it holds a NUL); says what it must be.
+    InvalidName(&'static str),
     /// The arguments do not match the tool's schema; nothing was sent.
     InvalidArguments(Vec<ArgumentError>),
     /// The site could not be reached (DNS, connect, TLS, timeout).
@@ -272,6 +274,7 @@ impl Failure {
     pub fn status(&self) -> &'static str {
         match self {
             Failure::UnknownTool(_) => "unknown_tool",
+            Failure::InvalidName(_) => "invalid_name",
             Failure::InvalidArguments(_) => "invalid_arguments",
             Failure::SiteUnreachable(_) => "site_unreachable",
             Failure::Unauthorized(_) => "unauthorized",
@@ -308,6 +311,7 @@ impl std::fmt::Display for Failure {
             Failure::UnknownTool(name) => {
                 write!(f, "no tool named {name:?} in your vault; list the tools to see their names")
             }
+            Failure::InvalidName(expected) => write!(f, "a tool name must be {expected}"),
             Failure::InvalidArguments(problems) => servio_client::call::write_invalid_arguments(f, problems),
             Failure::SiteUnreachable(detail) => write!(f, "the site cannot be reached: {detail}"),
             Failure::Unauthorized(detail) => f.write_str(detail),
@@ -319,7 +323,11 @@ impl std::fmt::Display for Failure {
 }
 
 /// Calls the tool `name` of `user`'s catalogue with `args`, and logs the call.
+///
+/// A name the log could not keep is refused first and not logged: queued, it would fail the
+/// log's batch on PostgreSQL.
 pub async fn call(state: &AppState, user: &User, name: &str, args: &Value) -> Result<Value, Failure> {
+    crate::text::check_text(name).map_err(Failure::InvalidName)?;
     let started = Instant::now();
     let called_at = crate::now();
     let (site_id, keep_arguments, result) = match context(state, user).await {

@@ -146,6 +146,7 @@ impl ServerHandler for McpGateway {
             Err(Failure::UnknownTool(name)) => {
                 Err(McpError::invalid_params(format!("no tool named {name:?} in your vault"), None))
             }
+            Err(failure @ Failure::InvalidName(_)) => Err(McpError::invalid_params(failure.to_string(), None)),
             Err(failure) => Ok(tool_error(&failure).into()),
         }
     }
