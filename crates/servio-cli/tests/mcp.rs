@@ -323,9 +323,10 @@ async fn a_token_reaches_only_its_own_users_tools() {
     let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
     let (_, _, own) = rpc(&platform, &platform.ana, Some(&session), list.clone()).await;
     assert!(own[0]["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{own:?}");
-    let (_, _, hijacked) = rpc(&platform, &platform.ben, Some(&session), list).await;
-    assert!(hijacked[0]["result"].is_null(), "ben must not list on ana's session: {hijacked:?}");
-    assert!(hijacked[0]["error"]["message"].as_str().is_some_and(|m| m.contains("another user")), "{hijacked:?}");
+    // Another user's session answers as one that does not exist.
+    let (status, _, hijacked) = rpc(&platform, &platform.ben, Some(&session), list).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "ben must not list on ana's session: {hijacked:?}");
+    assert!(hijacked.is_empty(), "{hijacked:?}");
 }
 
 /// The HTTP API: results, errors with the offending path, the call log (arguments only when

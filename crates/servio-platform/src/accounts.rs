@@ -49,6 +49,7 @@ pub fn same_secret(a: &str, b: &str) -> bool {
 
 /// A normalised email, or why it is not one.
 pub fn normalize_email(email: &str) -> Result<String, &'static str> {
+    crate::text::check_text(email)?;
     let email = email.trim().to_lowercase();
     let valid = email.len() <= 254
         && email

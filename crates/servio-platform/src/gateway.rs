@@ -113,13 +113,34 @@ fn start_log_writer(store: Arc<dyn Store>) -> mpsc::UnboundedSender<ToolCall> {
     tokio::spawn(async move {
         let mut batch = Vec::with_capacity(LOG_BATCH);
         while receiver.recv_many(&mut batch, LOG_BATCH).await > 0 {
-            if let Err(error) = store.log_tool_calls(&batch).await {
-                eprintln!("servio: writing {} tool-call log entries failed: {error}", batch.len());
-            }
+            write_log(store.as_ref(), &batch).await;
             batch.clear();
         }
     });
     sender
+}
+
+/// Writes `batch` in one transaction or, when the store refuses that, row by row: a batch holds
+/// the calls of many users, and one row the store cannot take must cost only itself.
+async fn write_log(store: &dyn Store, batch: &[ToolCall]) {
+    let Err(error) = store.log_tool_calls(batch).await else { return };
+    if let [call] = batch {
+        return lost(call, &error);
+    }
+    eprintln!(
+        "servio: writing {} tool-call log entries at once failed ({error}); writing them one by one",
+        batch.len()
+    );
+    for call in batch {
+        if let Err(error) = store.log_tool_calls(std::slice::from_ref(call)).await {
+            lost(call, &error);
+        }
+    }
+}
+
+/// Says which log entry was lost and why; the arguments are left out, as they may hold secrets.
+fn lost(call: &ToolCall, error: &servio_store::StoreError) {
+    eprintln!("servio: the log entry of user {}'s call of {:?} was lost: {error}", call.user_id, call.tool);
 }
 
 /// A manifest as the gateway uses it: typed, with one validator per tool compiled on first use.
@@ -248,6 +269,8 @@ async fn read_catalogue(state: &AppState, user: &User) -> Result<Catalogue, Stri
 pub enum Failure {
     /// No tool of that name in the user's catalogue.
     UnknownTool(String),
+    /// The name is not text the call log can keep (it holds a NUL); says what it must be.
+    InvalidName(&'static str),
     /// The arguments do not match the tool's schema; nothing was sent.
     InvalidArguments(Vec<ArgumentError>),
     /// The site could not be reached (DNS, connect, TLS, timeout).
@@ -272,6 +295,7 @@ impl Failure {
     pub fn status(&self) -> &'static str {
         match self {
             Failure::UnknownTool(_) => "unknown_tool",
+            Failure::InvalidName(_) => "invalid_name",
             Failure::InvalidArguments(_) => "invalid_arguments",
             Failure::SiteUnreachable(_) => "site_unreachable",
             Failure::Unauthorized(_) => "unauthorized",
@@ -308,6 +332,7 @@ impl std::fmt::Display for Failure {
             Failure::UnknownTool(name) => {
                 write!(f, "no tool named {name:?} in your vault; list the tools to see their names")
             }
+            Failure::InvalidName(expected) => write!(f, "a tool name must be {expected}"),
             Failure::InvalidArguments(problems) => servio_client::call::write_invalid_arguments(f, problems),
             Failure::SiteUnreachable(detail) => write!(f, "the site cannot be reached: {detail}"),
             Failure::Unauthorized(detail) => f.write_str(detail),
@@ -319,7 +344,11 @@ impl std::fmt::Display for Failure {
 }
 
 /// Calls the tool `name` of `user`'s catalogue with `args`, and logs the call.
+///
+/// A name the log could not keep is refused first and not logged: queued, it would fail the
+/// log's batch on PostgreSQL.
 pub async fn call(state: &AppState, user: &User, name: &str, args: &Value) -> Result<Value, Failure> {
+    crate::text::check_text(name).map_err(Failure::InvalidName)?;
     let started = Instant::now();
     let called_at = crate::now();
     let (site_id, keep_arguments, result) = match context(state, user).await {
@@ -407,5 +436,40 @@ fn failure(error: CallError, refreshed: bool) -> Failure {
         CallError::NotJson(detail) => Failure::NotJson(detail),
         CallError::InvalidArguments(problems) => Failure::InvalidArguments(problems),
         other => Failure::Internal(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(user_id: i64, tool: &str) -> ToolCall {
+        ToolCall {
+            id: 0,
+            user_id,
+            site_id: None,
+            tool: tool.to_owned(),
+            called_at: 1,
+            status: "ok".to_owned(),
+            duration_ms: 1.0,
+            arguments: None,
+        }
+    }
+
+    /// Regression: one row the store refused lost its whole batch, other users' entries with it
+    /// (17 calls of another user in the audit). A row of a user who does not exist (refused by
+    /// the foreign key on both backends, as after an account is deleted) now costs only itself.
+    #[tokio::test]
+    async fn a_row_the_store_refuses_costs_only_itself() {
+        for (name, store) in servio_store::testing::backends().await {
+            let user = store.create_user(&format!("log-{name}@example.com"), "hash", "UTC", 0).await.unwrap();
+            let mut batch: Vec<ToolCall> = (0..5).map(|i| entry(user.id, &format!("tool_{i}"))).collect();
+            batch.insert(2, entry(user.id + 1_000_000, "orphan"));
+            write_log(store.as_ref(), &batch).await;
+            let kept = store.tool_calls(user.id, 100).await.unwrap();
+            let mut tools: Vec<&str> = kept.iter().map(|call| call.tool.as_str()).collect();
+            tools.sort_unstable();
+            assert_eq!(tools, ["tool_0", "tool_1", "tool_2", "tool_3", "tool_4"], "{name}");
+        }
     }
 }

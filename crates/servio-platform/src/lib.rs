@@ -21,6 +21,7 @@ pub mod refresh;
 pub mod routes;
 pub mod secrets;
 pub mod slots;
+pub mod text;
 
 use std::sync::Arc;
 

@@ -3,9 +3,11 @@
 //! `notifications/tools/list_changed` goes out when the user's vault changes.
 //!
 //! Every request carries the user's API token as a bearer token; [`require_user`] resolves it
-//! before the SDK sees the request. A session belongs to the user who opened it: a request with
-//! another user's token on that session is refused, so one token never reaches another user's
-//! tools.
+//! before the SDK sees the request. The layers of [`transport`] keep the transport's rules the
+//! SDK leaves to us: a foreign `Origin` is refused, and a session belongs to the user who opened
+//! it, so one token never reaches another user's tools or notifications.
+
+mod transport;
 
 use std::sync::{Arc, OnceLock};
 
@@ -15,8 +17,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -30,17 +32,28 @@ use crate::gateway::{self, Failure};
 
 /// The `/mcp` service, for `Router::nest_service`; `allowed_hosts` are the `Host` values
 /// accepted besides loopback (DNS-rebinding protection).
+///
+/// The layers run outermost first: the `Origin` check (a cross-origin page is refused before
+/// its token is looked at), the token, the session's owner, then the SDK's statuses.
 pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
     let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
     hosts.extend(allowed_hosts);
     let config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+    let sessions = Arc::new(LocalSessionManager::default());
+    let own_origin = transport::own_origin(&state.oauth.public_url);
     let factory_state = state.clone();
     let mcp = StreamableHttpService::new(
         move || Ok(McpGateway { state: factory_state.clone(), owner: Arc::default() }),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         config,
     );
-    axum::Router::new().fallback_service(mcp).layer(axum::middleware::from_fn_with_state(state, require_user))
+    use axum::middleware::{from_fn, from_fn_with_state};
+    axum::Router::new()
+        .fallback_service(mcp)
+        .layer(from_fn(transport::answer_with_spec_statuses))
+        .layer(from_fn_with_state(transport::Owners::new(sessions), transport::keep_sessions_to_owners))
+        .layer(from_fn_with_state(state, require_user))
+        .layer(from_fn_with_state(own_origin, transport::refuse_foreign_origin))
 }
 
 /// Resolves the bearer API token to its user, or answers 401 before the SDK runs.
@@ -82,7 +95,8 @@ struct McpGateway {
 }
 
 impl McpGateway {
-    /// The user a request comes from, checked against the session's owner.
+    /// The user a request comes from, checked against the session's owner: a second line behind
+    /// [`transport::keep_sessions_to_owners`], which turns such a request away before the SDK.
     fn user(&self, extensions: &rmcp::model::Extensions) -> Result<User, McpError> {
         let user = extensions
             .get::<Parts>()
@@ -132,8 +146,21 @@ impl ServerHandler for McpGateway {
             Err(Failure::UnknownTool(name)) => {
                 Err(McpError::invalid_params(format!("no tool named {name:?} in your vault"), None))
             }
+            Err(failure @ Failure::InvalidName(_)) => Err(McpError::invalid_params(failure.to_string(), None)),
             Err(failure) => Ok(tool_error(&failure).into()),
         }
+    }
+
+    /// A request the SDK could not read as one it knows. A `tools/call` or `tools/list` whose
+    /// params do not fit (`arguments` that are not an object, a missing `name`) lands here, and
+    /// is answered as invalid params rather than as an unknown method.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        self.user(&context.extensions)?;
+        Err(unreadable(&request))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -155,6 +182,22 @@ impl ServerHandler for McpGateway {
             }
         });
     }
+}
+
+/// Why a request the SDK could not read is refused: invalid params for a method we serve,
+/// with serde's reason (for `tools/call`, which member is wrong), otherwise an unknown method.
+fn unreadable(request: &CustomRequest) -> McpError {
+    let reason = match request.method.as_str() {
+        "tools/call" => request.params_as::<CallToolRequestParams>().err(),
+        "tools/list" => request.params_as::<PaginatedRequestParams>().err(),
+        _ => return McpError::new(ErrorCode::METHOD_NOT_FOUND, request.method.clone(), None),
+    };
+    let reason = reason.map_or_else(|| "params of the wrong shape".to_owned(), |e| e.to_string());
+    let expected = match request.method.as_str() {
+        "tools/call" => "{\"name\": string, \"arguments\": object}",
+        _ => "{\"cursor\": string} or nothing",
+    };
+    McpError::invalid_params(format!("{} takes {expected}: {reason}", request.method), None)
 }
 
 /// A catalogue tool as MCP lists it.

@@ -96,6 +96,7 @@ pub(crate) async fn register(state: &AppState, email: &str, password: &str, time
 
 /// The user with these credentials; the same answer, in the same time, whichever is wrong.
 pub(crate) async fn authenticate(state: &AppState, email: &str, password: &str) -> Result<User, ApiError> {
+    crate::text::require_text("email", email)?;
     let email = normalize_email(email).map_err(|_| ApiError::WrongCredentials)?;
     let user = state.store.user_by_email(&email).await?;
     let hash = user.as_ref().map_or(decoy_hash(), |u| u.password_hash.as_str());
@@ -177,6 +178,7 @@ pub(crate) async fn issue_token(
     name: &str,
 ) -> Result<(servio_store::ApiToken, String), ApiError> {
     let name = name.trim();
+    crate::text::require_text("name", name)?;
     if name.is_empty() || name.chars().count() > 100 {
         return Err(bad("name", "a name of 1 to 100 characters"));
     }

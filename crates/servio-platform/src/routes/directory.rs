@@ -147,6 +147,7 @@ struct SearchQuery {
 }
 
 async fn search(State(state): State<AppState>, Query(query): Query<SearchQuery>) -> Result<Json<Value>, ApiError> {
+    crate::text::require_text("q", &query.q)?;
     let found = state.store.search(&query.q, 50).await?;
     let results: Vec<Value> = found
         .iter()

@@ -565,6 +565,11 @@ struct SearchQuery {
 
 async fn directory(State(state): State<AppState>, headers: HeaderMap, Query(query): Query<SearchQuery>) -> Response {
     let user = page_user(&state, &headers).await.ok().flatten();
+    if let Err(refused) = crate::text::require_text("q", &query.q) {
+        let mut page = directory_view(&state, user.as_ref(), String::new(), Some(refused.to_string())).await;
+        *page.status_mut() = StatusCode::BAD_REQUEST;
+        return page;
+    }
     directory_view(&state, user.as_ref(), query.q, None).await
 }
 

@@ -58,12 +58,13 @@ async fn call(
     }
 }
 
-/// A failed call: 400 for invalid arguments (with each offending path), 404 for an unknown
-/// tool, 502 when the site failed or refused the credential (the caller's own token was fine).
+/// A failed call: 400 for invalid arguments (with each offending path) or a name holding a NUL,
+/// 404 for an unknown tool, 502 when the site failed or refused the credential (the caller's own
+/// token was fine).
 fn failure_response(failure: &Failure) -> Response {
     let status = match failure {
         Failure::UnknownTool(_) => StatusCode::NOT_FOUND,
-        Failure::InvalidArguments(_) => StatusCode::BAD_REQUEST,
+        Failure::InvalidArguments(_) | Failure::InvalidName(_) => StatusCode::BAD_REQUEST,
         Failure::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         _ => StatusCode::BAD_GATEWAY,
     };

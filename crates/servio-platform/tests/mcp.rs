@@ -1,0 +1,166 @@
+//! The MCP endpoint's transport rules (MCP 2025-11-25, streamable HTTP) over real HTTP, on every
+//! backend, with two users and their own API tokens: a foreign `Origin` is refused, a session
+//! answers only its owner whatever the method, unreadable params and bodies get the errors the
+//! specification names, and the owner's `DELETE` is a success a client can read as one.
+
+use reqwest::{Method, RequestBuilder, Response, StatusCode};
+use serde_json::{Value, json};
+
+mod common;
+use common::Server;
+
+/// The protocol revision these tests speak.
+const VERSION: &str = "2025-11-25";
+
+/// A user's API token on `server`, after signing up as `email`.
+async fn token_of(server: &Server, email: &str) -> String {
+    let browser = server.sign_up(email).await;
+    let (status, created, _) = server.send(&browser, Method::POST, "/api/tokens", Some(json!({ "name": "mcp" }))).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    created["token"].as_str().unwrap().to_owned()
+}
+
+/// A request to `/mcp` with `token`, on `session` when given, accepting both answer types.
+fn mcp(server: &Server, method: Method, token: &str, session: Option<&str>) -> RequestBuilder {
+    let mut request = server
+        .http
+        .request(method, format!("{}/mcp", server.base))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream");
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session).header("mcp-protocol-version", VERSION);
+    }
+    request
+}
+
+fn initialize() -> Value {
+    json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {}, "clientInfo": { "name": "test", "version": "0" } } })
+}
+
+/// Opens a session for `token` and returns its id.
+async fn open_session(server: &Server, token: &str) -> String {
+    let response = mcp(server, Method::POST, token, None).json(&initialize()).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let response = mcp(server, Method::POST, token, Some(&session)).json(&initialized).send().await.unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    session
+}
+
+/// The JSON-RPC messages of an answer, whether JSON or a stream of server-sent events.
+async fn messages(response: Response) -> Vec<Value> {
+    let text = response.text().await.unwrap();
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .chain(text.trim_start().starts_with('{').then_some(text.as_str()))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect()
+}
+
+/// Regression: a page on another origin reached `/mcp` (200); the transport requires a 403,
+/// before the token is even looked at. Same-origin and no-`Origin` requests still pass.
+#[tokio::test]
+async fn a_request_from_another_origin_is_refused() {
+    for (name, server) in common::servers(None).await {
+        let token = token_of(&server, &format!("ana-origin-{name}@example.com")).await;
+        for origin in ["https://evil.example", "null", &server.base.replace("127.0.0.1", "localhost")] {
+            let response =
+                mcp(&server, Method::POST, &token, None).header("origin", origin).json(&initialize()).send().await;
+            assert_eq!(response.unwrap().status(), StatusCode::FORBIDDEN, "{name}: {origin}");
+        }
+        let anonymous = server.http.post(format!("{}/mcp", server.base)).header("origin", "https://evil.example");
+        assert_eq!(anonymous.json(&initialize()).send().await.unwrap().status(), StatusCode::FORBIDDEN, "{name}");
+
+        let same = mcp(&server, Method::POST, &token, None).header("origin", &server.base).json(&initialize());
+        assert_eq!(same.send().await.unwrap().status(), StatusCode::OK, "{name}: same origin");
+        let program = mcp(&server, Method::POST, &token, None).json(&initialize());
+        assert_eq!(program.send().await.unwrap().status(), StatusCode::OK, "{name}: no Origin");
+    }
+}
+
+/// Regression: another user's token could open the stream of a session it did not own (and
+/// receive the owner's notifications) and end it with `DELETE`; its `POST` got a JSON-RPC
+/// error that told the session was live. Now all three answer 404, as for a session that does
+/// not exist, and the owner's own requests work, ending with a `DELETE` that answers 204 (the
+/// SDK's 202 reads as a failure to the official Python client).
+#[tokio::test]
+async fn a_session_answers_only_the_user_who_opened_it() {
+    for (name, server) in common::servers(None).await {
+        let ana = token_of(&server, &format!("ana-session-{name}@example.com")).await;
+        let ben = token_of(&server, &format!("ben-session-{name}@example.com")).await;
+        let session = open_session(&server, &ana).await;
+        let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+
+        let post = mcp(&server, Method::POST, &ben, Some(&session)).json(&list).send().await.unwrap();
+        assert_eq!(post.status(), StatusCode::NOT_FOUND, "{name}: ben's POST");
+        let stream = mcp(&server, Method::GET, &ben, Some(&session)).send().await.unwrap();
+        assert_eq!(stream.status(), StatusCode::NOT_FOUND, "{name}: ben's GET");
+        let delete = mcp(&server, Method::DELETE, &ben, Some(&session)).send().await.unwrap();
+        assert_eq!(delete.status(), StatusCode::NOT_FOUND, "{name}: ben's DELETE");
+        let made_up = mcp(&server, Method::POST, &ben, Some("no-such-session")).json(&list).send().await.unwrap();
+        assert_eq!(made_up.status(), StatusCode::NOT_FOUND, "{name}: the same answer as for no session");
+
+        // The session survived Ben: Ana lists, opens her stream and ends the session.
+        let own = mcp(&server, Method::POST, &ana, Some(&session)).json(&list).send().await.unwrap();
+        assert_eq!(own.status(), StatusCode::OK, "{name}");
+        let own = messages(own).await;
+        assert!(own.iter().any(|m| m["result"]["tools"].is_array()), "{name}: {own:?}");
+        let stream = mcp(&server, Method::GET, &ana, Some(&session)).send().await.unwrap();
+        assert_eq!(stream.status(), StatusCode::OK, "{name}: ana's stream");
+        drop(stream);
+        let delete = mcp(&server, Method::DELETE, &ana, Some(&session)).send().await.unwrap();
+        assert!(matches!(delete.status(), StatusCode::OK | StatusCode::NO_CONTENT), "{name}: {}", delete.status());
+        let after = mcp(&server, Method::POST, &ana, Some(&session)).json(&list).send().await.unwrap();
+        assert_eq!(after.status(), StatusCode::NOT_FOUND, "{name}: the session is over");
+    }
+}
+
+/// Regression: `tools/call` with `arguments` that are not an object answered -32601 (method
+/// not found), as if the server had no tools; it is -32602, invalid params.
+#[tokio::test]
+async fn tools_call_with_arguments_that_are_not_an_object_is_invalid_params() {
+    for (name, server) in common::servers(None).await {
+        let ana = token_of(&server, &format!("ana-params-{name}@example.com")).await;
+        let session = open_session(&server, &ana).await;
+        for (id, arguments) in [json!("a string"), json!([1, 2]), json!(7)].into_iter().enumerate() {
+            let call = json!({ "jsonrpc": "2.0", "id": id + 10, "method": "tools/call",
+                "params": { "name": "anything", "arguments": arguments } });
+            let response = mcp(&server, Method::POST, &ana, Some(&session)).json(&call).send().await.unwrap();
+            let answer = messages(response).await;
+            let error = answer.iter().find(|m| m["id"] == id + 10).map(|m| &m["error"]);
+            assert_eq!(error.map(|e| e["code"].clone()), Some(json!(-32602)), "{name}: {arguments}: {answer:?}");
+            let message = error.and_then(|e| e["message"].as_str()).unwrap_or_default();
+            assert!(message.contains("arguments"), "{name}: says what is wrong: {message}");
+        }
+    }
+}
+
+/// Regression: a body that is not JSON answered 415 (Unsupported Media Type) though its
+/// content type was right; it is a 400 with a JSON-RPC parse error. A wrong content type stays
+/// 415.
+#[tokio::test]
+async fn a_body_that_is_not_json_rpc_is_a_bad_request() {
+    for (name, server) in common::servers(None).await {
+        let ana = token_of(&server, &format!("ana-body-{name}@example.com")).await;
+        for body in ["{\"jsonrpc\": \"2.0\", ", "not json", "{}"] {
+            let response = mcp(&server, Method::POST, &ana, None)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{name}: {body}");
+            let answer: Value = response.json().await.unwrap();
+            assert_eq!(answer["error"]["code"], -32700, "{name}: {answer}");
+        }
+        let response = mcp(&server, Method::POST, &ana, None)
+            .header("content-type", "text/plain")
+            .body(initialize().to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE, "{name}: a wrong content type");
+    }
+}
