@@ -485,7 +485,7 @@ async fn site_action(state: &AppState, headers: &HeaderMap, sent_csrf: &str, id:
             approved
         }
         Action::Refresh => crate::refresh::refresh_site(state, &entry.site).await.map(|_| ()).map_err(ApiError::from),
-        Action::Credential(token) => crate::routes::vault::store_token(state, user.user.id, id, &token).await,
+        Action::Credential(token) => crate::routes::vault::store_token(state, user.user.id, id, token).await,
     };
     match done {
         Ok(()) => Redirect::to(&format!("/vault/{id}")).into_response(),
