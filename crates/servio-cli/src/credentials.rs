@@ -122,8 +122,9 @@ fn create_private_dir(dir: &std::path::Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
 }
 
+/// Writes `bytes` to `path` (replacing it), readable by its owner only.
 #[cfg(unix)]
-fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub(crate) fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let _ = std::fs::remove_file(path);
@@ -137,6 +138,6 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 #[cfg(not(unix))]
-fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub(crate) fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
 }

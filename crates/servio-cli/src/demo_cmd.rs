@@ -88,7 +88,8 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
         )
         .await?;
     let demo = json!({ "url": url, "email": email, "password": password, "api_token": api_token });
-    std::fs::write(&demo_file, serde_json::to_vec_pretty(&demo)?)?;
+    // It holds the demo user's password and API token: readable by the owner only.
+    crate::credentials::write_private(&demo_file, &serde_json::to_vec_pretty(&demo)?)?;
 
     println!();
     println!("Servio demo is running (time zone of the demo user: {zone}).");

@@ -25,6 +25,12 @@ async fn demo_seeds_eight_weeks_and_writes_demo_json() {
     for field in ["url", "email", "password", "api_token"] {
         assert!(demo[field].as_str().is_some_and(|v| !v.is_empty()), "{field} in {demo}");
     }
+    // Files holding a password, a token, sealed credentials or the key are the owner's only.
+    use std::os::unix::fs::PermissionsExt;
+    for file in ["demo.json", "secret.key", "servio.db", "servio.db-wal"] {
+        let mode = std::fs::metadata(dir.path().join(file)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{file}");
+    }
     let dashboard = get(&demo, "/api/dashboard").await;
     let metrics = dashboard["metrics"].as_array().unwrap();
     let keys: Vec<&str> = metrics.iter().map(|m| m["key"].as_str().unwrap()).collect();

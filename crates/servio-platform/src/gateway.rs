@@ -286,6 +286,9 @@ pub enum Failure {
     },
     /// The site's answer is not JSON.
     NotJson(String),
+    /// The tool's `input_schema` cannot be used to check arguments (a remote `$ref`, say): the
+    /// site's mistake, which no retry mends; says why.
+    UnusableSchema(String),
     /// The platform failed (details logged).
     Internal(String),
 }
@@ -301,6 +304,7 @@ impl Failure {
             Failure::Unauthorized(_) => "unauthorized",
             Failure::SiteError { .. } => "site_error",
             Failure::NotJson(_) => "not_json",
+            Failure::UnusableSchema(_) => "unusable_schema",
             Failure::Internal(_) => "internal",
         }
     }
@@ -338,6 +342,12 @@ impl std::fmt::Display for Failure {
             Failure::Unauthorized(detail) => f.write_str(detail),
             Failure::SiteError { status, body } => write!(f, "the site answered {status}: {body}"),
             Failure::NotJson(detail) => write!(f, "the site's answer is not JSON: {detail}"),
+            Failure::UnusableSchema(reason) => {
+                write!(
+                    f,
+                    "the tool's input_schema cannot be used, so it cannot be called until the site fixes it: {reason}"
+                )
+            }
             Failure::Internal(_) => f.write_str("the platform failed to make the call; try again"),
         }
     }
@@ -388,7 +398,7 @@ async fn call_found(
     index: usize,
     args: &Value,
 ) -> Result<Value, Failure> {
-    let validator = parsed.validator(index).as_ref().map_err(|e| Failure::Internal(e.clone()))?;
+    let validator = parsed.validator(index).as_ref().map_err(|e| Failure::UnusableSchema(e.clone()))?;
     let problems = validator.check(args);
     if !problems.is_empty() {
         return Err(Failure::InvalidArguments(problems));
@@ -435,6 +445,7 @@ fn failure(error: CallError, refreshed: bool) -> Failure {
         CallError::Request(error) => Failure::SiteUnreachable(error.to_string()),
         CallError::NotJson(detail) => Failure::NotJson(detail),
         CallError::InvalidArguments(problems) => Failure::InvalidArguments(problems),
+        CallError::BadSchema(reason) => Failure::UnusableSchema(reason),
         other => Failure::Internal(other.to_string()),
     }
 }
@@ -442,6 +453,16 @@ fn failure(error: CallError, refreshed: bool) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: a tool whose schema cannot be compiled answered "the platform failed to make
+    /// the call; try again" (500), which no retry could mend.
+    #[test]
+    fn an_unusable_schema_is_the_sites_mistake_with_its_reason() {
+        let failure = failure(CallError::BadSchema("`$ref` \"https://x.example/s.json\" points outside".into()), false);
+        assert_eq!(failure.status(), "unusable_schema");
+        let said = failure.to_string();
+        assert!(said.contains("points outside") && !said.contains("try again"), "{said}");
+    }
 
     fn entry(user_id: i64, tool: &str) -> ToolCall {
         ToolCall {

@@ -142,6 +142,12 @@ async fn no_credential_in_plaintext_in_the_database_files() {
         checked += 1;
     }
     assert!(checked >= 2, "the database and its WAL were read");
+    // And they are readable by their owner only (issue 12: they were 0644).
+    use std::os::unix::fs::PermissionsExt;
+    for file in ["servio.db", "servio.db-wal"] {
+        let mode = std::fs::metadata(dir.path().join(file)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{file}");
+    }
 }
 
 /// The platform issue's acceptance: a changed tool description shows as a diff on the next

@@ -39,6 +39,9 @@ pub enum StoreError {
     /// A migration failed.
     #[error("migration failed: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
+    /// A file of the embedded database could not be made private.
+    #[error("{0}")]
+    Io(String),
 }
 
 impl StoreError {

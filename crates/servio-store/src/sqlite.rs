@@ -25,11 +25,43 @@ impl SqliteStore {
             .create_if_missing(true)
             .foreign_keys(true)
             .journal_mode(if memory { SqliteJournalMode::Memory } else { SqliteJournalMode::Wal });
+        if !memory {
+            private_files(options.get_filename())?;
+        }
         // An in-memory database lives in its connection: keep exactly one.
         let pool = SqlitePoolOptions::new().max_connections(if memory { 1 } else { 8 }).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await?;
         Ok(SqliteStore { pool })
     }
+}
+
+/// Makes the database file (created here when missing) readable by its owner only, and the
+/// WAL and shared-memory files beside it too when they exist: they hold users' sealed
+/// credentials and password hashes. SQLite gives the WAL and shared-memory files it creates the
+/// database file's permissions.
+#[cfg(unix)]
+fn private_files(database: &std::path::Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let private = |path: &std::path::Path| std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    if let Err(e) = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(database)
+        && e.kind() != std::io::ErrorKind::AlreadyExists
+    {
+        return Err(StoreError::Io(format!("creating {}: {e}", database.display())));
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = database.as_os_str().to_owned();
+        name.push(suffix);
+        let path = std::path::PathBuf::from(name);
+        if path.exists() {
+            private(&path).map_err(|e| StoreError::Io(format!("restricting {}: {e}", path.display())))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn private_files(_database: &std::path::Path) -> Result<(), StoreError> {
+    Ok(())
 }
 
 fn stored_value(row: &SqliteRow) -> StoredValue {

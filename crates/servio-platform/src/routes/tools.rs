@@ -65,6 +65,7 @@ fn failure_response(failure: &Failure) -> Response {
     let status = match failure {
         Failure::UnknownTool(_) => StatusCode::NOT_FOUND,
         Failure::InvalidArguments(_) | Failure::InvalidName(_) => StatusCode::BAD_REQUEST,
+        Failure::UnusableSchema(_) => StatusCode::UNPROCESSABLE_ENTITY,
         Failure::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         _ => StatusCode::BAD_GATEWAY,
     };
@@ -113,4 +114,15 @@ async fn set_log_arguments(
     state.store.set_log_arguments(caller.user.id, setting.log_arguments).await?;
     state.gateway.forget(caller.user.id);
     Ok(Json(json!({ "log_arguments": setting.log_arguments })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unusable_schema_is_422_not_500() {
+        let response = failure_response(&Failure::UnusableSchema("a remote $ref".into()));
+        assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    }
 }
