@@ -53,7 +53,10 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         tokio::spawn(servio_platform::refresh::run_periodically(state.clone(), std::time::Duration::from_secs(600)));
         // Due periods are collected, and transient failures retried, every five minutes.
         tokio::spawn(servio_platform::collect::run_periodically(state.clone(), std::time::Duration::from_secs(300)));
-        let app = router(state);
+        // Expired sessions are purged, and sign-in limiters trimmed, every minute.
+        tokio::spawn(servio_platform::upkeep::run_periodically(state.clone(), std::time::Duration::from_secs(60)));
+        // The peer address is the client address that sign-in and sign-up are throttled by.
+        let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
         axum::serve(servio_platform::no_delay(listener), app)
             .with_graceful_shutdown(async {
                 let _ = tokio::signal::ctrl_c().await;

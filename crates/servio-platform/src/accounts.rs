@@ -4,6 +4,7 @@ use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use argon2::{Algorithm, Argon2, Params, Version};
 use base64::Engine;
 use sha2::{Digest, Sha256};
+use unicode_normalization::UnicodeNormalization;
 
 /// argon2id with 19 MiB of memory, 2 iterations, 1 lane (the OWASP recommendation).
 fn argon2() -> Argon2<'static> {
@@ -47,16 +48,62 @@ pub fn same_secret(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// A normalised email, or why it is not one.
+/// A normalised email, or why it is not one: trimmed, NFC, lowercased, so that the same
+/// address typed with composed or decomposed accents, or in another case, is one account.
+/// Invisible characters are refused rather than removed: an address that looks like another
+/// one but is not would otherwise be a second account that passes for the first.
 pub fn normalize_email(email: &str) -> Result<String, &'static str> {
-    crate::text::check_text(email)?;
-    let email = email.trim().to_lowercase();
+    let email = email.trim();
+    if email.chars().any(is_invisible) {
+        return Err("an email address without invisible characters (zero-width, direction or control characters)");
+    }
+    let email: String = email.nfc().collect::<String>().to_lowercase().nfc().collect();
     let valid = email.len() <= 254
         && email
             .split_once('@')
             .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.') && !domain.starts_with('.'))
         && !email.contains(char::is_whitespace);
     if valid { Ok(email) } else { Err("an email address such as ana@example.com") }
+}
+
+/// The forms an account made before NFC may be stored under, other than `normalized` (what
+/// [`normalize_email`] made of `typed`): then emails were only trimmed and lowercased, so a row
+/// holds the form typed at sign-up, most often composed (NFC, `normalized` itself) or
+/// decomposed (NFD). SQL cannot NFC-normalise the stored rows, and rewriting them could make
+/// two accounts collide, so they are looked up under these forms instead.
+pub fn earlier_forms(typed: &str, normalized: &str) -> Vec<String> {
+    let mut forms: Vec<String> = Vec::new();
+    for form in [normalized.nfd().collect::<String>(), typed.trim().to_lowercase()] {
+        if form != normalized && !forms.contains(&form) {
+            forms.push(form);
+        }
+    }
+    forms
+}
+
+/// Control characters (NUL included), zero-width and joiner characters, and bidirectional
+/// controls: characters that change how an address reads without showing.
+fn is_invisible(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{00AD}'
+                | '\u{034F}'
+                | '\u{061C}'
+                | '\u{115F}'
+                | '\u{1160}'
+                | '\u{17B4}'
+                | '\u{17B5}'
+                | '\u{180B}'..='\u{180F}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{206F}'
+                | '\u{3164}'
+                | '\u{FE00}'..='\u{FE0F}'
+                | '\u{FEFF}'
+                | '\u{FFA0}'
+                | '\u{FFF9}'..='\u{FFFB}'
+        )
 }
 
 /// Why a password is refused, if it is.
@@ -93,6 +140,13 @@ mod tests {
         assert!(
             normalize_email("ana").is_err() && normalize_email("a b@c.d").is_err() && normalize_email("@x.io").is_err()
         );
+        // Composed and decomposed accents, and case, are one address.
+        assert_eq!(normalize_email("Jos\u{0065}\u{0301}@example.com"), normalize_email("JOS\u{00C9}@example.com"));
+        assert_eq!(normalize_email("jos\u{0065}\u{0301}@example.com"), Ok("jos\u{00e9}@example.com".into()));
+        for invisible in ["\u{200B}", "\u{200D}", "\u{202E}", "\u{2066}", "\u{FEFF}", "\0", "\u{7}", "\u{AD}"] {
+            let email = format!("ana{invisible}@example.com");
+            assert!(normalize_email(&email).unwrap_err().contains("invisible"), "{email:?}");
+        }
         assert!(check_password("short").is_err() && check_password("long enough!").is_ok());
         assert!(check_time_zone("Pacific/Chatham").is_ok() && check_time_zone("Mars/Base").is_err());
         assert!(same_secret("abc", "abc") && !same_secret("abc", "abd") && !same_secret("abc", "ab"));

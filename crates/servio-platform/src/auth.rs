@@ -5,7 +5,7 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{Method, header};
+use axum::http::{HeaderMap, Method, header};
 use servio_store::User;
 
 use crate::accounts::{same_secret, token_hash};
@@ -47,6 +47,40 @@ pub fn cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(';'))
         .find_map(|pair| pair.trim().strip_prefix(name)?.strip_prefix('='))
+}
+
+/// Refuses a sign-in or sign-up that a browser sent on behalf of another site (login CSRF: an
+/// attacker's page signing the victim into the attacker's account): `Sec-Fetch-Site:
+/// cross-site`, or an `Origin` that is neither the platform's public origin nor the one the
+/// request was addressed to (`Host`, for a platform reached by another name than its public
+/// URL, such as `localhost`). A request with neither header (older browsers, programs) passes:
+/// browsers that send neither are also too old to post cross-site without a form, and the
+/// `SameSite=Lax` cookie keeps the session out of such posts.
+pub fn refuse_cross_site(public_url: &str, headers: &HeaderMap) -> Result<(), ApiError> {
+    let value = |name: header::HeaderName| headers.get(name).map(|v| v.to_str().unwrap_or_default());
+    if value(header::HeaderName::from_static("sec-fetch-site")) == Some("cross-site") {
+        return Err(ApiError::CrossSite);
+    }
+    match value(header::ORIGIN) {
+        None => Ok(()),
+        Some(origin) if is_own_origin(public_url, value(header::HOST), origin) => Ok(()),
+        Some(_) => Err(ApiError::CrossSite),
+    }
+}
+
+/// Whether `origin` (an `Origin` header; `null` and garbage are foreign) is the public URL's
+/// origin, or has the host and port of the request's `Host`.
+fn is_own_origin(public_url: &str, host: Option<&str>, origin: &str) -> bool {
+    let Ok(sent) = url::Url::parse(origin) else { return false };
+    if url::Url::parse(public_url).is_ok_and(|public| public.origin() == sent.origin()) {
+        return true;
+    }
+    let Some(sent_host) = sent.host_str() else { return false };
+    let authority = match sent.port() {
+        Some(port) => format!("{sent_host}:{port}"),
+        None => sent_host.to_owned(),
+    };
+    host.is_some_and(|host| host.eq_ignore_ascii_case(&authority))
 }
 
 fn changes_state(method: &Method) -> bool {
@@ -117,5 +151,34 @@ impl TokenCache {
     /// Drops every kept token of `user_id`.
     pub fn forget_user(&self, user_id: i64) {
         self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).retain(|_, (_, user)| user.id != user_id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether a sign-in with these headers is let through by a platform at this public URL.
+    fn check(public_url: &str, sent: &[(&'static str, &str)]) -> bool {
+        let mut headers = HeaderMap::new();
+        for (name, value) in sent {
+            headers.insert(*name, value.parse().unwrap());
+        }
+        refuse_cross_site(public_url, &headers).is_ok()
+    }
+
+    #[test]
+    fn cross_site_sign_ins_are_refused() {
+        let public = "https://servio.example";
+        assert!(check(public, &[]), "programs and old browsers send neither header");
+        assert!(check(public, &[("origin", "https://servio.example")]));
+        assert!(check(public, &[("origin", "https://SERVIO.example"), ("sec-fetch-site", "same-origin")]));
+        assert!(check(public, &[("origin", "http://localhost:8080"), ("host", "localhost:8080")]), "by another name");
+        assert!(check("http://127.0.0.1:80", &[("origin", "http://127.0.0.1"), ("host", "127.0.0.1")]));
+        assert!(!check(public, &[("origin", "https://evil.example"), ("host", "servio.example")]));
+        assert!(!check(public, &[("origin", "null")]), "sandboxed frames and data: pages");
+        assert!(!check(public, &[("origin", "https://servio.example.evil.example")]));
+        assert!(!check(public, &[("sec-fetch-site", "cross-site")]), "even without Origin");
+        assert!(!check(public, &[("origin", "https://servio.example"), ("sec-fetch-site", "cross-site")]));
     }
 }

@@ -2,7 +2,7 @@
 //! the log, never to the client.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
@@ -21,6 +21,18 @@ pub enum ApiError {
     /// A cookie-authenticated change without the right CSRF token.
     #[error("missing or wrong CSRF token: send the X-CSRF-Token header (or the csrf_token form field)")]
     Csrf,
+    /// A sign-in or sign-up posted from another site (login CSRF).
+    #[error("a form on another site cannot sign you in or up: use this site's own sign-in page")]
+    CrossSite,
+    /// Too many attempts from this client or at this account; retry after this many seconds.
+    #[error("too many attempts: try again in {retry_after} seconds")]
+    TooManyRequests {
+        /// Seconds until the next attempt is allowed.
+        retry_after: u64,
+    },
+    /// Too many password checks waiting already.
+    #[error("the server is busy: try again in a moment")]
+    Busy,
     /// Not there, or not yours (the two are not told apart).
     #[error("not found")]
     NotFound,
@@ -50,22 +62,50 @@ impl From<servio_store::StoreError> for ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let status = match &self {
+impl ApiError {
+    /// The status this error answers with.
+    pub fn status(&self) -> StatusCode {
+        match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized | ApiError::WrongCredentials => StatusCode::UNAUTHORIZED,
-            ApiError::Csrf => StatusCode::FORBIDDEN,
+            ApiError::Csrf | ApiError::CrossSite => StatusCode::FORBIDDEN,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Busy => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
-            ApiError::Unprocessable(body) => return (StatusCode::UNPROCESSABLE_ENTITY, Json(body)).into_response(),
-            ApiError::Internal(detail) => {
-                eprintln!("servio: internal error: {detail}");
-                StatusCode::INTERNAL_SERVER_ERROR
-            }
-        };
-        (status, Json(json!({ "error": self.to_string() }))).into_response()
+            ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The `Retry-After` seconds of a refusal that passes with time.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            ApiError::TooManyRequests { retry_after } => Some(*retry_after),
+            ApiError::Busy => Some(1),
+            _ => None,
+        }
+    }
+
+    /// Adds `Retry-After` to `response` when this error has one.
+    pub fn with_retry_after(&self, mut response: Response) -> Response {
+        if let Some(seconds) = self.retry_after() {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        match &self {
+            ApiError::Unprocessable(body) => return (status, Json(body)).into_response(),
+            ApiError::Internal(detail) => eprintln!("servio: internal error: {detail}"),
+            _ => {}
+        }
+        self.with_retry_after((status, Json(json!({ "error": self.to_string() }))).into_response())
     }
 }

@@ -22,6 +22,8 @@ pub mod routes;
 pub mod secrets;
 pub mod slots;
 pub mod text;
+pub mod throttle;
+pub mod upkeep;
 
 use std::sync::Arc;
 
@@ -45,6 +47,8 @@ pub struct AppState {
     pub gateway: Arc<gateway::Gateway>,
     /// API tokens resolved a moment ago.
     pub tokens: Arc<auth::TokenCache>,
+    /// Sign-in and sign-up limits, and the password hashing gate.
+    pub throttle: Arc<throttle::Throttle>,
 }
 
 impl AppState {
@@ -63,6 +67,7 @@ impl AppState {
             refresh_locks: credential::RefreshLocks::default(),
             gateway: Arc::default(),
             tokens: Arc::default(),
+            throttle: Arc::default(),
         }
     }
 }
@@ -84,10 +89,13 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::vault::router())
         .merge(routes::directory::router())
         .merge(routes::openapi::router())
-        .merge(routes::pages::router())
         .merge(routes::dashboard::router())
-        .merge(routes::dashboard_page::router())
-        .merge(routes::ai_page::router())
+        .merge(routes::pages::with_page_headers(
+            Router::new()
+                .merge(routes::pages::router())
+                .merge(routes::dashboard_page::router())
+                .merge(routes::ai_page::router()),
+        ))
         .with_state(state)
 }
 

@@ -7,6 +7,7 @@ use serde_json::json;
 
 mod common;
 use common::{Browser, browser};
+use servio_platform::throttle::{Throttle, ThrottleConfig, quota};
 
 async fn servers() -> Vec<(&'static str, common::Server)> {
     common::servers(None).await
@@ -146,4 +147,277 @@ async fn two_platforms_share_one_postgres_database() {
     let (_, token, _) = servers[1].send(&ana, Method::POST, "/api/tokens", Some(json!({ "name": "cli" }))).await;
     let program = Browser { bearer: token["token"].as_str().map(str::to_owned), ..Browser::default() };
     assert_eq!(servers[0].send(&program, Method::GET, "/api/me", None).await.0, StatusCode::OK);
+}
+
+/// A request with the given headers, and a JSON or form body; the raw response, redirects not
+/// followed (a page's sign-in answers with a redirect and the cookie).
+async fn post(
+    server: &common::Server,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &serde_json::Value,
+    as_form: bool,
+) -> reqwest::Response {
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let mut request = http.post(format!("{}{path}", server.base));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request = if as_form {
+        request.header("content-type", "application/x-www-form-urlencoded").body(form(body))
+    } else {
+        request.json(body)
+    };
+    request.send().await.unwrap()
+}
+
+/// The members of a JSON object (strings) as a form body.
+fn form(body: &serde_json::Value) -> String {
+    let pairs = body.as_object().unwrap().iter().map(|(name, value)| (name.as_str(), value.as_str().unwrap()));
+    url::form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish()
+}
+
+fn header<'a>(response: &'a reqwest::Response, name: &str) -> &'a str {
+    response.headers().get(name).map_or("", |v| v.to_str().unwrap())
+}
+
+/// Servers whose sign-in and sign-up limits are tightened by `configure`.
+async fn throttled(configure: impl Fn(&mut ThrottleConfig)) -> Vec<(&'static str, common::Server)> {
+    common::servers_with(None, |state| {
+        let mut config = ThrottleConfig::default();
+        configure(&mut config);
+        state.throttle = std::sync::Arc::new(Throttle::new(&config));
+    })
+    .await
+}
+
+const HOUR: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Regression: wrong passwords could be tried at the speed of the hash. Past the account's
+/// burst, sign-in answers 429 with `Retry-After`, even with the right password, on the API and
+/// on the page; another account from the same address is not affected.
+#[tokio::test]
+async fn sign_ins_to_one_account_are_throttled() {
+    for (name, server) in throttled(|c| c.sign_in_per_account = quota(3, HOUR).unwrap()).await {
+        let email = format!("target-{name}@example.com");
+        server.sign_up(&email).await;
+        let wrong = json!({ "email": email, "password": "not the password" });
+        for _ in 0..3 {
+            assert_eq!(post(&server, "/api/signin", &[], &wrong, false).await.status(), StatusCode::UNAUTHORIZED);
+        }
+        let right = json!({ "email": email.to_uppercase(), "password": "a long enough password" });
+        let refused = post(&server, "/api/signin", &[], &right, false).await;
+        assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS, "{name}");
+        assert!(header(&refused, "retry-after").parse::<u64>().unwrap() > 0, "{name}");
+        assert!(refused.text().await.unwrap().contains("too many attempts"), "{name}");
+
+        let page = post(&server, "/signin", &[], &right, true).await;
+        assert_eq!(page.status(), StatusCode::TOO_MANY_REQUESTS, "{name}");
+        assert!(header(&page, "content-type").starts_with("text/html") && !header(&page, "retry-after").is_empty());
+        assert!(page.headers().get("set-cookie").is_none(), "{name}: no session");
+        assert!(page.text().await.unwrap().contains("too many attempts"), "{name}");
+
+        let other = json!({ "email": format!("other-{name}@example.com"), "password": "not the password" });
+        assert_eq!(post(&server, "/api/signin", &[], &other, false).await.status(), StatusCode::UNAUTHORIZED);
+    }
+}
+
+/// Regression: one address could spray guesses over many accounts. Past the address's burst,
+/// every sign-in from it answers 429 with `Retry-After`.
+#[tokio::test]
+async fn sign_ins_from_one_address_are_throttled() {
+    for (name, server) in throttled(|c| c.sign_in_per_address = quota(3, HOUR).unwrap()).await {
+        for n in 0..3 {
+            let guess = json!({ "email": format!("spray-{n}-{name}@example.com"), "password": "a guess, wrong" });
+            assert_eq!(post(&server, "/api/signin", &[], &guess, false).await.status(), StatusCode::UNAUTHORIZED);
+        }
+        let guess = json!({ "email": format!("spray-9-{name}@example.com"), "password": "a guess, wrong" });
+        let refused = post(&server, "/api/signin", &[], &guess, false).await;
+        assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS, "{name}");
+        assert!(header(&refused, "retry-after").parse::<u64>().unwrap() > 0, "{name}");
+    }
+}
+
+/// Regression: sign-up was unlimited, so taken addresses could be enumerated at speed through
+/// "already taken". Past the address's burst, sign-up answers 429, on the API and the page.
+#[tokio::test]
+async fn sign_ups_from_one_address_are_throttled() {
+    for (name, server) in throttled(|c| c.sign_up_per_address = quota(2, HOUR).unwrap()).await {
+        server.sign_up(&format!("first-{name}@example.com")).await;
+        server.sign_up(&format!("second-{name}@example.com")).await;
+        let third = json!({ "email": format!("third-{name}@example.com"), "password": "a long enough password", "time_zone": "UTC" });
+        let refused = post(&server, "/api/signup", &[], &third, false).await;
+        assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS, "{name}");
+        assert!(header(&refused, "retry-after").parse::<u64>().unwrap() > 0, "{name}");
+        let page = post(&server, "/signup", &[], &third, true).await;
+        assert_eq!(page.status(), StatusCode::TOO_MANY_REQUESTS, "{name}");
+        assert!(header(&page, "content-type").starts_with("text/html") && !header(&page, "retry-after").is_empty());
+    }
+}
+
+/// Regression: every sign-in hashed at once on the async threads, so a flood took all cores and
+/// 19 MiB per attempt. With one hash at a time and no queue, concurrent sign-ins beyond it are
+/// answered 503 with `Retry-After`, and the rest are answered normally.
+#[tokio::test]
+async fn password_hashing_is_bounded() {
+    let servers = throttled(|c| {
+        c.hashing_at_once = 1;
+        c.hashing_queue = 0;
+    })
+    .await;
+    for (name, server) in servers {
+        let attempts = (0..16).map(|n| {
+            let guess = json!({ "email": format!("flood-{n}-{name}@example.com"), "password": "a guess, wrong" });
+            let server = &server;
+            async move { post(server, "/api/signin", &[], &guess, false).await }
+        });
+        let answers = futures_util::future::join_all(attempts).await;
+        let busy: Vec<_> = answers.iter().filter(|a| a.status() == StatusCode::SERVICE_UNAVAILABLE).collect();
+        assert!(!busy.is_empty(), "{name}: some are refused while one is hashed");
+        assert!(busy.iter().all(|a| header(a, "retry-after") == "1"), "{name}");
+        assert!(
+            answers.iter().all(|a| [StatusCode::UNAUTHORIZED, StatusCode::SERVICE_UNAVAILABLE].contains(&a.status()))
+        );
+    }
+}
+
+/// Regression (login CSRF): a form on another site could sign a visitor into the attacker's
+/// account. A foreign `Origin` or `Sec-Fetch-Site: cross-site` is refused with 403 and no
+/// session on every sign-in and sign-up route; the platform's own origin is accepted.
+#[tokio::test]
+async fn cross_site_sign_ins_start_no_session() {
+    for (name, server) in servers().await {
+        let email = format!("csrf-{name}@example.com");
+        server.sign_up(&email).await;
+        let sign_in = json!({ "email": email, "password": "a long enough password" });
+        let sign_up = json!({ "email": format!("new-{name}@example.com"), "password": "a long enough password", "time_zone": "UTC" });
+        let foreign: [&[(&str, &str)]; 3] =
+            [&[("origin", "https://evil.example")], &[("origin", "null")], &[("sec-fetch-site", "cross-site")]];
+        for headers in foreign {
+            for (path, body, as_form) in [
+                ("/api/signin", &sign_in, false),
+                ("/signin", &sign_in, true),
+                ("/api/signup", &sign_up, false),
+                ("/signup", &sign_up, true),
+            ] {
+                let answer = post(&server, path, headers, body, as_form).await;
+                assert_eq!(answer.status(), StatusCode::FORBIDDEN, "{name}: {path} {headers:?}");
+                assert!(answer.headers().get("set-cookie").is_none(), "{name}: {path}: no session");
+                let page = as_form && header(&answer, "content-type").starts_with("text/html");
+                let text = answer.text().await.unwrap();
+                assert!(text.contains("another site"), "{name}: {path}: {text}");
+                assert!(page || !as_form, "{name}: {path}: a page for a form");
+            }
+        }
+        let own = [("origin", server.base.as_str()), ("sec-fetch-site", "same-origin")];
+        let answer = post(&server, "/signin", &own, &sign_in, true).await;
+        assert!(answer.headers().get("set-cookie").is_some(), "{name}: the platform's own form signs in");
+        assert_eq!(post(&server, "/api/signin", &own, &sign_in, false).await.status(), StatusCode::OK, "{name}");
+    }
+}
+
+/// Regression: `José` typed composed and decomposed were two accounts, and invisible characters
+/// (zero-width, bidi controls, NUL) made look-alike addresses. Emails are NFC and lowercase;
+/// invisible characters are refused with 400 and a clear message.
+#[tokio::test]
+async fn emails_are_normalised_and_invisible_characters_refused() {
+    for (name, server) in servers().await {
+        let decomposed = format!("jose\u{301}-{name}@example.com");
+        server.sign_up(&decomposed).await;
+        let composed = format!("JOS\u{c9}-{name}@example.com");
+        let again = json!({ "email": composed, "password": "a long enough password", "time_zone": "UTC" });
+        assert_eq!(post(&server, "/api/signup", &[], &again, false).await.status(), StatusCode::CONFLICT, "{name}");
+        let sign_in = json!({ "email": composed, "password": "a long enough password" });
+        let answer = post(&server, "/api/signin", &[], &sign_in, false).await;
+        let body: serde_json::Value = answer.json().await.unwrap();
+        assert_eq!(body["user"]["email"].as_str(), Some(format!("jos\u{e9}-{name}@example.com").as_str()), "{name}");
+
+        for invisible in ["\u{200B}", "\u{202E}", "\u{2066}", "\u{FEFF}", "\0"] {
+            let email = format!("ana{invisible}-{name}@example.com");
+            let body = json!({ "email": email, "password": "a long enough password", "time_zone": "UTC" });
+            let answer = post(&server, "/api/signup", &[], &body, false).await;
+            assert_eq!(answer.status(), StatusCode::BAD_REQUEST, "{name}: {email:?}");
+            let body: serde_json::Value = answer.json().await.unwrap();
+            assert!(body["error"].as_str().unwrap().contains("invisible characters"), "{name}: {body}");
+        }
+
+        // An account stored before NFC, decomposed, is still found.
+        let hash = server.state.store.user_by_email(&format!("jos\u{e9}-{name}@example.com")).await.unwrap().unwrap();
+        let earlier = format!("rene\u{301}-{name}@example.com");
+        server.state.store.create_user(&earlier, &hash.password_hash, "UTC", 0).await.unwrap();
+        let sign_in = json!({ "email": format!("REN\u{c9}-{name}@example.com"), "password": "a long enough password" });
+        assert_eq!(post(&server, "/api/signin", &[], &sign_in, false).await.status(), StatusCode::OK, "{name}");
+    }
+}
+
+/// Regression: a session lasted 14 days even unused, and expired sessions were never deleted.
+/// A session unused for more than 7 days is refused, and the upkeep round purges it.
+#[tokio::test]
+async fn idle_sessions_end_and_are_purged() {
+    const DAY: i64 = 24 * 3600;
+    for (name, server) in servers().await {
+        let ana = server.sign_up(&format!("idle-{name}@example.com")).await;
+        let (_, me, _) = server.send(&ana, Method::GET, "/api/me", None).await;
+        let user_id = me["user"]["id"].as_i64().unwrap();
+        let now = servio_platform::now();
+        let session =
+            servio_store::Session { user_id, csrf_token: "c".into(), expires_at: now + 6 * DAY, idle_seconds: 7 * DAY };
+        let token = format!("s_idle_{name}");
+        server
+            .state
+            .store
+            .create_session(&servio_platform::accounts::token_hash(&token), &session, now - 8 * DAY)
+            .await
+            .unwrap();
+        let idle = Browser { cookie: Some(format!("__Host-servio_session={token}")), ..Browser::default() };
+        assert_eq!(server.send(&idle, Method::GET, "/api/me", None).await.0, StatusCode::UNAUTHORIZED, "{name}");
+        assert_eq!(server.send(&ana, Method::GET, "/api/me", None).await.0, StatusCode::OK, "{name}: a fresh one");
+
+        let round = servio_platform::upkeep::run_once(&server.state).await.unwrap();
+        assert!(round.sessions_purged >= 1, "{name}: {round:?}");
+        assert_eq!(server.send(&ana, Method::GET, "/api/me", None).await.0, StatusCode::OK, "{name}: kept");
+    }
+}
+
+/// Regression: pages and answers showing a new token could be cached, and pages could be
+/// framed (clickjacking) or sniffed. Every page, and every answer with a token, says
+/// `Cache-Control: no-store`; pages carry a content security policy and the other headers.
+#[tokio::test]
+async fn pages_and_token_answers_carry_security_headers() {
+    for (name, server) in servers().await {
+        let ana = server.sign_up(&format!("headers-{name}@example.com")).await;
+        let page = server.http.get(format!("{}/signin", server.base)).send().await.unwrap();
+        let ai = server
+            .http
+            .post(format!("{}/ai/tokens", server.base))
+            .header("cookie", ana.cookie.as_deref().unwrap())
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form(&json!({ "csrf_token": ana.csrf, "name": "laptop" })))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(ai.status(), StatusCode::OK, "{name}");
+        for response in [&page, &ai] {
+            let csp = header(response, "content-security-policy");
+            assert!(csp.contains("frame-ancestors 'none'") && csp.contains("default-src 'self'"), "{name}: {csp}");
+            assert_eq!(header(response, "x-content-type-options"), "nosniff", "{name}");
+            assert_eq!(header(response, "referrer-policy"), "same-origin", "{name}");
+            assert_eq!(header(response, "cache-control"), "no-store", "{name}");
+        }
+        let token = server
+            .http
+            .post(format!("{}/api/tokens", server.base))
+            .header("cookie", ana.cookie.as_deref().unwrap())
+            .header("x-csrf-token", ana.csrf.as_deref().unwrap())
+            .json(&json!({ "name": "cli" }))
+            .send()
+            .await
+            .unwrap();
+        let sign_in = json!({ "email": format!("headers-{name}@example.com"), "password": "a long enough password" });
+        let signed_in = post(&server, "/api/signin", &[], &sign_in, false).await;
+        for response in [&token, &signed_in] {
+            assert!(response.status().is_success(), "{name}");
+            assert_eq!(header(response, "cache-control"), "no-store", "{name}");
+        }
+    }
 }

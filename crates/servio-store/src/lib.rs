@@ -73,8 +73,10 @@ pub struct Session {
     pub user_id: i64,
     /// The CSRF token forms and cookie-authenticated API calls must carry.
     pub csrf_token: String,
-    /// When it ends.
+    /// When it ends, however much it is used (the absolute limit).
     pub expires_at: i64,
+    /// How long it may go unused before it ends (the idle limit), in seconds.
+    pub idle_seconds: i64,
 }
 
 /// A personal API token; the token itself is shown once and stored only as a hash.
@@ -324,10 +326,15 @@ pub trait Store: Send + Sync {
 
     /// Records a session.
     async fn create_session(&self, token_hash: &str, session: &Session, now: i64) -> Result<(), StoreError>;
-    /// The session with this token hash, unless it has expired.
+    /// The session with this token hash, unless it has expired or gone unused for longer than
+    /// its idle limit; records the use to the hour ([`SESSION_USE_PRECISION`]), so that a page
+    /// view is not a write each time.
     async fn session(&self, token_hash: &str, now: i64) -> Result<Option<Session>, StoreError>;
     /// Ends a session.
     async fn delete_session(&self, token_hash: &str) -> Result<(), StoreError>;
+    /// Deletes up to `limit` sessions that have expired or idled out; returns how many. Small
+    /// batches keep each statement short next to the requests using the table.
+    async fn purge_sessions(&self, now: i64, limit: i64) -> Result<u64, StoreError>;
 
     /// Records an API token.
     async fn create_api_token(
@@ -486,6 +493,26 @@ pub trait Store: Send + Sync {
 
 /// How precisely (seconds) the last use of an API token is kept.
 const LAST_USED_PRECISION: i64 = 60;
+
+/// How precisely (seconds) the last use of a session is kept: a session is written at most
+/// once an hour however many requests it makes, and its idle limit may be overrun by as much.
+pub const SESSION_USE_PRECISION: i64 = 3600;
+
+/// The session SQL, one text for both backends (`$N` placeholders work in SQLite too).
+mod session_sql {
+    /// Binds: token hash, user, CSRF token, now (created), expires at, now (last used), idle.
+    pub const INSERT: &str = "INSERT INTO sessions \
+        (token_hash, user_id, csrf_token, created_at, expires_at, last_used_at, idle_seconds) \
+        VALUES ($1, $2, $3, $4, $5, $6, $7)";
+    /// Binds: token hash, now, now.
+    pub const FIND: &str = "SELECT user_id, csrf_token, expires_at, idle_seconds, last_used_at FROM sessions \
+        WHERE token_hash = $1 AND expires_at > $2 AND last_used_at + idle_seconds > $3";
+    /// Binds: now, token hash.
+    pub const TOUCH: &str = "UPDATE sessions SET last_used_at = $1 WHERE token_hash = $2";
+    /// Binds: now, now, limit.
+    pub const PURGE: &str = "DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM sessions \
+        WHERE expires_at <= $1 OR last_used_at + idle_seconds <= $2 LIMIT $3)";
+}
 
 /// Opens the store at `url` (`sqlite:PATH`, `sqlite::memory:` or `postgres://...`) and applies
 /// its migrations.

@@ -7,8 +7,9 @@ use sqlx::Row;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow};
 
 use crate::{
-    ApiToken, Attempt, Claim, FetchedManifest, Found, LAST_USED_PRECISION, Listing, Retries, Session, SiteRecord, Slot,
-    Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, conflict, search_words,
+    ApiToken, Attempt, Claim, FetchedManifest, Found, LAST_USED_PRECISION, Listing, Retries, SESSION_USE_PRECISION,
+    Session, SiteRecord, Slot, Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, conflict,
+    search_words, session_sql,
 };
 use crate::{Attempted, Completion, Job, JobClaim, JobCounts, JobResult, NewJob, OAuthAttempt, Sealer};
 
@@ -207,37 +208,44 @@ impl Store for SqliteStore {
     }
 
     async fn create_session(&self, token_hash: &str, session: &Session, now: i64) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO sessions (token_hash, user_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
-        )
-        .bind(token_hash)
-        .bind(session.user_id)
-        .bind(&session.csrf_token)
-        .bind(now)
-        .bind(session.expires_at)
-        .execute(&self.pool)
-        .await
-        .map_err(|e| conflict(e, "this session"))?;
+        sqlx::query(session_sql::INSERT)
+            .bind(token_hash)
+            .bind(session.user_id)
+            .bind(&session.csrf_token)
+            .bind(now)
+            .bind(session.expires_at)
+            .bind(now)
+            .bind(session.idle_seconds)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| conflict(e, "this session"))?;
         Ok(())
     }
 
     async fn session(&self, token_hash: &str, now: i64) -> Result<Option<Session>, StoreError> {
         let row =
-            sqlx::query("SELECT user_id, csrf_token, expires_at FROM sessions WHERE token_hash = ? AND expires_at > ?")
-                .bind(token_hash)
-                .bind(now)
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(row.map(|r| Session {
-            user_id: r.get("user_id"),
-            csrf_token: r.get("csrf_token"),
-            expires_at: r.get("expires_at"),
+            sqlx::query(session_sql::FIND).bind(token_hash).bind(now).bind(now).fetch_optional(&self.pool).await?;
+        let Some(row) = row else { return Ok(None) };
+        let last_used_at: i64 = row.get("last_used_at");
+        if now - last_used_at >= SESSION_USE_PRECISION {
+            sqlx::query(session_sql::TOUCH).bind(now).bind(token_hash).execute(&self.pool).await?;
+        }
+        Ok(Some(Session {
+            user_id: row.get("user_id"),
+            csrf_token: row.get("csrf_token"),
+            expires_at: row.get("expires_at"),
+            idle_seconds: row.get("idle_seconds"),
         }))
     }
 
     async fn delete_session(&self, token_hash: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM sessions WHERE token_hash = ?").bind(token_hash).execute(&self.pool).await?;
+        sqlx::query("DELETE FROM sessions WHERE token_hash = $1").bind(token_hash).execute(&self.pool).await?;
         Ok(())
+    }
+
+    async fn purge_sessions(&self, now: i64, limit: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query(session_sql::PURGE).bind(now).bind(now).bind(limit).execute(&self.pool).await?;
+        Ok(done.rows_affected())
     }
 
     async fn create_api_token(

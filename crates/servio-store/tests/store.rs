@@ -40,13 +40,49 @@ async fn users_are_unique_by_email() {
 async fn sessions_expire_and_end() {
     for Backend { name, store, .. } in backends().await {
         let user = store.create_user("ben@example.com", "h", "UTC", 0).await.unwrap();
-        let session = Session { user_id: user.id, csrf_token: "csrf".into(), expires_at: 1_000 };
+        let session = Session { user_id: user.id, csrf_token: "csrf".into(), expires_at: 1_000, idle_seconds: 10_000 };
         store.create_session("hash-1", &session, 0).await.unwrap();
         assert_eq!(store.session("hash-1", 999).await.unwrap(), Some(session.clone()), "{name}");
         assert_eq!(store.session("hash-1", 1_000).await.unwrap(), None, "{name}: expired");
         assert_eq!(store.session("hash-2", 0).await.unwrap(), None, "{name}");
         store.delete_session("hash-1").await.unwrap();
         assert_eq!(store.session("hash-1", 0).await.unwrap(), None, "{name}: ended");
+    }
+}
+
+/// Regression: a session lived its full 14 days however long it lay unused. Now it also ends
+/// after `idle_seconds` without use, and each use (recorded to the hour) pushes that end back.
+#[tokio::test]
+async fn sessions_end_when_idle_and_use_keeps_them() {
+    const DAY: i64 = 24 * 3600;
+    for Backend { name, store, .. } in backends().await {
+        let user = store.create_user("idle@example.com", "h", "UTC", 0).await.unwrap();
+        let session = Session { user_id: user.id, csrf_token: "c".into(), expires_at: 14 * DAY, idle_seconds: 7 * DAY };
+        store.create_session("used", &session, 0).await.unwrap();
+        store.create_session("left", &session, 0).await.unwrap();
+        assert!(store.session("used", 6 * DAY).await.unwrap().is_some(), "{name}: used on day 6");
+        assert!(store.session("used", 12 * DAY).await.unwrap().is_some(), "{name}: six days after its last use");
+        assert!(store.session("left", 7 * DAY).await.unwrap().is_none(), "{name}: a week unused");
+        assert!(store.session("used", 14 * DAY).await.unwrap().is_none(), "{name}: the absolute limit");
+    }
+}
+
+/// Regression: expired sessions stayed in the table for ever. Purging deletes expired and
+/// idled-out ones, at most `limit` at a time, and leaves live ones.
+#[tokio::test]
+async fn expired_and_idle_sessions_are_purged_in_batches() {
+    for Backend { name, store, .. } in backends().await {
+        let user = store.create_user("purge@example.com", "h", "UTC", 0).await.unwrap();
+        let session =
+            |expires_at, idle_seconds| Session { user_id: user.id, csrf_token: "c".into(), expires_at, idle_seconds };
+        store.create_session("expired-1", &session(50, 1_000), 0).await.unwrap();
+        store.create_session("expired-2", &session(60, 1_000), 0).await.unwrap();
+        store.create_session("idle", &session(1_000, 10), 0).await.unwrap();
+        store.create_session("live", &session(1_000, 1_000), 0).await.unwrap();
+        assert_eq!(store.purge_sessions(100, 2).await.unwrap(), 2, "{name}: a batch of two");
+        assert_eq!(store.purge_sessions(100, 2).await.unwrap(), 1, "{name}: the rest");
+        assert_eq!(store.purge_sessions(100, 2).await.unwrap(), 0, "{name}: nothing left to purge");
+        assert!(store.session("live", 100).await.unwrap().is_some(), "{name}: the live one stays");
     }
 }
 

@@ -1,6 +1,8 @@
 //! Accounts over the JSON API: sign-up, sign-in (a new session each time), sign-out, the
 //! caller's profile and time zone, and personal API tokens (shown once, stored hashed).
 
+use std::net::IpAddr;
+
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -9,19 +11,27 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use servio_store::{Session, User};
+use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::accounts::{
-    check_password, check_time_zone, decoy_hash, hash_password, new_token, normalize_email, token_hash, verify_password,
+    check_password, check_time_zone, decoy_hash, earlier_forms, hash_password, new_token, normalize_email, token_hash,
+    verify_password,
 };
-use crate::auth::{Caller, SESSION_COOKIE, Via, cookie};
+use crate::auth::{Caller, SESSION_COOKIE, Via, cookie, refuse_cross_site};
 use crate::error::ApiError;
 use crate::json_body::JsonBody;
+use crate::throttle::ClientAddress;
 use crate::{AppState, now};
 
-/// How long a session lasts.
+/// How long a session lasts at most, however much it is used.
 const SESSION_SECONDS: i64 = 14 * 24 * 3600;
 
-/// The account routes.
+/// How long a session lasts unused: a forgotten browser should not stay signed in for the
+/// whole of [`SESSION_SECONDS`].
+const IDLE_SECONDS: i64 = 7 * 24 * 3600;
+
+/// The account routes. Their answers carry sessions, CSRF tokens and API tokens, so none is
+/// ever kept by a cache.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/signup", post(sign_up))
@@ -31,6 +41,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/me/time_zone", put(set_time_zone))
         .route("/api/tokens", get(list_tokens).post(create_token))
         .route("/api/tokens/{id}", delete(delete_token))
+        .layer(SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
 }
 
 #[derive(Deserialize)]
@@ -67,7 +78,12 @@ pub(crate) async fn create_session(
     }
     let token = new_token("s_").map_err(ApiError::Internal)?;
     let csrf_token = new_token("c_").map_err(ApiError::Internal)?;
-    let session = Session { user_id: user.id, csrf_token: csrf_token.clone(), expires_at: now() + SESSION_SECONDS };
+    let session = Session {
+        user_id: user.id,
+        csrf_token: csrf_token.clone(),
+        expires_at: now() + SESSION_SECONDS,
+        idle_seconds: IDLE_SECONDS,
+    };
     state.store.create_session(&token_hash(&token), &session, now()).await?;
     let cookie = format!("{SESSION_COOKIE}={token}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age={SESSION_SECONDS}");
     Ok((HeaderValue::from_str(&cookie).map_err(|e| ApiError::Internal(e.to_string()))?, csrf_token))
@@ -85,22 +101,82 @@ async fn start_session(state: &AppState, user: &User, headers: &HeaderMap) -> Re
     Ok(response)
 }
 
-/// Creates an account after checking its fields.
-pub(crate) async fn register(state: &AppState, email: &str, password: &str, time_zone: &str) -> Result<User, ApiError> {
-    let email = normalize_email(email).map_err(|e| bad("email", e))?;
+/// Who is trying to sign in or up: what the abuse checks look at.
+#[derive(Clone, Copy)]
+pub(crate) struct Attempt<'a> {
+    /// The client's address, for the per-address limits.
+    pub address: IpAddr,
+    /// The request's headers, for the cross-site check.
+    pub headers: &'a HeaderMap,
+}
+
+impl Attempt<'_> {
+    /// Refuses an attempt a browser made for another site.
+    fn refuse_cross_site(&self, state: &AppState) -> Result<(), ApiError> {
+        refuse_cross_site(&state.oauth.public_url, self.headers)
+    }
+}
+
+/// Creates an account after checking who asks (same site, within the address's sign-up limit,
+/// so that taken addresses cannot be enumerated at speed) and then its fields.
+pub(crate) async fn register(
+    state: &AppState,
+    attempt: Attempt<'_>,
+    email: &str,
+    password: &str,
+    time_zone: &str,
+) -> Result<User, ApiError> {
+    attempt.refuse_cross_site(state)?;
+    state.throttle.sign_up(attempt.address)?;
+    let normalized = normalize_email(email).map_err(|e| bad("email", e))?;
     check_password(password).map_err(|e| bad("password", e))?;
     check_time_zone(time_zone).map_err(|e| bad("time_zone", e))?;
-    let hash = hash_password(password).map_err(ApiError::Internal)?;
-    Ok(state.store.create_user(&email, &hash, time_zone, now()).await?)
+    // The unique index sees stored forms only: an account made before NFC under another form
+    // of this address is looked for too.
+    if find_user(state, &earlier_forms(email, &normalized)).await?.is_some() {
+        return Err(ApiError::Conflict("this email is already taken".into()));
+    }
+    let password = password.to_owned();
+    let hash = state.throttle.hashing.run(move || hash_password(&password)).await?.map_err(ApiError::Internal)?;
+    Ok(state.store.create_user(&normalized, &hash, time_zone, now()).await?)
+}
+
+/// The first user stored under one of `forms` of an email.
+async fn find_user(state: &AppState, forms: &[String]) -> Result<Option<User>, ApiError> {
+    for form in forms {
+        if let Some(user) = state.store.user_by_email(form).await? {
+            return Ok(Some(user));
+        }
+    }
+    Ok(None)
 }
 
 /// The user with these credentials; the same answer, in the same time, whichever is wrong.
-pub(crate) async fn authenticate(state: &AppState, email: &str, password: &str) -> Result<User, ApiError> {
+/// Checked first: same site, and within the limits of the client's address and of the account.
+pub(crate) async fn authenticate(
+    state: &AppState,
+    attempt: Attempt<'_>,
+    email: &str,
+    password: &str,
+) -> Result<User, ApiError> {
+    attempt.refuse_cross_site(state)?;
     crate::text::require_text("email", email)?;
-    let email = normalize_email(email).map_err(|_| ApiError::WrongCredentials)?;
-    let user = state.store.user_by_email(&email).await?;
-    let hash = user.as_ref().map_or(decoy_hash(), |u| u.password_hash.as_str());
-    match (verify_password(password, hash), user) {
+    let normalized = normalize_email(email);
+    state.throttle.sign_in(attempt.address, normalized.as_deref().unwrap_or(email.trim()))?;
+    let normalized = normalized.map_err(|_| ApiError::WrongCredentials)?;
+    let mut forms = vec![normalized.clone()];
+    forms.extend(earlier_forms(email, &normalized));
+    let user = find_user(state, &forms).await?;
+    let (password, hash) = (password.to_owned(), user.as_ref().map(|u| u.password_hash.clone()));
+    let matches = state
+        .throttle
+        .hashing
+        .run(move || match &hash {
+            Some(hash) => verify_password(&password, hash),
+            None => verify_password(&password, decoy_hash()),
+        })
+        .await?;
+    match (matches, user) {
         (true, Some(user)) => Ok(user),
         _ => Err(ApiError::WrongCredentials),
     }
@@ -114,10 +190,12 @@ fn request_cookie(headers: &HeaderMap) -> Option<String> {
 
 async fn sign_up(
     State(state): State<AppState>,
+    ClientAddress(address): ClientAddress,
     headers: HeaderMap,
     JsonBody(form): JsonBody<SignUp>,
 ) -> Result<Response, ApiError> {
-    let user = register(&state, &form.email, &form.password, &form.time_zone).await?;
+    let attempt = Attempt { address, headers: &headers };
+    let user = register(&state, attempt, &form.email, &form.password, &form.time_zone).await?;
     let mut response = start_session(&state, &user, &headers).await?;
     *response.status_mut() = StatusCode::CREATED;
     Ok(response)
@@ -125,10 +203,11 @@ async fn sign_up(
 
 async fn sign_in(
     State(state): State<AppState>,
+    ClientAddress(address): ClientAddress,
     headers: HeaderMap,
     JsonBody(form): JsonBody<SignIn>,
 ) -> Result<Response, ApiError> {
-    let user = authenticate(&state, &form.email, &form.password).await?;
+    let user = authenticate(&state, Attempt { address, headers: &headers }, &form.email, &form.password).await?;
     start_session(&state, &user, &headers).await
 }
 

@@ -7,18 +7,20 @@
 use askama::Template;
 use axum::Router;
 use axum::extract::{Form, Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::Value;
 use servio_store::User;
+use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::accounts::{same_secret, token_hash};
 use crate::auth::{SESSION_COOKIE, cookie};
 use crate::error::ApiError;
-use crate::routes::accounts::{authenticate, create_session, expired_cookie, register};
+use crate::routes::accounts::{Attempt, authenticate, create_session, expired_cookie, register};
 use crate::routes::vault::{add_site, entry_json, versions_json};
+use crate::throttle::ClientAddress;
 use crate::{AppState, now};
 
 /// Every page route: method, path, and whether it needs a signed-in user. Tests walk this list.
@@ -62,6 +64,28 @@ pub fn router() -> Router<AppState> {
         .route("/directory", get(directory))
         .route("/directory/claims", post(claim))
         .route("/directory/claims/{id}/verify", post(verify))
+}
+
+/// The content security policy of every page: nothing but this origin, no scripts at all
+/// (the pages have none), inline styles (the base template's and a few `style` attributes),
+/// and no framing, against clickjacking.
+const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'none'; style-src 'self' 'unsafe-inline'; \
+    img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
+
+/// The headers of every page, set as layers on `pages` (the page routers merged): pages show
+/// CSRF tokens, a user's data and tokens shown once, so none is cached (`no-store`); the
+/// policy above; no MIME sniffing; and no page address sent to other sites.
+pub fn with_page_headers(pages: Router<AppState>) -> Router<AppState> {
+    let headers = [
+        (header::CACHE_CONTROL, "no-store"),
+        (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "same-origin"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+    ];
+    headers.into_iter().fold(pages, |pages, (name, value)| {
+        pages.layer(SetResponseHeaderLayer::overriding(name, HeaderValue::from_static(value)))
+    })
 }
 
 /// The signed-in user of a page request, with the session's CSRF token.
@@ -145,10 +169,21 @@ async fn sign_in_page() -> Response {
     render(&SignInPage { signed_in: None, csrf_token: String::new(), error: None })
 }
 
-fn sign_in_error(message: String) -> Response {
-    let mut response = render(&SignInPage { signed_in: None, csrf_token: String::new(), error: Some(message) });
-    *response.status_mut() = StatusCode::BAD_REQUEST;
-    response
+/// The sign-in page again, saying why: `400` for what the user can correct, and the error's
+/// own status (with `Retry-After`) for a cross-site post, a throttled attempt or a busy server.
+fn sign_in_error(error: &ApiError) -> Response {
+    if let ApiError::Internal(detail) = error {
+        eprintln!("servio: internal error: {detail}");
+    }
+    let mut response =
+        render(&SignInPage { signed_in: None, csrf_token: String::new(), error: Some(error.to_string()) });
+    *response.status_mut() = match error {
+        ApiError::CrossSite | ApiError::TooManyRequests { .. } | ApiError::Busy | ApiError::Internal(_) => {
+            error.status()
+        }
+        _ => StatusCode::BAD_REQUEST,
+    };
+    error.with_retry_after(response)
 }
 
 /// Redirects to `to` with a new session cookie.
@@ -164,8 +199,13 @@ struct SignInForm {
     password: String,
 }
 
-async fn sign_in(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<SignInForm>) -> Response {
-    let user = authenticate(&state, &form.email, &form.password).await;
+async fn sign_in(
+    State(state): State<AppState>,
+    ClientAddress(address): ClientAddress,
+    headers: HeaderMap,
+    Form(form): Form<SignInForm>,
+) -> Response {
+    let user = authenticate(&state, Attempt { address, headers: &headers }, &form.email, &form.password).await;
     into_session(&state, user, &headers).await
 }
 
@@ -173,7 +213,7 @@ async fn sign_in(State(state): State<AppState>, headers: HeaderMap, Form(form): 
 async fn into_session(state: &AppState, user: Result<User, ApiError>, headers: &HeaderMap) -> Response {
     let user = match user {
         Ok(user) => user,
-        Err(error) => return sign_in_error(error.to_string()),
+        Err(error) => return sign_in_error(&error),
     };
     match create_session(state, &user, headers).await {
         Ok((cookie, _)) => with_session(cookie, "/vault"),
@@ -188,8 +228,14 @@ struct SignUpForm {
     time_zone: String,
 }
 
-async fn sign_up(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<SignUpForm>) -> Response {
-    let user = register(&state, &form.email, &form.password, &form.time_zone).await;
+async fn sign_up(
+    State(state): State<AppState>,
+    ClientAddress(address): ClientAddress,
+    headers: HeaderMap,
+    Form(form): Form<SignUpForm>,
+) -> Response {
+    let attempt = Attempt { address, headers: &headers };
+    let user = register(&state, attempt, &form.email, &form.password, &form.time_zone).await;
     into_session(&state, user, &headers).await
 }
 

@@ -37,6 +37,11 @@ pub struct Server {
 /// One platform per backend. Outbound calls may reach loopback (the demo site) and trust
 /// `ca_pem` when given.
 pub async fn servers(ca_pem: Option<&str>) -> Vec<(&'static str, Server)> {
+    servers_with(ca_pem, |_| {}).await
+}
+
+/// [`servers`] with their state changed by `configure` first (tighter limits, say).
+pub async fn servers_with(ca_pem: Option<&str>, configure: impl Fn(&mut AppState)) -> Vec<(&'static str, Server)> {
     let mut all = Vec::new();
     for (name, store) in servio_store::testing::backends().await {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -51,8 +56,9 @@ pub async fn servers(ca_pem: Option<&str>) -> Vec<(&'static str, Server)> {
             client_id: "servio-test".into(),
             per_site: Default::default(),
         };
-        let state = AppState::new(Arc::from(store), client, Secrets::from_key(&[42; 32]), oauth);
-        let app = router(state.clone());
+        let mut state = AppState::new(Arc::from(store), client, Secrets::from_key(&[42; 32]), oauth);
+        configure(&mut state);
+        let app = router(state.clone()).into_make_service_with_connect_info::<std::net::SocketAddr>();
         tokio::spawn(async move { axum::serve(listener, app).await });
         all.push((name, Server { base, http: reqwest::Client::new(), state }));
     }

@@ -1,0 +1,284 @@
+//! Abuse resistance for the routes that check passwords: argon2id runs off the request threads
+//! with a bounded number at once ([`Hashing`]), and sign-in and sign-up attempts are rate
+//! limited per account and per client address ([`Throttle`]), answering `429` with
+//! `Retry-After`.
+//!
+//! Every sign-in attempt counts, right or wrong: the limit has to be decided before the hash
+//! is checked, or a throttled guess would still be answered. The bursts are far above what a
+//! person signing in needs, so only floods meet them.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::request::Parts;
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota};
+use tokio::sync::Semaphore;
+
+use crate::error::ApiError;
+
+/// The limits of [`Throttle`]; [`Default`] is what `servio serve` uses.
+#[derive(Debug, Clone)]
+pub struct ThrottleConfig {
+    /// How many password hashes are computed at once (each takes 19 MiB and a core).
+    pub hashing_at_once: usize,
+    /// How many more may wait for their turn; beyond that the answer is `503`.
+    pub hashing_queue: usize,
+    /// Sign-in attempts per account (by normalised email, whether or not it exists).
+    pub sign_in_per_account: Quota,
+    /// Sign-in attempts per client address.
+    pub sign_in_per_address: Quota,
+    /// Sign-up attempts per client address.
+    pub sign_up_per_address: Quota,
+}
+
+/// `burst` at once, then one every `every`.
+pub fn quota(burst: u32, every: Duration) -> Option<Quota> {
+    Some(Quota::with_period(every)?.allow_burst(NonZeroU32::new(burst)?))
+}
+
+const TWO: NonZeroU32 = NonZeroU32::new(2).unwrap();
+const TEN: NonZeroU32 = NonZeroU32::new(10).unwrap();
+const THIRTY: NonZeroU32 = NonZeroU32::new(30).unwrap();
+
+impl Default for ThrottleConfig {
+    fn default() -> ThrottleConfig {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        ThrottleConfig {
+            hashing_at_once: cores,
+            hashing_queue: 32 * cores,
+            // Ten tries, then one every 30 seconds: 120 guesses an hour at most per account.
+            sign_in_per_account: Quota::per_minute(TWO).allow_burst(TEN),
+            // Thirty tries, then one every two seconds, from one address (or one IPv6 /64).
+            sign_in_per_address: Quota::per_minute(THIRTY).allow_burst(THIRTY),
+            // Ten accounts, then one a minute: enough for a family behind one router, too slow
+            // to enumerate taken addresses through "already taken".
+            sign_up_per_address: Quota::per_minute(NonZeroU32::MIN).allow_burst(TEN),
+        }
+    }
+}
+
+/// A key that many requests from one client share: an IPv4 address, or an IPv6 address's /64
+/// (one subscriber usually holds a whole /64, so single addresses would be free to rotate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ClientKey(IpAddr);
+
+impl ClientKey {
+    /// The key of a client at `address`.
+    pub fn of(address: IpAddr) -> ClientKey {
+        match address {
+            IpAddr::V4(v4) => ClientKey(IpAddr::V4(v4)),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => ClientKey(IpAddr::V4(v4)),
+                None => ClientKey(IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into())),
+            },
+        }
+    }
+}
+
+/// The client's address: the socket peer, from [`ConnectInfo`]. A router served without
+/// connect info (some tests, embedders) puts every client under `0.0.0.0`, one shared bucket.
+///
+/// FIXME(proxies): behind a reverse proxy every client is the proxy; a trusted
+/// `X-Forwarded-For` setting would be needed there.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddress(pub IpAddr);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<ClientAddress, Self::Rejection> {
+        let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|info| info.0.ip());
+        Ok(ClientAddress(peer.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))))
+    }
+}
+
+/// How many keys a limiter may hold before stale ones are dropped on the next check.
+const KEPT_KEYS: usize = 10_000;
+
+/// A keyed rate limiter whose memory stays bounded: keys whose limit has fully replenished are
+/// dropped whenever the map grows past [`KEPT_KEYS`], and by [`Throttle::forget_stale`].
+struct Limiter<K: std::hash::Hash + Eq + Clone> {
+    inner: DefaultKeyedRateLimiter<K>,
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Limiter<K> {
+    fn new(quota: Quota) -> Limiter<K> {
+        Limiter { inner: governor::RateLimiter::keyed(quota) }
+    }
+
+    /// Counts one attempt for `key`; refused with how long to wait.
+    fn check(&self, key: &K) -> Result<(), ApiError> {
+        if self.inner.len() > KEPT_KEYS {
+            self.forget_stale();
+        }
+        self.inner.check_key(key).map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            ApiError::TooManyRequests { retry_after: wait.as_secs() + 1 }
+        })
+    }
+
+    fn forget_stale(&self) {
+        self.inner.retain_recent();
+        self.inner.shrink_to_fit();
+    }
+
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+}
+
+/// The sign-in and sign-up limits and the hashing gate of one platform process.
+pub struct Throttle {
+    sign_in_by_account: Limiter<String>,
+    sign_in_by_address: Limiter<ClientKey>,
+    sign_up_by_address: Limiter<ClientKey>,
+    /// Where password hashes are computed.
+    pub hashing: Hashing,
+}
+
+impl Default for Throttle {
+    fn default() -> Throttle {
+        Throttle::new(&ThrottleConfig::default())
+    }
+}
+
+impl Throttle {
+    /// A throttle with these limits.
+    pub fn new(config: &ThrottleConfig) -> Throttle {
+        Throttle {
+            sign_in_by_account: Limiter::new(config.sign_in_per_account),
+            sign_in_by_address: Limiter::new(config.sign_in_per_address),
+            sign_up_by_address: Limiter::new(config.sign_up_per_address),
+            hashing: Hashing::new(config.hashing_at_once, config.hashing_queue),
+        }
+    }
+
+    /// Counts a sign-in attempt from `client` for the account `email` (normalised, or as sent
+    /// when it is not an address); the address is counted first, so that spraying many
+    /// accounts from one place is stopped without touching their counts.
+    pub fn sign_in(&self, client: IpAddr, email: &str) -> Result<(), ApiError> {
+        self.sign_in_by_address.check(&ClientKey::of(client))?;
+        self.sign_in_by_account.check(&email.to_owned())
+    }
+
+    /// Counts a sign-up attempt from `client`.
+    pub fn sign_up(&self, client: IpAddr) -> Result<(), ApiError> {
+        self.sign_up_by_address.check(&ClientKey::of(client))
+    }
+
+    /// Drops the keys whose limits have fully replenished; returns how many keys remain.
+    pub fn forget_stale(&self) -> usize {
+        self.sign_in_by_account.forget_stale();
+        self.sign_in_by_address.forget_stale();
+        self.sign_up_by_address.forget_stale();
+        self.sign_in_by_account.len() + self.sign_in_by_address.len() + self.sign_up_by_address.len()
+    }
+}
+
+/// Password hashing on the blocking pool, `at_once` at a time. Argon2id takes tens of
+/// milliseconds of CPU and 19 MiB each; run on the async threads, a flood of sign-ins stalls
+/// every other request and, unbounded, grows memory by 19 MiB per concurrent attempt.
+pub struct Hashing {
+    permits: Arc<Semaphore>,
+    /// Hashes running or waiting.
+    pending: Arc<AtomicUsize>,
+    /// How many may be pending at most.
+    bound: usize,
+}
+
+/// One pending hash, counted until dropped (also when the request is abandoned).
+struct Pending(Arc<AtomicUsize>);
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Hashing {
+    /// A gate running `at_once` hashes (at least one) with `queue` more waiting.
+    pub fn new(at_once: usize, queue: usize) -> Hashing {
+        let at_once = at_once.max(1);
+        Hashing { permits: Arc::new(Semaphore::new(at_once)), pending: Arc::default(), bound: at_once + queue }
+    }
+
+    /// Runs `work` on the blocking pool once a permit is free; [`ApiError::Busy`] when the
+    /// queue is full. The permit moves into the blocking task, so an abandoned request still
+    /// holds it until its hash is done and the bound stays true.
+    pub async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
+        let pending = self.enter()?;
+        let permit = self.permits.clone().acquire_owned().await.map_err(|e| ApiError::Internal(e.to_string()))?;
+        let task = tokio::task::spawn_blocking(move || {
+            let _held = (permit, pending);
+            work()
+        });
+        task.await.map_err(|e| ApiError::Internal(format!("password hashing: {e}")))
+    }
+
+    fn enter(&self) -> Result<Pending, ApiError> {
+        let before = self.pending.fetch_add(1, Ordering::AcqRel);
+        let pending = Pending(self.pending.clone());
+        if before >= self.bound { Err(ApiError::Busy) } else { Ok(pending) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv6_clients_are_keyed_by_their_slash_64() {
+        let key = |s: &str| ClientKey::of(s.parse().unwrap());
+        assert_eq!(key("2001:db8:1:2:aaaa::1"), key("2001:db8:1:2:bbbb::2"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("::ffff:192.0.2.7"), key("192.0.2.7"));
+        assert_ne!(key("192.0.2.7"), key("192.0.2.8"));
+    }
+
+    #[test]
+    fn a_limiter_refuses_past_its_burst_with_a_wait_and_forgets_idle_keys() {
+        let throttle = Throttle::new(&ThrottleConfig {
+            sign_up_per_address: quota(2, Duration::from_millis(10)).unwrap(),
+            ..ThrottleConfig::default()
+        });
+        let client: IpAddr = "192.0.2.1".parse().unwrap();
+        assert!(throttle.sign_up(client).is_ok() && throttle.sign_up(client).is_ok());
+        match throttle.sign_up(client) {
+            Err(ApiError::TooManyRequests { retry_after }) => assert!(retry_after >= 1),
+            other => panic!("expected 429, got {other:?}"),
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(throttle.forget_stale(), 0, "replenished keys are dropped");
+    }
+
+    #[tokio::test]
+    async fn hashing_beyond_the_queue_is_refused() {
+        let hashing = Arc::new(Hashing::new(1, 1));
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        let wait = std::sync::Mutex::new(wait);
+        let first = {
+            let hashing = hashing.clone();
+            tokio::spawn(
+                async move { hashing.run(move || wait.lock().map(|w| w.recv().is_ok()).unwrap_or(false)).await },
+            )
+        };
+        while hashing.pending.load(Ordering::Acquire) < 1 {
+            tokio::task::yield_now().await;
+        }
+        let second = {
+            let hashing = hashing.clone();
+            tokio::spawn(async move { hashing.run(|| true).await })
+        };
+        while hashing.pending.load(Ordering::Acquire) < 2 {
+            tokio::task::yield_now().await;
+        }
+        assert!(matches!(hashing.run(|| true).await, Err(ApiError::Busy)), "third is over the bound");
+        release.send(()).unwrap();
+        assert!(first.await.unwrap().unwrap() && second.await.unwrap().unwrap());
+    }
+}
