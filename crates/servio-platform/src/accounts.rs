@@ -53,6 +53,7 @@ pub fn same_secret(a: &str, b: &str) -> bool {
 /// Invisible characters are refused rather than removed: an address that looks like another
 /// one but is not would otherwise be a second account that passes for the first.
 pub fn normalize_email(email: &str) -> Result<String, &'static str> {
+    crate::text::check_text(email)?;
     let email = email.trim();
     if email.chars().any(is_invisible) {
         return Err("an email address without invisible characters (zero-width, direction or control characters)");

@@ -40,7 +40,7 @@ pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
     hosts.extend(allowed_hosts);
     let config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
     let sessions = Arc::new(LocalSessionManager::default());
-    let own_origin = transport::own_origin(&state.oauth.public_url);
+    let own_origins = transport::own_origins(&state.oauth.public_url);
     let factory_state = state.clone();
     let mcp = StreamableHttpService::new(
         move || Ok(McpGateway { state: factory_state.clone(), owner: Arc::default() }),
@@ -53,7 +53,7 @@ pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
         .layer(from_fn(transport::answer_with_spec_statuses))
         .layer(from_fn_with_state(transport::Owners::new(sessions), transport::keep_sessions_to_owners))
         .layer(from_fn_with_state(state, require_user))
-        .layer(from_fn_with_state(own_origin, transport::refuse_foreign_origin))
+        .layer(from_fn_with_state(own_origins, transport::refuse_foreign_origin))
 }
 
 /// Resolves the bearer API token to its user, or answers 401 before the SDK runs.

@@ -29,22 +29,43 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// The most of the SDK's own error text that is read to explain a refused body.
 const SDK_ERROR_LIMIT: usize = 64 * 1024;
 
-/// The platform's own origin (`scheme://host[:port]`, as browsers send it in `Origin`), from
-/// its public URL; `None` when that URL does not parse, and then every `Origin` is foreign.
-pub(super) fn own_origin(public_url: &str) -> Option<Arc<str>> {
-    let origin = url::Url::parse(public_url).ok()?.origin();
-    origin.is_tuple().then(|| origin.ascii_serialization().into())
+/// The origins `/mcp` accepts in `Origin` (`scheme://host[:port]`, as browsers send them).
+#[derive(Debug, Clone)]
+pub(super) struct OwnOrigins {
+    /// The public URL's origin; `None` when that URL does not parse, and then every `Origin`
+    /// is foreign.
+    public: Option<String>,
+    /// Whether the public URL is on a loopback address: a platform on this machine only (a
+    /// developer's, or one behind a local proxy) accepts pages of this machine on any port, as
+    /// the MCP SDKs' DNS-rebinding protection does; a page elsewhere is still foreign.
+    local: bool,
+}
+
+/// The origins of the platform at `public_url`.
+pub(super) fn own_origins(public_url: &str) -> Arc<OwnOrigins> {
+    let url = url::Url::parse(public_url).ok();
+    let public = url.as_ref().map(url::Url::origin).filter(url::Origin::is_tuple).map(|o| o.ascii_serialization());
+    let local = url.as_ref().and_then(url::Url::host).is_some_and(|host| is_loopback(&host));
+    Arc::new(OwnOrigins { public, local })
+}
+
+fn is_loopback(host: &url::Host<&str>) -> bool {
+    match host {
+        url::Host::Domain(name) => name.eq_ignore_ascii_case("localhost"),
+        url::Host::Ipv4(address) => address.is_loopback(),
+        url::Host::Ipv6(address) => address.is_loopback(),
+    }
 }
 
 /// Refuses a request that carries an `Origin` other than the platform's own with `403`, before
 /// the token is even looked at.
 pub(super) async fn refuse_foreign_origin(
-    State(own): State<Option<Arc<str>>>,
+    State(own): State<Arc<OwnOrigins>>,
     request: Request,
     next: Next,
 ) -> Response {
     match request.headers().get(header::ORIGIN) {
-        Some(origin) if is_foreign(origin, own.as_deref()) => {
+        Some(origin) if is_foreign(origin, &own) => {
             let body = json!({ "error": "requests to /mcp from a page on another origin are refused" });
             (StatusCode::FORBIDDEN, axum::Json(body)).into_response()
         }
@@ -52,14 +73,16 @@ pub(super) async fn refuse_foreign_origin(
     }
 }
 
-/// Whether `origin` differs from `own`; an `Origin` that does not parse (`null`, from sandboxed
-/// pages and some redirects, among them) is foreign.
-fn is_foreign(origin: &HeaderValue, own: Option<&str>) -> bool {
-    let sent = origin.to_str().ok().and_then(|origin| url::Url::parse(origin).ok()).map(|url| url.origin());
-    match (sent, own) {
-        (Some(sent), Some(own)) => !sent.is_tuple() || sent.ascii_serialization() != own,
-        _ => true,
+/// Whether `origin` is not the platform's own; an `Origin` that does not parse (`null`, from
+/// sandboxed pages and some redirects, among them) is foreign.
+fn is_foreign(origin: &HeaderValue, own: &OwnOrigins) -> bool {
+    let Some(sent) = origin.to_str().ok().and_then(|origin| url::Url::parse(origin).ok()) else { return true };
+    let serialized = sent.origin();
+    if !serialized.is_tuple() {
+        return true;
     }
+    let local = own.local && sent.host().is_some_and(|host| is_loopback(&host));
+    !local && own.public.as_deref() != Some(serialized.ascii_serialization().as_str())
 }
 
 /// Who opened each session, by session id, so that a request on a session is let through only
@@ -180,13 +203,27 @@ mod tests {
 
     #[test]
     fn an_origin_is_foreign_unless_it_is_the_public_urls() {
-        let own = own_origin("https://servio.example/");
-        assert_eq!(own.as_deref(), Some("https://servio.example"));
-        let foreign = |origin: &str| is_foreign(&HeaderValue::from_str(origin).unwrap(), own.as_deref());
-        assert!(!foreign("https://servio.example") && !foreign("https://servio.example:443"));
-        for origin in ["https://evil.example", "http://servio.example", "https://servio.example:8443", "null", "x"] {
-            assert!(foreign(origin), "{origin}");
+        let own = own_origins("https://servio.example/");
+        let foreign = |own: &OwnOrigins, origin: &str| is_foreign(&HeaderValue::from_str(origin).unwrap(), own);
+        assert!(!foreign(&own, "https://servio.example") && !foreign(&own, "https://servio.example:443"));
+        for origin in [
+            "https://evil.example",
+            "http://servio.example",
+            "https://servio.example:8443",
+            "null",
+            "x",
+            "http://localhost",
+        ] {
+            assert!(foreign(&own, origin), "{origin}");
         }
-        assert!(is_foreign(&HeaderValue::from_static("https://servio.example"), None), "no public URL");
+        assert!(foreign(&own_origins("not a url"), "https://servio.example"), "no public URL");
+        // A platform on a loopback address takes pages of this machine, nothing else.
+        let local = own_origins("http://127.0.0.1:8080");
+        for origin in ["http://localhost:8080", "http://127.0.0.1:9000", "http://[::1]:8080"] {
+            assert!(!foreign(&local, origin), "{origin}");
+        }
+        for origin in ["http://evil.example:8080", "http://10.0.0.1:8080", "null"] {
+            assert!(foreign(&local, origin), "{origin}");
+        }
     }
 }
