@@ -332,7 +332,8 @@ async fn emails_are_normalised_and_invisible_characters_refused() {
         let body: serde_json::Value = answer.json().await.unwrap();
         assert_eq!(body["user"]["email"].as_str(), Some(format!("jos\u{e9}-{name}@example.com").as_str()), "{name}");
 
-        for invisible in ["\u{200B}", "\u{202E}", "\u{2066}", "\u{FEFF}", "\0"] {
+        // (A NUL is refused too, with its own message: tests/bad_bytes.rs.)
+        for invisible in ["\u{200B}", "\u{202E}", "\u{2066}", "\u{FEFF}"] {
             let email = format!("ana{invisible}-{name}@example.com");
             let body = json!({ "email": email, "password": "a long enough password", "time_zone": "UTC" });
             let answer = post(&server, "/api/signup", &[], &body, false).await;
