@@ -41,7 +41,7 @@ impl Pending {
         if approved == latest {
             return Pending::default();
         }
-        let (old, new) = (report(origin, approved), report(origin, latest));
+        let (old, new) = (report_of(origin, approved), report_of(origin, latest));
         let diff = match (&old.manifest, &new.manifest) {
             (Some(old), Some(new)) => servio_manifest::diff::diff(old, new),
             _ => Diff { endpoints: vec!["the manifest cannot be read".into()], ..Diff::default() },
@@ -64,7 +64,8 @@ impl Pending {
     }
 }
 
-fn report(origin: &str, text: &str) -> Report {
+/// The report of a stored manifest `text` of the site at `origin` (its own site for the name lints).
+pub(crate) fn report_of(origin: &str, text: &str) -> Report {
     check(text.as_bytes(), &CheckOptions { site: Site::parse(origin).ok(), allow: Vec::new() })
 }
 

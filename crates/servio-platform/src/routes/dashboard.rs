@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use servio_collector::trend::{Trend, comparison_start, trend};
-use servio_manifest::{Brief, BriefStatus, CheckOptions, Manifest, Site, check};
+use servio_manifest::{Brief, BriefStatus, CheckOptions, Manifest, check};
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -53,10 +53,7 @@ async fn run_backfill(
         return Err(ApiError::BadRequest("`to` must be on or after `from`, at most 400 days later".into()));
     }
     let entry = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
-    let report = check(
-        crate::approval::acting_manifest(&entry).as_bytes(),
-        &CheckOptions { site: Site::parse(&entry.site.origin).ok(), allow: Vec::new() },
-    );
+    let report = crate::approval::report_of(&entry.site.origin, crate::approval::acting_manifest(&entry));
     let (Some(manifest), Some(brief)) = (report.manifest.as_ref(), report.brief.as_ref()) else {
         return Err(ApiError::BadRequest("this site has no valid brief: there is nothing to collect".into()));
     };

@@ -12,10 +12,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use servio_client::{DiscoveryError, discover};
 use servio_manifest::report_json::to_json;
-use servio_manifest::{CheckOptions, Report, Site, check};
+use servio_manifest::{Report, Site};
 use servio_store::{FetchedManifest, SiteRecord};
 
-use crate::approval::{Pending, acting_manifest};
+use crate::approval::{Pending, acting_manifest, report_of};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::json_body::JsonBody;
@@ -40,11 +40,6 @@ struct AddSite {
 }
 
 /// The report of a stored or fetched manifest, checked as served by its origin.
-fn report_of(origin: &str, text: &str) -> Report {
-    let site = Site::parse(origin).ok();
-    check(text.as_bytes(), &CheckOptions { site, allow: Vec::new() })
-}
-
 fn site_json(record: &SiteRecord, report: &Report, has_credential: bool) -> Value {
     let site = Site::parse(&record.origin).ok();
     let manifest = report.manifest.as_ref();
