@@ -15,6 +15,7 @@ mod demo_cmd;
 mod demo_site_cmd;
 mod explain_cmd;
 mod fetch;
+mod logging;
 mod login_cmd;
 mod mcp_cmd;
 mod render;
@@ -67,11 +68,26 @@ fn try_main(cli: Cli) -> Result<Outcome, Failure> {
         Command::Brief { command: BriefCommand::Test(args) } => brief_test_cmd::run(&args),
         Command::Call(args) => call_cmd::run(&args),
         Command::Login(args) => login_cmd::run(&args),
-        Command::Serve(args) => serve_cmd::run(&args),
-        Command::Worker(args) => worker_cmd::run(&args),
-        Command::DemoSite(args) => demo_site_cmd::run(&args),
-        Command::Demo(args) => demo_cmd::run(&args),
-        Command::Mcp(args) => mcp_cmd::run(&args),
+        Command::Serve(args) => {
+            logging::init();
+            serve_cmd::run(&args)
+        }
+        Command::Worker(args) => {
+            logging::init();
+            worker_cmd::run(&args)
+        }
+        Command::DemoSite(args) => {
+            logging::init();
+            demo_site_cmd::run(&args)
+        }
+        Command::Demo(args) => {
+            logging::init();
+            demo_cmd::run(&args)
+        }
+        Command::Mcp(args) => {
+            logging::init();
+            mcp_cmd::run(&args)
+        }
         Command::Address(args) => {
             let site = servio_manifest::Site::parse(&args.site)?;
             println!("{}", site.prefixed_name(&args.tool));
