@@ -23,30 +23,19 @@ case $profile in dev) out=debug ;; *) out=$profile ;; esac
 in_flight=$((concurrency / workers))
 [ "$in_flight" -ge 1 ] || { echo "CONCURRENCY must be at least WORKERS" >&2; exit 2; }
 
-if ! command -v wrk >/dev/null 2>&1; then
-    apt-get update -qq && apt-get install -y -qq wrk
-fi
+. bench/lib.sh
+need_wrk
 cargo build --profile "$profile" --quiet -p servio-cli --bin servio
 cargo build --profile "$profile" --quiet -p servio-platform --example collector_bench
-target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+target_dir=$(target_dir)
 servio="$target_dir/$out/servio"
 
-tmp=$(mktemp -d)
-site_pid=
-cleanup() {
-    [ -z "$site_pid" ] || kill "$site_pid" 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-token=bench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+port=$(free_port)
+token=bench-$(random_hex 8)
 "$servio" demo-site --addr "127.0.0.1:$port" --tls-dir "$tmp" --token "$token" >"$tmp/site.log" 2>&1 &
-site_pid=$!
-for _ in $(seq 100); do
-    [ -s "$tmp/ca.pem" ] && python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null && break
-    sleep 0.1
-done
+server_pid=$!
+wait_for_port "$port"
+[ -s "$tmp/ca.pem" ] || { echo "the demo site wrote no CA certificate" >&2; exit 2; }
 origin="https://localhost:$port"
 url="$origin/api/servio/tools/shop.getSalesSummary"
 

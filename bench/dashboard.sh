@@ -8,32 +8,22 @@ set -eu
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-3}
 duration=${DURATION:-10s}
-if ! command -v wrk >/dev/null 2>&1; then
-    echo "installing wrk" >&2
-    apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }
-fi
+. bench/lib.sh
+need_wrk
 cargo build --release --quiet -p servio-platform --example dashboard_bench
-target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
+target_dir=$(target_dir)
 
 # Seeding prints its progress on stderr; READY on stdout once the server answers.
-"$target_dir/release/examples/dashboard_bench" "$work/data" > "$work/server.out" &
+"$target_dir/release/examples/dashboard_bench" "$tmp/data" > "$tmp/server.out" &
 server_pid=$!
 waited=0
-until grep -q '^READY ' "$work/server.out" 2>/dev/null; do
+until grep -q '^READY ' "$tmp/server.out" 2>/dev/null; do
     if ! kill -0 "$server_pid" 2>/dev/null; then echo "the bench server exited" >&2; exit 2; fi
     waited=$((waited + 1))
     if [ "$waited" -gt 600 ]; then echo "the bench server is not ready after 60 s" >&2; exit 2; fi
     sleep 0.1
 done
-ready=$(sed -n 's/^READY //p' "$work/server.out")
+ready=$(sed -n 's/^READY //p' "$tmp/server.out")
 field() { printf '%s' "$ready" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 base=$(field base)
 token=$(field token)

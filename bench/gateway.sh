@@ -4,6 +4,7 @@
 # Results go in BENCHMARKS.md.
 set -eu
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 cargo build --release --quiet -p servio-platform --example gateway_bench
-target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-exec "$target_dir/release/examples/gateway_bench"
+target_dir=$(target_dir)
+"$target_dir/release/examples/gateway_bench"

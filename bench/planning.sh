@@ -3,6 +3,7 @@
 # on one core (see crates/servio-collector/examples/plan_bench.rs). Results go in BENCHMARKS.md.
 set -eu
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 cargo build --release --quiet -p servio-collector --example plan_bench
-target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-exec taskset -c 0 "$target_dir/release/examples/plan_bench"
+target_dir=$(target_dir)
+taskset -c 0 "$target_dir/release/examples/plan_bench"

@@ -12,33 +12,20 @@ cd "$(dirname "$0")/.."
 connections=${CONNECTIONS:-32}
 duration=${DURATION:-20}
 
-if ! command -v wrk >/dev/null 2>&1; then
-    apt-get update -qq && apt-get install -y -qq wrk
-fi
+. bench/lib.sh
+need_wrk
 if [ -z "${SERVIO:-}" ]; then
     cargo build --release --quiet -p servio-cli --bin servio
-    target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-    SERVIO="$target_dir/release/servio"
+    SERVIO="$(target_dir)/release/servio"
 fi
 
-tmp=$(mktemp -d)
-server_pid=
-cleanup() {
-    [ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-SERVIO_SECRET_KEY=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n') \
+port=$(free_port)
+SERVIO_SECRET_KEY=$(random_hex 32) \
     "$SERVIO" serve --addr "127.0.0.1:$port" --data-dir "$tmp/data" >"$tmp/server.log" 2>&1 &
 server_pid=$!
-for _ in $(seq 100); do
-    python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null && break
-    sleep 0.1
-done
+wait_for_port "$port"
 
-email=flood-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')@example.com
+email=flood-$(random_hex 4)@example.com
 password="the bench user's password"
 curl -sS -o /dev/null -D "$tmp/signup.txt" -H 'content-type: application/json' \
     -d "{\"email\":\"$email\",\"password\":\"$password\",\"time_zone\":\"UTC\"}" "http://127.0.0.1:$port/api/signup"

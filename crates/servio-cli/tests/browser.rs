@@ -68,6 +68,24 @@ async fn start(args: &[&str]) -> (Child, String, Log) {
     }
 }
 
+/// A fresh path for the screenshot `name` in `target/tmp/screenshots/`.
+fn screenshot(name: &str) -> PathBuf {
+    let screenshots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+    std::fs::create_dir_all(&screenshots).unwrap();
+    let shot = screenshots.join(name);
+    let _ = std::fs::remove_file(&shot);
+    shot
+}
+
+/// Runs the browser script `script` with `args` and returns what it printed, once it has
+/// succeeded.
+async fn run_script(script: &str, args: &[&str]) -> String {
+    let out = Command::new("node").arg(script).args(args).current_dir(tools_dir()).output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{script}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    stdout
+}
+
 #[tokio::test]
 async fn a_new_user_adds_the_demo_site_in_a_browser() {
     if !available() {
@@ -104,25 +122,13 @@ async fn walk_through(database_url: Option<String>, backend: &str) {
         serve.extend(["--database-url", url.as_str()]);
     }
     let (_platform, platform_url, platform_log) = start(&serve).await;
-    let screenshots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
-    std::fs::create_dir_all(&screenshots).unwrap();
-    let shot = screenshots.join(format!("site-page-{backend}.png"));
-    let _ = std::fs::remove_file(&shot);
-    let out = Command::new("node")
-        .arg("signup-and-add.mjs")
-        .args([
-            &platform_url,
-            &demo_url,
-            "browser-token",
-            shot.to_str().unwrap(),
-            tls.join("verification").to_str().unwrap(),
-        ])
-        .current_dir(tools_dir())
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let shot = screenshot(&format!("site-page-{backend}.png"));
+    let verification = tls.join("verification");
+    let stdout = run_script(
+        "signup-and-add.mjs",
+        &[&platform_url, &demo_url, "browser-token", shot.to_str().unwrap(), verification.to_str().unwrap()],
+    )
+    .await;
     assert_eq!(stdout.matches("Servio Demo Forum & Shop").count(), 2, "site page and Directory hit: {stdout}");
     assert!(!platform_log.lock().unwrap().contains("browser-token"), "no credential in the platform's log");
     let png = std::fs::read(&shot).unwrap();
@@ -143,23 +149,17 @@ async fn the_demo_dashboard_in_a_browser() {
         start(&["demo", "--addr", "127.0.0.1:0", "--data-dir", data.to_str().unwrap()]).await;
     assert!(dashboard_url.ends_with("/dashboard"), "{dashboard_url}");
     let demo: serde_json::Value = serde_json::from_slice(&std::fs::read(data.join("demo.json")).unwrap()).unwrap();
-    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("screenshots").join("demo-dashboard.png");
-    std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
-    let _ = std::fs::remove_file(&shot);
-    let out = Command::new("node")
-        .arg("demo-dashboard.mjs")
-        .args([
+    let shot = screenshot("demo-dashboard.png");
+    let stdout = run_script(
+        "demo-dashboard.mjs",
+        &[
             demo["url"].as_str().unwrap(),
             demo["email"].as_str().unwrap(),
             demo["password"].as_str().unwrap(),
             shot.to_str().unwrap(),
-        ])
-        .current_dir(tools_dir())
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        ],
+    )
+    .await;
     let cards: Vec<&str> = stdout.lines().collect();
     for metric in ["Revenue", "Orders"] {
         let card =

@@ -106,7 +106,7 @@ pub async fn call_tool_raw(
     token: Option<&str>,
 ) -> Result<Vec<u8>, CallError> {
     let tool = find(manifest, name)?;
-    let validator = ArgumentValidator::new(&tool.input_schema).map_err(CallError::BadSchema)?;
+    let validator = ArgumentValidator::new(&tool.input_schema).map_err(|e| CallError::BadSchema(e.message))?;
     call_tool_checked(client, manifest, &validator, name, args, token).await
 }
 

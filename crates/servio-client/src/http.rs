@@ -443,7 +443,7 @@ mod tests {
     #[test]
     fn every_form_is_refused_as_a_redirect_target() {
         let rules = HopRules { guard: public(), allow_http: false, max_redirects: 5 };
-        for form in crate::guard::LISTED_FORMS {
+        for form in crate::guard::listed_forms() {
             let url: Url = format!("https://{form}:8443/next").parse().unwrap();
             let error = rules.check(&url, 1).unwrap_err();
             assert!(error.is_refused(), "{form}: {error}");
@@ -469,7 +469,7 @@ mod tests {
 
     #[tokio::test]
     async fn every_form_is_refused_as_a_dns_answer_before_any_connection() {
-        for form in crate::guard::LISTED_FORMS {
+        for form in crate::guard::listed_forms() {
             let url: Url = format!("https://{form}/").parse().unwrap();
             let address = match url.host().unwrap() {
                 Host::Ipv4(v4) => IpAddr::V4(v4),

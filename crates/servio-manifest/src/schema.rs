@@ -469,6 +469,15 @@ pub struct ArgumentError {
     pub message: String,
 }
 
+/// Why an `input_schema` cannot be compiled into an [`ArgumentValidator`], in words for the
+/// site owner (a `$ref` that cannot be resolved is named with its pointer).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct UnusableSchema {
+    /// What is wrong.
+    pub message: String,
+}
+
 /// A compiled `input_schema`, ready to check tool arguments.
 pub struct ArgumentValidator {
     validator: Validator,
@@ -483,16 +492,17 @@ impl std::fmt::Debug for ArgumentValidator {
 impl ArgumentValidator {
     /// Compiles `schema`; fails when it does not compile (for instance a `$ref` that cannot be
     /// resolved without fetching it).
-    pub fn new(schema: &Value) -> Result<ArgumentValidator, String> {
+    pub fn new(schema: &Value) -> Result<ArgumentValidator, UnusableSchema> {
         jsonschema::draft202012::new(schema).map(|validator| ArgumentValidator { validator }).map_err(|e| {
             // The validator's own words for a reference it cannot follow name its build
             // features; E053's say what is wrong with the schema.
             let mut problems = Vec::new();
             refs::check(schema, &Pointer::root(), &mut problems);
-            match problems.first() {
+            let message = match problems.first() {
                 Some(problem) => format!("{} (at {})", problem.message, problem.pointer),
                 None => e.to_string(),
-            }
+            };
+            UnusableSchema { message }
         })
     }
 
@@ -746,7 +756,7 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"p": {"$ref": "https://example.com/p.json"}}});
         let error = ArgumentValidator::new(&schema).unwrap_err();
         assert_eq!(
-            error,
+            error.to_string(),
             "`$ref` \"https://example.com/p.json\" points outside this input_schema (at /properties/p/$ref)"
         );
     }

@@ -16,25 +16,14 @@ pub struct ValuePath {
 }
 
 /// Why a `valuePath` is malformed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}{}", help.as_ref().map(|help| format!(" ({help})")).unwrap_or_default())]
 pub struct ValuePathError {
     /// What is wrong.
     pub message: String,
     /// The path as it should probably be written.
     pub help: Option<String>,
 }
-
-impl fmt::Display for ValuePathError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)?;
-        if let Some(help) = &self.help {
-            write!(f, " ({help})")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for ValuePathError {}
 
 impl ValuePath {
     /// Parses a dotted path such as `data.rows.0.count`.
@@ -117,18 +106,13 @@ pub struct Extracted {
 }
 
 /// Why no value was stored for a period.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
 pub struct Dropped {
     /// A reason a site owner can act on.
     pub reason: String,
     /// The raw value found at the path, when the path led to one.
     pub raw: Option<String>,
-}
-
-impl fmt::Display for Dropped {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.reason)
-    }
 }
 
 /// Walks `path` through the JSON `response` and reduces what it finds.

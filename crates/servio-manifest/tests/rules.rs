@@ -46,6 +46,16 @@ enum Change {
 }
 use Change::*;
 
+impl Change {
+    /// The pointer a `Set` or `Remove` acts on.
+    fn pointer(&self) -> &'static str {
+        match self {
+            Set(pointer, _) | Remove(pointer) => pointer,
+            Text(_) => "",
+        }
+    }
+}
+
 #[derive(Debug, PartialEq)]
 struct Found {
     errors: Vec<(String, Code)>,
@@ -117,6 +127,23 @@ fn ignores_brief(change: Change, want: &[(&str, Code)]) {
     assert_eq!((found.brief, found.brief_errors), (BriefStatus::Ignored, pairs(want)));
 }
 
+/// [`errors`], [`warns`] and [`ignores_brief`] for the usual case: one diagnostic, at the
+/// pointer the change sets or removes.
+fn errors_at(change: Change, code: Code) {
+    let pointer = change.pointer();
+    errors(change, &[(pointer, code)]);
+}
+
+fn warns_at(change: Change, code: Code) {
+    let pointer = change.pointer();
+    warns(change, &[(pointer, code)]);
+}
+
+fn ignores_brief_at(change: Change, code: Code) {
+    let pointer = change.pointer();
+    ignores_brief(change, &[(pointer, code)]);
+}
+
 #[test]
 fn base_is_valid_and_clean() {
     let found = run(Set("/name", json!("DevCommunity Forum")));
@@ -137,27 +164,27 @@ fn document_rules() {
         ),
         &[("/name", DuplicateMember)],
     );
-    errors(Remove("/name"), &[("/name", MissingMember)]);
-    errors(Remove("/version"), &[("/version", MissingMember)]);
-    errors(Remove("/server"), &[("/server", MissingMember)]);
-    errors(Remove("/auth"), &[("/auth", MissingMember)]);
-    errors(Set("/name", json!("  ")), &[("/name", BlankString)]);
-    errors(Set("/version", json!(2)), &[("/version", WrongType)]);
-    errors(Set("/tools", json!({})), &[("/tools", WrongType)]);
-    errors(Set("/server", json!("https://a.example")), &[("/server", WrongType)]);
-    errors(Set("/description", json!(5)), &[("/description", WrongType)]);
-    errors(Set("/verification", json!(["x"])), &[("/verification", WrongType)]);
+    errors_at(Remove("/name"), MissingMember);
+    errors_at(Remove("/version"), MissingMember);
+    errors_at(Remove("/server"), MissingMember);
+    errors_at(Remove("/auth"), MissingMember);
+    errors_at(Set("/name", json!(" ")), BlankString);
+    errors_at(Set("/version", json!(2)), WrongType);
+    errors_at(Set("/tools", json!({})), WrongType);
+    errors_at(Set("/server", json!("https://a.example")), WrongType);
+    errors_at(Set("/description", json!(5)), WrongType);
+    errors_at(Set("/verification", json!(["x"])), WrongType);
 }
 
 #[test]
 fn url_and_auth_rules() {
     use Code::*;
-    errors(Set("/server/url", json!("http://a.example.com")), &[("/server/url", InvalidUrl)]);
-    errors(Set("/server/url", json!("/api/servio")), &[("/server/url", InvalidUrl)]);
-    errors(Set("/server/url", json!("https://user:pw@a.example.com")), &[("/server/url", InvalidUrl)]);
-    errors(Set("/server/url", json!("https://a.example.com/#x")), &[("/server/url", InvalidUrl)]);
-    errors(Remove("/server/url"), &[("/server/url", MissingMember)]);
-    errors(Set("/auth/type", json!("apikey")), &[("/auth/type", UnknownAuthType)]);
+    errors_at(Set("/server/url", json!("http://a.example.com")), InvalidUrl);
+    errors_at(Set("/server/url", json!("/api/servio")), InvalidUrl);
+    errors_at(Set("/server/url", json!("https://user:pw@a.example.com")), InvalidUrl);
+    errors_at(Set("/server/url", json!("https://a.example.com/#x")), InvalidUrl);
+    errors_at(Remove("/server/url"), MissingMember);
+    errors_at(Set("/auth/type", json!("apikey")), UnknownAuthType);
     errors(
         Set("/auth", json!({"type": "oauth2", "authorization_url": "https://a.example/authorize"})),
         &[("/auth/token_url", MissingMember)],
@@ -176,41 +203,35 @@ fn url_and_auth_rules() {
         ),
         &[("/auth/scopes/1", WrongType), ("/auth/scopes/2", WrongType)],
     );
-    errors(Set("/auth/scopes", json!("read")), &[("/auth/scopes", WrongType)]);
+    errors_at(Set("/auth/scopes", json!("read")), WrongType);
 }
 
 #[test]
 fn tool_rules() {
     use Code::*;
-    errors(Remove("/tools/1/description"), &[("/tools/1/description", MissingMember)]);
-    errors(Remove("/tools/0/name"), &[("/tools/0/name", MissingMember)]);
-    errors(Remove("/tools/0/input_schema"), &[("/tools/0/input_schema", MissingMember)]);
-    errors(Set("/tools/1/name", json!("forum.searchThreads")), &[("/tools/1/name", DuplicateToolName)]);
-    errors(Set("/tools/0/name", json!("forum search")), &[("/tools/0/name", ToolNameCharacters)]);
-    errors(Set("/tools/0/input_schema/type", json!("array")), &[("/tools/0/input_schema/type", SchemaRootType)]);
-    errors(Remove("/tools/0/input_schema/type"), &[("/tools/0/input_schema/type", SchemaRootType)]);
-    errors(
-        Set("/tools/0/input_schema/properties/limit/type", json!("integr")),
-        &[("/tools/0/input_schema/properties/limit/type", UnsupportedType)],
-    );
+    errors_at(Remove("/tools/1/description"), MissingMember);
+    errors_at(Remove("/tools/0/name"), MissingMember);
+    errors_at(Remove("/tools/0/input_schema"), MissingMember);
+    errors_at(Set("/tools/1/name", json!("forum.searchThreads")), DuplicateToolName);
+    errors_at(Set("/tools/0/name", json!("forum search")), ToolNameCharacters);
+    errors_at(Set("/tools/0/input_schema/type", json!("array")), SchemaRootType);
+    errors_at(Remove("/tools/0/input_schema/type"), SchemaRootType);
+    errors_at(Set("/tools/0/input_schema/properties/limit/type", json!("integr")), UnsupportedType);
     errors(
         Set("/tools/0/input_schema/properties/limit/type", json!(["integer", "null"])),
         &[("/tools/0/input_schema/properties/limit/type/1", UnsupportedType)],
     );
-    errors(
-        Set("/tools/0/input_schema/properties/query/pattern", json!("[")),
-        &[("/tools/0/input_schema/properties/query/pattern", InvalidSchema)],
-    );
-    errors(Set("/tools/0/input_schema/required", json!("query")), &[("/tools/0/input_schema/required", InvalidSchema)]);
-    errors(Set("/tools/0", json!("forum.searchThreads")), &[("/tools/0", WrongType)]);
+    errors_at(Set("/tools/0/input_schema/properties/query/pattern", json!("[")), InvalidSchema);
+    errors_at(Set("/tools/0/input_schema/required", json!("query")), InvalidSchema);
+    errors_at(Set("/tools/0", json!("forum.searchThreads")), WrongType);
 }
 
 #[test]
 fn lints() {
     use Code::*;
-    warns(Set("/version", json!("v2")), &[("/version", VersionNotSemver)]);
-    warns(Set("/tools/0/name", json!("search_threads")), &[("/tools/0/name", ToolNameConvention)]);
-    warns(Set("/tools/0/description", json!("Search threads")), &[("/tools/0/description", VagueDescription)]);
+    warns_at(Set("/version", json!("v2")), VersionNotSemver);
+    warns_at(Set("/tools/0/name", json!("search_threads")), ToolNameConvention);
+    warns_at(Set("/tools/0/description", json!("Search threads")), VagueDescription);
     warns(
         Remove("/tools/0/input_schema/properties/query/description"),
         &[("/tools/0/input_schema/properties/query", PropertyDescription)],
@@ -219,21 +240,15 @@ fn lints() {
         Set("/tools/0/input_schema/required", json!(["query", "qeury"])),
         &[("/tools/0/input_schema/required/1", RequiredNotInProperties)],
     );
-    warns(
-        Set("/tools/0/input_schema/properties/limit/default", json!("10")),
-        &[("/tools/0/input_schema/properties/limit/default", DefaultMismatch)],
-    );
-    warns(Set("/breif", json!({})), &[("/breif", UnknownField)]);
-    warns(Set("/tools/0/inputSchema", json!({})), &[("/tools/0/inputSchema", UnknownField)]);
-    warns(Set("/brief/metrics/0/value_path", json!("x")), &[("/brief/metrics/0/value_path", UnknownField)]);
-    warns(
+    warns_at(Set("/tools/0/input_schema/properties/limit/default", json!("10")), DefaultMismatch);
+    warns_at(Set("/breif", json!({})), UnknownField);
+    warns_at(Set("/tools/0/inputSchema", json!({})), UnknownField);
+    warns_at(Set("/brief/metrics/0/value_path", json!("x")), UnknownField);
+    warns_at(
         Set("/tools/0/name", json!("reporting.getQuarterlyRevenueBreakdownByRegionAndProductCategory")),
-        &[("/tools/0/name", PrefixedNameTooLong)],
+        PrefixedNameTooLong,
     );
-    warns(
-        Set("/brief/metrics/0/granularity", json!("hour")),
-        &[("/brief/metrics/0/granularity", KeyGranularityMismatch)],
-    );
+    warns_at(Set("/brief/metrics/0/granularity", json!("hour")), KeyGranularityMismatch);
     warns(
         Set("/brief/metrics/0/key", json!("sales.revenue.weekly")),
         &[("/brief/metrics/0/granularity", KeyGranularityMismatch)],
@@ -247,57 +262,33 @@ fn lints() {
 #[test]
 fn brief_rules() {
     use Code::*;
-    ignores_brief(Set("/brief", json!([])), &[("/brief", BriefShape)]);
+    ignores_brief_at(Set("/brief", json!([])), BriefShape);
     ignores_brief(Set("/brief", json!({})), &[("/brief/metrics", BriefShape)]);
-    ignores_brief(Set("/brief/metrics", json!({})), &[("/brief/metrics", BriefShape)]);
-    ignores_brief(Set("/brief/metrics/0/key", json!("Sales.Revenue")), &[("/brief/metrics/0/key", MetricKey)]);
-    ignores_brief(Remove("/brief/metrics/0/key"), &[("/brief/metrics/0/key", BriefShape)]);
-    ignores_brief(Remove("/brief/metrics/0/valuePath"), &[("/brief/metrics/0/valuePath", BriefShape)]);
-    ignores_brief(
-        Set("/brief/metrics/0/tool", json!("getSalesSummary")),
-        &[("/brief/metrics/0/tool", UnknownMetricTool)],
-    );
-    ignores_brief(
-        Set("/brief/metrics/0/valuePath", json!("$.data.totals.revenue")),
-        &[("/brief/metrics/0/valuePath", ValuePath)],
-    );
-    ignores_brief(
-        Set("/brief/metrics/0/valuePath", json!("data..revenue")),
-        &[("/brief/metrics/0/valuePath", ValuePath)],
-    );
-    ignores_brief(
-        Set("/brief/metrics/0/valuePath", json!("rows.*.count")),
-        &[("/brief/metrics/0/valuePath", ValuePath)],
-    );
-    ignores_brief(
-        Set("/brief/metrics/0/granularity", json!("daily")),
-        &[("/brief/metrics/0/granularity", Granularity)],
-    );
-    ignores_brief(Set("/brief/metrics/0/unit", json!(5)), &[("/brief/metrics/0/unit", BriefShape)]);
-    ignores_brief(
-        Set("/brief/metrics/0/args/from", json!("{{periodstart}}")),
-        &[("/brief/metrics/0/args/from", Placeholder)],
-    );
-    ignores_brief(
-        Set("/brief/metrics/0/args/from", json!("{{periodStart")),
-        &[("/brief/metrics/0/args/from", Placeholder)],
-    );
-    ignores_brief(
-        Set("/brief/metrics/0/args/x{{timezone}}", json!("a")),
-        &[("/brief/metrics/0/args/x{{timezone}}", Placeholder)],
-    );
-    ignores_brief(Remove("/brief/metrics/0/args/to"), &[("/brief/metrics/0/args/to", MetricArgs)]);
+    ignores_brief_at(Set("/brief/metrics", json!({})), BriefShape);
+    ignores_brief_at(Set("/brief/metrics/0/key", json!("Sales.Revenue")), MetricKey);
+    ignores_brief_at(Remove("/brief/metrics/0/key"), BriefShape);
+    ignores_brief_at(Remove("/brief/metrics/0/valuePath"), BriefShape);
+    ignores_brief_at(Set("/brief/metrics/0/tool", json!("getSalesSummary")), UnknownMetricTool);
+    ignores_brief_at(Set("/brief/metrics/0/valuePath", json!("$.data.totals.revenue")), ValuePath);
+    ignores_brief_at(Set("/brief/metrics/0/valuePath", json!("data..revenue")), ValuePath);
+    ignores_brief_at(Set("/brief/metrics/0/valuePath", json!("rows.*.count")), ValuePath);
+    ignores_brief_at(Set("/brief/metrics/0/granularity", json!("daily")), Granularity);
+    ignores_brief_at(Set("/brief/metrics/0/unit", json!(5)), BriefShape);
+    ignores_brief_at(Set("/brief/metrics/0/args/from", json!("{{periodstart}}")), Placeholder);
+    ignores_brief_at(Set("/brief/metrics/0/args/from", json!("{{periodStart")), Placeholder);
+    ignores_brief_at(Set("/brief/metrics/0/args/x{{timezone}}", json!("a")), Placeholder);
+    ignores_brief_at(Remove("/brief/metrics/0/args/to"), MetricArgs);
     ignores_brief(
         Remove("/brief/metrics/0/args"),
         &[("/brief/metrics/0/args/from", MetricArgs), ("/brief/metrics/0/args/to", MetricArgs)],
     );
-    ignores_brief(Set("/brief/metrics/0/args/to", json!(5)), &[("/brief/metrics/0/args/to", MetricArgs)]);
-    ignores_brief(Set("/brief/metrics/0/args", json!([])), &[("/brief/metrics/0/args", MetricArgs)]);
+    ignores_brief_at(Set("/brief/metrics/0/args/to", json!(5)), MetricArgs);
+    ignores_brief_at(Set("/brief/metrics/0/args", json!([])), MetricArgs);
     ignores_brief(
         Set("/brief/metrics/1", base()["brief"]["metrics"][0].clone()),
         &[("/brief/metrics/1/key", DuplicateMetricKey)],
     );
-    ignores_brief(Set("/brief/metrics/1", json!("sales.orders.daily")), &[("/brief/metrics/1", BriefShape)]);
+    ignores_brief_at(Set("/brief/metrics/1", json!("sales.orders.daily")), BriefShape);
     // An empty metrics array is a valid brief that declares nothing.
     let found = run(Set("/brief/metrics", json!([])));
     assert_eq!((found.brief, found.errors.len()), (BriefStatus::Valid, 0));

@@ -159,7 +159,8 @@ impl ParsedSite {
     }
 
     fn validator(&self, index: usize) -> &Result<ArgumentValidator, String> {
-        self.validators[index].get_or_init(|| ArgumentValidator::new(&self.manifest.tools[index].input_schema))
+        self.validators[index]
+            .get_or_init(|| ArgumentValidator::new(&self.manifest.tools[index].input_schema).map_err(|e| e.message))
     }
 }
 

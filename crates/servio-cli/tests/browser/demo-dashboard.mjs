@@ -2,14 +2,10 @@
 // Arguments: PLATFORM_URL EMAIL PASSWORD SCREENSHOT_PATH.
 // Prints one line per metric card (heading, then its change line) and one per collection log;
 // exits non-zero on any failure.
-import { chromium } from 'playwright-core';
+import { launch } from './launch.mjs';
 
 const [platform, email, password, screenshot] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-         '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 try {
   const page = await browser.newPage({ viewport: { width: 1200, height: 1400 } });
   await page.goto(`${platform}/signin`);

@@ -4,14 +4,10 @@
 // Arguments: PLATFORM_URL DEMO_SITE_URL TOKEN SCREENSHOT_PATH VERIFICATION_FILE.
 // Prints the site page's heading and the search hit; exits non-zero on any failure.
 import { writeFileSync } from 'node:fs';
-import { chromium } from 'playwright-core';
+import { launch } from './launch.mjs';
 
 const [platform, site, token, screenshot, verificationFile] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-         '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 try {
   const page = await browser.newPage({ viewport: { width: 1200, height: 1400 } });
   await page.goto(`${platform}/signin`);
