@@ -80,7 +80,7 @@ async fn require_user(State(state): State<AppState>, mut request: Request, next:
             response
         }
         Err(error) => {
-            eprintln!("servio: resolving an MCP token failed: {error}");
+            tracing::error!(%error, "resolving an MCP token failed");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
     }
@@ -127,7 +127,7 @@ impl ServerHandler for McpGateway {
     ) -> Result<ListToolsResult, McpError> {
         let user = self.user(&context.extensions)?;
         let catalogue = gateway::catalogue(&self.state, &user).await.map_err(|e| {
-            eprintln!("servio: listing MCP tools failed: {e}");
+            tracing::error!(user_id = user.id, error = %e, "listing MCP tools failed");
             McpError::internal_error("the tool catalogue could not be read", None)
         })?;
         let tools = catalogue.tools().iter().map(mcp_tool).collect();

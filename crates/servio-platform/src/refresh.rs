@@ -91,11 +91,11 @@ pub async fn run_periodically(state: AppState, tick: Duration) {
             Ok(sites) => {
                 for site in sites {
                     if let Err(error) = refresh_site(&state, &site).await {
-                        eprintln!("servio: refreshing {} failed: {error}", site.origin);
+                        tracing::error!(origin = %site.origin, %error, "refreshing a manifest failed");
                     }
                 }
             }
-            Err(error) => eprintln!("servio: finding sites to refresh failed: {error}"),
+            Err(error) => tracing::error!(%error, "finding sites to refresh failed"),
         }
         tokio::time::sleep(tick).await;
     }

@@ -41,7 +41,7 @@ pub async fn run_once(state: &AppState) -> Result<Upkeep, StoreError> {
 pub async fn run_periodically(state: AppState, tick: Duration) {
     loop {
         if let Err(error) = run_once(&state).await {
-            eprintln!("servio: purging sessions failed: {error}");
+            tracing::error!(%error, "purging sessions failed");
         }
         tokio::time::sleep(tick).await;
     }

@@ -123,7 +123,7 @@ impl Owners {
 /// session that does not exist, so no token learns whether another user's session is live.
 pub(super) async fn keep_sessions_to_owners(State(owners): State<Owners>, request: Request, next: Next) -> Response {
     let Some(user_id) = request.extensions().get::<User>().map(|user| user.id) else {
-        eprintln!("servio: an MCP request reached the session check without a user");
+        tracing::error!("an MCP request reached the session check without a user");
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
     let session = session_id(request.headers());
