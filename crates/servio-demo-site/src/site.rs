@@ -444,61 +444,11 @@ async fn create_post(site: &Site, args: &Value) -> Result<Value, String> {
     Ok(json!({ "thread_id": id, "post_number": number }))
 }
 
+/// The manifest the demo site publishes (`manifest.json`), its server URL under `origin`.
 fn manifest(origin: &str) -> Value {
-    json!({
-        "name": "Servio Demo Forum & Shop",
-        "version": "1.0.0",
-        "description": "A demo site: a small developer forum and a shop whose daily sales a platform can collect.",
-        "server": { "url": format!("{origin}/api/servio") },
-        "auth": { "type": "bearer" },
-        "tools": [
-            {
-                "name": "forum.searchThreads",
-                "description": "Search forum threads by keyword. Returns matching threads with title, author, creation date, reply count and category.",
-                "input_schema": { "type": "object", "properties": {
-                    "query": { "type": "string", "description": "Search keyword or phrase" },
-                    "category": { "type": "string", "description": "Only threads in this category", "enum": ["backend", "frontend", "devops"] },
-                    "limit": { "type": "integer", "description": "Maximum number of results (1-50)", "minimum": 1, "maximum": 50, "default": 10 }
-                }, "required": ["query"] }
-            },
-            {
-                "name": "forum.getThread",
-                "description": "Retrieve one forum thread by its ID, with every post and its author.",
-                "input_schema": { "type": "object", "properties": {
-                    "thread_id": { "type": "integer", "description": "The thread ID" }
-                }, "required": ["thread_id"] }
-            },
-            {
-                "name": "forum.createPost",
-                "description": "Reply to an existing forum thread with a new post signed by the current user.",
-                "input_schema": { "type": "object", "properties": {
-                    "thread_id": { "type": "integer", "description": "The thread to reply to" },
-                    "content": { "type": "string", "description": "The text of the reply" }
-                }, "required": ["thread_id", "content"] }
-            },
-            {
-                "name": "shop.getSalesSummary",
-                "description": "Summarise shop sales for a date range in a time zone: revenue in USD, order count and refunds.",
-                "input_schema": { "type": "object", "properties": {
-                    "from": { "type": "string", "description": "First local date, YYYY-MM-DD" },
-                    "to": { "type": "string", "description": "Last local date, YYYY-MM-DD" },
-                    "timezone": { "type": "string", "description": "IANA time zone the dates are in" }
-                }, "required": ["from", "to"] }
-            }
-        ],
-        "brief": { "metrics": [
-            {
-                "key": "sales.revenue.daily", "tool": "shop.getSalesSummary",
-                "args": { "from": "{{periodStart}}", "to": "{{periodEnd}}", "timezone": "{{timezone}}" },
-                "valuePath": "data.totals.revenue", "unit": "USD", "granularity": "day"
-            },
-            {
-                "key": "sales.orders.daily", "tool": "shop.getSalesSummary",
-                "args": { "from": "{{periodStart}}", "to": "{{periodEnd}}", "timezone": "{{timezone}}" },
-                "valuePath": "data.totals.orders", "unit": "count", "granularity": "day"
-            }
-        ]}
-    })
+    let mut manifest: Value = serde_json::from_str(include_str!("manifest.json")).expect("manifest.json is JSON");
+    manifest["server"]["url"] = json!(format!("{origin}/api/servio"));
+    manifest
 }
 
 #[cfg(test)]
