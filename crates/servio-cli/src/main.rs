@@ -60,6 +60,13 @@ fn main() -> ExitCode {
 }
 
 fn try_main(cli: Cli) -> Result<Outcome, Failure> {
+    // The long-running commands log; the others answer on stdout and stderr themselves.
+    if matches!(
+        cli.command,
+        Command::Serve(_) | Command::Worker(_) | Command::DemoSite(_) | Command::Demo(_) | Command::Mcp(_)
+    ) {
+        logging::init();
+    }
     match cli.command {
         Command::Check(args) => check_cmd::run(&args),
         Command::Explain(args) => explain_cmd::run(&args),
@@ -68,26 +75,11 @@ fn try_main(cli: Cli) -> Result<Outcome, Failure> {
         Command::Brief { command: BriefCommand::Test(args) } => brief_test_cmd::run(&args),
         Command::Call(args) => call_cmd::run(&args),
         Command::Login(args) => login_cmd::run(&args),
-        Command::Serve(args) => {
-            logging::init();
-            serve_cmd::run(&args)
-        }
-        Command::Worker(args) => {
-            logging::init();
-            worker_cmd::run(&args)
-        }
-        Command::DemoSite(args) => {
-            logging::init();
-            demo_site_cmd::run(&args)
-        }
-        Command::Demo(args) => {
-            logging::init();
-            demo_cmd::run(&args)
-        }
-        Command::Mcp(args) => {
-            logging::init();
-            mcp_cmd::run(&args)
-        }
+        Command::Serve(args) => serve_cmd::run(&args),
+        Command::Worker(args) => worker_cmd::run(&args),
+        Command::DemoSite(args) => demo_site_cmd::run(&args),
+        Command::Demo(args) => demo_cmd::run(&args),
+        Command::Mcp(args) => mcp_cmd::run(&args),
         Command::Address(args) => {
             let site = servio_manifest::Site::parse(&args.site)?;
             println!("{}", site.prefixed_name(&args.tool));
