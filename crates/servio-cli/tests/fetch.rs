@@ -13,8 +13,11 @@ mod common;
 
 const MANIFEST: &str = include_str!("../../../examples/devcommunity.json");
 
-async fn servio(args: Vec<String>) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_servio")).args(args).env("NO_COLOR", "1").output().await.unwrap()
+/// Runs `servio ARGS`; the arguments are copied before the returned future is awaited.
+fn servio(args: &[&str]) -> impl Future<Output = Output> + use<> {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_servio"));
+    command.args(args).env("NO_COLOR", "1");
+    async move { command.output().await.unwrap() }
 }
 
 #[tokio::test]
@@ -31,20 +34,18 @@ async fn check_discovers_and_reports_like_a_file() {
     let url = format!("https://localhost:{}", site.addr.port());
     let ca_arg = ca_file.to_str().unwrap().to_owned();
 
-    let out =
-        servio(vec!["check".into(), "--format".into(), "json".into(), url.clone(), "--ca-cert".into(), ca_arg.clone()])
-            .await;
+    let out = servio(&["check", "--format", "json", &url, "--ca-cert", &ca_arg]).await;
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["source"], format!("{url}/servio.json"));
     assert_eq!(report["valid"], true);
 
     // Without the CA the certificate is not trusted: could not fetch, exit 2.
-    let out = servio(vec!["check".into(), url.clone()]).await;
+    let out = servio(&["check", &url]).await;
     assert_eq!(out.status.code(), Some(2));
 
     // The platform's guard refuses loopback and says which address and why.
-    let out = servio(vec!["check".into(), url, "--ca-cert".into(), ca_arg, "--guard".into(), "public".into()]).await;
+    let out = servio(&["check", &url, "--ca-cert", &ca_arg, "--guard", "public"]).await;
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("localhost resolves to") && stderr.contains("a loopback address"), "{stderr}");
@@ -55,12 +56,8 @@ async fn call_validates_arguments_sends_the_token_and_prints_the_result() {
     use servio_demo_site::DemoAuth;
     let demo = common::start("t0k3n", DemoAuth::Bearer).await;
     let (origin, ca_file) = (demo.origin.clone(), demo.ca_file.clone());
-    let call = |extra: &[&str]| {
-        let mut args: Vec<String> =
-            vec!["call".into(), origin.clone(), "--ca-cert".into(), ca_file.to_str().unwrap().into()];
-        args.extend(extra.iter().map(|s| s.to_string()));
-        servio(args)
-    };
+    let ca = ca_file.to_str().unwrap();
+    let call = |extra: &[&str]| servio(&[&["call", &origin, "--ca-cert", ca][..], extra].concat());
 
     let out =
         call(&["shop.getSalesSummary", "--json", r#"{"from": "2026-08-20", "to": "2026-08-20"}"#, "--token", "t0k3n"])
@@ -87,7 +84,7 @@ async fn discovery_reports_a_misbehaving_site() {
     let demo = common::start("t", DemoAuth::Bearer).await;
     let (origin, ca_file, site) = (demo.origin.clone(), demo.ca_file.clone(), demo.site.clone());
     site.set_misbehaviour("/.well-known/servio.json", Some(Misbehaviour::Html));
-    let check = || servio(vec!["check".into(), origin.clone(), "--ca-cert".into(), ca_file.to_str().unwrap().into()]);
+    let check = || servio(&["check", &origin, "--ca-cert", ca_file.to_str().unwrap()]);
 
     let out = check().await;
     assert_eq!(out.status.code(), Some(2));
@@ -113,13 +110,10 @@ async fn brief_test_shows_what_would_be_stored() {
     use servio_demo_site::DemoAuth;
     let demo = common::start("t0k3n", DemoAuth::Bearer).await;
     let (origin, ca_file) = (demo.origin.clone(), demo.ca_file.clone());
-    let test = |extra: &[&str]| {
-        let mut args: Vec<String> =
-            ["brief", "test", &origin, "--ca-cert", ca_file.to_str().unwrap()].map(String::from).to_vec();
-        args.extend(["--date", "2026-08-20", "--timezone", "America/Los_Angeles"].map(String::from));
-        args.extend(extra.iter().map(|s| s.to_string()));
-        servio(args)
-    };
+    let ca = ca_file.to_str().unwrap();
+    let fixed =
+        ["brief", "test", &origin, "--ca-cert", ca, "--date", "2026-08-20", "--timezone", "America/Los_Angeles"];
+    let test = |extra: &[&str]| servio(&[&fixed[..], extra].concat());
 
     let out = test(&["--token", "t0k3n"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
