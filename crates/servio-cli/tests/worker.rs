@@ -162,7 +162,7 @@ async fn ten_thousand_collections_stored_exactly_once_while_workers_die() {
             }
         }
         for attempt in store.attempts(user_id, site_id, 1_000_000).await.unwrap() {
-            if attempt.outcome == "stored" {
+            if attempt.outcome == servio_store::AttemptOutcome::Stored {
                 *stored.entry((user_id, attempt.metric_key, attempt.start_date)).or_default() += 1;
             } else {
                 other_outcomes.push(format!("{} {:?}", attempt.outcome, attempt.reason));

@@ -11,7 +11,7 @@ use servio_manifest::period::{Period, PlaceholderValues};
 use servio_manifest::schema::ArgumentValidator;
 use servio_manifest::value::extract;
 use servio_manifest::{Brief, Manifest, Metric};
-use servio_store::{SiteRecord, Slot, StoreError, User, VaultEntry};
+use servio_store::{CollectionResult, SiteRecord, Slot, StoreError, User, VaultEntry};
 
 use crate::AppState;
 pub use crate::credential::fresh_bearer;
@@ -177,19 +177,15 @@ async fn collect(
     let at = at.as_second();
     let answer = ask(state, user, manifest, validators, bearer, metric, period).await;
     let raw = answer.raw.as_deref();
-    match &answer.outcome {
-        Outcome::Stored(value) => {
-            state.store.store_value(&slot, *value, raw.unwrap_or_default(), at).await?;
-            state.store.log_attempt(&slot, "stored", None, raw, at).await?;
-        }
-        Outcome::Dropped(reason) => state.store.log_attempt(&slot, "dropped", Some(reason), raw, at).await?,
+    let result = match &answer.outcome {
+        Outcome::Stored(value) => CollectionResult::Stored { value: *value, raw: raw.unwrap_or_default() },
+        Outcome::Dropped(reason) => CollectionResult::Dropped { reason, raw },
         Outcome::Failed { reason, transient: true } => {
-            state.store.log_retry(&slot, reason, answer.retry_at, at).await?
+            CollectionResult::Retry { reason, retry_at: answer.retry_at, not_before: None }
         }
-        Outcome::Failed { reason, transient: false } => {
-            state.store.log_attempt(&slot, "failed", Some(reason), None, at).await?
-        }
-    }
+        Outcome::Failed { reason, transient: false } => CollectionResult::Failed { reason },
+    };
+    state.store.record_result(&slot, &result, at).await?;
     Ok(answer.outcome)
 }
 

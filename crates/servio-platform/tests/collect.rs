@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use servio_collector::plan::Planner;
 use servio_demo_site::site::{daily_figures, dollars};
 use servio_demo_site::{LocalCa, Misbehaviour};
+use servio_store::AttemptOutcome;
 
 mod common;
 
@@ -230,11 +231,11 @@ async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
     // Every drop and failure is in the log with a reason a site owner can act on.
     let attempts = server.state.store.attempts(user.id, entry.site.id, 100).await.unwrap();
     assert_eq!(attempts.len(), 2 * (dropped.len() + 4 + 1 + 4 + 1));
-    for attempt in attempts.iter().filter(|a| a.outcome != "stored") {
+    for attempt in attempts.iter().filter(|a| a.outcome != AttemptOutcome::Stored) {
         let reason = attempt.reason.as_deref().unwrap_or_default();
-        let expected = match attempt.outcome.as_str() {
-            "dropped" => ["valuePath", "not JSON"].iter().any(|word| reason.contains(word)),
-            "retry" => reason.contains("500") || reason.contains("no complete response within 0.3 s"),
+        let expected = match attempt.outcome {
+            AttemptOutcome::Dropped => ["valuePath", "not JSON"].iter().any(|word| reason.contains(word)),
+            AttemptOutcome::Retry => reason.contains("500") || reason.contains("no complete response within 0.3 s"),
             _ => false,
         };
         assert!(expected, "{attempt:?}");

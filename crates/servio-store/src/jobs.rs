@@ -9,7 +9,7 @@
 //! and only while the fence it claimed with is still the job's: a worker paused past its lease,
 //! whose job another worker has claimed since, writes nothing.
 
-use crate::Slot;
+use crate::{CollectionResult, Slot};
 
 /// A slot to enqueue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +38,7 @@ pub struct JobClaim<'a> {
 }
 
 /// A claimed job.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Job {
     /// Its id.
     pub id: i64,
@@ -77,42 +77,10 @@ impl Job {
     }
 }
 
-/// How a job ended this time, and so what its completion writes.
-#[derive(Debug, Clone, PartialEq)]
-pub enum JobResult<'a> {
-    /// A value: stored for the slot, an attempt `stored` logged; the job is done.
-    Stored {
-        /// The number.
-        value: f64,
-        /// The value as the site sent it.
-        raw: &'a str,
-    },
-    /// The value was dropped: an attempt `dropped` logged; the job failed for good.
-    Dropped {
-        /// Why.
-        reason: &'a str,
-        /// The raw value found, when there was one.
-        raw: Option<&'a str>,
-    },
-    /// A permanent failure: an attempt `failed` logged; the job failed for good.
-    Failed {
-        /// Why.
-        reason: &'a str,
-    },
-    /// A transient failure: an attempt `retry` logged; the job is pending again from
-    /// `not_before`, or, with `None` (the next try would be past the deadline), failed.
-    Retry {
-        /// Why.
-        reason: &'a str,
-        /// When the site asked to be tried again (`Retry-After`).
-        retry_at: Option<i64>,
-        /// When the job may be claimed again.
-        not_before: Option<i64>,
-    },
-    /// Nothing to log (the site left the vault, or the period ran out before the job was
-    /// tried): the job failed.
-    Abandoned,
-}
+/// How a job ended this time, and so what its completion writes: a collection result.
+// FIXME(merge): the name jobs used before [`CollectionResult`]; it goes once every caller
+// (servio-collector's jobs) says `CollectionResult`.
+pub type JobResult<'a> = CollectionResult<'a>;
 
 /// A claimed job with its result, to complete.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,53 +88,53 @@ pub struct Completion<'a> {
     /// The job, with the fence it was claimed with.
     pub job: &'a Job,
     /// What to write.
-    pub result: JobResult<'a>,
+    pub result: CollectionResult<'a>,
 }
 
-impl JobResult<'_> {
-    /// The job's state after this result: `done`, `pending` or `failed`.
-    pub fn state(&self) -> &'static str {
+/// Where a job stands (stored as its lowercase name, the same text as before it was typed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobState {
+    /// Still to do, or to retry.
+    Pending,
+    /// A value stored.
+    Done,
+    /// Ended without a value.
+    Failed,
+}
+
+impl JobState {
+    /// The stored text: `pending`, `done` or `failed`.
+    pub fn as_str(self) -> &'static str {
         match self {
-            JobResult::Stored { .. } => "done",
-            JobResult::Retry { not_before: Some(_), .. } => "pending",
-            _ => "failed",
+            JobState::Pending => "pending",
+            JobState::Done => "done",
+            JobState::Failed => "failed",
+        }
+    }
+}
+
+impl CollectionResult<'_> {
+    /// The job's state after this result.
+    pub fn state(&self) -> JobState {
+        match self {
+            CollectionResult::Stored { .. } => JobState::Done,
+            CollectionResult::Retry { not_before: Some(_), .. } => JobState::Pending,
+            _ => JobState::Failed,
         }
     }
 
     /// When a job pending again may be claimed.
     pub fn not_before(&self) -> Option<i64> {
         match self {
-            JobResult::Retry { not_before, .. } => *not_before,
+            CollectionResult::Retry { not_before, .. } => *not_before,
             _ => None,
         }
     }
-
-    /// The attempt this result logs: its outcome, reason, raw value and `Retry-After`
-    /// (`None`: an abandoned job logs nothing).
-    pub fn attempt(&self) -> Option<Attempted<'_>> {
-        let (outcome, reason, raw, retry_at) = match self {
-            JobResult::Stored { raw, .. } => ("stored", None, Some(*raw), None),
-            JobResult::Dropped { reason, raw } => ("dropped", Some(*reason), *raw, None),
-            JobResult::Failed { reason } => ("failed", Some(*reason), None, None),
-            JobResult::Retry { reason, retry_at, .. } => ("retry", Some(*reason), None, *retry_at),
-            JobResult::Abandoned => return None,
-        };
-        Some(Attempted { outcome, reason, raw, retry_at })
-    }
 }
 
-/// The attempt a job's result logs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Attempted<'a> {
-    /// `stored`, `dropped`, `failed` or `retry`.
-    pub outcome: &'static str,
-    /// Why, unless stored.
-    pub reason: Option<&'a str>,
-    /// The raw value found, when there was one.
-    pub raw: Option<&'a str>,
-    /// When the site asked to be tried again.
-    pub retry_at: Option<i64>,
-}
+/// The columns a [`Job`] is read from.
+pub(crate) const JOB_COLUMNS: &str =
+    "id, fence, user_id, site_id, metric_key, granularity, period_start, period_end, start_date, deadline";
 
 /// How many jobs are in each state, and how often jobs were claimed again.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

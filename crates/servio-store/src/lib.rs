@@ -1,10 +1,12 @@
 //! The platform's storage: one interface ([`Store`]), with SQLite (embedded, the default) and
 //! PostgreSQL (several `servio serve` processes on one database) behind it.
 //!
-//! Only this crate knows SQL. Each backend has its own migrations folder
-//! (`migrations/sqlite`, `migrations/postgres`), applied when the store opens; an applied
+//! Only this crate knows SQL. Each query is written once for both backends (`shared.rs`); each
+//! backend's module keeps what only it does (`sqlite.rs`, `postgres.rs`). Each migration is one
+//! template rendered per backend (`migrations.rs`), applied when the store opens; an applied
 //! migration is never edited. Times are seconds since the Unix epoch; secrets are stored only
-//! as hashes the caller computed.
+//! as hashes the caller computed. Collection outcomes and job states are enums
+//! ([`AttemptOutcome`], [`JobState`]) stored as the text they always were.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), servio_store::StoreError> {
@@ -14,45 +16,26 @@
 //! ```
 #![deny(missing_docs)]
 
+mod collection;
+mod error;
 mod jobs;
+mod migrations;
 mod postgres;
+mod shared;
 mod sqlite;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use async_trait::async_trait;
 
-pub use jobs::{Attempted, Completion, Job, JobClaim, JobCounts, JobResult, NewJob};
+pub use collection::{AttemptOutcome, Attempted, CollectionResult, UnknownName};
+pub use error::{ErrorKind, StoreError};
+pub use jobs::{Completion, Job, JobClaim, JobCounts, JobResult, JobState, NewJob};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
-/// Why a store operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// A unique value is taken already (an email, a token).
-    #[error("{0} is already taken")]
-    Conflict(&'static str),
-    /// The database URL is not one we open.
-    #[error("unsupported database URL {0:?}: expected sqlite:PATH or postgres://...")]
-    BadUrl(String),
-    /// The database failed.
-    #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
-    /// A migration failed.
-    #[error("migration failed: {0}")]
-    Migration(#[from] sqlx::migrate::MigrateError),
-    /// A file of the embedded database could not be made private.
-    #[error("{0}")]
-    Io(String),
-}
-
-impl StoreError {
-    /// True for [`StoreError::Conflict`].
-    pub fn is_conflict(&self) -> bool {
-        matches!(self, StoreError::Conflict(_))
-    }
-}
-
 /// An account.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct User {
     /// Its id.
     pub id: i64,
@@ -67,7 +50,7 @@ pub struct User {
 }
 
 /// A browser session, found by the hash of its cookie value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Session {
     /// Whose.
     pub user_id: i64,
@@ -80,7 +63,7 @@ pub struct Session {
 }
 
 /// A personal API token; the token itself is shown once and stored only as a hash.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct ApiToken {
     /// Its id.
     pub id: i64,
@@ -95,7 +78,7 @@ pub struct ApiToken {
 }
 
 /// A site the platform knows, with the last valid manifest it fetched.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct SiteRecord {
     /// Its id.
     pub id: i64,
@@ -116,9 +99,10 @@ pub struct SiteRecord {
 }
 
 /// One site of a user's vault.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct VaultEntry {
     /// The site.
+    #[sqlx(flatten)]
     pub site: SiteRecord,
     /// The sealed credential, when the user gave one.
     pub credential: Option<Vec<u8>>,
@@ -128,7 +112,7 @@ pub struct VaultEntry {
 }
 
 /// One stored version of a site's manifest.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Version {
     /// Its id.
     pub id: i64,
@@ -139,7 +123,7 @@ pub struct Version {
 }
 
 /// A claim of ownership of an origin, with the token its manifest must list.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Claim {
     /// Its id.
     pub id: i64,
@@ -154,7 +138,7 @@ pub struct Claim {
 }
 
 /// What a Directory listing shows, and whether it is shown.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Listing {
     /// The site.
     pub site_id: i64,
@@ -175,9 +159,10 @@ pub struct Listing {
 }
 
 /// A search hit in the Directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Found {
     /// The listing.
+    #[sqlx(flatten)]
     pub listing: Listing,
     /// The site's origin.
     pub origin: String,
@@ -203,7 +188,7 @@ pub struct Slot<'a> {
 }
 
 /// A stored value.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct StoredValue {
     /// The metric.
     pub metric_key: String,
@@ -222,7 +207,7 @@ pub struct StoredValue {
 }
 
 /// One collection attempt, kept whatever happened.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct Attempt {
     /// The metric.
     pub metric_key: String,
@@ -230,8 +215,9 @@ pub struct Attempt {
     pub start_date: String,
     /// When.
     pub attempted_at: i64,
-    /// `stored`, `dropped`, `failed` (for good) or `retry` (transient).
-    pub outcome: String,
+    /// How it ended.
+    #[sqlx(try_from = "String")]
+    pub outcome: AttemptOutcome,
     /// Why, when not stored.
     pub reason: Option<String>,
     /// The raw value found, when there was one.
@@ -269,7 +255,7 @@ pub type Sealer<'a> = &'a (dyn Fn(i64) -> Vec<u8> + Send + Sync);
 
 /// An OAuth "Connect" attempt in progress, found again by the hash of its `state` when the
 /// browser comes back.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct OAuthAttempt {
     /// SHA-256 of the attempt's `state`, in hex.
     pub state_hash: String,
@@ -286,7 +272,7 @@ pub struct OAuthAttempt {
 }
 
 /// One tool call made through the AI gateway, for the user's call log.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct ToolCall {
     /// Its id (0 for one not stored yet).
     pub id: i64,
@@ -413,20 +399,12 @@ pub trait Store: Send + Sync {
     /// when the query has no words.
     async fn search(&self, query: &str, limit: i64) -> Result<Vec<Found>, StoreError>;
 
-    /// Stores a value for its slot, replacing an earlier one (the attempt log keeps both).
-    async fn store_value(&self, slot: &Slot<'_>, value: f64, raw: &str, now: i64) -> Result<(), StoreError>;
-    /// Logs an attempt.
-    async fn log_attempt(
-        &self,
-        slot: &Slot<'_>,
-        outcome: &str,
-        reason: Option<&str>,
-        raw: Option<&str>,
-        now: i64,
-    ) -> Result<(), StoreError>;
-    /// Logs a transient failure (outcome `retry`), with the time the site asked to be tried again.
-    async fn log_retry(&self, slot: &Slot<'_>, reason: &str, retry_at: Option<i64>, now: i64)
-    -> Result<(), StoreError>;
+    /// Writes what one collection of `slot` made at `now` came to, in one transaction: its
+    /// value when there is one (replacing an earlier value of the slot; the attempt log keeps
+    /// both) and its attempt (none for [`CollectionResult::Abandoned`]). Backfills write
+    /// through this; jobs through [`Store::complete_jobs`], which writes the same under the
+    /// job's fence.
+    async fn record_result(&self, slot: &Slot<'_>, result: &CollectionResult<'_>, now: i64) -> Result<(), StoreError>;
     /// The transient failures of a slot so far.
     async fn retries(&self, slot: &Slot<'_>) -> Result<Retries, StoreError>;
     /// A user's values of one metric of one site whose period starts at or after `since`, oldest first.
@@ -462,7 +440,7 @@ pub trait Store: Send + Sync {
     /// A user's latest tool calls, newest first.
     async fn tool_calls(&self, user_id: i64, limit: i64) -> Result<Vec<ToolCall>, StoreError>;
     /// Stores many values in one transaction, each replacing an earlier one of its slot as
-    /// [`Store::store_value`] does, and logs no attempts: for seeding (benchmarks, imports),
+    /// [`Store::record_result`] does, and logs no attempts: for seeding (benchmarks, imports),
     /// where one durable commit per value would take minutes.
     async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError>;
     /// A user's values of several (site, metric key) pairs whose period starts at or after
@@ -498,22 +476,6 @@ const LAST_USED_PRECISION: i64 = 60;
 /// once an hour however many requests it makes, and its idle limit may be overrun by as much.
 pub const SESSION_USE_PRECISION: i64 = 3600;
 
-/// The session SQL, one text for both backends (`$N` placeholders work in SQLite too).
-mod session_sql {
-    /// Binds: token hash, user, CSRF token, now (created), expires at, now (last used), idle.
-    pub const INSERT: &str = "INSERT INTO sessions \
-        (token_hash, user_id, csrf_token, created_at, expires_at, last_used_at, idle_seconds) \
-        VALUES ($1, $2, $3, $4, $5, $6, $7)";
-    /// Binds: token hash, now, now.
-    pub const FIND: &str = "SELECT user_id, csrf_token, expires_at, idle_seconds, last_used_at FROM sessions \
-        WHERE token_hash = $1 AND expires_at > $2 AND last_used_at + idle_seconds > $3";
-    /// Binds: now, token hash.
-    pub const TOUCH: &str = "UPDATE sessions SET last_used_at = $1 WHERE token_hash = $2";
-    /// Binds: now, now, limit.
-    pub const PURGE: &str = "DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM sessions \
-        WHERE expires_at <= $1 OR last_used_at + idle_seconds <= $2 LIMIT $3)";
-}
-
 /// Opens the store at `url` (`sqlite:PATH`, `sqlite::memory:` or `postgres://...`) and applies
 /// its migrations.
 pub async fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
@@ -529,74 +491,4 @@ pub async fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
 /// The words of a search, letters and digits only, so that no query syntax gets through.
 fn search_words(query: &str) -> Vec<String> {
     query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).take(16).collect()
-}
-
-/// Maps a unique-constraint violation to [`StoreError::Conflict`].
-fn conflict(error: sqlx::Error, what: &'static str) -> StoreError {
-    match &error {
-        sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict(what),
-        _ => StoreError::Database(error),
-    }
-}
-
-/// Stores for tests of this and other crates: SQLite in memory, and PostgreSQL in a schema of
-/// its own when `SERVIO_TEST_DATABASE_URL` is set (elsewhere that backend says it is skipped).
-#[doc(hidden)]
-pub mod testing {
-    use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-
-    use crate::{PgStore, SqliteStore, Store};
-
-    /// Every backend available here, by name.
-    pub async fn backends() -> Vec<(&'static str, Box<dyn Store>)> {
-        let sqlite = SqliteStore::open("sqlite::memory:").await.expect("an in-memory SQLite database");
-        let mut all: Vec<(&'static str, Box<dyn Store>)> = vec![("sqlite", Box::new(sqlite))];
-        match std::env::var("SERVIO_TEST_DATABASE_URL") {
-            Ok(url) => all.push(("postgres", Box::new(postgres(&url).await))),
-            Err(_) => eprintln!("skipped: the PostgreSQL backend (SERVIO_TEST_DATABASE_URL is not set)"),
-        }
-        all
-    }
-
-    /// A PostgreSQL store in a fresh schema, so that parallel tests never meet.
-    pub async fn postgres(url: &str) -> PgStore {
-        postgres_sharing(url, 1).await.remove(0)
-    }
-
-    /// A fresh schema, by name.
-    pub async fn fresh_schema(url: &str) -> String {
-        let mut bytes = [0u8; 8];
-        getrandom::fill(&mut bytes).expect("randomness");
-        let schema = format!("servio_test_{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>());
-        let admin =
-            PgPoolOptions::new().max_connections(1).connect(url).await.expect("PostgreSQL at SERVIO_TEST_DATABASE_URL");
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-            .execute(&admin)
-            .await
-            .expect("a test schema");
-        schema
-    }
-
-    /// A database URL whose connections use a fresh schema, for a `servio serve` process.
-    pub async fn fresh_schema_url(url: &str) -> String {
-        let schema = fresh_schema(url).await;
-        let separator = if url.contains('?') { '&' } else { '?' };
-        format!("{url}{separator}options=-c%20search_path%3D{schema}")
-    }
-
-    /// `count` stores on one fresh schema, as several `servio serve` processes on one database.
-    pub async fn postgres_sharing(url: &str, count: usize) -> Vec<PgStore> {
-        let schema = fresh_schema(url).await;
-        let options: PgConnectOptions = url.parse().expect("a PostgreSQL URL");
-        let mut stores = Vec::with_capacity(count);
-        for _ in 0..count {
-            let pool = PgPoolOptions::new()
-                .max_connections(4)
-                .connect_with(options.clone().options([("search_path", schema.as_str())]))
-                .await
-                .expect("a connection to the test schema");
-            stores.push(PgStore::from_pool(pool).await.expect("migrations"));
-        }
-        stores
-    }
 }

@@ -209,7 +209,7 @@ async fn the_directory_lists_verified_sites_and_searches_them() {
 
 #[tokio::test]
 async fn one_value_per_slot_and_every_attempt_logged() {
-    use servio_store::{FetchedManifest, Slot};
+    use servio_store::{AttemptOutcome, CollectionResult, FetchedManifest, Slot};
     for Backend { name, store, .. } in backends().await {
         let hal = store.create_user("hal@example.com", "h", "UTC", 0).await.unwrap();
         let fetched = FetchedManifest {
@@ -229,12 +229,11 @@ async fn one_value_per_slot_and_every_attempt_logged() {
             period_end: 87_400,
             start_date: "2026-08-20",
         };
-        store.store_value(&slot, 2340.0, "\"$2,340.00\"", 5).await.unwrap();
-        store.log_attempt(&slot, "stored", None, Some("\"$2,340.00\""), 5).await.unwrap();
-        store.store_value(&slot, 2341.5, "2341.5", 6).await.unwrap();
-        store.log_attempt(&slot, "stored", None, Some("2341.5"), 6).await.unwrap();
+        store.record_result(&slot, &CollectionResult::Stored { value: 2340.0, raw: "\"$2,340.00\"" }, 5).await.unwrap();
+        store.record_result(&slot, &CollectionResult::Stored { value: 2341.5, raw: "2341.5" }, 6).await.unwrap();
         let later = Slot { period_start: 87_400, start_date: "2026-08-21", ..slot.clone() };
-        store.log_attempt(&later, "dropped", Some("the value is null"), Some("null"), 7).await.unwrap();
+        let dropped = CollectionResult::Dropped { reason: "the value is null", raw: Some("null") };
+        store.record_result(&later, &dropped, 7).await.unwrap();
 
         let values = store.values(hal.id, site.id, "sales.revenue.daily", 0).await.unwrap();
         assert_eq!(values.len(), 1, "{name}: replaced, not duplicated");
@@ -242,8 +241,8 @@ async fn one_value_per_slot_and_every_attempt_logged() {
         let attempts = store.attempts(hal.id, site.id, 10).await.unwrap();
         assert_eq!(attempts.len(), 3, "{name}");
         assert_eq!(
-            (attempts[0].outcome.as_str(), attempts[0].reason.as_deref()),
-            ("dropped", Some("the value is null")),
+            (attempts[0].outcome, attempts[0].reason.as_deref()),
+            (AttemptOutcome::Dropped, Some("the value is null")),
             "{name}"
         );
         assert!(
@@ -255,7 +254,7 @@ async fn one_value_per_slot_and_every_attempt_logged() {
 
 #[tokio::test]
 async fn retries_count_transient_failures_of_one_slot() {
-    use servio_store::{FetchedManifest, Retries, Slot};
+    use servio_store::{AttemptOutcome, CollectionResult, FetchedManifest, Retries, Slot};
     for Backend { name, store, .. } in backends().await {
         let ida = store.create_user("ida@example.com", "h", "UTC", 0).await.unwrap();
         let fetched = FetchedManifest {
@@ -276,21 +275,27 @@ async fn retries_count_transient_failures_of_one_slot() {
             start_date: "2026-08-20",
         };
         assert_eq!(store.retries(&slot).await.unwrap(), Retries::default(), "{name}");
-        store.log_retry(&slot, "the tool answered 503", Some(900), 100).await.unwrap();
-        store.log_retry(&slot, "connection refused", None, 400).await.unwrap();
-        store.log_attempt(&slot, "dropped", Some("not a number"), Some("\"n/a\""), 500).await.unwrap();
+        let retry = |reason, retry_at| CollectionResult::Retry { reason, retry_at, not_before: None };
+        store.record_result(&slot, &retry("the tool answered 503", Some(900)), 100).await.unwrap();
+        store.record_result(&slot, &retry("connection refused", None), 400).await.unwrap();
+        let dropped = CollectionResult::Dropped { reason: "not a number", raw: Some("\"n/a\"") };
+        store.record_result(&slot, &dropped, 500).await.unwrap();
         let other = Slot { period_start: 87_400, start_date: "2026-08-21", ..slot.clone() };
-        store.log_retry(&other, "the tool answered 429", Some(5_000), 600).await.unwrap();
+        store.record_result(&other, &retry("the tool answered 429", Some(5_000)), 600).await.unwrap();
 
         let retries = store.retries(&slot).await.unwrap();
         assert_eq!(retries, Retries { failures: 2, last_at: Some(400), retry_at: Some(900) }, "{name}");
         let attempts = store.attempts(ida.id, site.id, 10).await.unwrap();
-        assert_eq!(attempts.iter().filter(|a| a.outcome == "retry").count(), 3, "{name}: retries are in the log");
+        assert_eq!(
+            attempts.iter().filter(|a| a.outcome == AttemptOutcome::Retry).count(),
+            3,
+            "{name}: retries are in the log"
+        );
     }
 }
 
 /// Seeding many values at once: one transaction, and a slot stored twice keeps the later value,
-/// as `store_value` would.
+/// as `record_result` would.
 #[tokio::test]
 async fn many_values_are_stored_in_one_go() {
     use servio_store::{FetchedManifest, Slot};
@@ -465,7 +470,7 @@ async fn enqueueing_a_slot_twice_keeps_one_job_and_claims_wait_for_not_before() 
 /// nothing at all, neither the value nor an attempt.
 #[tokio::test]
 async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
-    use servio_store::{Completion, JobResult, NewJob};
+    use servio_store::{CollectionResult, Completion, NewJob};
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "kai@example.com").await;
         let new = NewJob { slot: day_slot(user, site, 0, "2026-08-20"), not_before: 0, deadline: 10_000 };
@@ -477,13 +482,13 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
         assert_eq!(second.len(), 1, "{name}: the lease expired");
         assert_eq!((second[0].id, second[0].fence), (first[0].id, 2), "{name}");
 
-        let stale = Completion { job: &first[0], result: JobResult::Stored { value: 1.0, raw: "1" } };
+        let stale = Completion { job: &first[0], result: CollectionResult::Stored { value: 1.0, raw: "1" } };
         assert_eq!(store.complete_jobs(&[stale], 41).await.unwrap(), [false], "{name}: fenced out");
         assert!(store.values(user, site, "sales.revenue.daily", 0).await.unwrap().is_empty(), "{name}");
         assert!(store.attempts(user, site, 10).await.unwrap().is_empty(), "{name}: not even an attempt");
         assert_eq!(store.job_counts().await.unwrap().pending, 1, "{name}: nor the job's state");
 
-        let current = Completion { job: &second[0], result: JobResult::Stored { value: 2.0, raw: "\"$2\"" } };
+        let current = Completion { job: &second[0], result: CollectionResult::Stored { value: 2.0, raw: "\"$2\"" } };
         assert_eq!(store.complete_jobs(&[current], 42).await.unwrap(), [true], "{name}");
         let values = store.values(user, site, "sales.revenue.daily", 0).await.unwrap();
         assert_eq!((values.len(), values[0].value, values[0].raw.as_str()), (1, 2.0, "\"$2\""), "{name}");
@@ -499,7 +504,7 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
 /// one group: only the one under the current fence is written, once.
 #[tokio::test]
 async fn a_job_twice_in_one_completion_is_written_once_under_its_current_fence() {
-    use servio_store::{Completion, JobResult, NewJob};
+    use servio_store::{CollectionResult, Completion, NewJob};
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "noa@example.com").await;
         let new = NewJob { slot: day_slot(user, site, 0, "2026-08-20"), not_before: 0, deadline: 10_000 };
@@ -508,8 +513,8 @@ async fn a_job_twice_in_one_completion_is_written_once_under_its_current_fence()
         let second = store.claim_jobs(&claim("a", 40, 30, 5)).await.unwrap();
         assert_eq!((second[0].id, second[0].fence), (first[0].id, 2), "{name}");
         let both = [
-            Completion { job: &first[0], result: JobResult::Stored { value: 1.0, raw: "1" } },
-            Completion { job: &second[0], result: JobResult::Stored { value: 2.0, raw: "2" } },
+            Completion { job: &first[0], result: CollectionResult::Stored { value: 1.0, raw: "1" } },
+            Completion { job: &second[0], result: CollectionResult::Stored { value: 2.0, raw: "2" } },
         ];
         assert_eq!(store.complete_jobs(&both, 41).await.unwrap(), [false, true], "{name}");
         let values = store.values(user, site, "sales.revenue.daily", 0).await.unwrap();
@@ -524,7 +529,7 @@ async fn a_job_twice_in_one_completion_is_written_once_under_its_current_fence()
 /// transaction, each checked against its own fence.
 #[tokio::test]
 async fn retries_come_back_after_their_backoff_and_other_results_end_the_job() {
-    use servio_store::{Completion, JobResult, NewJob};
+    use servio_store::{CollectionResult, Completion, NewJob};
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "lou@example.com").await;
         let dates = ["2026-08-20", "2026-08-21", "2026-08-22", "2026-08-23"];
@@ -535,10 +540,10 @@ async fn retries_come_back_after_their_backoff_and_other_results_end_the_job() {
         let claimed = store.claim_jobs(&claim("a", 10, 30, 10)).await.unwrap();
         assert_eq!(claimed.len(), 4, "{name}");
         let results = [
-            JobResult::Retry { reason: "the tool answered 503", retry_at: Some(300), not_before: Some(300) },
-            JobResult::Retry { reason: "connection refused", retry_at: None, not_before: None },
-            JobResult::Dropped { reason: "valuePath data: null", raw: Some("null") },
-            JobResult::Failed { reason: "the tool answered 401" },
+            CollectionResult::Retry { reason: "the tool answered 503", retry_at: Some(300), not_before: Some(300) },
+            CollectionResult::Retry { reason: "connection refused", retry_at: None, not_before: None },
+            CollectionResult::Dropped { reason: "valuePath data: null", raw: Some("null") },
+            CollectionResult::Failed { reason: "the tool answered 401" },
         ];
         let completions: Vec<Completion> =
             claimed.iter().zip(results).map(|(job, result)| Completion { job, result }).collect();
@@ -551,7 +556,7 @@ async fn retries_come_back_after_their_backoff_and_other_results_end_the_job() {
         let counts = store.job_counts().await.unwrap();
         assert_eq!((counts.pending, counts.done, counts.failed), (1, 0, 3), "{name}");
         let mut outcomes: Vec<String> =
-            store.attempts(user, site, 10).await.unwrap().into_iter().map(|a| a.outcome).collect();
+            store.attempts(user, site, 10).await.unwrap().into_iter().map(|a| a.outcome.to_string()).collect();
         outcomes.sort();
         assert_eq!(outcomes, ["dropped", "failed", "retry", "retry"], "{name}");
         assert!(store.values(user, site, "sales.revenue.daily", 0).await.unwrap().is_empty(), "{name}: no zeros");

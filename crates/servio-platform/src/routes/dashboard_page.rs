@@ -222,7 +222,7 @@ async fn render(state: &AppState, user: &servio_store::User, csrf_token: String)
                     period: a.start_date.clone(),
                     outcome: match &a.reason {
                         Some(reason) => format!("{}: {reason}", a.outcome),
-                        None => a.outcome.clone(),
+                        None => a.outcome.to_string(),
                     },
                 })
                 .collect(),
@@ -242,8 +242,8 @@ async fn render(state: &AppState, user: &servio_store::User, csrf_token: String)
 /// retried three times for one reason counts once).
 fn summarize(attempts: &[servio_store::Attempt]) -> Vec<String> {
     let mut reasons: BTreeMap<String, BTreeSet<(&str, &str)>> = BTreeMap::new();
-    for attempt in attempts.iter().filter(|a| a.outcome != "stored") {
-        let reason = attempt.reason.clone().unwrap_or_else(|| attempt.outcome.clone());
+    for attempt in attempts.iter().filter(|a| a.outcome != servio_store::AttemptOutcome::Stored) {
+        let reason = attempt.reason.clone().unwrap_or_else(|| attempt.outcome.to_string());
         reasons.entry(reason).or_default().insert((&attempt.metric_key, &attempt.start_date));
     }
     reasons
@@ -275,7 +275,7 @@ mod tests {
             metric_key: metric.into(),
             start_date: date.into(),
             attempted_at: 0,
-            outcome: outcome.into(),
+            outcome: outcome.parse().unwrap(),
             reason: reason.map(str::to_owned),
             raw: None,
         }

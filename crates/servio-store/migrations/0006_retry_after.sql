@@ -1,2 +1,2 @@
 -- When a site asked (Retry-After) to be tried again, kept on the transient failure it came with.
-ALTER TABLE collection_attempts ADD COLUMN retry_at BIGINT;
+ALTER TABLE collection_attempts ADD COLUMN retry_at {int};

@@ -1,26 +1,26 @@
 -- Collected metric values, one per (user, site, metric, period), and every attempt.
 CREATE TABLE metric_values (
-    user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-    site_id BIGINT NOT NULL REFERENCES sites(id) ON DELETE CASCADE,
+    user_id {int} NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    site_id {int} NOT NULL REFERENCES sites(id) ON DELETE CASCADE,
     metric_key TEXT NOT NULL,
     granularity TEXT NOT NULL,
-    period_start BIGINT NOT NULL,
-    period_end BIGINT NOT NULL,
+    period_start {int} NOT NULL,
+    period_end {int} NOT NULL,
     start_date TEXT NOT NULL,
-    value DOUBLE PRECISION NOT NULL,
+    value {real} NOT NULL,
     raw TEXT NOT NULL,
-    collected_at BIGINT NOT NULL,
+    collected_at {int} NOT NULL,
     PRIMARY KEY (user_id, site_id, metric_key, period_start)
 );
 
 CREATE TABLE collection_attempts (
-    id BIGSERIAL PRIMARY KEY,
-    user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-    site_id BIGINT NOT NULL REFERENCES sites(id) ON DELETE CASCADE,
+    id {id},
+    user_id {int} NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    site_id {int} NOT NULL REFERENCES sites(id) ON DELETE CASCADE,
     metric_key TEXT NOT NULL,
-    period_start BIGINT NOT NULL,
+    period_start {int} NOT NULL,
     start_date TEXT NOT NULL,
-    attempted_at BIGINT NOT NULL,
+    attempted_at {int} NOT NULL,
     outcome TEXT NOT NULL,
     reason TEXT,
     raw TEXT

@@ -4,7 +4,7 @@ CREATE TABLE oauth_attempts (
     state_hash TEXT PRIMARY KEY,
     user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
     site_id BIGINT NOT NULL REFERENCES sites(id) ON DELETE CASCADE,
-    sealed BYTEA NOT NULL,
+    sealed {blob} NOT NULL,
     created_at BIGINT NOT NULL,
     expires_at BIGINT NOT NULL
 );

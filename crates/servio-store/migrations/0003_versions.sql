@@ -1,6 +1,6 @@
 -- Every version of a site's manifest, and the version each user approved.
 CREATE TABLE site_versions (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    id {id},
     site_id BIGINT NOT NULL REFERENCES sites(id) ON DELETE CASCADE,
     manifest TEXT NOT NULL,
     fetched_at BIGINT NOT NULL

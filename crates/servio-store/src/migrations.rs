@@ -1,0 +1,189 @@
+//! The migrations, each written once (`migrations/NNNN_name.sql`) and rendered per backend.
+//!
+//! A template is the SQL with the words the dialects spell differently as `{id}` (the primary
+//! key), `{int}`, `{real}`, `{blob}`, `{bool}` and `{false}`; a line starting with `@sqlite ` or
+//! `@postgres ` belongs to that backend only (`@sqlite` alone: an empty line there).
+//!
+//! Databases record the SHA-384 checksum of every migration they applied, and refuse to open
+//! when the text of an applied version changes: the rendered SQL must stay byte for byte what
+//! was applied. The test below holds every rendering to the checksums of the files the
+//! backends shipped before the templates. Never edit an applied migration; add one.
+
+use std::borrow::Cow;
+
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::{AssertSqlSafe, SqlSafeStr};
+
+/// Every migration: version, description (as sqlx derived it from the file name), template.
+const TEMPLATES: &[(i64, &str, &str)] = &[
+    (1, "accounts", include_str!("../migrations/0001_accounts.sql")),
+    (2, "vault", include_str!("../migrations/0002_vault.sql")),
+    (3, "versions", include_str!("../migrations/0003_versions.sql")),
+    (4, "directory", include_str!("../migrations/0004_directory.sql")),
+    (5, "collection", include_str!("../migrations/0005_collection.sql")),
+    (6, "retry after", include_str!("../migrations/0006_retry_after.sql")),
+    (7, "jobs", include_str!("../migrations/0007_jobs.sql")),
+    (8, "gateway", include_str!("../migrations/0008_gateway.sql")),
+    (9, "session idle", include_str!("../migrations/0009_session_idle.sql")),
+    (10, "oauth attempts", include_str!("../migrations/0010_oauth_attempts.sql")),
+];
+
+/// A backend's spelling of the template words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    fn tag(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "sqlite",
+            Dialect::Postgres => "postgres",
+        }
+    }
+
+    fn words(self) -> [(&'static str, &'static str); 6] {
+        match self {
+            Dialect::Sqlite => [
+                ("{id}", "INTEGER PRIMARY KEY AUTOINCREMENT"),
+                ("{int}", "INTEGER"),
+                ("{real}", "REAL"),
+                ("{blob}", "BLOB"),
+                ("{bool}", "INTEGER"),
+                ("{false}", "0"),
+            ],
+            Dialect::Postgres => [
+                ("{id}", "BIGSERIAL PRIMARY KEY"),
+                ("{int}", "BIGINT"),
+                ("{real}", "DOUBLE PRECISION"),
+                ("{blob}", "BYTEA"),
+                ("{bool}", "BOOLEAN"),
+                ("{false}", "FALSE"),
+            ],
+        }
+    }
+}
+
+/// The SQL of `template` for `dialect`.
+fn render(template: &str, dialect: Dialect) -> String {
+    let mut sql = String::with_capacity(template.len());
+    for line in template.split_inclusive('\n') {
+        let line = match line.strip_prefix('@') {
+            None => line,
+            Some(tagged) => {
+                let (tag, rest) = tagged.split_once(' ').unwrap_or((tagged.trim_end_matches('\n'), "\n"));
+                if tag != dialect.tag() {
+                    continue;
+                }
+                rest
+            }
+        };
+        let mut line = Cow::Borrowed(line);
+        for (word, spelling) in dialect.words() {
+            if line.contains(word) {
+                line = Cow::Owned(line.replace(word, spelling));
+            }
+        }
+        sql.push_str(&line);
+    }
+    sql
+}
+
+fn migrator(dialect: Dialect) -> Migrator {
+    let migrations = TEMPLATES
+        .iter()
+        .map(|&(version, description, template)| {
+            // Only our own templates are rendered; nothing comes from outside.
+            let sql = AssertSqlSafe(render(template, dialect)).into_sql_str();
+            Migration::new(version, Cow::Borrowed(description), MigrationType::Simple, sql, false)
+        })
+        .collect();
+    Migrator::with_migrations(migrations)
+}
+
+/// SQLite's migrations.
+pub(crate) fn sqlite() -> Migrator {
+    migrator(Dialect::Sqlite)
+}
+
+/// PostgreSQL's migrations.
+pub(crate) fn postgres() -> Migrator {
+    migrator(Dialect::Postgres)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Dialect, migrator};
+
+    /// SHA-384 of each migration as the backends shipped it before the templates (version,
+    /// SQLite, PostgreSQL): what existing databases hold in `_sqlx_migrations.checksum`.
+    const SHIPPED: &[(i64, &str, &str)] = &[
+        (
+            1,
+            "5020f608248ca24b863bdab1b9f00337b248da6014f171f6dffc2cf544863c0d659d823f30d53ff87334fe94ce687837",
+            "ebfde7871ab73d53eb42d2cb6025a5284ab9345335846897567143fd4f7d1d3672b6251f61816c1f0e43f0d36b823386",
+        ),
+        (
+            2,
+            "a21bf38db249732b7399b09349cc53a8261169d2c535017863810a425fc8a8caad31debb84d611021055ebc7c3b346cb",
+            "18b74811c56d554a12c3a2116beeb0eaf7626391e1c2e313e02f6fc9887ae174a6ac8db63b5f1a60523aa855622ad8c8",
+        ),
+        (
+            3,
+            "b2ffa8a17102b1e877a0a7631f7cb1c425db0945f8f8e5d2c1d2c4347dd31ffc22b88259adfe96bf4b6c3e46cea4c79b",
+            "554084dcad98eb7dd90befbc06fc6d5c356909147ea211350e3e546b8a069be2a09d7ef686844701fa24b0ba72f08d0b",
+        ),
+        (
+            4,
+            "4c3a6c8f8b399638fab4d9a3c1137a552ec841fb4d99862e191a6f3da73a199653afbe005c3d3c654dafa55035bd7d30",
+            "20fff3286c8e90e26f36094cd2a3a3b526c244203c6501f58b796ef2581d5e64e1f8e010860b744c1604552e3123c319",
+        ),
+        (
+            5,
+            "dfbf501088965432fabcc80415cf3ba0794843f7145de73357cf8b26018955a76a3aae359be92e774d850cbb81a054bb",
+            "3085adb587f9a6c0a15a98d45dc6e1a060775eeab721d5fbef32c7c45e62569e38fa1e3e204ab4337eeae061c2c0ccb9",
+        ),
+        (
+            6,
+            "65a48964166dc5fe8a95d6f129a9b08de7750bfa9d98eac4041451e25c7c40cf9953c81c5b86f90a9436652aefdb0da1",
+            "b2e435544eec760662e368aa337eb546fcedee26cb3dd8d18b17d284a4ca74e5aa3471a55746efaf19232a1965e5afdd",
+        ),
+        (
+            7,
+            "c205b78a08b224b6272bdb317f513a674972a0a630afeabfbdac9a50c37cc6b118ccf1483de2200170f5d7aef30f7bc9",
+            "2db7ad57cf9cda5cab85fea9601d4025a7e60b37e245b2a2b9cba75b054c1ef1504b59e0e84b4e47f16983848459fd11",
+        ),
+        (
+            8,
+            "444df5f39a0bab9ecb38d63d83364923b12013e29cd9696ca0c36a59429421cbbca0f21f66262a0304ffcd1661f957fb",
+            "05a8eaf967c1eca6b42aeb25610e0e1be699e9e746c0da552609146145e113fb10da03aae4928680735062184d614f20",
+        ),
+        (
+            9,
+            "bb613f21a40b0a405ac9cd7cce18c3f9140493b458d71126469c67fa90931d861743f343e6113fe36ccbf1e4b208e579",
+            "6291afceeb541d1fa063727e45783323fe922d7c6edd56298efef08b787b9e635f243901969841234c0a556f23404d77",
+        ),
+        (
+            10,
+            "c8b4531df08d800f0e2a59cf487f349dc405ca82c04d3387eaefdae0d5f349fb15b09082c10409569d056b84dd383c51",
+            "9d813735ef78b1a53b6538a2b517bea97b27490add42832b2d4f939f52d4a0712f510ccef3e2482556892b51fac672c7",
+        ),
+    ];
+
+    /// The first checksums of `dialect`'s migrations, as many as were shipped.
+    fn shipped_checksums(dialect: Dialect) -> Vec<(i64, String)> {
+        let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        migrator(dialect).iter().take(SHIPPED.len()).map(|m| (m.version, hex(&m.checksum))).collect()
+    }
+
+    /// A changed byte in an applied migration makes every existing database refuse to open; new
+    /// migrations come after these, and this list never changes.
+    #[test]
+    fn rendered_migrations_are_byte_for_byte_the_shipped_ones() {
+        let sqlite: Vec<(i64, String)> = SHIPPED.iter().map(|row| (row.0, row.1.to_owned())).collect();
+        let postgres: Vec<(i64, String)> = SHIPPED.iter().map(|row| (row.0, row.2.to_owned())).collect();
+        assert_eq!(shipped_checksums(Dialect::Sqlite), sqlite, "SQLite");
+        assert_eq!(shipped_checksums(Dialect::Postgres), postgres, "PostgreSQL");
+    }
+}

@@ -1,0 +1,813 @@
+//! Every query both backends run alike, written once: `shared_store!` makes the whole
+//! [`Store`] implementation of a backend from these texts (`$N` placeholders, which sqlx's
+//! SQLite reads as numbered parameters too), and hands the methods that really differ to the
+//! backend's own module (`sqlite.rs`, `postgres.rs`): search, the dashboard's values, and
+//! enqueueing, claiming and completing jobs.
+//!
+//! A macro rather than functions generic over `sqlx::Database`: the bounds those need (an
+//! executor for every connection type, `Encode` and `Type` for every bound value) would
+//! outweigh the queries, and `sqlx::Any` would lose the backends' fast paths.
+
+use crate::{ApiToken, PgStore, SqliteStore, postgres, sqlite};
+use crate::{
+    Attempt, Claim, CollectionResult, Completion, FetchedManifest, Found, Job, JobClaim, JobCounts,
+    LAST_USED_PRECISION, Listing, NewJob, OAuthAttempt, Retries, SESSION_USE_PRECISION, Sealer, Session, SiteRecord,
+    Slot, Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, error::conflict,
+};
+
+/// A session with the last use the store checks its idle limit against.
+#[derive(sqlx::FromRow)]
+struct SessionRow {
+    #[sqlx(flatten)]
+    session: Session,
+    last_used_at: i64,
+}
+
+/// The owner of an API token, and when the token was last used.
+#[derive(sqlx::FromRow)]
+struct TokenOwner {
+    #[sqlx(flatten)]
+    user: User,
+    last_used_at: Option<i64>,
+}
+
+/// A vault entry with its user: the user's columns are renamed where they meet the site's.
+#[derive(sqlx::FromRow)]
+struct EntryOfUser {
+    user_id: i64,
+    email: String,
+    password_hash: String,
+    time_zone: String,
+    user_created: i64,
+    #[sqlx(flatten)]
+    entry: VaultEntry,
+}
+
+impl EntryOfUser {
+    fn into_pair(self) -> (User, VaultEntry) {
+        let EntryOfUser { user_id, email, password_hash, time_zone, user_created, entry } = self;
+        (User { id: user_id, email, password_hash, time_zone, created_at: user_created }, entry)
+    }
+}
+
+/// A value with its site, as the dashboard's query returns them.
+#[derive(sqlx::FromRow)]
+pub(crate) struct SiteValue {
+    site_id: i64,
+    #[sqlx(flatten)]
+    value: StoredValue,
+}
+
+impl SiteValue {
+    pub(crate) fn into_pair(self) -> (i64, StoredValue) {
+        (self.site_id, self.value)
+    }
+}
+
+/// Stores one value, replacing an earlier one of its slot.
+/// Binds: user, site, metric key, granularity, period start, period end, start date, value,
+/// raw, collected at.
+pub(crate) const STORE_VALUE: &str = "INSERT INTO metric_values
+         (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
+         value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end";
+
+/// Logs one attempt. Binds: user, site, metric key, period start, start date, attempted at,
+/// outcome, reason, raw, retry at.
+const LOG_ATTEMPT: &str = "INSERT INTO collection_attempts
+         (user_id, site_id, metric_key, period_start, start_date, attempted_at, outcome, reason, raw, retry_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+
+/// Every listed site, by name: a search with no words. Binds: limit.
+pub(crate) const ALL_LISTED: &str = "SELECT l.site_id, l.claim_id, l.listed, l.suspended_reason, l.name, l.description,
+         l.tools, l.verified_at, s.origin
+     FROM listings l JOIN sites s ON s.id = l.site_id WHERE l.listed ORDER BY l.name LIMIT $1";
+
+/// `$query` with each value bound in turn: the values read in the order of their `$N`.
+macro_rules! bind {
+    ($query:expr, $($value:expr),+ $(,)?) => {
+        $query$(.bind($value))+
+    };
+}
+
+/// The columns a [`SiteRecord`] is read from, on a query over `sites s`.
+macro_rules! site_columns {
+    () => {
+        "s.id, s.origin, s.manifest_url, s.manifest, s.etag, s.last_modified, s.fetched_at, s.stale_error"
+    };
+}
+
+/// The whole `Store` implementation of the store type `$store` over the sqlx database `$db`,
+/// with its dialect's methods from the module `$dialect` (each takes the pool first).
+macro_rules! shared_store {
+    ($store:ty, $db:ty, $dialect:ident) => {
+        impl $store {
+            /// Saves a fetched manifest as its site's current one, and as a new version when
+            /// it differs from the last; on `conn`, so that it can be part of a larger
+            /// transaction.
+            async fn save_site_on(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                fetched: &FetchedManifest<'_>,
+                now: i64,
+            ) -> Result<SiteRecord, StoreError> {
+                let record: SiteRecord = bind!(
+                    sqlx::query_as(
+                        "INSERT INTO sites (origin, manifest_url, manifest, etag, last_modified, fetched_at)
+                         VALUES ($1, $2, $3, $4, $5, $6)
+                         ON CONFLICT (origin) DO UPDATE SET manifest_url = excluded.manifest_url,
+                             manifest = excluded.manifest, etag = excluded.etag, last_modified = excluded.last_modified,
+                             fetched_at = excluded.fetched_at, stale_error = NULL
+                         RETURNING id, origin, manifest_url, manifest, etag, last_modified, fetched_at, stale_error",
+                    ),
+                    fetched.origin, fetched.manifest_url, fetched.manifest, fetched.etag, fetched.last_modified, now
+                )
+                .fetch_one(&mut *conn)
+                .await?;
+                let latest: Option<String> =
+                    sqlx::query_scalar("SELECT manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC LIMIT 1")
+                        .bind(record.id)
+                        .fetch_optional(&mut *conn)
+                        .await?;
+                if latest.as_deref() != Some(record.manifest.as_str()) {
+                    bind!(
+                        sqlx::query("INSERT INTO site_versions (site_id, manifest, fetched_at) VALUES ($1, $2, $3)"),
+                        record.id, &record.manifest, now
+                    )
+                    .execute(&mut *conn)
+                    .await?;
+                }
+                Ok(record)
+            }
+
+            /// Stores one value of `slot` on `conn`, replacing an earlier one.
+            async fn store_value_on(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                slot: &Slot<'_>,
+                value: f64,
+                raw: &str,
+                now: i64,
+            ) -> Result<(), StoreError> {
+                bind!(
+                    sqlx::query(STORE_VALUE),
+                    slot.user_id, slot.site_id, slot.metric_key, slot.granularity, slot.period_start, slot.period_end,
+                    slot.start_date, value, raw, now
+                )
+                .execute(&mut *conn)
+                .await?;
+                Ok(())
+            }
+
+            /// The one write of a collection result, on `conn`: its value when there is one,
+            /// its attempt unless abandoned. Backfills and (on SQLite) fenced job completions
+            /// both come through here.
+            pub(crate) async fn write_result_on(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                slot: &Slot<'_>,
+                result: &CollectionResult<'_>,
+                now: i64,
+            ) -> Result<(), StoreError> {
+                if let Some((value, raw)) = result.value() {
+                    Self::store_value_on(&mut *conn, slot, value, raw, now).await?;
+                }
+                let Some(attempt) = result.attempt() else { return Ok(()) };
+                bind!(
+                    sqlx::query(LOG_ATTEMPT),
+                    slot.user_id, slot.site_id, slot.metric_key, slot.period_start, slot.start_date, now,
+                    attempt.outcome.as_str(), attempt.reason, attempt.raw, attempt.retry_at
+                )
+                .execute(&mut *conn)
+                .await?;
+                Ok(())
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl Store for $store {
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn create_user(
+                &self,
+                email: &str,
+                password_hash: &str,
+                time_zone: &str,
+                now: i64,
+            ) -> Result<User, StoreError> {
+                bind!(
+                    sqlx::query_as(
+                        "INSERT INTO users (email, password_hash, time_zone, created_at) VALUES ($1, $2, $3, $4)
+                         RETURNING id, email, password_hash, time_zone, created_at",
+                    ),
+                    email, password_hash, time_zone, now
+                )
+                .fetch_one(&self.pool)
+                .await
+                .map_err(|e| conflict(e, "this email"))
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn user_by_email(&self, email: &str) -> Result<Option<User>, StoreError> {
+                let sql = "SELECT id, email, password_hash, time_zone, created_at FROM users WHERE email = $1";
+                Ok(sqlx::query_as(sql).bind(email).fetch_optional(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn user(&self, id: i64) -> Result<Option<User>, StoreError> {
+                let sql = "SELECT id, email, password_hash, time_zone, created_at FROM users WHERE id = $1";
+                Ok(sqlx::query_as(sql).bind(id).fetch_optional(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn set_time_zone(&self, user_id: i64, time_zone: &str) -> Result<(), StoreError> {
+                bind!(sqlx::query("UPDATE users SET time_zone = $1 WHERE id = $2"), time_zone, user_id)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn create_session(&self, token_hash: &str, session: &Session, now: i64) -> Result<(), StoreError> {
+                bind!(
+                    sqlx::query(
+                        "INSERT INTO sessions
+                             (token_hash, user_id, csrf_token, created_at, expires_at, last_used_at, idle_seconds)
+                         VALUES ($1, $2, $3, $4, $5, $4, $6)",
+                    ),
+                    token_hash, session.user_id, &session.csrf_token, now, session.expires_at, session.idle_seconds
+                )
+                .execute(&self.pool)
+                .await
+                .map_err(|e| conflict(e, "this session"))?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn session(&self, token_hash: &str, now: i64) -> Result<Option<Session>, StoreError> {
+                let found: Option<SessionRow> = bind!(
+                    sqlx::query_as(
+                        "SELECT user_id, csrf_token, expires_at, idle_seconds, last_used_at FROM sessions
+                         WHERE token_hash = $1 AND expires_at > $2 AND last_used_at + idle_seconds > $2",
+                    ),
+                    token_hash, now
+                )
+                .fetch_optional(&self.pool)
+                .await?;
+                let Some(SessionRow { session, last_used_at }) = found else { return Ok(None) };
+                if now - last_used_at >= SESSION_USE_PRECISION {
+                    bind!(sqlx::query("UPDATE sessions SET last_used_at = $1 WHERE token_hash = $2"), now, token_hash)
+                        .execute(&self.pool)
+                        .await?;
+                }
+                Ok(Some(session))
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn delete_session(&self, token_hash: &str) -> Result<(), StoreError> {
+                sqlx::query("DELETE FROM sessions WHERE token_hash = $1").bind(token_hash).execute(&self.pool).await?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn purge_sessions(&self, now: i64, limit: i64) -> Result<u64, StoreError> {
+                let done = bind!(
+                    sqlx::query(
+                        "DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM sessions
+                             WHERE expires_at <= $1 OR last_used_at + idle_seconds <= $1 LIMIT $2)",
+                    ),
+                    now, limit
+                )
+                .execute(&self.pool)
+                .await?;
+                Ok(done.rows_affected())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn create_api_token(
+                &self,
+                user_id: i64,
+                name: &str,
+                token_hash: &str,
+                now: i64,
+            ) -> Result<ApiToken, StoreError> {
+                bind!(
+                    sqlx::query_as(
+                        "INSERT INTO api_tokens (user_id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)
+                         RETURNING id, user_id, name, created_at, last_used_at",
+                    ),
+                    user_id, name, token_hash, now
+                )
+                .fetch_one(&self.pool)
+                .await
+                .map_err(|e| conflict(e, "this token"))
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<User>, StoreError> {
+                let found: Option<TokenOwner> = sqlx::query_as(
+                    "SELECT u.id, u.email, u.password_hash, u.time_zone, u.created_at, t.last_used_at
+                     FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1",
+                )
+                .bind(token_hash)
+                .fetch_optional(&self.pool)
+                .await?;
+                let Some(TokenOwner { user, last_used_at }) = found else { return Ok(None) };
+                if last_used_at.is_none_or(|at| now - at >= LAST_USED_PRECISION) {
+                    bind!(sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2"), now, token_hash)
+                        .execute(&self.pool)
+                        .await?;
+                }
+                Ok(Some(user))
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>, StoreError> {
+                let sql =
+                    "SELECT id, user_id, name, created_at, last_used_at FROM api_tokens WHERE user_id = $1 ORDER BY id";
+                Ok(sqlx::query_as(sql).bind(user_id).fetch_all(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn delete_api_token(&self, user_id: i64, id: i64) -> Result<bool, StoreError> {
+                let done = bind!(sqlx::query("DELETE FROM api_tokens WHERE id = $1 AND user_id = $2"), id, user_id)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn save_site(&self, fetched: &FetchedManifest<'_>, now: i64) -> Result<SiteRecord, StoreError> {
+                let mut tx = self.pool.begin().await?;
+                let record = Self::save_site_on(&mut tx, fetched, now).await?;
+                tx.commit().await?;
+                Ok(record)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<(), StoreError> {
+                bind!(
+                    sqlx::query(
+                        "INSERT INTO vault (user_id, site_id, added_at, approved_manifest)
+                         SELECT $1, $2, $3, manifest FROM sites WHERE id = $2",
+                    ),
+                    user_id, site_id, now
+                )
+                .execute(&self.pool)
+                .await
+                .map_err(|e| conflict(e, "this site in your vault"))?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn add_site(
+                &self,
+                fetched: &FetchedManifest<'_>,
+                user_id: i64,
+                seal: Option<Sealer<'_>>,
+                now: i64,
+            ) -> Result<SiteRecord, StoreError> {
+                let mut tx = self.pool.begin().await?;
+                let record = Self::save_site_on(&mut tx, fetched, now).await?;
+                let credential = seal.map(|seal| seal(record.id));
+                bind!(
+                    sqlx::query(
+                        "INSERT INTO vault (user_id, site_id, added_at, approved_manifest, credential)
+                         VALUES ($1, $2, $3, $4, $5)",
+                    ),
+                    user_id, record.id, now, &record.manifest, credential
+                )
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| conflict(e, "this site in your vault"))?;
+                tx.commit().await?;
+                Ok(record)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn vault(&self, user_id: i64) -> Result<Vec<SiteRecord>, StoreError> {
+                let sql = concat!(
+                    "SELECT ",
+                    site_columns!(),
+                    " FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 ORDER BY v.added_at, s.id"
+                );
+                Ok(sqlx::query_as(sql).bind(user_id).fetch_all(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn vault_entry(&self, user_id: i64, site_id: i64) -> Result<Option<VaultEntry>, StoreError> {
+                let sql = concat!(
+                    "SELECT ",
+                    site_columns!(),
+                    ", v.credential, v.approved_manifest
+                     FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 AND v.site_id = $2"
+                );
+                Ok(bind!(sqlx::query_as(sql), user_id, site_id).fetch_optional(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn set_credential(
+                &self,
+                user_id: i64,
+                site_id: i64,
+                credential: Option<&[u8]>,
+            ) -> Result<bool, StoreError> {
+                let done = bind!(
+                    sqlx::query("UPDATE vault SET credential = $1 WHERE user_id = $2 AND site_id = $3"),
+                    credential, user_id, site_id
+                )
+                .execute(&self.pool)
+                .await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError> {
+                let done = bind!(sqlx::query("DELETE FROM vault WHERE user_id = $1 AND site_id = $2"), user_id, site_id)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn approve(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError> {
+                let done = bind!(
+                    sqlx::query(
+                        "UPDATE vault SET approved_manifest = (SELECT manifest FROM sites WHERE id = $1)
+                         WHERE user_id = $2 AND site_id = $1",
+                    ),
+                    site_id, user_id
+                )
+                .execute(&self.pool)
+                .await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn create_oauth_attempt(
+                &self,
+                attempt: &OAuthAttempt,
+                keep: i64,
+                now: i64,
+            ) -> Result<(), StoreError> {
+                let mut tx = self.pool.begin().await?;
+                sqlx::query("DELETE FROM oauth_attempts WHERE expires_at < $1").bind(now).execute(&mut *tx).await?;
+                bind!(
+                    sqlx::query(
+                        "INSERT INTO oauth_attempts (state_hash, user_id, site_id, sealed, created_at, expires_at)
+                         VALUES ($1, $2, $3, $4, $5, $6)",
+                    ),
+                    &attempt.state_hash, attempt.user_id, attempt.site_id, &attempt.sealed, attempt.created_at,
+                    attempt.expires_at
+                )
+                .execute(&mut *tx)
+                .await?;
+                bind!(
+                    sqlx::query(
+                        "DELETE FROM oauth_attempts WHERE user_id = $1 AND state_hash NOT IN
+                         (SELECT state_hash FROM oauth_attempts WHERE user_id = $1
+                          ORDER BY created_at DESC, state_hash LIMIT $2)",
+                    ),
+                    attempt.user_id, keep
+                )
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn take_oauth_attempt(
+                &self,
+                state_hash: &str,
+                user_id: i64,
+                now: i64,
+            ) -> Result<Option<OAuthAttempt>, StoreError> {
+                let taken: Option<OAuthAttempt> = bind!(
+                    sqlx::query_as(
+                        "DELETE FROM oauth_attempts WHERE state_hash = $1 AND user_id = $2
+                         RETURNING state_hash, user_id, site_id, sealed, created_at, expires_at",
+                    ),
+                    state_hash, user_id
+                )
+                .fetch_optional(&self.pool)
+                .await?;
+                Ok(taken.filter(|attempt| attempt.expires_at >= now))
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn advance_approvals(&self, site_id: i64, previous: &str) -> Result<u64, StoreError> {
+                let done = bind!(
+                    sqlx::query(
+                        "UPDATE vault SET approved_manifest = (SELECT manifest FROM sites WHERE id = $1)
+                         WHERE site_id = $1 AND approved_manifest = $2",
+                    ),
+                    site_id, previous
+                )
+                .execute(&self.pool)
+                .await?;
+                Ok(done.rows_affected())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn versions(&self, site_id: i64) -> Result<Vec<Version>, StoreError> {
+                let sql = "SELECT id, fetched_at, manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC";
+                Ok(sqlx::query_as(sql).bind(site_id).fetch_all(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn mark_stale(&self, site_id: i64, error: &str) -> Result<(), StoreError> {
+                bind!(sqlx::query("UPDATE sites SET stale_error = $1 WHERE id = $2"), error, site_id)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn touch_site(&self, site_id: i64, now: i64) -> Result<(), StoreError> {
+                bind!(sqlx::query("UPDATE sites SET fetched_at = $1, stale_error = NULL WHERE id = $2"), now, site_id)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>, StoreError> {
+                let sql = concat!(
+                    "SELECT ",
+                    site_columns!(),
+                    " FROM sites s WHERE s.fetched_at < $1 ORDER BY s.fetched_at LIMIT $2"
+                );
+                Ok(bind!(sqlx::query_as(sql), before, limit).fetch_all(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn create_claim(
+                &self,
+                user_id: i64,
+                origin: &str,
+                token: &str,
+                now: i64,
+            ) -> Result<Claim, StoreError> {
+                bind!(
+                    sqlx::query_as(
+                        "INSERT INTO claims (user_id, origin, token, created_at) VALUES ($1, $2, $3, $4)
+                         RETURNING id, user_id, origin, token, created_at",
+                    ),
+                    user_id, origin, token, now
+                )
+                .fetch_one(&self.pool)
+                .await
+                .map_err(|e| conflict(e, "a claim on this origin"))
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn claims(&self, user_id: i64) -> Result<Vec<Claim>, StoreError> {
+                let sql = "SELECT id, user_id, origin, token, created_at FROM claims WHERE user_id = $1 ORDER BY id";
+                Ok(sqlx::query_as(sql).bind(user_id).fetch_all(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn claims_on(&self, origin: &str) -> Result<Vec<Claim>, StoreError> {
+                let sql = "SELECT id, user_id, origin, token, created_at FROM claims WHERE origin = $1 ORDER BY id";
+                Ok(sqlx::query_as(sql).bind(origin).fetch_all(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn save_listing(&self, listing: &Listing) -> Result<(), StoreError> {
+                bind!(
+                    sqlx::query(
+                        "INSERT INTO listings
+                             (site_id, claim_id, listed, suspended_reason, name, description, tools, verified_at)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                         ON CONFLICT (site_id) DO UPDATE SET claim_id = excluded.claim_id, listed = excluded.listed,
+                             suspended_reason = excluded.suspended_reason, name = excluded.name,
+                             description = excluded.description, tools = excluded.tools, verified_at = excluded.verified_at",
+                    ),
+                    listing.site_id, listing.claim_id, listing.listed, &listing.suspended_reason, &listing.name,
+                    &listing.description, &listing.tools, listing.verified_at
+                )
+                .execute(&self.pool)
+                .await?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn listing(&self, site_id: i64) -> Result<Option<Listing>, StoreError> {
+                let sql = "SELECT site_id, claim_id, listed, suspended_reason, name, description, tools, verified_at
+                           FROM listings WHERE site_id = $1";
+                Ok(sqlx::query_as(sql).bind(site_id).fetch_optional(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn search(&self, query: &str, limit: i64) -> Result<Vec<Found>, StoreError> {
+                $dialect::search(&self.pool, query, limit).await
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn record_result(
+                &self,
+                slot: &Slot<'_>,
+                result: &CollectionResult<'_>,
+                now: i64,
+            ) -> Result<(), StoreError> {
+                let mut tx = self.pool.begin().await?;
+                Self::write_result_on(&mut tx, slot, result, now).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn retries(&self, slot: &Slot<'_>) -> Result<Retries, StoreError> {
+                let (failures, last_at, retry_at) = bind!(
+                    sqlx::query_as(
+                        "SELECT count(*), max(attempted_at), max(retry_at) FROM collection_attempts
+                         WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start = $4 AND outcome = 'retry'",
+                    ),
+                    slot.user_id, slot.site_id, slot.metric_key, slot.period_start
+                )
+                .fetch_one(&self.pool)
+                .await?;
+                Ok(Retries { failures, last_at, retry_at })
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn values(
+                &self,
+                user_id: i64,
+                site_id: i64,
+                metric_key: &str,
+                since: i64,
+            ) -> Result<Vec<StoredValue>, StoreError> {
+                let values = bind!(
+                    sqlx::query_as(
+                        "SELECT metric_key, granularity, period_start, start_date, value, raw, collected_at FROM metric_values
+                         WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start >= $4 ORDER BY period_start",
+                    ),
+                    user_id, site_id, metric_key, since
+                )
+                .fetch_all(&self.pool)
+                .await?;
+                Ok(values)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError> {
+                let attempts = bind!(
+                    sqlx::query_as(
+                        "SELECT metric_key, start_date, attempted_at, outcome, reason, raw FROM collection_attempts
+                         WHERE user_id = $1 AND site_id = $2 ORDER BY id DESC LIMIT $3",
+                    ),
+                    user_id, site_id, limit
+                )
+                .fetch_all(&self.pool)
+                .await?;
+                Ok(attempts)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn all_vault_entries(&self) -> Result<Vec<(User, VaultEntry)>, StoreError> {
+                let sql = concat!(
+                    "SELECT u.id AS user_id, u.email, u.password_hash, u.time_zone, u.created_at AS user_created, ",
+                    site_columns!(),
+                    ", v.credential, v.approved_manifest
+                     FROM vault v JOIN users u ON u.id = v.user_id JOIN sites s ON s.id = v.site_id ORDER BY u.id, s.id"
+                );
+                let rows: Vec<EntryOfUser> = sqlx::query_as(sql).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(EntryOfUser::into_pair).collect())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn slot_settled(
+                &self,
+                user_id: i64,
+                site_id: i64,
+                metric_key: &str,
+                period_start: i64,
+            ) -> Result<bool, StoreError> {
+                let settled: i64 = bind!(
+                    sqlx::query_scalar(
+                        "SELECT (SELECT count(*) FROM metric_values
+                                 WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start = $4)
+                              + (SELECT count(*) FROM collection_attempts
+                                 WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start = $4
+                                   AND (outcome = 'dropped' OR outcome = 'failed'))",
+                    ),
+                    user_id, site_id, metric_key, period_start
+                )
+                .fetch_one(&self.pool)
+                .await?;
+                Ok(settled > 0)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn vault_entries(&self, user_id: i64) -> Result<Vec<VaultEntry>, StoreError> {
+                let sql = concat!(
+                    "SELECT ",
+                    site_columns!(),
+                    ", v.credential, v.approved_manifest
+                     FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 ORDER BY v.added_at, s.id"
+                );
+                Ok(sqlx::query_as(sql).bind(user_id).fetch_all(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn log_arguments(&self, user_id: i64) -> Result<bool, StoreError> {
+                let keep: Option<bool> = sqlx::query_scalar("SELECT log_arguments FROM users WHERE id = $1")
+                    .bind(user_id)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                Ok(keep.unwrap_or(false))
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn set_log_arguments(&self, user_id: i64, keep: bool) -> Result<(), StoreError> {
+                bind!(sqlx::query("UPDATE users SET log_arguments = $1 WHERE id = $2"), keep, user_id)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn log_tool_calls(&self, calls: &[ToolCall]) -> Result<(), StoreError> {
+                let mut tx = self.pool.begin().await?;
+                for call in calls {
+                    bind!(
+                        sqlx::query(
+                            "INSERT INTO tool_calls (user_id, site_id, tool, called_at, status, duration_ms, arguments)
+                             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                        ),
+                        call.user_id, call.site_id, &call.tool, call.called_at, &call.status, call.duration_ms,
+                        &call.arguments
+                    )
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn tool_calls(&self, user_id: i64, limit: i64) -> Result<Vec<ToolCall>, StoreError> {
+                let calls = bind!(
+                    sqlx::query_as(
+                        "SELECT id, user_id, site_id, tool, called_at, status, duration_ms, arguments
+                         FROM tool_calls WHERE user_id = $1 ORDER BY id DESC LIMIT $2",
+                    ),
+                    user_id, limit
+                )
+                .fetch_all(&self.pool)
+                .await?;
+                Ok(calls)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all, fields(values = values.len()))]
+            async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError> {
+                let mut tx = self.pool.begin().await?;
+                for (slot, value, raw) in values {
+                    Self::store_value_on(&mut tx, slot, *value, raw, now).await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all, fields(metrics = metrics.len()))]
+            async fn values_of(
+                &self,
+                user_id: i64,
+                metrics: &[(i64, &str)],
+                since: i64,
+            ) -> Result<Vec<(i64, StoredValue)>, StoreError> {
+                $dialect::values_of(&self.pool, user_id, metrics, since).await
+            }
+
+            #[tracing::instrument(level = "debug", skip_all, fields(jobs = jobs.len()))]
+            async fn enqueue_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64, StoreError> {
+                $dialect::enqueue_jobs(&self.pool, jobs, now).await
+            }
+
+            #[tracing::instrument(level = "debug", skip_all, fields(limit = claim.limit))]
+            async fn claim_jobs(&self, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError> {
+                $dialect::claim_jobs(&self.pool, claim).await
+            }
+
+            #[tracing::instrument(level = "debug", skip_all, fields(completions = completions.len()))]
+            async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>, StoreError> {
+                $dialect::complete_jobs(&self.pool, completions, now).await
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn job_counts(&self) -> Result<JobCounts, StoreError> {
+                let (pending, done, failed, reclaimed, max_fence) = sqlx::query_as(
+                    "SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'done'),
+                            count(*) FILTER (WHERE state = 'failed'), count(*) FILTER (WHERE fence > 1),
+                            COALESCE(max(fence), 0)
+                     FROM jobs",
+                )
+                .fetch_one(&self.pool)
+                .await?;
+                Ok(JobCounts { pending, done, failed, reclaimed, max_fence })
+            }
+        }
+    };
+}
+
+shared_store!(SqliteStore, sqlx::Sqlite, sqlite);
+shared_store!(PgStore, sqlx::Postgres, postgres);

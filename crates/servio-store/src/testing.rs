@@ -1,0 +1,57 @@
+//! Stores for tests of this and other crates: SQLite in memory, and PostgreSQL in a schema of
+//! its own when `SERVIO_TEST_DATABASE_URL` is set (elsewhere that backend says it is skipped).
+//! Behind the `testing` feature, which the dev-dependencies of the crates that use it turn on.
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+use crate::{PgStore, SqliteStore, Store};
+
+/// Every backend available here, by name.
+pub async fn backends() -> Vec<(&'static str, Box<dyn Store>)> {
+    let sqlite = SqliteStore::open("sqlite::memory:").await.expect("an in-memory SQLite database");
+    let mut all: Vec<(&'static str, Box<dyn Store>)> = vec![("sqlite", Box::new(sqlite))];
+    match std::env::var("SERVIO_TEST_DATABASE_URL") {
+        Ok(url) => all.push(("postgres", Box::new(postgres(&url).await))),
+        Err(_) => tracing::warn!("skipped: the PostgreSQL backend (SERVIO_TEST_DATABASE_URL is not set)"),
+    }
+    all
+}
+
+/// A PostgreSQL store in a fresh schema, so that parallel tests never meet.
+pub async fn postgres(url: &str) -> PgStore {
+    postgres_sharing(url, 1).await.remove(0)
+}
+
+/// A fresh schema, by name.
+pub async fn fresh_schema(url: &str) -> String {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("randomness");
+    let schema = format!("servio_test_{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    let admin =
+        PgPoolOptions::new().max_connections(1).connect(url).await.expect("PostgreSQL at SERVIO_TEST_DATABASE_URL");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}"))).execute(&admin).await.expect("a test schema");
+    schema
+}
+
+/// A database URL whose connections use a fresh schema, for a `servio serve` process.
+pub async fn fresh_schema_url(url: &str) -> String {
+    let schema = fresh_schema(url).await;
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}options=-c%20search_path%3D{schema}")
+}
+
+/// `count` stores on one fresh schema, as several `servio serve` processes on one database.
+pub async fn postgres_sharing(url: &str, count: usize) -> Vec<PgStore> {
+    let schema = fresh_schema(url).await;
+    let options: PgConnectOptions = url.parse().expect("a PostgreSQL URL");
+    let mut stores = Vec::with_capacity(count);
+    for _ in 0..count {
+        let pool = PgPoolOptions::new()
+            .max_connections(4)
+            .connect_with(options.clone().options([("search_path", schema.as_str())]))
+            .await
+            .expect("a connection to the test schema");
+        stores.push(PgStore::from_pool(pool).await.expect("migrations"));
+    }
+    stores
+}
