@@ -81,7 +81,7 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
         .create_user("bench@example.com", servio_platform::accounts::decoy_hash(), TIME_ZONE, now)
         .await
         .map_err(|e| format!("creating the user (use a fresh DATA_DIR): {e}"))?;
-    let token = new_token("servio_")?;
+    let token = new_token("servio_").map_err(|e| e.to_string())?;
     store.create_api_token(user.id, "bench", &token_hash(&token), now).await.map_err(|e| format!("the token: {e}"))?;
 
     let mut sites = Vec::new();

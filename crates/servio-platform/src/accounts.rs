@@ -12,9 +12,20 @@ fn argon2() -> Argon2<'static> {
     Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
 }
 
+/// Why a secret could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    /// argon2 refused to hash (it does only for parameters or lengths out of its range).
+    #[error("hashing a password failed: {0}")]
+    Hash(argon2::password_hash::Error),
+    /// The operating system gave no random bytes.
+    #[error("no randomness")]
+    Randomness(#[source] getrandom::Error),
+}
+
 /// The PHC string of `password` with a fresh salt.
-pub fn hash_password(password: &str) -> Result<String, String> {
-    argon2().hash_password(password.as_bytes()).map(|hash| hash.to_string()).map_err(|e| e.to_string())
+pub fn hash_password(password: &str) -> Result<String, SecretError> {
+    argon2().hash_password(password.as_bytes()).map(|hash| hash.to_string()).map_err(SecretError::Hash)
 }
 
 /// Whether `password` matches the PHC string `hash`.
@@ -30,9 +41,9 @@ pub fn decoy_hash() -> &'static str {
 }
 
 /// 32 random bytes, base64url: session cookies, API tokens, CSRF tokens.
-pub fn new_token(prefix: &str) -> Result<String, String> {
+pub fn new_token(prefix: &str) -> Result<String, SecretError> {
     let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness: {e}"))?;
+    getrandom::fill(&mut bytes).map_err(SecretError::Randomness)?;
     Ok(format!("{prefix}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)))
 }
 

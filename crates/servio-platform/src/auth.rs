@@ -1,11 +1,19 @@
 //! Who is asking: a session cookie (browsers) or a personal API token (programs, AI clients).
 //!
-//! Cookie-authenticated requests that change state must carry the session's CSRF token in
-//! the `X-CSRF-Token` header; API tokens need none, since a browser never sends them on its own.
+//! One resolver, [`resolve`], behind two extractors: [`Caller`] for the JSON API (a token or the
+//! session cookie; `401` for nobody) and [`PageUser`] for pages (the session cookie; nobody is
+//! sent to sign in), with [`PageForm`] for the pages' form posts.
+//!
+//! Cookie-authenticated requests that change state must carry the session's CSRF token: API
+//! requests in the `X-CSRF-Token` header, form posts in the `csrf_token` field. API tokens need
+//! none, since a browser never sends them on its own.
 
-use axum::extract::FromRequestParts;
+use axum::body::{Body, Bytes};
+use axum::extract::{Form, FromRequest, FromRequestParts, OptionalFromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::de::DeserializeOwned;
 use servio_store::User;
 
 use crate::accounts::{same_secret, token_hash};
@@ -87,30 +95,167 @@ fn changes_state(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-impl FromRequestParts<AppState> for Caller {
-    type Rejection = ApiError;
+/// What a request presents to say who sends it.
+#[derive(Debug, Clone, Copy)]
+pub enum Presented<'a> {
+    /// A personal API token (`Authorization: Bearer`).
+    ApiToken(&'a str),
+    /// The value of the session cookie.
+    SessionCookie(&'a str),
+}
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, ApiError> {
+impl Presented<'_> {
+    /// What an API request presents: an API token, or else the session cookie.
+    pub fn for_api(parts: &Parts) -> Option<Presented<'_>> {
         let bearer = parts
             .headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
-        if let Some(token) = bearer {
-            let user = state.tokens.user(state, &token_hash(token.trim())).await?;
-            return user.map(|user| Caller { user, via: Via::ApiToken }).ok_or(ApiError::Unauthorized);
+        match bearer {
+            Some(token) => Some(Presented::ApiToken(token.trim())),
+            None => Presented::for_page(parts),
         }
-        let token = cookie(parts, SESSION_COOKIE).ok_or(ApiError::Unauthorized)?;
-        let hash = token_hash(token);
-        let session = state.store.session(&hash, now()).await?.ok_or(ApiError::Unauthorized)?;
-        if changes_state(&parts.method) {
+    }
+
+    /// What a page request presents: the session cookie only (a browser never sends a token).
+    pub fn for_page(parts: &Parts) -> Option<Presented<'_>> {
+        cookie(parts, SESSION_COOKIE).map(Presented::SessionCookie)
+    }
+}
+
+/// The one answer to "who is this": the signed-in caller that `presented` names, or `None` when
+/// it names nobody (unknown, expired, deleted). Both extractors, [`Caller`] for the API and
+/// [`PageUser`] for pages, go through here.
+pub async fn resolve(state: &AppState, presented: Presented<'_>) -> Result<Option<Caller>, servio_store::StoreError> {
+    match presented {
+        Presented::ApiToken(token) => {
+            let user = state.tokens.user(state, &token_hash(token)).await?;
+            Ok(user.map(|user| Caller { user, via: Via::ApiToken }))
+        }
+        Presented::SessionCookie(token) => {
+            let hash = token_hash(token);
+            let Some(session) = state.store.session(&hash, now()).await? else { return Ok(None) };
+            let Some(user) = state.store.user(session.user_id).await? else { return Ok(None) };
+            Ok(Some(Caller { user, via: Via::Session { token_hash: hash, csrf_token: session.csrf_token } }))
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, ApiError> {
+        let presented = Presented::for_api(parts).ok_or(ApiError::Unauthorized)?;
+        let caller = resolve(state, presented).await?.ok_or(ApiError::Unauthorized)?;
+        if let Via::Session { csrf_token, .. } = &caller.via
+            && changes_state(&parts.method)
+        {
             let sent = parts.headers.get("x-csrf-token").and_then(|v| v.to_str().ok()).unwrap_or_default();
-            if !same_secret(sent, &session.csrf_token) {
+            if !same_secret(sent, csrf_token) {
                 return Err(ApiError::Csrf);
             }
         }
-        let user = state.store.user(session.user_id).await?.ok_or(ApiError::Unauthorized)?;
-        Ok(Caller { user, via: Via::Session { token_hash: hash, csrf_token: session.csrf_token } })
+        Ok(caller)
+    }
+}
+
+/// The signed-in user of a page request (session cookie only), with the session's CSRF token
+/// for the page's forms. Nobody signed in is sent to the sign-in page.
+#[derive(Debug, Clone)]
+pub struct PageUser {
+    /// The user.
+    pub user: User,
+    /// The session's CSRF token, for the forms of the page.
+    pub csrf_token: String,
+    /// The hash the session is stored under (sign-out deletes it).
+    pub token_hash: String,
+}
+
+/// Why a page request was not let through.
+#[derive(Debug)]
+pub enum PageRejection {
+    /// Nobody is signed in: off to the sign-in page.
+    SignIn,
+    /// A form without the session's CSRF token, an unreadable form, or a failure.
+    Refused(Response),
+}
+
+impl IntoResponse for PageRejection {
+    fn into_response(self) -> Response {
+        match self {
+            PageRejection::SignIn => Redirect::to("/signin").into_response(),
+            PageRejection::Refused(response) => response,
+        }
+    }
+}
+
+async fn page_user(parts: &Parts, state: &AppState) -> Result<Option<PageUser>, ApiError> {
+    let Some(presented) = Presented::for_page(parts) else { return Ok(None) };
+    Ok(resolve(state, presented).await?.and_then(|caller| match caller.via {
+        Via::Session { token_hash, csrf_token } => Some(PageUser { user: caller.user, csrf_token, token_hash }),
+        Via::ApiToken => None,
+    }))
+}
+
+impl FromRequestParts<AppState> for PageUser {
+    type Rejection = PageRejection;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<PageUser, PageRejection> {
+        match page_user(parts, state).await {
+            Ok(Some(user)) => Ok(user),
+            Ok(None) => Err(PageRejection::SignIn),
+            Err(error) => Err(PageRejection::Refused(error.into_response())),
+        }
+    }
+}
+
+/// Pages that anyone may see (the Directory, the home page) take `Option<PageUser>`: a store
+/// failure there shows the page as to nobody, and is logged.
+impl OptionalFromRequestParts<AppState> for PageUser {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Option<PageUser>, Self::Rejection> {
+        Ok(page_user(parts, state).await.unwrap_or_else(|error| {
+            error.log_if_internal();
+            None
+        }))
+    }
+}
+
+/// A form posted from a page: the signed-in user, checked first (who may post comes before what
+/// was posted), then the form's `csrf_token` field against the session's, then the fields as `T`.
+#[derive(Debug)]
+pub struct PageForm<T> {
+    /// Who posted.
+    pub user: PageUser,
+    /// The form's other fields.
+    pub form: T,
+}
+
+impl<T: DeserializeOwned + Send> FromRequest<AppState> for PageForm<T> {
+    type Rejection = PageRejection;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<PageForm<T>, PageRejection> {
+        let (mut parts, body) = request.into_parts();
+        let user = <PageUser as FromRequestParts<AppState>>::from_request_parts(&mut parts, state).await?;
+        let refuse = |response: Response| PageRejection::Refused(response);
+        let (method, content_type) = (parts.method.clone(), parts.headers.get(header::CONTENT_TYPE).cloned());
+        let bytes = Bytes::from_request(Request::from_parts(parts, body), state)
+            .await
+            .map_err(|rejection| refuse(rejection.into_response()))?;
+        let sent = url::form_urlencoded::parse(&bytes).find(|(name, _)| name == "csrf_token").map(|(_, value)| value);
+        if !same_secret(sent.as_deref().unwrap_or_default(), &user.csrf_token) {
+            return Err(refuse(ApiError::Csrf.into_response()));
+        }
+        let mut again = Request::new(Body::from(bytes));
+        *again.method_mut() = method;
+        if let Some(content_type) = content_type {
+            again.headers_mut().insert(header::CONTENT_TYPE, content_type);
+        }
+        let Form(form) =
+            Form::<T>::from_request(again, state).await.map_err(|rejection| refuse(rejection.into_response()))?;
+        Ok(PageForm { user, form })
     }
 }
 

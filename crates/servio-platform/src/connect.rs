@@ -38,9 +38,29 @@ impl OAuthConfig {
     }
 }
 
+/// Why "Connect" could not start or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The platform's public URL makes no callback URL (a configuration mistake).
+    #[error("the public URL {0:?} does not make a callback URL")]
+    NoCallback(String),
+    /// The authorization request could not be made.
+    #[error("starting the authorization failed")]
+    Start(#[source] servio_client::oauth::OAuthError),
+    /// The store failed.
+    #[error("keeping a Connect attempt failed")]
+    Store(#[from] servio_store::StoreError),
+    /// A kept attempt does not open with this platform's key.
+    #[error("a Connect attempt could not be opened with this platform's key")]
+    Unsealable,
+    /// A kept attempt opened but does not read as one; says what is wrong.
+    #[error("a stored Connect attempt is damaged: {0}")]
+    Damaged(String),
+}
+
 /// The OAuth endpoints and client for a site whose manifest uses OAuth 2.0; `None` for a
 /// bearer site, an error when the platform's public URL makes no callback URL.
-pub fn oauth_site(config: &OAuthConfig, origin: &str, manifest: &Manifest) -> Option<Result<OAuthSite, String>> {
+pub fn oauth_site(config: &OAuthConfig, origin: &str, manifest: &Manifest) -> Option<Result<OAuthSite, ConnectError>> {
     let Auth::OAuth2 { authorization_url, token_url, scopes } = &manifest.auth else {
         return None;
     };
@@ -52,7 +72,7 @@ pub fn oauth_site(config: &OAuthConfig, origin: &str, manifest: &Manifest) -> Op
             client_id: config.client_id_for(origin).to_owned(),
             redirect_uri,
         }),
-        Err(_) => Err(format!("the public URL {:?} does not make a callback URL", config.public_url)),
+        Err(_) => Err(ConnectError::NoCallback(config.public_url.clone())),
     })
 }
 
@@ -76,8 +96,8 @@ pub struct Attempt {
 /// Starts "Connect" for `user_id` on the vault site `site_id`: a fresh `state` and PKCE pair,
 /// kept in the store (sealed, for this user and site) so that any process on the database
 /// can finish it. Returns where to send the browser.
-pub async fn begin(state: &AppState, user_id: i64, site_id: i64, site: OAuthSite) -> Result<url::Url, String> {
-    let pending = servio_client::oauth::start(&site).map_err(|e| e.to_string())?;
+pub async fn begin(state: &AppState, user_id: i64, site_id: i64, site: OAuthSite) -> Result<url::Url, ConnectError> {
+    let pending = servio_client::oauth::start(&site).map_err(ConnectError::Start)?;
     let kept = json!({
         "authorization_url": site.authorization_url.as_str(),
         "token_url": site.token_url.as_str(),
@@ -97,26 +117,22 @@ pub async fn begin(state: &AppState, user_id: i64, site_id: i64, site: OAuthSite
         created_at: now,
         expires_at: now + ATTEMPT_TTL_SECONDS,
     };
-    state.store.create_oauth_attempt(&attempt, ATTEMPTS_PER_USER, now).await.map_err(|e| e.to_string())?;
+    state.store.create_oauth_attempt(&attempt, ATTEMPTS_PER_USER, now).await?;
     Ok(pending.authorize_url)
 }
 
 /// Takes the attempt of `user_id` whose `state` came back (each state is good once, for the
 /// user who started it, until it expires); `None` when there is no such attempt.
-pub async fn take(state: &AppState, user_id: i64, returned_state: &str) -> Result<Option<Attempt>, String> {
+pub async fn take(state: &AppState, user_id: i64, returned_state: &str) -> Result<Option<Attempt>, ConnectError> {
     let hash = crate::accounts::token_hash(returned_state);
-    let Some(kept) = state.store.take_oauth_attempt(&hash, user_id, crate::now()).await.map_err(|e| e.to_string())?
-    else {
+    let Some(kept) = state.store.take_oauth_attempt(&hash, user_id, crate::now()).await? else {
         return Ok(None);
     };
-    let opened = state
-        .secrets
-        .open(&kept.sealed, &attempt_aad(user_id, kept.site_id))
-        .ok_or("a Connect attempt could not be opened with this platform's key")?;
-    let value: Value = serde_json::from_slice(&opened).map_err(|e| format!("a stored Connect attempt: {e}"))?;
-    let text =
-        |key: &str| value[key].as_str().map(str::to_owned).ok_or(format!("a stored Connect attempt lacks {key}"));
-    let url = |key: &str| text(key)?.parse::<url::Url>().map_err(|e| format!("a stored Connect attempt's {key}: {e}"));
+    let opened =
+        state.secrets.open(&kept.sealed, &attempt_aad(user_id, kept.site_id)).ok_or(ConnectError::Unsealable)?;
+    let value: Value = serde_json::from_slice(&opened).map_err(|e| ConnectError::Damaged(e.to_string()))?;
+    let text = |key: &str| value[key].as_str().map(str::to_owned).ok_or(ConnectError::Damaged(format!("no {key}")));
+    let url = |key: &str| text(key)?.parse::<url::Url>().map_err(|e| ConnectError::Damaged(format!("{key}: {e}")));
     let site = OAuthSite {
         authorization_url: url("authorization_url")?,
         token_url: url("token_url")?,

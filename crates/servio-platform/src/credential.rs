@@ -118,7 +118,7 @@ pub async fn bearer(
     };
     let refresh_token = tokens.refresh_token.as_deref().ok_or("the site gave no refresh token")?;
     let oauth = match crate::connect::oauth_site(&state.oauth, &site.origin, manifest) {
-        Some(result) => result?,
+        Some(result) => result.map_err(|e| e.to_string())?,
         None => return Err("the manifest no longer uses OAuth 2.0".to_owned()),
     };
     let new = servio_client::oauth::refresh(&state.client, &oauth, refresh_token).await.map_err(|e| e.to_string())?;

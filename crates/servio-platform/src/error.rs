@@ -1,5 +1,5 @@
 //! The one error type of the HTTP layer: each variant maps to a status; internal details go to
-//! the log, never to the client.
+//! the log (`tracing`, with the whole chain of sources), never to the client.
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -48,21 +48,41 @@ pub enum ApiError {
     /// Understood but refused, with a body that says why (an invalid manifest's report).
     #[error("unprocessable")]
     Unprocessable(serde_json::Value),
-    /// Our fault; the details are logged.
+    /// Our fault: the source is kept for the log; the client hears only "internal error".
     #[error("internal error")]
-    Internal(String),
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl From<servio_store::StoreError> for ApiError {
     fn from(error: servio_store::StoreError) -> ApiError {
         match error {
             servio_store::StoreError::Conflict(what) => ApiError::Conflict(format!("{what} is already taken")),
-            other => ApiError::Internal(other.to_string()),
+            other => ApiError::Internal(Box::new(other)),
         }
     }
 }
 
 impl ApiError {
+    /// An internal error caused by `source` (an error value, or a message where there is none).
+    pub fn internal(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> ApiError {
+        ApiError::Internal(source.into())
+    }
+
+    /// Logs an internal error with its chain of sources; other errors are the client's business
+    /// and are not logged.
+    pub fn log_if_internal(&self) {
+        if let ApiError::Internal(source) = self {
+            let mut chain = source.to_string();
+            let mut next = source.source();
+            while let Some(cause) = next {
+                chain.push_str(": ");
+                chain.push_str(&cause.to_string());
+                next = cause.source();
+            }
+            tracing::error!(error = %chain, "internal error");
+        }
+    }
+
     /// The status this error answers with.
     pub fn status(&self) -> StatusCode {
         match self {
@@ -101,11 +121,17 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        match &self {
-            ApiError::Unprocessable(body) => return (status, Json(body)).into_response(),
-            ApiError::Internal(detail) => eprintln!("servio: internal error: {detail}"),
-            _ => {}
+        if let ApiError::Unprocessable(body) = &self {
+            return (status, Json(body)).into_response();
         }
+        self.log_if_internal();
         self.with_retry_after((status, Json(json!({ "error": self.to_string() }))).into_response())
     }
+}
+
+/// The body of every refusal of the JSON API (an invalid manifest's `422` adds its `report`).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong, for people; internal details never appear here.
+    pub error: String,
 }

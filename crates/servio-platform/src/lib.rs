@@ -23,6 +23,7 @@ pub mod secrets;
 pub mod slots;
 pub mod text;
 pub mod throttle;
+pub mod trace;
 pub mod upkeep;
 
 use std::sync::Arc;
@@ -82,20 +83,12 @@ pub fn router(state: AppState) -> Router {
             None => vec![host],
         })
     });
+    let (api, _) = routes::api().split_for_parts();
     Router::new()
         .nest_service("/mcp", mcp::service(state.clone(), public_host.unwrap_or_default()))
-        .merge(routes::tools::router())
-        .merge(routes::accounts::router())
-        .merge(routes::vault::router())
-        .merge(routes::directory::router())
-        .merge(routes::openapi::router())
-        .merge(routes::dashboard::router())
-        .merge(routes::pages::with_page_headers(
-            Router::new()
-                .merge(routes::pages::router())
-                .merge(routes::dashboard_page::router())
-                .merge(routes::ai_page::router()),
-        ))
+        .merge(api)
+        .merge(routes::pages())
+        .layer(trace::layer())
         .with_state(state)
 }
 

@@ -17,8 +17,45 @@
 //! Keys that are not canonical are never merged: each stays its own slot, as two sites may mean
 //! different things by the same private key.
 
-use serde_json::{Value, json};
+use serde::Serialize;
 use servio_collector::decimal::round_to_operands;
+use utoipa::ToSchema;
+
+/// One dashboard slot: a metric of one site, or a canonical key shared by several sites.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Slot {
+    /// The metric key.
+    pub key: String,
+    /// The canonical key's label.
+    #[schema(value_type = Option<String>)]
+    pub label: Option<&'static str>,
+    /// Whether the key is canonical (shared by every site declaring it).
+    pub canonical: bool,
+    /// Indexes into the dashboard's `metrics`.
+    pub metrics: Vec<usize>,
+    /// Site ids, in the order of `metrics`.
+    pub sites: Vec<i64>,
+    /// Only for two sites or more with the same unit and granularity, for the latest period
+    /// any of them collected.
+    pub total: Option<Total>,
+    /// Why there is no total (units or periods differ, a site is missing).
+    pub note: Option<String>,
+}
+
+/// The total of a slot for its latest period.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Total {
+    /// The period's first local date.
+    pub period: String,
+    /// The unit the sites share.
+    pub unit: Option<String>,
+    /// The sum; null when a site has no value for the period (a gap is never a zero).
+    pub value: Option<f64>,
+    /// The sites summed.
+    pub sites: Vec<i64>,
+    /// The sites with no value for the period.
+    pub missing: Vec<i64>,
+}
 
 /// One site's metric, as far as slots need it.
 #[derive(Debug, Clone)]
@@ -40,7 +77,7 @@ pub struct SiteMetric {
 /// The slots of `metrics`, in the order their first metric appears. Each slot lists the
 /// indexes of its metrics in `metrics` (so the API's `metrics` array stays as it was and each
 /// slot points into it), the sites, its `total` and a `note` when there is no total.
-pub fn slots(metrics: &[SiteMetric]) -> Vec<Value> {
+pub fn slots(metrics: &[SiteMetric]) -> Vec<Slot> {
     let mut groups: Vec<(Option<&'static str>, Vec<usize>)> = Vec::new();
     for (index, metric) in metrics.iter().enumerate() {
         let label = servio_manifest::brief::canonical_label(&metric.key);
@@ -53,37 +90,37 @@ pub fn slots(metrics: &[SiteMetric]) -> Vec<Value> {
     groups
         .into_iter()
         .map(|(label, members)| {
-            let (total, note) = if members.len() < 2 { (Value::Null, None) } else { total(metrics, &members) };
-            json!({
-                "key": metrics[members[0]].key,
-                "label": label,
-                "canonical": label.is_some(),
-                "metrics": members,
-                "sites": members.iter().map(|&i| metrics[i].site_id).collect::<Vec<_>>(),
-                "total": total,
-                "note": note,
-            })
+            let (total, note) = if members.len() < 2 { (None, None) } else { total(metrics, &members) };
+            Slot {
+                key: metrics[members[0]].key.clone(),
+                label,
+                canonical: label.is_some(),
+                sites: members.iter().map(|&i| metrics[i].site_id).collect(),
+                metrics: members,
+                total,
+                note,
+            }
         })
         .collect()
 }
 
 /// The total of a slot of two or more metrics, and a note when there is none to show.
-fn total(metrics: &[SiteMetric], members: &[usize]) -> (Value, Option<String>) {
+fn total(metrics: &[SiteMetric], members: &[usize]) -> (Option<Total>, Option<String>) {
     let first = &metrics[members[0]];
     let each = |what: &dyn Fn(&SiteMetric) -> String| {
         members.iter().map(|&i| format!("{} at {}", what(&metrics[i]), metrics[i].site_name)).collect::<Vec<_>>()
     };
     if members.iter().any(|&i| metrics[i].unit != first.unit) {
         let units = each(&|m| m.unit.clone().unwrap_or_else(|| "no unit".into()));
-        return (Value::Null, Some(format!("no total: the units differ ({})", units.join(", "))));
+        return (None, Some(format!("no total: the units differ ({})", units.join(", "))));
     }
     if members.iter().any(|&i| metrics[i].granularity != first.granularity) {
         let periods = each(&|m| m.granularity.clone());
-        return (Value::Null, Some(format!("no total: the periods differ ({})", periods.join(", "))));
+        return (None, Some(format!("no total: the periods differ ({})", periods.join(", "))));
     }
     let latest = members.iter().filter_map(|&i| metrics[i].values.last()).max_by_key(|(start, _, _)| *start);
     let Some((start, date, _)) = latest else {
-        return (Value::Null, None);
+        return (None, None);
     };
     let (mut addends, mut summed, mut missing) = (Vec::new(), Vec::new(), Vec::new());
     for &i in members {
@@ -98,19 +135,19 @@ fn total(metrics: &[SiteMetric], members: &[usize]) -> (Value, Option<String>) {
     }
     // The exact sum of the sites' decimals, not binary noise (`300.3`, not `300.29999999999995`).
     let sum = round_to_operands(addends.iter().sum(), &addends);
-    let total = json!({
-        "period": date,
-        "unit": first.unit,
-        "value": if missing.is_empty() { json!(sum) } else { Value::Null },
-        "sites": summed,
-        "missing": missing.iter().map(|&i| metrics[i].site_id).collect::<Vec<_>>(),
-    });
+    let total = Total {
+        period: date.clone(),
+        unit: first.unit.clone(),
+        value: missing.is_empty().then_some(sum),
+        sites: summed,
+        missing: missing.iter().map(|&i| metrics[i].site_id).collect(),
+    };
     if missing.is_empty() {
-        return (total, None);
+        return (Some(total), None);
     }
     let names: Vec<&str> = missing.iter().map(|&i| metrics[i].site_name.as_str()).collect();
     let verb = if names.len() == 1 { "has" } else { "have" };
-    (total, Some(format!("no total for {date}: {} {verb} no value for it yet", names.join(", "))))
+    (Some(total), Some(format!("no total for {date}: {} {verb} no value for it yet", names.join(", "))))
 }
 
 #[cfg(test)]
@@ -134,8 +171,8 @@ mod tests {
     fn check(metrics: &[SiteMetric], want_total: Option<f64>, want_note: Option<&str>) {
         let slots = slots(metrics);
         assert_eq!(slots.len(), 1, "{slots:?}");
-        assert_eq!(slots[0]["total"]["value"].as_f64(), want_total, "{}", slots[0]);
-        assert_eq!(slots[0]["note"].as_str(), want_note, "{}", slots[0]);
+        assert_eq!(slots[0].total.as_ref().and_then(|t| t.value), want_total, "{:?}", slots[0]);
+        assert_eq!(slots[0].note.as_deref(), want_note, "{:?}", slots[0]);
     }
 
     #[test]
@@ -182,10 +219,10 @@ mod tests {
             metric(2, REVENUE, "USD", &[(2, 1.0)]),
             metric(3, REVENUE, "USD", &[(3, 7.0)]),
         ]);
-        let total = &slots[0]["total"];
+        let total = slots[0].total.as_ref().unwrap();
         assert_eq!(
-            (total["period"].as_str(), &total["sites"], &total["missing"]),
-            (Some("2026-09-03"), &json!([1, 3]), &json!([2]))
+            (total.period.as_str(), &total.sites[..], &total.missing[..]),
+            ("2026-09-03", &[1, 3][..], &[2][..])
         );
     }
 
@@ -199,17 +236,17 @@ mod tests {
             metric(2, "sales.orders.daily", "count", &[]),
         ];
         let slots = slots(&metrics);
-        let shape: Vec<(&str, &Value, &Value)> =
-            slots.iter().map(|s| (s["key"].as_str().unwrap(), &s["metrics"], &s["label"])).collect();
+        let shape: Vec<(&str, &[usize], Option<&str>)> =
+            slots.iter().map(|s| (s.key.as_str(), &s.metrics[..], s.label)).collect();
         assert_eq!(
             shape,
             [
-                (REVENUE, &json!([0, 2]), &json!("Revenue")),
-                ("shop.refunds.daily", &json!([1]), &Value::Null),
-                ("shop.refunds.daily", &json!([3]), &Value::Null),
-                ("sales.orders.daily", &json!([4]), &json!("Orders")),
+                (REVENUE, &[0, 2][..], Some("Revenue")),
+                ("shop.refunds.daily", &[1][..], None),
+                ("shop.refunds.daily", &[3][..], None),
+                ("sales.orders.daily", &[4][..], Some("Orders")),
             ]
         );
-        assert_eq!(slots[3]["total"], Value::Null, "one site: no total");
+        assert!(slots[3].total.is_none(), "one site: no total");
     }
 }

@@ -212,12 +212,12 @@ impl Hashing {
     /// holds it until its hash is done and the bound stays true.
     pub async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
         let pending = self.enter()?;
-        let permit = self.permits.clone().acquire_owned().await.map_err(|e| ApiError::Internal(e.to_string()))?;
+        let permit = self.permits.clone().acquire_owned().await.map_err(ApiError::internal)?;
         let task = tokio::task::spawn_blocking(move || {
             let _held = (permit, pending);
             work()
         });
-        task.await.map_err(|e| ApiError::Internal(format!("password hashing: {e}")))
+        task.await.map_err(ApiError::internal)
     }
 
     fn enter(&self) -> Result<Pending, ApiError> {

@@ -7,7 +7,6 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use servio_platform::routes::openapi::ROUTES;
 
 mod common;
 
@@ -59,10 +58,18 @@ async fn user_with_token(server: &common::Server, email: &str) -> String {
 
 #[tokio::test]
 async fn a_body_of_another_type_than_json_is_refused_with_415_on_every_route() {
-    for route in BODY_ROUTES {
-        assert!(ROUTES.iter().any(|r| (r.method, r.path) == *route), "{route:?} is a route of the API");
-    }
     for (name, server) in common::servers(None).await {
+        let documented: Vec<(String, String)> = common::api_routes(&server)
+            .await
+            .into_iter()
+            .filter(|route| route.body_schema.is_some())
+            .map(|route| (route.method, route.path))
+            .collect();
+        let listed: Vec<(String, String)> = BODY_ROUTES.iter().map(|(m, p)| (m.to_string(), p.to_string())).collect();
+        assert!(
+            documented.len() == listed.len() && listed.iter().all(|route| documented.contains(route)),
+            "{name}: the routes with a JSON body are these: {documented:?}"
+        );
         let token = user_with_token(&server, &format!("types-{name}@example.com")).await;
         for &route in BODY_ROUTES {
             for content_type in ["application/x-www-form-urlencoded", "text/plain", "multipart/form-data; boundary=x"] {

@@ -6,36 +6,7 @@ use servio_collector::plan::Planner;
 use servio_demo_site::{DemoAuth, LocalCa, Site, SiteConfig, serve_https_on};
 
 mod common;
-
-struct Page {
-    status: StatusCode,
-    location: Option<String>,
-    cookie: Option<String>,
-    html: String,
-}
-
-async fn request(http: &reqwest::Client, method: &str, url: &str, cookie: Option<&str>, form: &[(&str, &str)]) -> Page {
-    let mut request = http.request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), url);
-    if let Some(cookie) = cookie {
-        request = request.header("cookie", cookie);
-    }
-    if method == "POST" {
-        let body = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form.iter()).finish();
-        request = request.header("content-type", "application/x-www-form-urlencoded").body(body);
-    }
-    let response = request.send().await.unwrap();
-    Page {
-        status: response.status(),
-        location: response.headers().get("location").map(|v| v.to_str().unwrap().to_owned()),
-        cookie: response.headers().get("set-cookie").map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned()),
-        html: response.text().await.unwrap(),
-    }
-}
-
-fn csrf(html: &str) -> String {
-    let at = html.find("name=\"csrf_token\" value=\"").expect("a CSRF field") + "name=\"csrf_token\" value=\"".len();
-    html[at..].split('"').next().unwrap().to_owned()
-}
+use common::{csrf, request};
 
 #[tokio::test]
 async fn sign_up_add_the_demo_site_and_see_its_page() {
@@ -389,38 +360,5 @@ async fn gateway_calls_racing_on_an_expired_token_refresh_once() {
             let value = result.as_ref().unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(value["data"]["totals"]["orders"].is_u64(), "{name}: {value}");
         }
-    }
-}
-
-/// A new user who signed up in the browser gets an API token for an AI client on the "AI
-/// clients" page (shown once), sees the MCP address, and the token works at the gateway.
-#[tokio::test]
-async fn the_ai_clients_page_gives_a_token_that_works_at_the_gateway() {
-    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    for (name, server) in common::servers(None).await {
-        let url = |path: &str| format!("{}{path}", server.base);
-        let email = format!("ai-{name}@example.com");
-        let form = [("email", email.as_str()), ("password", "a long enough password"), ("time_zone", "UTC")];
-        let cookie = request(&http, "POST", &url("/signup"), None, &form).await.cookie.expect("a session cookie");
-        let page = request(&http, "GET", &url("/ai"), Some(&cookie), &[]).await;
-        assert_eq!(page.status, StatusCode::OK, "{name}");
-        assert!(page.html.contains(&format!("{}/mcp", server.base)), "{name}: the MCP address");
-        let csrf = csrf(&page.html);
-        let named = [("csrf_token", csrf.as_str()), ("name", "<laptop>")];
-        let created = request(&http, "POST", &url("/ai/tokens"), Some(&cookie), &named).await;
-        let at = created.html.find("svt_").expect("the new token on the page");
-        let token: String =
-            created.html[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').collect();
-        let tools = http.get(url("/api/tools")).bearer_auth(&token).send().await.unwrap();
-        assert_eq!(tools.status(), StatusCode::OK, "{name}: the page's token works");
-
-        let keep = [("csrf_token", csrf.as_str()), ("keep", "true")];
-        let kept = request(&http, "POST", &url("/ai/log_arguments"), Some(&cookie), &keep).await;
-        assert_eq!(kept.location.as_deref(), Some("/ai"), "{name}");
-        let page = request(&http, "GET", &url("/ai"), Some(&cookie), &[]).await;
-        assert!(page.html.contains("Arguments are kept"), "{name}");
-        let forged =
-            request(&http, "POST", &url("/ai/tokens"), Some(&cookie), &[("csrf_token", "x"), ("name", "n")]).await;
-        assert_eq!(forged.status, StatusCode::FORBIDDEN, "{name}: the CSRF field is checked");
     }
 }

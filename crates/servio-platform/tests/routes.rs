@@ -1,10 +1,10 @@
-//! Walks every documented route: each exists, nobody gets past a signed-in route, another user
-//! reaches nothing of the first user's, and no cookie-authenticated change passes without the
-//! CSRF token.
+//! Walks every route of the OpenAPI document: each exists, nobody gets past a signed-in route,
+//! another user reaches nothing of the first user's, and no cookie-authenticated change passes
+//! without the CSRF token. And the document itself: every route of the router is in it, with
+//! its request body where it reads one.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use servio_platform::routes::openapi::{Access, ROUTES};
 
 mod common;
 use common::Browser;
@@ -34,30 +34,33 @@ async fn every_route_exists_and_is_guarded() {
         let (_, claim, _) = server
             .send(&first, Method::POST, "/api/directory/claims", Some(json!({ "url": "https://a.example" })))
             .await;
-        for route in ROUTES {
+        let routes = common::api_routes(&server).await;
+        assert!(routes.len() >= 27, "{name}: {routes:?}");
+        for route in &routes {
             let id = if route.path.starts_with("/api/directory/claims") { &claim["id"] } else { &token["id"] };
             let path = route.path.replace("{id}", &id.to_string());
             let label = format!("{name}: {} {}", route.method, route.path);
 
             // Nobody.
             let (status, answer, _) =
-                server.send(&Browser::default(), method(route.method), &path, body_for(route.path)).await;
+                server.send(&Browser::default(), method(&route.method), &path, body_for(&route.path)).await;
             assert!(!(status == StatusCode::NOT_FOUND && answer.is_null()), "{label}: the route is missing");
             assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{label}: the method is missing");
-            if route.access == Access::User {
+            if route.signed_in {
                 assert_eq!(status, StatusCode::UNAUTHORIZED, "{label} as nobody: {answer}");
             }
 
             // A cookie without the CSRF token may read, never change.
             let no_csrf = Browser { csrf: None, ..first.clone() };
-            let (status, answer, _) = server.send(&no_csrf, method(route.method), &path, body_for(route.path)).await;
-            if route.access == Access::User && route.method != "GET" {
+            let (status, answer, _) = server.send(&no_csrf, method(&route.method), &path, body_for(&route.path)).await;
+            if route.signed_in && route.method != "GET" {
                 assert_eq!(status, StatusCode::FORBIDDEN, "{label} without CSRF: {answer}");
             }
 
             // The second user reaches nothing of the first user's.
-            if route.access == Access::User && route.path.contains("{id}") {
-                let (status, answer, _) = server.send(&second, method(route.method), &path, body_for(route.path)).await;
+            if route.signed_in && route.path.contains("{id}") {
+                let (status, answer, _) =
+                    server.send(&second, method(&route.method), &path, body_for(&route.path)).await;
                 assert_eq!(status, StatusCode::NOT_FOUND, "{label} as another user: {answer}");
             }
         }
@@ -67,15 +70,83 @@ async fn every_route_exists_and_is_guarded() {
     }
 }
 
+/// The document is made from the router's own registration; this holds it to what the router
+/// serves. Every documented operation is served; every other method on a documented path is
+/// not (`405`), so no route hides beside a documented one; a route reads a JSON body (it
+/// refuses a `text/plain` one with `415`) exactly when the document gives its body's schema;
+/// and every `/api/` path written in the platform's source is documented, so a route added
+/// without `routes!` fails here.
 #[tokio::test]
-async fn the_openapi_document_lists_every_route() {
+async fn the_openapi_document_lists_every_route_with_its_body() {
     let (_, server) = common::servers(None).await.remove(0);
     let (status, doc, _) = server.send(&Browser::default(), Method::GET, "/api/openapi.json", None).await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(doc["openapi"], "3.1.0");
-    for route in ROUTES {
-        assert!(doc["paths"][route.path][route.method.to_lowercase()].is_object(), "{} {}", route.method, route.path);
+    assert_eq!((status, &doc["openapi"]), (StatusCode::OK, &json!("3.1.0")));
+    let browser = server.sign_up("openapi@example.com").await;
+    let (_, token, _) = server.send(&browser, Method::POST, "/api/tokens", Some(json!({ "name": "doc" }))).await;
+    let bearer = token["token"].as_str().unwrap();
+    let routes = common::api_routes(&server).await;
+    for route in &routes {
+        let label = format!("{} {}", route.method, route.path);
+        // An id nobody has: the walk must not delete its own token on the way.
+        let url = format!("{}{}", server.base, route.path.replace("{id}", "999999").replace("{name}", "x"));
+        let response = server
+            .http
+            .request(method(&route.method), &url)
+            .bearer_auth(bearer)
+            .header("content-type", "text/plain")
+            .body("not JSON")
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(response.status(), StatusCode::METHOD_NOT_ALLOWED, "{label}: documented but not routed");
+        let reads_body = response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE;
+        let status = response.status();
+        assert_eq!(
+            reads_body,
+            route.body_schema.is_some(),
+            "{label} ({status}): reads a JSON body, or its schema is missing"
+        );
+        if let Some(schema) = &route.body_schema {
+            assert!(schema.get("$ref").is_some() || schema.get("type").is_some(), "{label}: {schema}");
+        }
+        for other in ["GET", "POST", "PUT", "DELETE", "PATCH"] {
+            if routes.iter().any(|r| r.path == route.path && r.method == other) {
+                continue;
+            }
+            let answer = server.http.request(method(other), &url).bearer_auth(bearer).send().await.unwrap();
+            assert_eq!(
+                answer.status(),
+                StatusCode::METHOD_NOT_ALLOWED,
+                "{other} {}: routed but not documented",
+                route.path
+            );
+        }
     }
+    for path in api_paths_in_source() {
+        assert!(routes.iter().any(|r| r.path == path), "{path} is in the source but not in the document");
+    }
+}
+
+/// Every string literal of the platform's source that is an API path.
+fn api_paths_in_source() -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut folders = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for piece in text.split("\"/api/").skip(1) {
+                let rest = piece.split('"').next().unwrap_or_default();
+                paths.push(format!("/api/{rest}"));
+            }
+        }
+    }
+    assert!(paths.len() >= 27, "{paths:?}");
+    paths
 }
 
 /// The web pages: nobody is sent to sign in, a post without the CSRF field changes nothing, and

@@ -126,3 +126,76 @@ pub fn browser(body: &Value, set_cookie: Option<String>) -> Browser {
         bearer: None,
     }
 }
+
+/// One operation of the OpenAPI document the platform serves.
+#[derive(Debug, Clone)]
+pub struct ApiRoute {
+    /// `GET`, `POST`, `PUT` or `DELETE`.
+    pub method: String,
+    /// The path, with `{id}` and `{name}` for parameters.
+    pub path: String,
+    /// Whether it needs a signed-in user.
+    pub signed_in: bool,
+    /// The schema of its JSON request body, if it takes one.
+    pub body_schema: Option<Value>,
+}
+
+/// Every operation of the document at `/api/openapi.json`: the routes of the API, as the router
+/// registered them.
+pub async fn api_routes(server: &Server) -> Vec<ApiRoute> {
+    let (status, doc, _) = server.send(&Browser::default(), Method::GET, "/api/openapi.json", None).await;
+    assert_eq!(status, StatusCode::OK, "{doc}");
+    let mut routes = Vec::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("a path item") {
+            routes.push(ApiRoute {
+                method: method.to_uppercase(),
+                path: path.clone(),
+                // Signed-in unless the route waives the document's security (`[{}]`).
+                signed_in: operation.get("security") != Some(&json!([{}])),
+                body_schema: operation["requestBody"]["content"]["application/json"].get("schema").cloned(),
+            });
+        }
+    }
+    routes
+}
+
+/// A page as a browser without JavaScript sees it.
+pub struct Page {
+    pub status: StatusCode,
+    pub location: Option<String>,
+    pub cookie: Option<String>,
+    pub html: String,
+}
+
+/// Sends a page request: a form post when `method` is `POST`; redirects are not followed when
+/// `http` does not follow them.
+pub async fn request(
+    http: &reqwest::Client,
+    method: &str,
+    url: &str,
+    cookie: Option<&str>,
+    form: &[(&str, &str)],
+) -> Page {
+    let mut request = http.request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), url);
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", cookie);
+    }
+    if method == "POST" {
+        let body = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form.iter()).finish();
+        request = request.header("content-type", "application/x-www-form-urlencoded").body(body);
+    }
+    let response = request.send().await.unwrap();
+    Page {
+        status: response.status(),
+        location: response.headers().get("location").map(|v| v.to_str().unwrap().to_owned()),
+        cookie: response.headers().get("set-cookie").map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned()),
+        html: response.text().await.unwrap(),
+    }
+}
+
+/// The CSRF field of a page's forms.
+pub fn csrf(html: &str) -> String {
+    let at = html.find("name=\"csrf_token\" value=\"").expect("a CSRF field") + "name=\"csrf_token\" value=\"".len();
+    html[at..].split('"').next().unwrap().to_owned()
+}

@@ -1,42 +1,94 @@
-//! The Directory: a site owner claims an origin and gets `wmcp_verify_` + 32 hex digits; once
-//! the manifest lists that token as `verification`, the site is listed publicly and found by
-//! full-text search. The token is checked again on every refresh; the listing is suspended while
+//! What the Directory routes do, for the API and the pages alike. A site owner claims an origin
+//! and gets `wmcp_verify_` + 32 hex digits; once the manifest lists that token as
+//! `verification`, the site is listed publicly and found by full-text search. The token is checked again on every refresh; the listing is suspended while
 //! it is missing.
 
-use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use servio_client::discover;
 use servio_client::discovery::origin_of;
 use servio_manifest::{CheckOptions, Manifest, Site, check};
 use servio_store::{FetchedManifest, Listing};
+use utoipa::ToSchema;
 
 use crate::accounts::same_secret;
-use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::json_body::JsonBody;
 use crate::{AppState, now};
 
-/// The Directory routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/directory", get(search))
-        .route("/api/directory/claims", get(list_claims).post(claim))
-        .route("/api/directory/claims/{id}/verify", post(verify))
+/// An origin to claim.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct NewClaim {
+    /// The site's URL or host name (`https://` is assumed); its origin is claimed.
+    pub url: String,
 }
 
-#[derive(Deserialize)]
-struct NewClaim {
-    url: String,
+/// A claim of an origin, with the token its manifest must list.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClaimView {
+    /// The claim's id.
+    pub id: i64,
+    /// The origin claimed.
+    pub origin: String,
+    /// The token for the manifest's `verification`.
+    pub token: String,
+}
+
+/// A claim just made, and what to do next.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NewClaimView {
+    /// The claim's id.
+    pub id: i64,
+    /// The origin claimed.
+    pub origin: String,
+    /// The token for the manifest's `verification`.
+    pub token: String,
+    /// What to do next, for people.
+    pub next: String,
+}
+
+/// The user's claims.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClaimList {
+    /// Oldest first.
+    pub claims: Vec<ClaimView>,
+}
+
+/// A listing made by a verified claim.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Verified {
+    /// Always true: a claim that is not verified is refused with `422`.
+    pub listed: bool,
+    /// The origin listed.
+    pub origin: String,
+    /// The manifest's name, as listed.
+    pub name: String,
+}
+
+/// A site found in the Directory.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Hit {
+    /// The site's origin.
+    pub origin: String,
+    /// The manifest's name.
+    pub name: String,
+    /// The manifest's description.
+    pub description: String,
+    /// The names of its tools.
+    pub tools: Vec<String>,
+}
+
+/// A search of the Directory.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SearchResults {
+    /// The words searched for.
+    pub query: String,
+    /// At most 50, best first.
+    pub results: Vec<Hit>,
 }
 
 fn new_verification_token() -> Result<String, ApiError> {
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| ApiError::Internal(format!("no randomness: {e}")))?;
+    getrandom::fill(&mut bytes).map_err(ApiError::internal)?;
     Ok(format!("wmcp_verify_{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()))
 }
 
@@ -49,33 +101,28 @@ pub(crate) async fn create_claim(state: &AppState, user_id: i64, url: &str) -> R
     Ok(state.store.create_claim(user_id, origin, &new_verification_token()?, now()).await?)
 }
 
-async fn claim(
-    State(state): State<AppState>,
-    caller: Caller,
-    JsonBody(form): JsonBody<NewClaim>,
-) -> Result<Response, ApiError> {
-    let claim = create_claim(&state, caller.user.id, &form.url).await?;
-    let body = json!({
-        "id": claim.id,
-        "origin": claim.origin,
-        "token": claim.token,
-        "next": format!("add \"verification\": \"{}\" to the manifest, then POST /api/directory/claims/{}/verify", claim.token, claim.id),
-    });
-    Ok((StatusCode::CREATED, Json(body)).into_response())
+/// What a new claim answers: the claim, and what to do next.
+pub(crate) fn new_claim_view(claim: servio_store::Claim) -> NewClaimView {
+    NewClaimView {
+        next: format!(
+            "add \"verification\": \"{}\" to the manifest, then POST /api/directory/claims/{}/verify",
+            claim.token, claim.id
+        ),
+        id: claim.id,
+        origin: claim.origin,
+        token: claim.token,
+    }
 }
 
-async fn list_claims(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    let claims = state.store.claims(caller.user.id).await?;
-    let list: Vec<Value> = claims.iter().map(|c| json!({ "id": c.id, "origin": c.origin, "token": c.token })).collect();
-    Ok(Json(json!({ "claims": list })))
-}
-
-async fn verify(State(state): State<AppState>, caller: Caller, Path(id): Path<i64>) -> Result<Json<Value>, ApiError> {
-    verify_claim(&state, caller.user.id, id).await.map(Json)
+/// The user's claims.
+pub(crate) async fn claims(state: &AppState, user_id: i64) -> Result<ClaimList, ApiError> {
+    let claims = state.store.claims(user_id).await?;
+    let claims = claims.into_iter().map(|c| ClaimView { id: c.id, origin: c.origin, token: c.token }).collect();
+    Ok(ClaimList { claims })
 }
 
 /// Lists the claimed site once its manifest carries the claim's token.
-pub(crate) async fn verify_claim(state: &AppState, user_id: i64, id: i64) -> Result<Value, ApiError> {
+pub(crate) async fn verify_claim(state: &AppState, user_id: i64, id: i64) -> Result<Verified, ApiError> {
     let claims = state.store.claims(user_id).await?;
     let claim = claims.into_iter().find(|c| c.id == id).ok_or(ApiError::NotFound)?;
     let found = discover(&state.client, &claim.origin)
@@ -104,7 +151,7 @@ pub(crate) async fn verify_claim(state: &AppState, user_id: i64, id: i64) -> Res
     let site = state.store.save_site(&fetched, now()).await?;
     let listing = listing_for(site.id, claim.id, &manifest);
     state.store.save_listing(&listing).await?;
-    Ok(json!({ "listed": true, "origin": claim.origin, "name": listing.name }))
+    Ok(Verified { listed: true, origin: claim.origin, name: listing.name })
 }
 
 fn listing_for(site_id: i64, claim_id: i64, manifest: &Manifest) -> Listing {
@@ -140,21 +187,18 @@ pub async fn recheck_listing(
     state.store.save_listing(&listing).await
 }
 
-#[derive(Deserialize)]
-struct SearchQuery {
-    #[serde(default)]
-    q: String,
-}
-
-async fn search(State(state): State<AppState>, Query(query): Query<SearchQuery>) -> Result<Json<Value>, ApiError> {
-    crate::text::require_text("q", &query.q)?;
-    let found = state.store.search(&query.q, 50).await?;
-    let results: Vec<Value> = found
-        .iter()
-        .map(|f| {
-            let tools: Vec<&str> = f.listing.tools.lines().filter_map(|line| line.split(':').next()).collect();
-            json!({ "origin": f.origin, "name": f.listing.name, "description": f.listing.description, "tools": tools })
+/// The Directory's listed sites matching `query`.
+pub(crate) async fn search(state: &AppState, query: String) -> Result<SearchResults, ApiError> {
+    crate::text::require_text("q", &query)?;
+    let found = state.store.search(&query, 50).await?;
+    let results = found
+        .into_iter()
+        .map(|f| Hit {
+            tools: f.listing.tools.lines().filter_map(|line| line.split(':').next()).map(str::to_owned).collect(),
+            origin: f.origin,
+            name: f.listing.name,
+            description: f.listing.description,
         })
         .collect();
-    Ok(Json(json!({ "query": query.q, "results": results })))
+    Ok(SearchResults { query, results })
 }

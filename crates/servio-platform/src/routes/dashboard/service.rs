@@ -1,49 +1,64 @@
-//! Collection over the API: a backfill of a date range for one vault site, and the dashboard
-//! data (every metric with its recent values, the latest one, and its trend against the
-//! comparison period of §8, only when that period was collected), and the slots they share
-//! (canonical keys from several sites in one slot with a total, see [`crate::slots`]).
+//! What the collection routes do, for the API and the dashboard page alike: a backfill of a
+//! date range for one vault site, collect-now, and the dashboard data (every metric with its
+//! recent values, the latest one, and its trend against the comparison period of §8, only when
+//! that period was collected), and the slots they share (canonical keys from several sites in
+//! one slot with a total, see [`crate::slots`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use axum::extract::{Path, State};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
+use servio_collector::plan::Planner;
 use servio_collector::trend::{Trend, comparison_start, trend};
 use servio_manifest::{Brief, BriefStatus, CheckOptions, Manifest, check};
+use utoipa::ToSchema;
 
 use crate::AppState;
-use crate::auth::Caller;
-use servio_collector::plan::Planner;
-
 use crate::collect::backfill;
 use crate::error::ApiError;
-use crate::json_body::JsonBody;
-use crate::slots::{SiteMetric, slots};
+use crate::slots::{SiteMetric, Slot, slots};
 
-/// The collection routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/vault/{id}/backfill", post(run_backfill))
-        .route("/api/vault/{id}/collect", post(collect_now))
-        .route("/api/dashboard", get(dashboard))
+/// A range of dates to collect.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct Range {
+    /// The first date, `YYYY-MM-DD`.
+    pub from: String,
+    /// The last date, at most 400 days after `from`.
+    pub to: String,
 }
 
-#[derive(Deserialize)]
-struct Range {
-    from: String,
-    to: String,
+/// What a backfill did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BackfillSummary {
+    /// Values stored.
+    pub stored: usize,
+    /// Answers that yielded no number (each with its reason in the collection log).
+    pub dropped: usize,
+    /// Calls that failed.
+    pub failed: usize,
 }
 
-async fn run_backfill(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(id): Path<i64>,
-    JsonBody(range): JsonBody<Range>,
-) -> Result<Json<Value>, ApiError> {
+/// What a collection of due periods did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CollectSummary {
+    /// Values stored.
+    pub stored: usize,
+    /// Answers that yielded no number.
+    pub dropped: usize,
+    /// Calls that failed.
+    pub failed: usize,
+    /// Slots backing off after a transient failure, not called.
+    pub waiting: usize,
+}
+
+/// Collects a vault site's metrics for a range of dates.
+pub(crate) async fn run_backfill(
+    state: &AppState,
+    user: &servio_store::User,
+    id: i64,
+    range: &Range,
+) -> Result<BackfillSummary, ApiError> {
     let date = |field: &str, text: &str| -> Result<jiff::civil::Date, ApiError> {
         text.parse()
             .map_err(|e| ApiError::BadRequest(format!("`{field}` {text:?} is not a date of the form YYYY-MM-DD: {e}")))
@@ -52,84 +67,116 @@ async fn run_backfill(
     if last < first || (last - first).get_days() > 400 {
         return Err(ApiError::BadRequest("`to` must be on or after `from`, at most 400 days later".into()));
     }
-    let entry = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
+    let entry = state.store.vault_entry(user.id, id).await?.ok_or(ApiError::NotFound)?;
     let report = crate::approval::report_of(&entry.site.origin, crate::approval::acting_manifest(&entry));
     let (Some(manifest), Some(brief)) = (report.manifest.as_ref(), report.brief.as_ref()) else {
         return Err(ApiError::BadRequest("this site has no valid brief: there is nothing to collect".into()));
     };
-    let summary =
-        backfill(&state, &caller.user, &entry, manifest, brief, first, last).await.map_err(ApiError::Internal)?;
-    Ok(Json(json!({ "stored": summary.stored, "dropped": summary.dropped, "failed": summary.failed })))
+    let summary = backfill(state, user, &entry, manifest, brief, first, last).await.map_err(ApiError::internal)?;
+    Ok(BackfillSummary { stored: summary.stored, dropped: summary.dropped, failed: summary.failed })
 }
 
 /// Collects what is due for this site now (what the scheduler does every few minutes); slots
 /// backing off after a transient failure are counted as `waiting`, not called.
-async fn collect_now(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(id): Path<i64>,
-) -> Result<Json<Value>, ApiError> {
-    let entry = state.store.vault_entry(caller.user.id, id).await?.ok_or(ApiError::NotFound)?;
-    let summary = crate::collect::collect_due(&state, &caller.user, &entry, &mut Planner::new(jiff::Timestamp::now()))
+pub(crate) async fn collect_now(
+    state: &AppState,
+    user: &servio_store::User,
+    id: i64,
+) -> Result<CollectSummary, ApiError> {
+    let entry = state.store.vault_entry(user.id, id).await?.ok_or(ApiError::NotFound)?;
+    let summary = crate::collect::collect_due(state, user, &entry, &mut Planner::new(jiff::Timestamp::now()))
         .await
-        .map_err(ApiError::Internal)?;
-    Ok(Json(json!({
-        "stored": summary.stored,
-        "dropped": summary.dropped,
-        "failed": summary.failed,
-        "waiting": summary.waiting,
-    })))
+        .map_err(ApiError::internal)?;
+    Ok(CollectSummary {
+        stored: summary.stored,
+        dropped: summary.dropped,
+        failed: summary.failed,
+        waiting: summary.waiting,
+    })
 }
 
 /// How far back the dashboard shows values.
 const RECENT_SECONDS: i64 = 62 * 24 * 3600;
 
-async fn dashboard(State(state): State<AppState>, caller: Caller) -> Result<Json<Dashboard>, ApiError> {
-    dashboard_data(&state, &caller.user).await.map(Json)
+/// The dashboard data, typed so that it is serialized straight to the response (built as a
+/// `serde_json::Value`, the 3,100 values of a 50-metric user were copied twice more by
+/// `json!`) and so that the page reads the same fields the API serves.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Dashboard {
+    /// The user's IANA zone; periods are in it.
+    pub time_zone: String,
+    /// One entry per (site, metric), as it has always been.
+    pub metrics: Vec<MetricData>,
+    /// The metrics grouped as the dashboard shows them (added later, so older clients can
+    /// ignore it), see [`crate::slots`].
+    pub slots: Vec<Slot>,
 }
 
-/// The dashboard data, typed so that it is serialized straight to the response: built as a
-/// `serde_json::Value`, its 3,100 values of a 50-metric user were copied twice more by `json!`.
-#[derive(Serialize)]
-pub(crate) struct Dashboard {
-    time_zone: String,
-    metrics: Vec<MetricData>,
-    slots: Vec<Value>,
+/// A metric of a site with its recent values.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MetricData {
+    /// The site.
+    pub site: SiteData,
+    /// The metric key.
+    pub key: String,
+    /// The canonical key's label.
+    #[schema(value_type = Option<String>)]
+    pub label: Option<&'static str>,
+    /// The declared unit.
+    pub unit: Option<String>,
+    /// `hour`, `day`, `week` or `month`.
+    #[schema(value_type = String)]
+    pub granularity: &'static str,
+    /// The newest value.
+    pub latest: Option<Latest>,
+    /// Against the comparison period of §8, only when that was collected.
+    pub change: Option<Change>,
+    /// Recent values, oldest first.
+    pub values: Vec<Point>,
 }
 
-#[derive(Serialize)]
-struct MetricData {
-    site: SiteData,
-    key: String,
-    label: Option<&'static str>,
-    unit: Option<String>,
-    granularity: &'static str,
-    latest: Option<Latest>,
-    change: Value,
-    values: Vec<Point>,
+/// The site of a metric.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SiteData {
+    /// The vault site's id.
+    pub id: i64,
+    /// Its origin.
+    pub origin: String,
+    /// The manifest's name.
+    pub name: String,
 }
 
-#[derive(Serialize)]
-struct SiteData {
-    id: i64,
-    origin: String,
-    name: String,
+/// The newest value of a metric.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Latest {
+    /// The period's first local date.
+    pub period: String,
+    /// The value.
+    pub value: f64,
+    /// The value as the site sent it, as JSON: a number or a string.
+    #[schema(value_type = Object)]
+    pub raw: Raw,
 }
 
-#[derive(Serialize)]
-struct Latest {
-    period: String,
-    value: f64,
-    raw: Raw,
+/// The change of the latest value against the comparison period.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Change {
+    /// The comparison period's first local date.
+    pub against: String,
+    /// The difference.
+    pub change: f64,
+    /// The difference in percent; absent when the previous value is 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percent: Option<f64>,
 }
 
 /// The value as the site sent it, kept for audit: the store keeps the JSON text found at the
 /// brief's `valuePath`, and the API serves it as that JSON (`3969.55` for a number, `"$936.24"`
 /// for a string), not as a string holding JSON text. The text goes out byte for byte, so a
 /// number keeps every digit the site wrote.
-#[derive(Serialize)]
+#[derive(Debug, Serialize)]
 #[serde(untagged)]
-enum Raw {
+pub enum Raw {
     /// Stored text that is JSON, served as it is.
     Json(Box<RawValue>),
     /// Stored text that is not JSON, served as a string: an audit field never fails a dashboard.
@@ -142,10 +189,13 @@ impl Raw {
     }
 }
 
-#[derive(Serialize)]
-struct Point {
-    period: String,
-    value: f64,
+/// A collected value.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Point {
+    /// The period's first local date.
+    pub period: String,
+    /// The value.
+    pub value: f64,
 }
 
 /// A site's manifest and brief when the brief is valid, checked once per manifest text.
@@ -175,21 +225,14 @@ fn checked_brief(site: &servio_store::SiteRecord) -> Option<Checked> {
     valid
 }
 
-/// The dashboard data of `user`, as JSON (for the page).
-pub(crate) async fn dashboard_json(state: &AppState, user: &servio_store::User) -> Result<Value, ApiError> {
-    let data = dashboard_data(state, user).await?;
-    serde_json::to_value(data).map_err(|e| ApiError::Internal(format!("the dashboard as JSON: {e}")))
-}
-
 /// The dashboard data of `user`.
 pub(crate) async fn dashboard_data(state: &AppState, user: &servio_store::User) -> Result<Dashboard, ApiError> {
-    let caller = crate::auth::Caller { user: user.clone(), via: crate::auth::Via::ApiToken };
-    let zone = servio_manifest::period::zone(&caller.user.time_zone).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let zone = servio_manifest::period::zone(&user.time_zone).map_err(ApiError::internal)?;
     let since = crate::now() - RECENT_SECONDS;
     let mut metrics = Vec::new();
     let mut for_slots = Vec::new();
     let mut checked = Vec::new();
-    for site in state.store.vault(caller.user.id).await? {
+    for site in state.store.vault(user.id).await? {
         if let Some(valid) = checked_brief(&site) {
             checked.push((site, valid));
         }
@@ -200,7 +243,7 @@ pub(crate) async fn dashboard_data(state: &AppState, user: &servio_store::User) 
         .flat_map(|(site, valid)| valid.1.metrics.iter().map(move |metric| (site.id, metric.key.as_str())))
         .collect();
     let mut recent: HashMap<(i64, String), Vec<servio_store::StoredValue>> = HashMap::new();
-    for (site_id, value) in state.store.values_of(caller.user.id, &pairs, since).await? {
+    for (site_id, value) in state.store.values_of(user.id, &pairs, since).await? {
         recent.entry((site_id, value.metric_key.clone())).or_default().push(value);
     }
     for (site, valid) in &checked {
@@ -209,20 +252,18 @@ pub(crate) async fn dashboard_data(state: &AppState, user: &servio_store::User) 
             let values = recent.remove(&(site.id, metric.key.clone())).unwrap_or_default();
             let latest = values.last();
             let change = match latest {
-                None => Value::Null,
+                None => None,
                 Some(latest) => {
-                    let date: jiff::civil::Date =
-                        latest.start_date.parse().map_err(|e: jiff::Error| ApiError::Internal(e.to_string()))?;
+                    let date: jiff::civil::Date = latest.start_date.parse().map_err(ApiError::internal)?;
                     let period = servio_manifest::period::resolve(metric.granularity, date, 0, &zone)
-                        .map_err(|e| ApiError::Internal(e.to_string()))?;
-                    let (compare_date, _) = comparison_start(&period).map_err(|e| ApiError::Internal(e.to_string()))?;
+                        .map_err(ApiError::internal)?;
+                    let (compare_date, _) = comparison_start(&period).map_err(ApiError::internal)?;
                     let previous = values.iter().find(|v| v.start_date == compare_date.to_string()).map(|v| v.value);
+                    let against = compare_date.to_string();
                     match trend(latest.value, previous) {
-                        Trend::None => Value::Null,
-                        Trend::Absolute(change) => json!({ "against": compare_date.to_string(), "change": change }),
-                        Trend::Relative { change, percent } => {
-                            json!({ "against": compare_date.to_string(), "change": change, "percent": percent })
-                        }
+                        Trend::None => None,
+                        Trend::Absolute(change) => Some(Change { against, change, percent: None }),
+                        Trend::Relative { change, percent } => Some(Change { against, change, percent: Some(percent) }),
                     }
                 }
             };
@@ -249,5 +290,5 @@ pub(crate) async fn dashboard_data(state: &AppState, user: &servio_store::User) 
         }
     }
     let slots = slots(&for_slots);
-    Ok(Dashboard { time_zone: caller.user.time_zone, metrics, slots })
+    Ok(Dashboard { time_zone: user.time_zone.clone(), metrics, slots })
 }

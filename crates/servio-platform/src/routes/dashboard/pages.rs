@@ -2,20 +2,22 @@
 //! change against the comparison period only when that was collected, and a small SVG chart of
 //! recent periods in which a missing period is a gap, never a zero. Below, each site's
 //! collection log with the reasons a site owner can act on. A canonical key collected from
-//! several sites is one card: each site's line, then their total or why there is none.
+//! several sites is one card: each site's line, then their total or why there is none. The
+//! cards are made from the same typed [`Dashboard`] that `GET /api/dashboard` serves.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use askama::Template;
 use axum::Router;
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
-use serde_json::Value;
 
+use super::service::{Dashboard, MetricData, dashboard_data};
 use crate::AppState;
+use crate::auth::PageUser;
 use crate::error::ApiError;
+use crate::routes::pages::{render, timestamp};
 
 /// The dashboard page route.
 pub fn router() -> Router<AppState> {
@@ -121,92 +123,84 @@ pub fn chart(points: &[Option<f64>]) -> String {
     )
 }
 
-async fn page(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let user = match crate::routes::pages::require_user(&state, &headers).await {
-        Ok(user) => user,
-        Err(response) => return response,
+async fn page(State(state): State<AppState>, user: PageUser) -> Result<Response, ApiError> {
+    let dashboard = dashboard_data(&state, &user.user).await?;
+    let cards = cards(dashboard)?;
+    let page = DashboardPage {
+        signed_in: Some(user.user.email.clone()),
+        csrf_token: user.csrf_token,
+        time_zone: user.user.time_zone.clone(),
+        cards,
+        logs: logs(&state, user.user.id).await?,
     };
-    match render(&state, &user.0, user.1).await {
-        Ok(response) => response,
-        Err(error) => error.into_response(),
-    }
+    Ok(render(&page))
 }
 
-/// The line of one entry of the dashboard data's `metrics`.
-fn site_line(metric: &Value) -> Result<SiteLine, ApiError> {
-    let values: BTreeMap<String, f64> = metric["values"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|v| Some((v["period"].as_str()?.to_owned(), v["value"].as_f64()?)))
-        .collect();
+/// The line of one metric of the dashboard data.
+fn site_line(metric: &MetricData) -> Result<SiteLine, ApiError> {
+    let values: BTreeMap<&str, f64> = metric.values.iter().map(|v| (v.period.as_str(), v.value)).collect();
     // One point per day between the first and the last collected period; gaps stay gaps.
     let points: Vec<Option<f64>> = match (values.keys().next(), values.keys().last()) {
-        (Some(first), Some(last)) if metric["granularity"] == "day" => {
-            let (mut day, last): (jiff::civil::Date, jiff::civil::Date) = (
-                first.parse().map_err(|e: jiff::Error| ApiError::Internal(e.to_string()))?,
-                last.parse().map_err(|e: jiff::Error| ApiError::Internal(e.to_string()))?,
-            );
+        (Some(first), Some(last)) if metric.granularity == "day" => {
+            let (mut day, last): (jiff::civil::Date, jiff::civil::Date) =
+                (first.parse().map_err(ApiError::internal)?, last.parse().map_err(ApiError::internal)?);
             let mut points = Vec::new();
             while day <= last {
-                points.push(values.get(&day.to_string()).copied());
-                day = day.tomorrow().map_err(|e| ApiError::Internal(e.to_string()))?;
+                points.push(values.get(day.to_string().as_str()).copied());
+                day = day.tomorrow().map_err(ApiError::internal)?;
             }
             points
         }
         _ => values.values().map(|v| Some(*v)).collect(),
     };
-    let change = metric["change"].as_object().map(|c| {
-        let delta = c.get("change").and_then(Value::as_f64).unwrap_or_default();
-        let arrow = if delta >= 0.0 { "▲" } else { "▼" };
-        match c.get("percent").and_then(Value::as_f64) {
-            Some(percent) => format!("{arrow} {percent:+.1}% against {}", c["against"].as_str().unwrap_or_default()),
-            None => format!("{arrow} {:+} against {}", format_number(delta), c["against"].as_str().unwrap_or_default()),
+    let change = metric.change.as_ref().map(|c| {
+        let arrow = if c.change >= 0.0 { "▲" } else { "▼" };
+        match c.percent {
+            Some(percent) => format!("{arrow} {percent:+.1}% against {}", c.against),
+            None => format!("{arrow} {:+} against {}", format_number(c.change), c.against),
         }
     });
-    let rising = metric["change"]["change"].as_f64().is_some_and(|c| c >= 0.0);
+    let rising = metric.change.as_ref().is_some_and(|c| c.change >= 0.0);
     Ok(SiteLine {
-        site: metric["site"]["name"].as_str().unwrap_or_default().to_owned(),
-        key: metric["key"].as_str().unwrap_or_default().to_owned(),
-        unit: metric["unit"].as_str().unwrap_or_default().to_owned(),
-        period: metric["latest"]["period"].as_str().unwrap_or_default().to_owned(),
-        latest: metric["latest"]["value"].as_f64().map(format_number),
+        site: metric.site.name.clone(),
+        key: metric.key.clone(),
+        unit: metric.unit.clone().unwrap_or_default(),
+        period: metric.latest.as_ref().map(|l| l.period.clone()).unwrap_or_default(),
+        latest: metric.latest.as_ref().map(|l| format_number(l.value)),
         change,
         change_class: if rising { "ok".into() } else { "warning".into() },
         chart: chart(&points),
     })
 }
 
-async fn render(state: &AppState, user: &servio_store::User, csrf_token: String) -> Result<Response, ApiError> {
-    let data = crate::routes::dashboard::dashboard_json(state, user).await?;
+/// The cards of the dashboard data: one per slot, each with its sites' lines.
+fn cards(dashboard: Dashboard) -> Result<Vec<Card>, ApiError> {
     let mut lines = Vec::new();
-    for metric in data["metrics"].as_array().into_iter().flatten() {
+    for metric in &dashboard.metrics {
         lines.push(Some(site_line(metric)?));
     }
-    let mut cards = Vec::new();
-    for slot in data["slots"].as_array().into_iter().flatten() {
-        let members: Vec<SiteLine> = slot["metrics"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|i| lines.get_mut(usize::try_from(i.as_u64()?).ok()?)?.take())
-            .collect();
-        let key = slot["key"].as_str().unwrap_or_default().to_owned();
-        let total = &slot["total"];
-        cards.push(Card {
-            label: slot["label"].as_str().unwrap_or(&key).to_owned(),
-            total: total["value"].as_f64().map(|value| {
-                let unit = total["unit"].as_str().map(|u| format!(" {u}")).unwrap_or_default();
-                format!("{}{unit} · {}", format_number(value), total["period"].as_str().unwrap_or_default())
+    let cards = dashboard
+        .slots
+        .into_iter()
+        .map(|slot| Card {
+            label: slot.label.unwrap_or(&slot.key).to_owned(),
+            total: slot.total.as_ref().and_then(|total| {
+                let unit = total.unit.as_ref().map(|u| format!(" {u}")).unwrap_or_default();
+                total.value.map(|value| format!("{}{unit} · {}", format_number(value), total.period))
             }),
-            note: slot["note"].as_str().map(str::to_owned),
-            key,
-            lines: members,
-        });
-    }
+            lines: slot.metrics.iter().filter_map(|&i| lines.get_mut(i)?.take()).collect(),
+            note: slot.note,
+            key: slot.key,
+        })
+        .collect();
+    Ok(cards)
+}
+
+/// Each site's collection log, newest first, with the reasons a site owner can act on.
+async fn logs(state: &AppState, user_id: i64) -> Result<Vec<Log>, ApiError> {
     let mut logs = Vec::new();
-    for site in state.store.vault(user.id).await? {
-        let attempts = state.store.attempts(user.id, site.id, 200).await?;
+    for site in state.store.vault(user_id).await? {
+        let attempts = state.store.attempts(user_id, site.id, 200).await?;
         if attempts.is_empty() {
             continue;
         }
@@ -217,7 +211,7 @@ async fn render(state: &AppState, user: &servio_store::User, csrf_token: String)
                 .iter()
                 .take(20)
                 .map(|a| LogRow {
-                    when: jiff::Timestamp::from_second(a.attempted_at).map(|t| t.to_string()).unwrap_or_default(),
+                    when: timestamp(a.attempted_at),
                     metric: a.metric_key.clone(),
                     period: a.start_date.clone(),
                     outcome: match &a.reason {
@@ -228,14 +222,7 @@ async fn render(state: &AppState, user: &servio_store::User, csrf_token: String)
                 .collect(),
         });
     }
-    let page = DashboardPage {
-        signed_in: Some(user.email.clone()),
-        csrf_token,
-        time_zone: user.time_zone.clone(),
-        cards,
-        logs,
-    };
-    page.render().map(|html| axum::response::Html(html).into_response()).map_err(|e| ApiError::Internal(e.to_string()))
+    Ok(logs)
 }
 
 /// Reasons a site owner can act on: each distinct reason with how many periods it hit (a period

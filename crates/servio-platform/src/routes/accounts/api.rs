@@ -1,0 +1,140 @@
+//! Accounts over the JSON API: sign-up, sign-in (a new session each time), sign-out, the
+//! caller's profile and time zone, and personal API tokens (shown once, stored hashed).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use servio_store::User;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::service::{
+    self, Attempt, IssuedToken, NewToken, SessionView, SignIn, SignUp, TimeZone, TokenList, create_session,
+    expired_cookie,
+};
+use crate::AppState;
+use crate::auth::{Caller, Via};
+use crate::error::{ApiError, ErrorBody};
+use crate::json_body::JsonBody;
+use crate::throttle::ClientAddress;
+
+/// The account routes of the API.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(sign_up))
+        .routes(routes!(sign_in))
+        .routes(routes!(sign_out))
+        .routes(routes!(me))
+        .routes(routes!(set_time_zone))
+        .routes(routes!(list_tokens, create_token))
+        .routes(routes!(delete_token))
+}
+
+async fn start_session(state: &AppState, user: &User, headers: &HeaderMap) -> Result<Response, ApiError> {
+    let (cookie, csrf_token) = create_session(state, user, headers).await?;
+    let mut response = Json(SessionView { user: user.into(), csrf_token: Some(csrf_token) }).into_response();
+    response.headers_mut().insert(header::SET_COOKIE, cookie);
+    Ok(response)
+}
+
+/// Create an account and start a session
+#[utoipa::path(post, path = "/api/signup", security(()), request_body = SignUp, responses(
+    (status = 201, description = "Signed up and signed in: the session cookie is set", body = SessionView),
+    (status = 400, description = "A field is invalid; `error` says which", body = ErrorBody),
+    (status = 403, description = "Posted from another site", body = ErrorBody),
+    (status = 409, description = "The email is taken", body = ErrorBody),
+    (status = 429, description = "Too many sign-ups from this address", body = ErrorBody),
+))]
+async fn sign_up(
+    State(state): State<AppState>,
+    ClientAddress(address): ClientAddress,
+    headers: HeaderMap,
+    JsonBody(form): JsonBody<SignUp>,
+) -> Result<Response, ApiError> {
+    let user = service::register(&state, Attempt { address, headers: &headers }, &form).await?;
+    let mut response = start_session(&state, &user, &headers).await?;
+    *response.status_mut() = StatusCode::CREATED;
+    Ok(response)
+}
+
+/// Start a session (a new one each time)
+#[utoipa::path(post, path = "/api/signin", security(()), request_body = SignIn, responses(
+    (status = 200, description = "Signed in: the session cookie is set", body = SessionView),
+    (status = 401, description = "Wrong email or password", body = ErrorBody),
+    (status = 403, description = "Posted from another site", body = ErrorBody),
+    (status = 429, description = "Too many attempts", body = ErrorBody),
+))]
+async fn sign_in(
+    State(state): State<AppState>,
+    ClientAddress(address): ClientAddress,
+    headers: HeaderMap,
+    JsonBody(form): JsonBody<SignIn>,
+) -> Result<Response, ApiError> {
+    let user = service::authenticate(&state, Attempt { address, headers: &headers }, &form).await?;
+    start_session(&state, &user, &headers).await
+}
+
+/// End the current session
+#[utoipa::path(post, path = "/api/signout", responses((status = 204, description = "Signed out: the cookie is expired")))]
+async fn sign_out(State(state): State<AppState>, caller: Caller) -> Result<Response, ApiError> {
+    if let Via::Session { token_hash, .. } = &caller.via {
+        state.store.delete_session(token_hash).await?;
+    }
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response.headers_mut().insert(header::SET_COOKIE, expired_cookie());
+    Ok(response)
+}
+
+/// The signed-in user (and the session's CSRF token)
+#[utoipa::path(get, path = "/api/me", responses((status = 200, description = "The user; `csrf_token` only with a session cookie", body = SessionView)))]
+async fn me(caller: Caller) -> Json<SessionView> {
+    let csrf_token = match caller.via {
+        Via::Session { csrf_token, .. } => Some(csrf_token),
+        Via::ApiToken => None,
+    };
+    Json(SessionView { user: (&caller.user).into(), csrf_token })
+}
+
+/// Change the user's IANA time zone
+#[utoipa::path(put, path = "/api/me/time_zone", request_body = TimeZone, responses(
+    (status = 200, description = "The new time zone", body = TimeZone),
+    (status = 400, description = "Not an IANA time zone", body = ErrorBody),
+))]
+async fn set_time_zone(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(form): JsonBody<TimeZone>,
+) -> Result<Json<TimeZone>, ApiError> {
+    service::set_time_zone(&state, caller.user.id, form).await.map(Json)
+}
+
+/// The user's personal API tokens, without their secrets
+#[utoipa::path(get, path = "/api/tokens", responses((status = 200, description = "The tokens", body = TokenList)))]
+async fn list_tokens(State(state): State<AppState>, caller: Caller) -> Result<Json<TokenList>, ApiError> {
+    service::tokens(&state, caller.user.id).await.map(Json)
+}
+
+/// Create a personal API token, shown once
+#[utoipa::path(post, path = "/api/tokens", request_body = NewToken, responses(
+    (status = 201, description = "The token, shown this once", body = IssuedToken),
+    (status = 400, description = "A bad name", body = ErrorBody),
+))]
+async fn create_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(form): JsonBody<NewToken>,
+) -> Result<Response, ApiError> {
+    let issued = service::issue_token(&state, caller.user.id, &form.name).await?;
+    Ok((StatusCode::CREATED, Json(issued)).into_response())
+}
+
+/// Delete one of the user's API tokens
+#[utoipa::path(delete, path = "/api/tokens/{id}", responses((status = 204, description = "Deleted")))]
+async fn delete_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<i64>,
+) -> Result<StatusCode, ApiError> {
+    service::delete_token(&state, caller.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
+}

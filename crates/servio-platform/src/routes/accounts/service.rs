@@ -1,0 +1,266 @@
+//! What the account routes do, for the API and the pages alike: sign-up and sign-in behind the
+//! abuse checks, sessions, and personal API tokens; and the typed views both render.
+
+use std::net::IpAddr;
+
+use axum::http::{HeaderMap, HeaderValue};
+use serde::{Deserialize, Serialize};
+use servio_store::{Session, User};
+use utoipa::ToSchema;
+
+use crate::accounts::{
+    check_password, check_time_zone, decoy_hash, earlier_forms, hash_password, new_token, normalize_email, token_hash,
+    verify_password,
+};
+use crate::auth::{SESSION_COOKIE, cookie, refuse_cross_site};
+use crate::error::ApiError;
+use crate::{AppState, now};
+
+/// How long a session lasts at most, however much it is used.
+const SESSION_SECONDS: i64 = 14 * 24 * 3600;
+
+/// How long a session lasts unused: a forgotten browser should not stay signed in for the
+/// whole of [`SESSION_SECONDS`].
+const IDLE_SECONDS: i64 = 7 * 24 * 3600;
+
+/// A user as the API shows them (never the password hash).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct UserView {
+    /// The user's id.
+    pub id: i64,
+    /// The email, normalised (NFC, lowercase domain).
+    pub email: String,
+    /// The IANA time zone periods are worked out in.
+    pub time_zone: String,
+}
+
+impl From<&User> for UserView {
+    fn from(user: &User) -> UserView {
+        UserView { id: user.id, email: user.email.clone(), time_zone: user.time_zone.clone() }
+    }
+}
+
+/// The signed-in user, with the session's CSRF token when a session cookie signed them in.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SessionView {
+    /// Who.
+    pub user: UserView,
+    /// Send it as `X-CSRF-Token` with every change made with the session cookie.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub csrf_token: Option<String>,
+}
+
+/// A new account.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct SignUp {
+    /// The email to sign in with.
+    pub email: String,
+    /// At least 10 characters.
+    pub password: String,
+    /// An IANA time zone, such as `Europe/Berlin`.
+    pub time_zone: String,
+}
+
+/// An email and a password.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct SignIn {
+    /// The email signed up with.
+    pub email: String,
+    /// The password.
+    pub password: String,
+}
+
+/// The user's time zone, asked for and answered.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+pub struct TimeZone {
+    /// An IANA time zone, such as `Pacific/Auckland`.
+    pub time_zone: String,
+}
+
+/// A name for a new API token.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct NewToken {
+    /// 1 to 100 characters, to tell tokens apart.
+    pub name: String,
+}
+
+/// A personal API token without its secret.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TokenView {
+    /// The token's id.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+    /// When it was made (Unix seconds).
+    pub created_at: i64,
+    /// When it was last used (Unix seconds), if ever.
+    pub last_used_at: Option<i64>,
+}
+
+/// The user's API tokens.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TokenList {
+    /// Oldest first.
+    pub tokens: Vec<TokenView>,
+}
+
+/// A token just made: the only time its secret is shown.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IssuedToken {
+    /// The token's id.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+    /// The token itself, for `Authorization: Bearer`.
+    pub token: String,
+    /// "shown once: store it now".
+    #[schema(value_type = String)]
+    pub note: &'static str,
+}
+
+pub(crate) fn bad(field: &str, expected: &str) -> ApiError {
+    ApiError::BadRequest(format!("`{field}` must be {expected}"))
+}
+
+/// Starts a session: a new random cookie value (so a session id planted before sign-in is never
+/// reused), stored as a hash, with its CSRF token. Returns the `Set-Cookie` value and the CSRF
+/// token.
+pub(crate) async fn create_session(
+    state: &AppState,
+    user: &User,
+    headers: &HeaderMap,
+) -> Result<(HeaderValue, String), ApiError> {
+    if let Some(old) = request_cookie(headers) {
+        state.store.delete_session(&token_hash(&old)).await?;
+    }
+    let token = new_token("s_").map_err(ApiError::internal)?;
+    let csrf_token = new_token("c_").map_err(ApiError::internal)?;
+    let session = Session {
+        user_id: user.id,
+        csrf_token: csrf_token.clone(),
+        expires_at: now() + SESSION_SECONDS,
+        idle_seconds: IDLE_SECONDS,
+    };
+    state.store.create_session(&token_hash(&token), &session, now()).await?;
+    let cookie = format!("{SESSION_COOKIE}={token}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age={SESSION_SECONDS}");
+    Ok((HeaderValue::from_str(&cookie).map_err(ApiError::internal)?, csrf_token))
+}
+
+/// The `Set-Cookie` value that ends a session in the browser.
+pub(crate) fn expired_cookie() -> HeaderValue {
+    HeaderValue::from_static("__Host-servio_session=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0")
+}
+
+/// Who is trying to sign in or up: what the abuse checks look at.
+#[derive(Clone, Copy)]
+pub(crate) struct Attempt<'a> {
+    /// The client's address, for the per-address limits.
+    pub address: IpAddr,
+    /// The request's headers, for the cross-site check.
+    pub headers: &'a HeaderMap,
+}
+
+impl Attempt<'_> {
+    /// Refuses an attempt a browser made for another site.
+    fn refuse_cross_site(&self, state: &AppState) -> Result<(), ApiError> {
+        refuse_cross_site(&state.oauth.public_url, self.headers)
+    }
+}
+
+/// Creates an account after checking who asks (same site, within the address's sign-up limit,
+/// so that taken addresses cannot be enumerated at speed) and then its fields.
+pub(crate) async fn register(state: &AppState, attempt: Attempt<'_>, form: &SignUp) -> Result<User, ApiError> {
+    attempt.refuse_cross_site(state)?;
+    state.throttle.sign_up(attempt.address)?;
+    let normalized = normalize_email(&form.email).map_err(|e| bad("email", e))?;
+    check_password(&form.password).map_err(|e| bad("password", e))?;
+    check_time_zone(&form.time_zone).map_err(|e| bad("time_zone", e))?;
+    // The unique index sees stored forms only: an account made before NFC under another form
+    // of this address is looked for too.
+    if find_user(state, &earlier_forms(&form.email, &normalized)).await?.is_some() {
+        return Err(ApiError::Conflict("this email is already taken".into()));
+    }
+    let password = form.password.clone();
+    let hash = state.throttle.hashing.run(move || hash_password(&password)).await?.map_err(ApiError::internal)?;
+    Ok(state.store.create_user(&normalized, &hash, &form.time_zone, now()).await?)
+}
+
+/// The first user stored under one of `forms` of an email.
+async fn find_user(state: &AppState, forms: &[String]) -> Result<Option<User>, ApiError> {
+    for form in forms {
+        if let Some(user) = state.store.user_by_email(form).await? {
+            return Ok(Some(user));
+        }
+    }
+    Ok(None)
+}
+
+/// The user with these credentials; the same answer, in the same time, whichever is wrong.
+/// Checked first: same site, and within the limits of the client's address and of the account.
+pub(crate) async fn authenticate(state: &AppState, attempt: Attempt<'_>, form: &SignIn) -> Result<User, ApiError> {
+    attempt.refuse_cross_site(state)?;
+    crate::text::require_text("email", &form.email)?;
+    let normalized = normalize_email(&form.email);
+    state.throttle.sign_in(attempt.address, normalized.as_deref().unwrap_or(form.email.trim()))?;
+    let normalized = normalized.map_err(|_| ApiError::WrongCredentials)?;
+    let mut forms = vec![normalized.clone()];
+    forms.extend(earlier_forms(&form.email, &normalized));
+    let user = find_user(state, &forms).await?;
+    let (password, hash) = (form.password.clone(), user.as_ref().map(|u| u.password_hash.clone()));
+    let matches = state
+        .throttle
+        .hashing
+        .run(move || match &hash {
+            Some(hash) => verify_password(&password, hash),
+            None => verify_password(&password, decoy_hash()),
+        })
+        .await?;
+    match (matches, user) {
+        (true, Some(user)) => Ok(user),
+        _ => Err(ApiError::WrongCredentials),
+    }
+}
+
+fn request_cookie(headers: &HeaderMap) -> Option<String> {
+    let (mut parts, ()) = axum::http::Request::new(()).into_parts();
+    parts.headers = headers.clone();
+    cookie(&parts, SESSION_COOKIE).map(str::to_owned)
+}
+
+/// Changes the user's time zone.
+pub(crate) async fn set_time_zone(state: &AppState, user_id: i64, form: TimeZone) -> Result<TimeZone, ApiError> {
+    check_time_zone(&form.time_zone).map_err(|e| bad("time_zone", e))?;
+    state.store.set_time_zone(user_id, &form.time_zone).await?;
+    state.tokens.forget_user(user_id);
+    Ok(form)
+}
+
+/// Makes a personal API token named `name` for the user: the stored record, and the token
+/// itself (the only time it exists outside its hash).
+pub(crate) async fn issue_token(state: &AppState, user_id: i64, name: &str) -> Result<IssuedToken, ApiError> {
+    let name = name.trim();
+    crate::text::require_text("name", name)?;
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(bad("name", "a name of 1 to 100 characters"));
+    }
+    let token = new_token("svt_").map_err(ApiError::internal)?;
+    let stored = state.store.create_api_token(user_id, name, &token_hash(&token), now()).await?;
+    Ok(IssuedToken { id: stored.id, name: stored.name, token, note: "shown once: store it now" })
+}
+
+/// The user's API tokens, without their secrets.
+pub(crate) async fn tokens(state: &AppState, user_id: i64) -> Result<TokenList, ApiError> {
+    let tokens = state.store.api_tokens(user_id).await?;
+    let tokens = tokens
+        .into_iter()
+        .map(|t| TokenView { id: t.id, name: t.name, created_at: t.created_at, last_used_at: t.last_used_at })
+        .collect();
+    Ok(TokenList { tokens })
+}
+
+/// Deletes one of the user's API tokens; "not found" when it is not theirs.
+pub(crate) async fn delete_token(state: &AppState, user_id: i64, id: i64) -> Result<(), ApiError> {
+    let deleted = state.store.delete_api_token(user_id, id).await?;
+    state.tokens.forget_user(user_id);
+    if deleted { Ok(()) } else { Err(ApiError::NotFound) }
+}

@@ -1,0 +1,11 @@
+//! Collection and the dashboard: backfills and collect-now for a vault site, the dashboard data
+//! (every metric with its recent values, the latest and its trend, and the slots they share),
+//! and the dashboard page. [`service`] does the work and holds the typed views; [`api`] and
+//! [`pages`] are its two faces.
+
+pub mod api;
+pub mod pages;
+pub mod service;
+
+pub use api::router as api;
+pub use pages::router as pages;

@@ -1,0 +1,74 @@
+//! The Directory over the JSON API.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::service::{self, ClaimList, NewClaim, NewClaimView, SearchResults, Verified};
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::json_body::JsonBody;
+
+/// The Directory routes of the API.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(search)).routes(routes!(list_claims, claim)).routes(routes!(verify))
+}
+
+/// What to search for.
+#[derive(Deserialize, IntoParams)]
+pub(crate) struct SearchQuery {
+    /// Words to find in names, descriptions and tools.
+    #[serde(default)]
+    pub q: String,
+}
+
+/// Search the Directory (?q=words)
+#[utoipa::path(get, path = "/api/directory", security(()), params(SearchQuery), responses(
+    (status = 200, description = "The listed sites found", body = SearchResults),
+    (status = 400, description = "The words hold a NUL", body = ErrorBody),
+))]
+async fn search(
+    State(state): State<AppState>,
+    Query(query): Query<SearchQuery>,
+) -> Result<Json<SearchResults>, ApiError> {
+    service::search(&state, query.q).await.map(Json)
+}
+
+/// The user's ownership claims
+#[utoipa::path(get, path = "/api/directory/claims", responses((status = 200, description = "The claims", body = ClaimList)))]
+async fn list_claims(State(state): State<AppState>, caller: Caller) -> Result<Json<ClaimList>, ApiError> {
+    service::claims(&state, caller.user.id).await.map(Json)
+}
+
+/// Claim an origin; returns the verification token
+#[utoipa::path(post, path = "/api/directory/claims", request_body = NewClaim, responses(
+    (status = 201, description = "Claimed: put the token in the manifest, then verify", body = NewClaimView),
+    (status = 400, description = "Not a URL", body = ErrorBody),
+))]
+async fn claim(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(form): JsonBody<NewClaim>,
+) -> Result<Response, ApiError> {
+    let claim = service::create_claim(&state, caller.user.id, &form.url).await?;
+    Ok((StatusCode::CREATED, Json(service::new_claim_view(claim))).into_response())
+}
+
+/// List the site once its manifest carries the token
+#[utoipa::path(post, path = "/api/directory/claims/{id}/verify", responses(
+    (status = 200, description = "Listed", body = Verified),
+    (status = 422, description = "The manifest is invalid or does not list the token", body = ErrorBody),
+))]
+async fn verify(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<i64>,
+) -> Result<Json<Verified>, ApiError> {
+    service::verify_claim(&state, caller.user.id, id).await.map(Json)
+}

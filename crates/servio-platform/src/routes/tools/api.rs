@@ -1,0 +1,108 @@
+//! The gateway over plain HTTP, for clients that do not speak MCP: the user's tool catalogue,
+//! a call by prefixed name, the call log and whether it keeps arguments.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::service::{self, CallLog, CallResult, Catalogue, LogArguments};
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::gateway::{self, Failure};
+use crate::json_body::JsonBody;
+
+/// The gateway routes of the API.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(call))
+        .routes(routes!(calls))
+        .routes(routes!(set_log_arguments))
+}
+
+/// The AI gateway's catalogue: every approved tool of the vault under its prefixed name
+#[utoipa::path(get, path = "/api/tools", responses((status = 200, description = "The catalogue", body = Catalogue)))]
+async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Catalogue>, ApiError> {
+    service::catalogue(&state, &caller.user).await.map(Json)
+}
+
+/// Call a tool by prefixed name; the body is its arguments (400 names each offending path, 502 when the site fails)
+#[utoipa::path(post, path = "/api/tools/{name}/call", request_body(content = Object, description = "The tool's arguments, a JSON object"), responses(
+    (status = 200, description = "The site's answer", body = CallResult),
+    (status = 400, description = "Invalid arguments, each offending path named", body = ErrorBody),
+    (status = 404, description = "No such tool in the catalogue", body = ErrorBody),
+    (status = 502, description = "The site failed or refused the stored credential", body = ErrorBody),
+))]
+async fn call(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    JsonBody(args): JsonBody<Value>,
+) -> Result<Response, ApiError> {
+    if !args.is_object() {
+        return Err(ApiError::BadRequest("the body must be the arguments as a JSON object".into()));
+    }
+    match gateway::call(&state, &caller.user, &name, &args).await {
+        Ok(result) => Ok(Json(CallResult { result }).into_response()),
+        Err(failure) => Ok(failure_response(&failure)),
+    }
+}
+
+/// A failed call: 400 for invalid arguments (with each offending path) or a name holding a NUL,
+/// 404 for an unknown tool, 502 when the site failed or refused the credential (the caller's own
+/// token was fine).
+fn failure_response(failure: &Failure) -> Response {
+    let status = match failure {
+        Failure::UnknownTool(_) => StatusCode::NOT_FOUND,
+        Failure::InvalidArguments(_) | Failure::InvalidName(_) => StatusCode::BAD_REQUEST,
+        Failure::UnusableSchema(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        Failure::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::BAD_GATEWAY,
+    };
+    (status, Json(failure.details())).into_response()
+}
+
+#[derive(Deserialize, IntoParams)]
+struct Limit {
+    /// How many calls, newest first (1 to 1000, 100 unless given).
+    limit: Option<i64>,
+}
+
+/// The user's gateway call log, newest first (?limit=N)
+#[utoipa::path(get, path = "/api/tool-calls", params(Limit), responses((status = 200, description = "The log", body = CallLog)))]
+async fn calls(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(limit): Query<Limit>,
+) -> Result<Json<CallLog>, ApiError> {
+    let limit = limit.limit.unwrap_or(100).clamp(1, 1000);
+    service::call_log(&state, caller.user.id, limit).await.map(Json)
+}
+
+/// Whether the call log keeps each call's arguments (off by default)
+#[utoipa::path(put, path = "/api/me/log_arguments", request_body = LogArguments, responses((status = 200, description = "The setting now", body = LogArguments)))]
+async fn set_log_arguments(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(setting): JsonBody<LogArguments>,
+) -> Result<Json<LogArguments>, ApiError> {
+    service::set_log_arguments(&state, caller.user.id, setting.log_arguments).await.map(Json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unusable_schema_is_422_not_500() {
+        let response = failure_response(&Failure::UnusableSchema("a remote $ref".into()));
+        assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    }
+}

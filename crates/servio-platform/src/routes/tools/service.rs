@@ -1,0 +1,121 @@
+//! What the gateway routes over plain HTTP do, for the API and the "AI clients" page alike:
+//! the user's tool catalogue, the call log and whether it keeps arguments, as typed views.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::gateway;
+
+/// A tool of the user's catalogue.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CatalogueToolView {
+    /// The prefixed name AI clients call it by.
+    pub name: String,
+    /// The vault site it belongs to.
+    pub site_id: i64,
+    /// The site's origin.
+    pub origin: String,
+    /// The tool's name in the site's manifest.
+    pub tool: String,
+    /// What it does.
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    #[schema(value_type = Object)]
+    pub input_schema: Value,
+}
+
+/// The user's catalogue.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Catalogue {
+    /// In vault order, then manifest order.
+    pub tools: Vec<CatalogueToolView>,
+}
+
+/// The answer of a tool call.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CallResult {
+    /// What the site answered, as JSON.
+    #[schema(value_type = Object)]
+    pub result: Value,
+}
+
+/// One call in the log.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CallView {
+    /// The prefixed name called.
+    pub tool: String,
+    /// The vault site called, when the name was known.
+    pub site_id: Option<i64>,
+    /// When (Unix seconds).
+    pub called_at: i64,
+    /// `ok` or why it failed (`site_error`, `invalid_arguments`, …).
+    pub status: String,
+    /// How long it took.
+    pub duration_ms: f64,
+    /// The arguments, when the user keeps them.
+    #[schema(value_type = Option<Object>)]
+    pub arguments: Option<Value>,
+}
+
+/// The user's call log.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CallLog {
+    /// Whether arguments are kept.
+    pub log_arguments: bool,
+    /// Newest first.
+    pub calls: Vec<CallView>,
+}
+
+/// Whether the call log keeps each call's arguments.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+pub struct LogArguments {
+    /// `true` to keep them (off by default).
+    pub log_arguments: bool,
+}
+
+/// The user's catalogue.
+pub(crate) async fn catalogue(state: &AppState, user: &servio_store::User) -> Result<Catalogue, ApiError> {
+    let catalogue = gateway::catalogue(state, user).await.map_err(ApiError::internal)?;
+    let tools = catalogue
+        .tools()
+        .iter()
+        .map(|tool| CatalogueToolView {
+            name: tool.name.clone(),
+            site_id: tool.site_id,
+            origin: tool.origin.clone(),
+            tool: tool.tool.clone(),
+            description: tool.description.clone(),
+            input_schema: tool.input_schema.clone(),
+        })
+        .collect();
+    Ok(Catalogue { tools })
+}
+
+/// The user's newest `limit` calls, and whether arguments are kept.
+pub(crate) async fn call_log(state: &AppState, user_id: i64, limit: i64) -> Result<CallLog, ApiError> {
+    let calls = state.store.tool_calls(user_id, limit).await?;
+    let log_arguments = state.store.log_arguments(user_id).await?;
+    let calls = calls
+        .into_iter()
+        .map(|c| CallView {
+            arguments: c.arguments.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()),
+            tool: c.tool,
+            site_id: c.site_id,
+            called_at: c.called_at,
+            status: c.status,
+            duration_ms: c.duration_ms,
+        })
+        .collect();
+    Ok(CallLog { log_arguments, calls })
+}
+
+/// Sets whether the user's call log keeps arguments.
+pub(crate) async fn set_log_arguments(state: &AppState, user_id: i64, keep: bool) -> Result<LogArguments, ApiError> {
+    let stored = state.store.set_log_arguments(user_id, keep).await;
+    state.gateway.forget(user_id);
+    stored?;
+    Ok(LogArguments { log_arguments: keep })
+}

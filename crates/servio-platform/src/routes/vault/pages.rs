@@ -1,0 +1,258 @@
+//! The vault as pages: the list with the "add a site" form, a site's page (report, tools,
+//! brief, credential, versions, changes waiting for approval) and its actions, and "Connect"
+//! (OAuth with PKCE through the platform's callback).
+
+use askama::Template;
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use servio_manifest::Diagnostic;
+
+use super::service::{self, SiteSummary, SiteView};
+use crate::AppState;
+use crate::auth::{PageForm, PageUser};
+use crate::error::ApiError;
+use crate::routes::accounts::pages::NoFields;
+use crate::routes::pages::{render, timestamp};
+
+/// The vault pages.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/vault", get(vault_page).post(add))
+        .route("/vault/{id}", get(site_page))
+        .route("/vault/{id}/approve", post(approve))
+        .route("/vault/{id}/refresh", post(refresh))
+        .route("/vault/{id}/credential", post(credential))
+        .route("/vault/{id}/connect", get(connect))
+        .route("/oauth/callback", get(oauth_callback))
+}
+
+#[derive(Template)]
+#[template(path = "vault.html")]
+struct VaultPage {
+    signed_in: Option<String>,
+    csrf_token: String,
+    error: Option<String>,
+    report: Option<Vec<String>>,
+    sites: Vec<SiteSummary>,
+}
+
+async fn vault_view(
+    state: &AppState,
+    user: &PageUser,
+    error: Option<String>,
+    report: Option<Vec<String>>,
+) -> Result<Response, ApiError> {
+    let sites = service::list(state, user.user.id).await?.sites;
+    let page = VaultPage {
+        signed_in: Some(user.user.email.clone()),
+        csrf_token: user.csrf_token.clone(),
+        error,
+        report,
+        sites,
+    };
+    Ok(render(&page))
+}
+
+async fn vault_page(State(state): State<AppState>, user: PageUser) -> Result<Response, ApiError> {
+    vault_view(&state, &user, None, None).await
+}
+
+#[derive(Deserialize)]
+struct AddForm {
+    url: String,
+    #[serde(default)]
+    token: String,
+}
+
+/// Lines of a refused manifest's report errors, for people.
+fn report_lines(report: &serde_json::Value) -> Vec<String> {
+    report["errors"]
+        .as_array()
+        .map(|errors| {
+            errors
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{}:{} {} {} (at {})",
+                        e["line"],
+                        e["column"],
+                        e["code"].as_str().unwrap_or_default(),
+                        e["message"].as_str().unwrap_or_default(),
+                        e["pointer"].as_str().unwrap_or_default()
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn add(State(state): State<AppState>, posted: PageForm<AddForm>) -> Result<Response, ApiError> {
+    let PageForm { user, form } = posted;
+    let token = Some(form.token.as_str()).filter(|t| !t.trim().is_empty());
+    match service::add_site(&state, user.user.id, &form.url, token).await {
+        Ok(site) => Ok(Redirect::to(&format!("/vault/{}", site.id)).into_response()),
+        // The refusal's body is the API's: its message, and the report of an invalid manifest.
+        Err(ApiError::Unprocessable(body)) => {
+            let message = body["error"].as_str().unwrap_or("the site could not be added").to_owned();
+            let report = body.get("report").map(report_lines);
+            vault_view(&state, &user, Some(message), report).await
+        }
+        Err(error) => vault_view(&state, &user, Some(error.to_string()), None).await,
+    }
+}
+
+struct MetricRow {
+    key: String,
+    tool: String,
+    granularity: &'static str,
+    unit: String,
+}
+
+struct VersionRow {
+    id: i64,
+    fetched: String,
+    changes: String,
+}
+
+#[derive(Template)]
+#[template(path = "site.html")]
+struct SitePage {
+    signed_in: Option<String>,
+    csrf_token: String,
+    site: SiteView,
+    name: String,
+    pending: Vec<String>,
+    errors: Vec<String>,
+    warnings: Vec<String>,
+    brief_status: String,
+    metrics: Vec<MetricRow>,
+    versions: Vec<VersionRow>,
+}
+
+fn diagnostics(list: &[Diagnostic]) -> Vec<String> {
+    list.iter()
+        .map(|d| format!("{} {} (line {}, at {})", d.code.as_str(), d.message, d.line, d.pointer.as_str()))
+        .collect()
+}
+
+impl SitePage {
+    fn new(user: &PageUser, mut site: SiteView, versions: Vec<service::VersionView>) -> SitePage {
+        let report = &site.report.report;
+        let metrics = report.brief.iter().flat_map(|brief| &brief.metrics).map(|m| MetricRow {
+            key: m.key.clone(),
+            tool: m.tool.clone(),
+            granularity: m.granularity.as_str(),
+            unit: m.unit.clone().unwrap_or_default(),
+        });
+        let pending = match site.pending.take() {
+            Some(pending) if pending.needs_approval => pending.changes,
+            _ => Vec::new(),
+        };
+        SitePage {
+            signed_in: Some(user.user.email.clone()),
+            csrf_token: user.csrf_token.clone(),
+            name: site.name.clone().unwrap_or_default(),
+            pending,
+            errors: diagnostics(&report.errors),
+            warnings: diagnostics(&report.warnings),
+            brief_status: format!("Brief: {}", report.brief_status.as_str()),
+            metrics: metrics.collect(),
+            versions: versions
+                .into_iter()
+                .map(|v| VersionRow { id: v.id, fetched: timestamp(v.fetched_at), changes: v.changes.join("; ") })
+                .collect(),
+            site,
+        }
+    }
+}
+
+async fn site_page(State(state): State<AppState>, user: PageUser, Path(id): Path<i64>) -> Result<Response, ApiError> {
+    let entry = service::entry(&state, user.user.id, id).await?;
+    let versions = service::versions(&state, user.user.id, id).await.map(|list| list.versions).unwrap_or_default();
+    Ok(render(&SitePage::new(&user, service::entry_view(&entry), versions)))
+}
+
+fn back_to_site(id: i64) -> Response {
+    Redirect::to(&format!("/vault/{id}")).into_response()
+}
+
+async fn approve(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    posted: PageForm<NoFields>,
+) -> Result<Response, ApiError> {
+    service::approve(&state, posted.user.user.id, id).await?;
+    Ok(back_to_site(id))
+}
+
+async fn refresh(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    posted: PageForm<NoFields>,
+) -> Result<Response, ApiError> {
+    service::refresh(&state, posted.user.user.id, id).await?;
+    Ok(back_to_site(id))
+}
+
+async fn credential(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    posted: PageForm<service::Credential>,
+) -> Result<Response, ApiError> {
+    service::store_token(&state, posted.user.user.id, id, &posted.form.token).await?;
+    Ok(back_to_site(id))
+}
+
+/// Starts "Connect": a fresh PKCE attempt for this user and site, then off to the site.
+async fn connect(State(state): State<AppState>, user: PageUser, Path(id): Path<i64>) -> Result<Redirect, ApiError> {
+    let entry = service::entry(&state, user.user.id, id).await?;
+    // The approved manifest names the endpoints: a new `authorization_url` or `token_url`
+    // waits for the user's approval like any other change of endpoint.
+    let acting = crate::approval::acting_manifest(&entry);
+    let report = servio_manifest::check(acting.as_bytes(), &servio_manifest::CheckOptions::default());
+    let site =
+        match report.manifest.as_ref().and_then(|m| crate::connect::oauth_site(&state.oauth, &entry.site.origin, m)) {
+            Some(site) => site.map_err(ApiError::internal)?,
+            None => return Err(ApiError::BadRequest("this site uses bearer tokens: paste one instead".into())),
+        };
+    let to = crate::connect::begin(&state, user.user.id, id, site).await.map_err(ApiError::internal)?;
+    Ok(Redirect::to(to.as_str()))
+}
+
+#[derive(Deserialize)]
+struct CallbackQuery {
+    #[serde(default)]
+    state: String,
+}
+
+/// The end of "Connect": the attempt must be this user's; the tokens are sealed as the site's
+/// credential.
+async fn oauth_callback(
+    State(state): State<AppState>,
+    user: PageUser,
+    Query(query): Query<CallbackQuery>,
+    uri: axum::http::Uri,
+) -> Result<Redirect, ApiError> {
+    let Some(attempt) = crate::connect::take(&state, user.user.id, &query.state).await.map_err(ApiError::internal)?
+    else {
+        return Err(ApiError::BadRequest(
+            "unknown, expired or used sign-in attempt: start again from the site's page".into(),
+        ));
+    };
+    let callback = servio_client::oauth::Callback::from_query(uri.query().unwrap_or_default());
+    let tokens = servio_client::oauth::finish(&state.client, &attempt.site, attempt.pending, &callback)
+        .await
+        .map_err(|error| ApiError::BadRequest(error.to_string()))?;
+    let sealed = state
+        .secrets
+        .seal(&crate::connect::seal_tokens(&tokens), &crate::secrets::credential_aad(user.user.id, attempt.site_id));
+    let stored = state.store.set_credential(user.user.id, attempt.site_id, Some(&sealed)).await;
+    state.gateway.forget(user.user.id);
+    match stored? {
+        true => Ok(Redirect::to(&format!("/vault/{}", attempt.site_id))),
+        false => Err(ApiError::NotFound),
+    }
+}

@@ -1,0 +1,392 @@
+//! What the vault routes do, for the API and the pages alike: a user adds a site by URL
+//! (discovered and validated, refused with the report when invalid), sees their sites with
+//! their tools and report, gives each a credential (encrypted at rest, never shown again),
+//! approves changes and removes sites. One user's vault is out of every other user's reach:
+//! what is not yours is "not found".
+
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Value, json};
+use servio_client::{DiscoveryError, discover};
+use servio_manifest::report_json::to_json;
+use servio_manifest::{Report, Site};
+use servio_store::{FetchedManifest, SiteRecord, VaultEntry};
+use utoipa::ToSchema;
+
+use crate::approval::{Pending, acting_manifest, report_of};
+use crate::error::ApiError;
+use crate::secrets::credential_aad;
+use crate::{AppState, now};
+
+/// A site to add.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct AddSite {
+    /// The site's URL or host name (`https://` is assumed).
+    pub url: String,
+    /// A bearer token for the site, stored encrypted.
+    pub token: Option<String>,
+}
+
+/// A bearer token for a vault site.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct Credential {
+    /// The token, as the site gave it (at most 8 KiB).
+    pub token: String,
+}
+
+/// A site in the list of the vault.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SiteSummary {
+    /// The vault site's id.
+    pub id: i64,
+    /// The site's origin.
+    pub origin: String,
+    /// The manifest's name.
+    pub name: Option<String>,
+    /// How many tools the manifest declares.
+    pub tools: usize,
+    /// Why the last refresh failed, while the last valid manifest stays in use.
+    pub stale_error: Option<String>,
+}
+
+/// The user's vault.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SiteList {
+    /// In the order they were added.
+    pub sites: Vec<SiteSummary>,
+}
+
+/// A tool of a site's manifest.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolView {
+    /// The name in the manifest.
+    pub name: String,
+    /// The name AI clients see (§4).
+    pub prefixed_name: Option<String>,
+    /// What the tool does.
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    #[schema(value_type = Object)]
+    pub input_schema: Value,
+    /// Whether a change to it waits for approval (only for a site of the vault).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_back: Option<bool>,
+}
+
+/// A manifest's report, served as `servio check --format json` prints it.
+pub struct ReportView {
+    /// Where the manifest was read.
+    pub source: String,
+    /// The report.
+    pub report: Report,
+}
+
+impl Serialize for ReportView {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        to_json(&self.source, &self.report).serialize(serializer)
+    }
+}
+
+/// What waits for the user's approval.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PendingView {
+    /// Whether anything does.
+    pub needs_approval: bool,
+    /// What changed, for people.
+    pub changes: Vec<String>,
+    /// Tools whose description or schema changed: the approved ones stay in use.
+    pub held_back_tools: Vec<String>,
+}
+
+/// A site with its manifest's details and report; for a vault site, what waits for approval.
+#[derive(Serialize, ToSchema)]
+pub struct SiteView {
+    /// The vault site's id.
+    pub id: i64,
+    /// The site's origin.
+    pub origin: String,
+    /// Where the manifest was found.
+    pub manifest_url: String,
+    /// The manifest's name.
+    pub name: Option<String>,
+    /// The manifest's description.
+    pub description: Option<String>,
+    /// The manifest's version.
+    pub version: Option<String>,
+    /// `bearer` or `oauth2`.
+    #[schema(value_type = Option<String>)]
+    pub auth: Option<&'static str>,
+    /// The manifest's tools.
+    pub tools: Vec<ToolView>,
+    /// When the manifest was fetched (Unix seconds).
+    pub fetched_at: i64,
+    /// Why the last refresh failed, while the last valid manifest stays in use.
+    pub stale_error: Option<String>,
+    /// Whether a credential is stored (it is never shown).
+    pub has_credential: bool,
+    /// The manifest's report, as `servio check --format json` prints it.
+    #[schema(value_type = Object)]
+    pub report: ReportView,
+    /// What waits for approval (a site of the vault only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending: Option<PendingView>,
+}
+
+/// One site.
+#[derive(Serialize, ToSchema)]
+pub struct SiteAnswer {
+    /// The site.
+    pub site: SiteView,
+}
+
+/// What a refresh did.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum RefreshView {
+    /// The site answered 304 or served the same manifest.
+    Unchanged,
+    /// A new valid manifest was stored.
+    Changed,
+    /// The refresh failed; the last valid manifest stays.
+    Stale {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A refresh and the site after it.
+#[derive(Serialize, ToSchema)]
+pub struct RefreshAnswer {
+    /// What the refresh did.
+    pub refresh: RefreshView,
+    /// The site now.
+    pub site: SiteView,
+}
+
+/// One stored version of a manifest.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VersionView {
+    /// The version's id.
+    pub id: i64,
+    /// When it was fetched (Unix seconds).
+    pub fetched_at: i64,
+    /// What changed from the version before, for people.
+    pub changes: Vec<String>,
+}
+
+/// Every version of a manifest.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VersionList {
+    /// Newest first.
+    pub versions: Vec<VersionView>,
+}
+
+/// The report of a stored or fetched manifest, checked as served by its origin.
+fn site_view(record: &SiteRecord, report: Report, source: &str, has_credential: bool) -> SiteView {
+    let site = Site::parse(&record.origin).ok();
+    let manifest = report.manifest.as_ref();
+    let tools = manifest
+        .map(|m| {
+            m.tools
+                .iter()
+                .map(|t| ToolView {
+                    name: t.name.clone(),
+                    prefixed_name: site.as_ref().map(|s| s.prefixed_name(&t.name)),
+                    description: t.description.clone(),
+                    input_schema: t.input_schema.clone(),
+                    held_back: None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    SiteView {
+        id: record.id,
+        origin: record.origin.clone(),
+        manifest_url: record.manifest_url.clone(),
+        name: manifest.map(|m| m.name.clone()),
+        description: manifest.and_then(|m| m.description.clone()),
+        version: manifest.map(|m| m.version.clone()),
+        auth: manifest.map(|m| match m.auth {
+            servio_manifest::Auth::Bearer => "bearer",
+            servio_manifest::Auth::OAuth2 { .. } => "oauth2",
+        }),
+        tools,
+        fetched_at: record.fetched_at,
+        stale_error: record.stale_error.clone(),
+        has_credential,
+        report: ReportView { source: source.to_owned(), report },
+        pending: None,
+    }
+}
+
+/// A vault entry for its owner: the site, its report, and what changed since they approved.
+/// Tools whose description or schema changed are marked `held_back` until approved.
+pub(crate) fn entry_view(entry: &VaultEntry) -> SiteView {
+    let report = report_of(&entry.site.origin, &entry.site.manifest);
+    let mut view = site_view(&entry.site, report, &entry.site.manifest_url, entry.credential.is_some());
+    let pending = Pending::between(&entry.site.origin, acting_manifest(entry), &entry.site.manifest);
+    let held: Vec<&str> = pending.diff.held_back_tools();
+    for tool in &mut view.tools {
+        tool.held_back = Some(held.contains(&tool.name.as_str()));
+    }
+    view.pending = Some(PendingView {
+        needs_approval: pending.needs_approval(),
+        changes: pending.lines(),
+        held_back_tools: held.iter().map(|name| (*name).to_owned()).collect(),
+    });
+    view
+}
+
+fn discovery_error(error: DiscoveryError) -> ApiError {
+    match &error {
+        DiscoveryError::BadInput(_) => ApiError::BadRequest(error.to_string()),
+        _ if error.refusal().is_some() => ApiError::BadRequest(error.to_string()),
+        _ => ApiError::Unprocessable(json!({ "error": error.to_string() })),
+    }
+}
+
+/// The user's vault.
+pub(crate) async fn list(state: &AppState, user_id: i64) -> Result<SiteList, ApiError> {
+    let sites = state.store.vault(user_id).await?;
+    let sites = sites
+        .into_iter()
+        .map(|record| {
+            let report = report_of(&record.origin, &record.manifest);
+            SiteSummary {
+                id: record.id,
+                name: report.manifest.as_ref().map(|m| m.name.clone()),
+                tools: report.manifest.as_ref().map_or(0, |m| m.tools.len()),
+                origin: record.origin,
+                stale_error: record.stale_error,
+            }
+        })
+        .collect();
+    Ok(SiteList { sites })
+}
+
+/// The user's vault entry `id`; "not found" when it is not theirs.
+pub(crate) async fn entry(state: &AppState, user_id: i64, id: i64) -> Result<VaultEntry, ApiError> {
+    state.store.vault_entry(user_id, id).await?.ok_or(ApiError::NotFound)
+}
+
+/// Adds the site at `url` to a user's vault with an optional bearer token (sealed). Refused
+/// with the report when the manifest is invalid.
+pub(crate) async fn add_site(
+    state: &AppState,
+    user_id: i64,
+    url: &str,
+    token: Option<&str>,
+) -> Result<SiteView, ApiError> {
+    let token = token.map(checked_token).transpose()?.flatten();
+    let url = url.trim();
+    let url = if url.contains("://") { url.to_owned() } else { format!("https://{url}") };
+    let found = discover(&state.client, &url).await.map_err(discovery_error)?;
+    let origin = found.origin.as_str().trim_end_matches('/').to_owned();
+    let text = String::from_utf8(found.body)
+        .map_err(|_| ApiError::Unprocessable(json!({ "error": "the manifest is not UTF-8" })))?;
+    let report = report_of(&origin, &text);
+    if !report.is_valid() {
+        return Err(ApiError::Unprocessable(json!({
+            "error": "the manifest is invalid; nothing was added",
+            "report": to_json(found.url.as_str(), &report),
+        })));
+    }
+    let fetched = FetchedManifest {
+        origin: &origin,
+        manifest_url: found.url.as_str(),
+        manifest: &text,
+        etag: found.validators.etag.as_deref(),
+        last_modified: found.validators.last_modified.as_deref(),
+    };
+    let seal =
+        |site_id: i64| state.secrets.seal(token.unwrap_or_default().as_bytes(), &credential_aad(user_id, site_id));
+    let record = state.store.add_site(&fetched, user_id, token.is_some().then_some(&seal), now()).await?;
+    state.gateway.catalogue_changed(user_id);
+    Ok(site_view(&record, report, &record.manifest_url, token.is_some()))
+}
+
+/// Refreshes the manifest of the user's vault site `id` now; the site after it.
+pub(crate) async fn refresh(state: &AppState, user_id: i64, id: i64) -> Result<RefreshAnswer, ApiError> {
+    let before = entry(state, user_id, id).await?;
+    let outcome = crate::refresh::refresh_site(state, &before.site).await?;
+    let after = entry(state, user_id, id).await?;
+    let refresh = match outcome {
+        crate::refresh::Outcome::Unchanged => RefreshView::Unchanged,
+        crate::refresh::Outcome::Changed => RefreshView::Changed,
+        crate::refresh::Outcome::Stale(reason) => RefreshView::Stale { reason },
+    };
+    Ok(RefreshAnswer { refresh, site: entry_view(&after) })
+}
+
+/// Approves the current manifest of the user's vault site `id`.
+pub(crate) async fn approve(state: &AppState, user_id: i64, id: i64) -> Result<VaultEntry, ApiError> {
+    let approved = state.store.approve(user_id, id).await?;
+    state.gateway.catalogue_changed(user_id);
+    if !approved {
+        return Err(ApiError::NotFound);
+    }
+    entry(state, user_id, id).await
+}
+
+/// The versions of a vault site, newest first, each with what changed.
+pub(crate) async fn versions(state: &AppState, user_id: i64, id: i64) -> Result<VersionList, ApiError> {
+    let entry = entry(state, user_id, id).await?;
+    let versions = state.store.versions(entry.site.id).await?;
+    let parsed: Vec<Option<servio_manifest::Manifest>> =
+        versions.iter().map(|v| report_of(&entry.site.origin, &v.manifest).manifest).collect();
+    let versions = versions
+        .iter()
+        .enumerate()
+        .map(|(i, version)| {
+            let changes = match (parsed.get(i + 1).and_then(Option::as_ref), parsed[i].as_ref()) {
+                (Some(older), Some(newer)) => servio_manifest::diff::diff(older, newer).lines(),
+                (None, _) if i + 1 == versions.len() => vec!["first version".to_owned()],
+                _ => Vec::new(),
+            };
+            VersionView { id: version.id, fetched_at: version.fetched_at, changes }
+        })
+        .collect();
+    Ok(VersionList { versions })
+}
+
+/// The longest credential stored: a bearer token is tens or hundreds of bytes; anything
+/// near this is a paste gone wrong, and the store should not hold megabytes per user.
+pub const MAX_CREDENTIAL_BYTES: usize = 8 * 1024;
+
+/// A pasted token, trimmed: `None` when empty, an error when longer than
+/// [`MAX_CREDENTIAL_BYTES`] or not something an `Authorization` header can carry.
+pub(crate) fn checked_token(token: &str) -> Result<Option<&str>, ApiError> {
+    let token = token.trim();
+    if token.len() > MAX_CREDENTIAL_BYTES {
+        return Err(ApiError::BadRequest(format!(
+            "the token is {} bytes long; a credential may be at most 8 KiB ({MAX_CREDENTIAL_BYTES} bytes): paste only the token",
+            token.len()
+        )));
+    }
+    if let Some(bad) = token.chars().find(|c| c.is_control() || !c.is_ascii()) {
+        return Err(ApiError::BadRequest(format!(
+            "the token has a character an Authorization header cannot carry ({:?}): paste only the token",
+            bad
+        )));
+    }
+    Ok((!token.is_empty()).then_some(token))
+}
+
+/// Seals a pasted bearer token as the credential of a user's vault site.
+pub(crate) async fn store_token(state: &AppState, user_id: i64, site_id: i64, token: &str) -> Result<(), ApiError> {
+    let Some(token) = checked_token(token)? else {
+        return Err(ApiError::BadRequest("`token` must not be empty".into()));
+    };
+    let sealed = state.secrets.seal(token.as_bytes(), &credential_aad(user_id, site_id));
+    let stored = state.store.set_credential(user_id, site_id, Some(&sealed)).await?;
+    state.gateway.forget(user_id);
+    if stored { Ok(()) } else { Err(ApiError::NotFound) }
+}
+
+/// Takes a site out of the user's vault.
+pub(crate) async fn remove(state: &AppState, user_id: i64, id: i64) -> Result<(), ApiError> {
+    if !state.store.remove_from_vault(user_id, id).await? {
+        return Err(ApiError::NotFound);
+    }
+    state.gateway.catalogue_changed(user_id);
+    Ok(())
+}
