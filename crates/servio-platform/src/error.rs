@@ -62,6 +62,18 @@ impl From<servio_store::StoreError> for ApiError {
     }
 }
 
+impl From<servio_collector::Error> for ApiError {
+    fn from(error: servio_collector::Error) -> ApiError {
+        match error {
+            servio_collector::Error::Store(error) => ApiError::from(error),
+            error if error.kind() == servio_collector::ErrorKind::NothingToCollect => {
+                ApiError::BadRequest(error.to_string())
+            }
+            error => ApiError::Internal(error.chain()),
+        }
+    }
+}
+
 impl ApiError {
     /// The status this error answers with.
     pub fn status(&self) -> StatusCode {

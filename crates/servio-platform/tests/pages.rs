@@ -178,8 +178,7 @@ async fn what_a_manifest_says_is_escaped() {
     assert_eq!(mine.len(), 2);
     for (user, entry) in &mine {
         let now = jiff::Timestamp::now();
-        let summary =
-            servio_platform::collect::collect_due(&server.state, user, entry, &mut Planner::new(now)).await.unwrap();
+        let summary = server.state.collector.collect_due(user, entry, &mut Planner::new(now)).await.unwrap();
         assert_eq!(summary.stored, 1, "{}", entry.site.origin);
     }
     let dashboard = request(&http, "GET", &url("/dashboard"), Some(&cookie), &[]).await;
@@ -294,14 +293,12 @@ async fn collection_refreshes_an_expired_oauth_token() {
         let (user, connected) = server.vault_entry_of(&email).await;
         tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
 
-        let summary = servio_platform::collect::collect_due(
-            &server.state,
-            &user,
-            &connected,
-            &mut Planner::new(jiff::Timestamp::now()),
-        )
-        .await
-        .unwrap();
+        let summary = server
+            .state
+            .collector
+            .collect_due(&user, &connected, &mut Planner::new(jiff::Timestamp::now()))
+            .await
+            .unwrap();
         assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected with a refreshed token");
         let (_, refreshed) = server.vault_entry_of(&email).await;
         assert!(refreshed.credential.is_some(), "{name}");
@@ -328,14 +325,8 @@ async fn an_unapproved_token_url_never_receives_the_refresh_token() {
         tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
 
         let (_, entry) = server.vault_entry_of(&email).await;
-        let summary = servio_platform::collect::collect_due(
-            &server.state,
-            &user,
-            &entry,
-            &mut Planner::new(jiff::Timestamp::now()),
-        )
-        .await
-        .unwrap();
+        let summary =
+            server.state.collector.collect_due(&user, &entry, &mut Planner::new(jiff::Timestamp::now())).await.unwrap();
         assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: refreshed at the approved token_url");
         assert_eq!(hostile.site.requests(), [], "{name}: the unapproved token_url received requests");
     }
@@ -353,14 +344,12 @@ async fn collection_refreshes_an_oauth_token_the_site_refused_before_it_expired(
         let (user, connected) = server.vault_entry_of(&email).await;
         site.revoke_access_tokens();
 
-        let summary = servio_platform::collect::collect_due(
-            &server.state,
-            &user,
-            &connected,
-            &mut Planner::new(jiff::Timestamp::now()),
-        )
-        .await
-        .unwrap();
+        let summary = server
+            .state
+            .collector
+            .collect_due(&user, &connected, &mut Planner::new(jiff::Timestamp::now()))
+            .await
+            .unwrap();
         assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected after one refresh");
         let (_, refreshed) = server.vault_entry_of(&email).await;
         assert_ne!(refreshed.credential, connected.credential, "{name}: the new tokens are kept");

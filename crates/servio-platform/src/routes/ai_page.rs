@@ -53,7 +53,7 @@ async fn page(State(state): State<AppState>, headers: HeaderMap) -> Response {
 async fn render(state: &AppState, user: &User, csrf_token: String, new_token: Option<String>) -> Response {
     let catalogue = match crate::gateway::catalogue(state, user).await {
         Ok(catalogue) => catalogue,
-        Err(error) => return ApiError::Internal(error).into_response(),
+        Err(error) => return ApiError::from(error).into_response(),
     };
     let (calls, log_arguments) =
         match (state.store.tool_calls(user.id, 50).await, state.store.log_arguments(user.id).await) {

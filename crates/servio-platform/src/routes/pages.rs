@@ -705,7 +705,7 @@ async fn connect(State(state): State<AppState>, headers: HeaderMap, Path(id): Pa
     let site =
         match report.manifest.as_ref().and_then(|m| crate::connect::oauth_site(&state.oauth, &entry.site.origin, m)) {
             Some(Ok(site)) => site,
-            Some(Err(error)) => return ApiError::Internal(error).into_response(),
+            Some(Err(error)) => return ApiError::Internal(error.chain()).into_response(),
             None => {
                 return ApiError::BadRequest("this site uses bearer tokens: paste one instead".into()).into_response();
             }
@@ -749,11 +749,8 @@ async fn oauth_callback(
         Ok(tokens) => tokens,
         Err(error) => return ApiError::BadRequest(error.to_string()).into_response(),
     };
-    let sealed = state
-        .secrets
-        .seal(&crate::connect::seal_tokens(&tokens), &crate::secrets::credential_aad(user.user.id, attempt.site_id));
-    let stored = state.store.set_credential(user.user.id, attempt.site_id, Some(&sealed)).await;
-    state.gateway.forget(user.user.id);
+    let credential = servio_collector::credentials::Credential::OAuth(tokens);
+    let stored = state.credentials().set_credential(user.user.id, attempt.site_id, &credential).await;
     match stored {
         Ok(true) => Redirect::to(&format!("/vault/{}", attempt.site_id)).into_response(),
         Ok(false) => ApiError::NotFound.into_response(),

@@ -25,7 +25,7 @@ pub fn router() -> Router<AppState> {
 }
 
 async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    let catalogue = gateway::catalogue(&state, &caller.user).await.map_err(ApiError::Internal)?;
+    let catalogue = gateway::catalogue(&state, &caller.user).await?;
     let tools: Vec<Value> = catalogue
         .tools()
         .iter()

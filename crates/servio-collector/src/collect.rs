@@ -1,0 +1,273 @@
+//! One collection: fill in the period, call the tool with the user's credential, read and
+//! reduce the value. What it came to is a [`CollectionResult`]; a job commits it under its
+//! fence ([`crate::jobs`]), a backfill writes it at once ([`Collector::backfill`]), and the
+//! attempt is logged whatever happens. A dropped value is never stored (so never shown as
+//! zero); its reason is in the log.
+
+use jiff::civil::Date;
+use servio_client::{CallError, call_tool_checked, call_tool_raw};
+use servio_manifest::Metric;
+use servio_manifest::period::{Period, PlaceholderValues};
+use servio_manifest::value::extract;
+use servio_store::{SiteRecord, Slot, User, VaultEntry};
+use tracing::Instrument;
+
+use crate::approval::acting_manifest;
+use crate::credentials::Retried;
+use crate::manifests::CheckedManifest;
+use crate::{Collector, Error};
+
+/// What one collection came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CollectionOutcome {
+    /// A value was read (and is stored).
+    Stored(f64),
+    /// The site answered, but the value was dropped (the reason says why).
+    Dropped(String),
+    /// The call failed; `transient` failures are worth retrying.
+    Failed {
+        /// Why.
+        reason: String,
+        /// Connect, timeout, 5xx or 429.
+        transient: bool,
+    },
+}
+
+/// What a site's answer came to, before anything is written: the same for a direct collection
+/// (a backfill) and for a job, whose completion writes it only while its lease is its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollectionResult {
+    /// What it was.
+    pub outcome: CollectionOutcome,
+    /// The raw value found (stored, or dropped), for audit.
+    pub raw: Option<String>,
+    /// When the site asked to be tried again (`Retry-After`), with a transient failure.
+    pub retry_at: Option<i64>,
+}
+
+impl CollectionResult {
+    fn failed(reason: String, transient: bool) -> CollectionResult {
+        CollectionResult { outcome: CollectionOutcome::Failed { reason, transient }, raw: None, retry_at: None }
+    }
+
+    fn dropped(reason: String, raw: Option<String>) -> CollectionResult {
+        CollectionResult { outcome: CollectionOutcome::Dropped(reason), raw, retry_at: None }
+    }
+}
+
+/// The slot `metric` of `site` fills for `user` over `period`.
+fn slot<'a>(user: &User, site: &SiteRecord, metric: &'a Metric, period: &Period, start_date: &'a str) -> Slot<'a> {
+    Slot {
+        user_id: user.id,
+        site_id: site.id,
+        metric_key: &metric.key,
+        granularity: metric.granularity.as_str(),
+        period_start: period.start.as_second(),
+        period_end: period.end.as_second(),
+        start_date,
+    }
+}
+
+/// What a collection's call carries: the token, and the vault entry it came from, to renew it
+/// from when the site refuses it.
+#[derive(Clone, Copy)]
+pub(crate) struct Bearer<'a> {
+    /// The site.
+    pub(crate) site: &'a SiteRecord,
+    /// The vault entry's sealed credential, as read.
+    pub(crate) sealed: Option<&'a [u8]>,
+    /// The token sent (already renewed if it was about to expire).
+    pub(crate) token: Option<&'a str>,
+}
+
+/// Counts of a collection run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Values stored.
+    pub stored: usize,
+    /// Values dropped.
+    pub dropped: usize,
+    /// Calls that failed.
+    pub failed: usize,
+    /// Slots not tried this time: their backoff has not passed, or another worker holds them.
+    pub waiting: usize,
+    /// Results not committed: another worker took the job over after this one's lease ran out.
+    pub fenced_out: usize,
+}
+
+impl Summary {
+    fn add(&mut self, outcome: &CollectionOutcome) {
+        match outcome {
+            CollectionOutcome::Stored(_) => self.stored += 1,
+            CollectionOutcome::Dropped(_) => self.dropped += 1,
+            CollectionOutcome::Failed { .. } => self.failed += 1,
+        }
+    }
+
+    /// Adds another run's counts.
+    pub fn merge(&mut self, other: &Summary) {
+        self.stored += other.stored;
+        self.dropped += other.dropped;
+        self.failed += other.failed;
+        self.waiting += other.waiting;
+        self.fenced_out += other.fenced_out;
+    }
+
+    /// One line for people: `12 stored, 0 dropped, 1 failed, 0 fenced out`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} stored, {} dropped, {} failed, {} fenced out",
+            self.stored, self.dropped, self.failed, self.fenced_out
+        )
+    }
+}
+
+/// How long after a period is due its collection keeps being retried.
+pub const DEADLINE: jiff::SignedDuration = jiff::SignedDuration::from_hours(24);
+
+impl Collector {
+    /// Calls `tool` with `args`, checked by its compiled validator; a tool the manifest lacks,
+    /// or whose schema cannot be used, fails with the reason.
+    async fn call_tool(
+        &self,
+        checked: &CheckedManifest,
+        tool: &str,
+        args: &serde_json::Value,
+        token: Option<&str>,
+    ) -> Result<Vec<u8>, CallError> {
+        let manifest = &checked.manifest;
+        match checked.validator_of(tool) {
+            Some(Ok(validator)) => call_tool_checked(&self.client, manifest, validator, tool, args, token).await,
+            Some(Err(reason)) => Err(CallError::BadSchema(reason.clone())),
+            // Says which tools there are.
+            None => call_tool_raw(&self.client, manifest, tool, args, token).await,
+        }
+    }
+
+    /// Calls the tool of `metric` for `period` in the user's zone and reads the value; writes
+    /// nothing. A `401` to an OAuth token renews it once and calls again
+    /// ([`crate::Credentials::send_with_renewal`]).
+    pub(crate) async fn read_metric(
+        &self,
+        user: &User,
+        checked: &CheckedManifest,
+        bearer: Bearer<'_>,
+        metric: &Metric,
+        period: &Period,
+    ) -> CollectionResult {
+        let span =
+            tracing::debug_span!("collection", user_id = user.id, site_id = bearer.site.id, metric_key = %metric.key);
+        self.read_metric_in_span(user, checked, bearer, metric, period).instrument(span).await
+    }
+
+    async fn read_metric_in_span(
+        &self,
+        user: &User,
+        checked: &CheckedManifest,
+        bearer: Bearer<'_>,
+        metric: &Metric,
+        period: &Period,
+    ) -> CollectionResult {
+        let args = metric.args_for(&PlaceholderValues::for_period(period, &user.time_zone));
+        let send = |token: Option<String>| {
+            let args = &args;
+            async move { self.call_tool(checked, &metric.tool, args, token.as_deref()).await }
+        };
+        let (site, sealed) = (bearer.site, bearer.sealed);
+        let sent =
+            self.credentials.send_with_renewal(user.id, site, &checked.manifest, sealed, bearer.token, send).await;
+        if let Retried::RenewalFailed(error) = &sent.retried {
+            // The 401 stays the answer, logged as such.
+            tracing::warn!(site = %site.origin, error = %error.chain(), "renewing the OAuth token failed");
+        }
+        match sent.result {
+            Ok(body) => match extract(&body, &metric.value_path) {
+                Ok(found) => CollectionResult {
+                    outcome: CollectionOutcome::Stored(found.value),
+                    raw: Some(found.raw),
+                    retry_at: None,
+                },
+                Err(dropped) => CollectionResult::dropped(
+                    format!("valuePath {}: {}", metric.value_path, dropped.reason),
+                    dropped.raw,
+                ),
+            },
+            Err(CallError::Failed { status, body, retry_after }) if status >= 500 || status == 429 => {
+                CollectionResult {
+                    retry_at: retry_after.map(|t| t.as_second()),
+                    ..CollectionResult::failed(format!("the tool answered {status}: {body}"), true)
+                }
+            }
+            Err(CallError::Failed { status, body, .. }) => {
+                CollectionResult::failed(format!("the tool answered {status}: {body}"), false)
+            }
+            Err(CallError::NotJson(detail)) => {
+                CollectionResult::dropped(format!("the response is not JSON: {detail}"), None)
+            }
+            Err(error @ CallError::Request(_)) => CollectionResult::failed(error.to_string(), true),
+            Err(error) => CollectionResult::failed(error.to_string(), false),
+        }
+    }
+
+    /// Collects `metric` of `site` for `user` over `period`, logging the attempt as made `at`;
+    /// writes directly, without a job (backfills).
+    async fn collect_and_write(
+        &self,
+        user: &User,
+        checked: &CheckedManifest,
+        bearer: Bearer<'_>,
+        metric: &Metric,
+        period: &Period,
+        at: jiff::Timestamp,
+    ) -> Result<CollectionOutcome, Error> {
+        let start_date = period.start_date.to_string();
+        let slot = slot(user, bearer.site, metric, period, &start_date);
+        let at = at.as_second();
+        let result = self.read_metric(user, checked, bearer, metric, period).await;
+        let raw = result.raw.as_deref();
+        let store = &self.store;
+        match &result.outcome {
+            CollectionOutcome::Stored(value) => {
+                store.store_value(&slot, *value, raw.unwrap_or_default(), at).await?;
+                store.log_attempt(&slot, "stored", None, raw, at).await?;
+            }
+            CollectionOutcome::Dropped(reason) => store.log_attempt(&slot, "dropped", Some(reason), raw, at).await?,
+            CollectionOutcome::Failed { reason, transient: true } => {
+                store.log_retry(&slot, reason, result.retry_at, at).await?
+            }
+            CollectionOutcome::Failed { reason, transient: false } => {
+                store.log_attempt(&slot, "failed", Some(reason), None, at).await?
+            }
+        }
+        Ok(result.outcome)
+    }
+
+    /// Collects every metric of the brief acting for `user` at their vault `entry`, for every
+    /// period starting between `first` and `last` that is due (a backfill), in the user's zone.
+    /// [`Error::NoBrief`] when the acting manifest has no valid brief.
+    pub async fn backfill(&self, user: &User, entry: &VaultEntry, first: Date, last: Date) -> Result<Summary, Error> {
+        let span = tracing::info_span!("backfill", user_id = user.id, site_id = entry.site.id, %first, %last);
+        async move {
+            let checked = self.manifests.get(entry.site.id, acting_manifest(entry)).ok_or(Error::NoBrief)?;
+            let brief = checked.brief.as_ref().ok_or(Error::NoBrief)?;
+            let zone = servio_manifest::period::zone(&user.time_zone)
+                .map_err(|source| Error::Zone { zone: user.time_zone.clone(), source })?;
+            let sealed = entry.credential.as_deref();
+            let token = self.credentials.fresh_bearer(user.id, &entry.site, &checked.manifest, sealed).await;
+            let bearer = Bearer { site: &entry.site, sealed, token: token.as_deref() };
+            let mut summary = Summary::default();
+            for metric in &brief.metrics {
+                let periods =
+                    crate::plan::periods_between(metric.granularity, first, last, &zone).map_err(Error::Period)?;
+                for period in periods.iter().filter(|p| crate::plan::is_due(p, jiff::Timestamp::now())) {
+                    let now = jiff::Timestamp::now();
+                    let outcome = self.collect_and_write(user, &checked, bearer, metric, period, now).await?;
+                    summary.add(&outcome);
+                }
+            }
+            Ok(summary)
+        }
+        .instrument(span)
+        .await
+    }
+}
