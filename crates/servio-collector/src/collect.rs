@@ -147,20 +147,13 @@ impl Collector {
     /// Calls the tool of `metric` for `period` in the user's zone and reads the value; writes
     /// nothing. A `401` to an OAuth token renews it once and calls again
     /// ([`crate::Credentials::send_with_renewal`]).
+    #[tracing::instrument(
+        level = "debug",
+        name = "collection",
+        skip_all,
+        fields(user_id = user.id, site_id = bearer.site.id, metric_key = %metric.key)
+    )]
     pub(crate) async fn read_metric(
-        &self,
-        user: &User,
-        checked: &CheckedManifest,
-        bearer: Bearer<'_>,
-        metric: &Metric,
-        period: &Period,
-    ) -> CollectionResult {
-        let span =
-            tracing::debug_span!("collection", user_id = user.id, site_id = bearer.site.id, metric_key = %metric.key);
-        self.read_metric_in_span(user, checked, bearer, metric, period).instrument(span).await
-    }
-
-    async fn read_metric_in_span(
         &self,
         user: &User,
         checked: &CheckedManifest,

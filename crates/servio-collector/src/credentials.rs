@@ -234,7 +234,9 @@ impl Credentials {
     pub async fn set_credential(&self, user_id: i64, site_id: i64, credential: &Credential) -> Result<bool, Error> {
         let sealed = self.seal(user_id, site_id, credential);
         let stored = self.store.set_credential(user_id, site_id, Some(&sealed)).await?;
-        self.changed(user_id, site_id);
+        if stored {
+            self.changed(user_id, site_id);
+        }
         Ok(stored)
     }
 

@@ -10,20 +10,12 @@ use servio_collector::secrets::Secrets;
 use servio_collector::{Collector, Credentials};
 use servio_store::{FetchedManifest, Store, User, VaultEntry};
 
-/// The demo site over HTTPS on a port of its own, with bearer authentication.
-pub struct DemoSite {
-    pub origin: String,
-    pub site: servio_demo_site::Site,
-    _running: servio_demo_site::Running,
-}
+/// The demo site over HTTPS on a loopback port of its own, with bearer authentication.
+pub use servio_demo_site::LocalSite as DemoSite;
 
 /// Starts the demo site, trusted through `ca`, accepting the bearer `token`.
 pub async fn demo_site(ca: &servio_demo_site::LocalCa, token: &str) -> DemoSite {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = servio_demo_site::Site::new(servio_demo_site::SiteConfig::bearer(&origin, token), None).await.unwrap();
-    let running = servio_demo_site::serve_https_on(listener, ca, site.router()).await.unwrap();
-    DemoSite { origin, site, _running: running }
+    DemoSite::start(ca, token).await.unwrap()
 }
 
 /// A client that may reach loopback (the demo site) and trusts `ca_pem`, with `config`'s limits.
