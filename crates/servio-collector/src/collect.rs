@@ -80,6 +80,21 @@ pub(crate) struct Bearer<'a> {
     pub(crate) token: Option<&'a str>,
 }
 
+/// One collection to make: `metric` of the site `bearer` calls, for `user` over `period`.
+#[derive(Clone, Copy)]
+pub(crate) struct MetricCall<'a> {
+    /// Whose.
+    pub(crate) user: &'a User,
+    /// The manifest acting for them.
+    pub(crate) checked: &'a CheckedManifest,
+    /// The site and the token it is called with.
+    pub(crate) bearer: Bearer<'a>,
+    /// The metric of the brief.
+    pub(crate) metric: &'a Metric,
+    /// The period, in the user's zone.
+    pub(crate) period: &'a Period,
+}
+
 /// Counts of a collection run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -151,16 +166,10 @@ impl Collector {
         level = "debug",
         name = "collection",
         skip_all,
-        fields(user_id = user.id, site_id = bearer.site.id, metric_key = %metric.key)
+        fields(user_id = call.user.id, site_id = call.bearer.site.id, metric_key = %call.metric.key)
     )]
-    pub(crate) async fn read_metric(
-        &self,
-        user: &User,
-        checked: &CheckedManifest,
-        bearer: Bearer<'_>,
-        metric: &Metric,
-        period: &Period,
-    ) -> CollectionResult {
+    pub(crate) async fn read_metric(&self, call: MetricCall<'_>) -> CollectionResult {
+        let MetricCall { user, checked, bearer, metric, period } = call;
         let args = metric.args_for(&PlaceholderValues::for_period(period, &user.time_zone));
         let send = |token: Option<String>| {
             let args = &args;
@@ -204,19 +213,11 @@ impl Collector {
 
     /// Collects `metric` of `site` for `user` over `period`, logging the attempt as made `at`;
     /// writes directly, without a job (backfills).
-    async fn collect_and_write(
-        &self,
-        user: &User,
-        checked: &CheckedManifest,
-        bearer: Bearer<'_>,
-        metric: &Metric,
-        period: &Period,
-        at: jiff::Timestamp,
-    ) -> Result<CollectionOutcome, Error> {
-        let start_date = period.start_date.to_string();
-        let slot = slot(user, bearer.site, metric, period, &start_date);
+    async fn collect_and_write(&self, call: MetricCall<'_>, at: jiff::Timestamp) -> Result<CollectionOutcome, Error> {
+        let start_date = call.period.start_date.to_string();
+        let slot = slot(call.user, call.bearer.site, call.metric, call.period, &start_date);
         let at = at.as_second();
-        let result = self.read_metric(user, checked, bearer, metric, period).await;
+        let result = self.read_metric(call).await;
         let raw = result.raw.as_deref();
         let store = &self.store;
         match &result.outcome {
@@ -254,7 +255,8 @@ impl Collector {
                     crate::plan::periods_between(metric.granularity, first, last, &zone).map_err(Error::Period)?;
                 for period in periods.iter().filter(|p| crate::plan::is_due(p, jiff::Timestamp::now())) {
                     let now = jiff::Timestamp::now();
-                    let outcome = self.collect_and_write(user, &checked, bearer, metric, period, now).await?;
+                    let call = MetricCall { user, checked: &checked, bearer, metric, period };
+                    let outcome = self.collect_and_write(call, now).await?;
                     summary.add(&outcome);
                 }
             }

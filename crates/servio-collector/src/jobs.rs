@@ -18,7 +18,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tracing::Instrument;
 
 use crate::approval::acting_manifest;
-use crate::collect::{Bearer, CollectionOutcome, CollectionResult, DEADLINE, Summary};
+use crate::collect::{Bearer, CollectionOutcome, CollectionResult, DEADLINE, MetricCall, Summary};
 use crate::manifests::CheckedManifest;
 use crate::plan::{Planner, next_retry, periods_between, settle_delay};
 use crate::{Collector, Error};
@@ -286,7 +286,8 @@ async fn resolve(
     };
     let entry = &context.entry;
     let bearer = Bearer { site: &entry.site, sealed: entry.credential.as_deref(), token: context.token.as_deref() };
-    let answer = collector.read_metric(&context.user, &context.checked, bearer, metric, &period).await;
+    let call = MetricCall { user: &context.user, checked: &context.checked, bearer, metric, period: &period };
+    let answer = collector.read_metric(call).await;
     let not_before = match &answer.outcome {
         CollectionOutcome::Failed { transient: true, .. } => {
             retry_not_before(collector, job, now, answer.retry_at).await?

@@ -293,12 +293,7 @@ async fn collection_refreshes_an_expired_oauth_token() {
         let (user, connected) = server.vault_entry_of(&email).await;
         tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
 
-        let summary = server
-            .state
-            .collector
-            .collect_due(&user, &connected, &mut Planner::new(jiff::Timestamp::now()))
-            .await
-            .unwrap();
+        let summary = collect_now(&server, &user, &connected).await;
         assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected with a refreshed token");
         let (_, refreshed) = server.vault_entry_of(&email).await;
         assert!(refreshed.credential.is_some(), "{name}");
@@ -325,8 +320,7 @@ async fn an_unapproved_token_url_never_receives_the_refresh_token() {
         tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
 
         let (_, entry) = server.vault_entry_of(&email).await;
-        let summary =
-            server.state.collector.collect_due(&user, &entry, &mut Planner::new(jiff::Timestamp::now())).await.unwrap();
+        let summary = collect_now(&server, &user, &entry).await;
         assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: refreshed at the approved token_url");
         assert_eq!(hostile.site.requests(), [], "{name}: the unapproved token_url received requests");
     }
@@ -344,12 +338,7 @@ async fn collection_refreshes_an_oauth_token_the_site_refused_before_it_expired(
         let (user, connected) = server.vault_entry_of(&email).await;
         site.revoke_access_tokens();
 
-        let summary = server
-            .state
-            .collector
-            .collect_due(&user, &connected, &mut Planner::new(jiff::Timestamp::now()))
-            .await
-            .unwrap();
+        let summary = collect_now(&server, &user, &connected).await;
         assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected after one refresh");
         let (_, refreshed) = server.vault_entry_of(&email).await;
         assert_ne!(refreshed.credential, connected.credential, "{name}: the new tokens are kept");
@@ -412,4 +401,13 @@ async fn the_ai_clients_page_gives_a_token_that_works_at_the_gateway() {
             request(&http, "POST", &url("/ai/tokens"), Some(&cookie), &[("csrf_token", "x"), ("name", "n")]).await;
         assert_eq!(forged.status, StatusCode::FORBIDDEN, "{name}: the CSRF field is checked");
     }
+}
+
+/// Collects what is due now for `user`'s vault `entry`, as the collect-now button does.
+async fn collect_now(
+    server: &common::Server,
+    user: &servio_store::User,
+    entry: &servio_store::VaultEntry,
+) -> servio_collector::collect::Summary {
+    server.state.collector.collect_due(user, entry, &mut Planner::new(jiff::Timestamp::now())).await.unwrap()
 }
