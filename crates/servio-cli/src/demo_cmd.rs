@@ -8,8 +8,8 @@ use std::sync::Arc;
 use anyhow::{Context, anyhow};
 use serde_json::{Value, json};
 use servio_client::{Client, ClientConfig, Policy};
+use servio_collector::secrets::Secrets;
 use servio_demo_site::{LocalCa, Site, SiteConfig, serve_https_on};
-use servio_platform::secrets::Secrets;
 use servio_platform::{AppState, router};
 
 use crate::cli::DemoArgs;
@@ -46,7 +46,7 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
 
     // The platform, on embedded SQLite; it may reach the local demo site.
     let store = servio_store::open(&format!("sqlite:{}", data_dir.join("servio.db").display())).await?;
-    let secrets = Secrets::load_or_create(&data_dir.join("secret.key")).map_err(|e| anyhow!(e))?;
+    let secrets = Secrets::load_or_create(&data_dir.join("secret.key")).map_err(|e| anyhow!(e.chain()))?;
     let client = Client::new(
         ClientConfig { extra_roots_pem: Some(ca.ca_pem.clone().into_bytes()), ..ClientConfig::default() }
             .with_policy(Policy::Any),
@@ -62,7 +62,7 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
     };
     let state = AppState::new(Arc::from(store), client, secrets, oauth);
     tokio::spawn(servio_platform::refresh::run_periodically(state.clone(), std::time::Duration::from_secs(600)));
-    tokio::spawn(servio_platform::collect::run_periodically(state.clone(), std::time::Duration::from_secs(300)));
+    tokio::spawn(state.collector.clone().run_scheduler(std::time::Duration::from_secs(300)));
     let app = router(state);
     tokio::spawn(async move { axum::serve(servio_platform::no_delay(listener), app).await });
 

@@ -6,7 +6,7 @@ use tracing_subscriber::EnvFilter;
 
 /// The filter when `SERVIO_LOG` is unset: what an operator wants to see, without sqlx's
 /// per-statement chatter.
-const DEFAULT_FILTER: &str = "info,sqlx=warn";
+const DEFAULT_FILTER: &str = "info,sqlx=warn,rmcp=warn";
 
 /// Installs the subscriber for a long-running command (`serve`, `worker`, `demo`, …).
 pub fn init() {

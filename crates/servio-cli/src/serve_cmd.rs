@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use servio_client::{Client, ClientConfig, Policy};
-use servio_platform::connect::OAuthConfig;
-use servio_platform::secrets::Secrets;
+use servio_collector::credentials::OAuthConfig;
+use servio_collector::secrets::Secrets;
 use servio_platform::{AppState, router};
 
 use crate::cli::ServeArgs;
@@ -32,7 +32,7 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
             Err(_) => {
                 std::fs::create_dir_all(&args.data_dir)
                     .with_context(|| format!("creating {}", args.data_dir.display()))?;
-                Secrets::load_or_create(&args.data_dir.join("secret.key")).map_err(|e| anyhow::anyhow!(e))?
+                Secrets::load_or_create(&args.data_dir.join("secret.key")).map_err(|e| anyhow::anyhow!(e.chain()))?
             }
         };
         // The platform fetches user-supplied URLs: the public guard, unless told otherwise.
@@ -52,7 +52,7 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         // Sites fall due every 24 hours (jittered); look for due ones every ten minutes.
         tokio::spawn(servio_platform::refresh::run_periodically(state.clone(), std::time::Duration::from_secs(600)));
         // Due periods are collected, and transient failures retried, every five minutes.
-        tokio::spawn(servio_platform::collect::run_periodically(state.clone(), std::time::Duration::from_secs(300)));
+        tokio::spawn(state.collector.clone().run_scheduler(std::time::Duration::from_secs(300)));
         // Expired sessions are purged, and sign-in limiters trimmed, every minute.
         tokio::spawn(servio_platform::upkeep::run_periodically(state.clone(), std::time::Duration::from_secs(60)));
         // The peer address is the client address that sign-in and sign-up are throttled by.

@@ -1,15 +1,15 @@
 //! `servio worker`: plans and works collection jobs on the platform's database until SIGTERM
-//! or Ctrl-C. The work itself is `servio_platform::jobs`; this is configuration and signals.
+//! or Ctrl-C. The work itself is a `servio_collector::Collector` (a store, a client and the
+//! credentials; no web state); this is configuration and signals.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use servio_client::{Client, ClientConfig, Policy};
-use servio_platform::AppState;
-use servio_platform::connect::OAuthConfig;
-use servio_platform::jobs::WorkerConfig;
-use servio_platform::secrets::Secrets;
+use servio_collector::credentials::OAuthConfig;
+use servio_collector::secrets::Secrets;
+use servio_collector::{Collector, Credentials, WorkerConfig};
 
 use crate::cli::WorkerArgs;
 use crate::{Failure, Outcome};
@@ -35,7 +35,9 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
             client_id: args.oauth_client_id.clone(),
             per_site: crate::serve_cmd::per_site_clients(&args.oauth_client)?,
         };
-        let state = AppState::new(Arc::from(store), client, secrets, oauth);
+        let store: Arc<dyn servio_store::Store> = Arc::from(store);
+        let credentials = Credentials::new(store.clone(), client.clone(), Arc::new(secrets), Arc::new(oauth));
+        let collector = Collector::new(store, client, Arc::new(credentials));
         let owner = args.id.clone().unwrap_or_else(|| format!("worker-{}", std::process::id()));
         let config = WorkerConfig {
             owner: owner.clone(),
@@ -52,7 +54,7 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
             args.lease, args.batch_size, args.in_flight
         );
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let mut work = tokio::spawn(servio_platform::jobs::run(state, config, stopped));
+        let mut work = tokio::spawn(collector.run(config, stopped));
         let summary = tokio::select! {
             // Drained: no job is due.
             summary = &mut work => summary.context("the worker's tasks")?,
@@ -82,7 +84,7 @@ fn secrets(args: &WorkerArgs) -> anyhow::Result<Secrets> {
             path.display()
         );
     }
-    Secrets::load_or_create(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    Secrets::load_or_create(&path).map_err(|e| anyhow::anyhow!(e.chain()))
 }
 
 /// Waits for SIGTERM (how service managers stop a process) or Ctrl-C.

@@ -17,8 +17,8 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use servio_client::{Client, ClientConfig, Lookup};
+use servio_collector::secrets::Secrets;
 use servio_demo_site::{LocalCa, Site, SiteConfig, serve_https_on};
-use servio_platform::secrets::Secrets;
 use servio_platform::{AppState, router};
 use tokio::process::Command;
 

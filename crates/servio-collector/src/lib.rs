@@ -1,10 +1,93 @@
-//! Collecting the brief (interpretation §6–§8), starting with the parts that need no I/O:
-//! [`plan`] says which period of a metric is due in a user's zone at a given instant, and
-//! [`trend`] says what a value is compared with and how the change is shown, its figures rounded
-//! to the places of their operands by [`decimal`]. The workers that
-//! call tools and store values come next (see the collection issue).
+//! Collecting the brief (interpretation §6–§8): a [`Collector`] plans due periods into jobs,
+//! calls each metric's tool with the user's credential, and stores the value or logs why not.
+//!
+//! ```no_run
+//! # async fn example(store: std::sync::Arc<dyn servio_store::Store>, client: servio_client::Client) {
+//! use std::sync::Arc;
+//! use servio_collector::{Collector, Credentials, WorkerConfig, credentials::OAuthConfig, secrets::Secrets};
+//!
+//! let secrets = Arc::new(Secrets::from_key(&[7; 32]));
+//! let credentials = Credentials::new(store.clone(), client.clone(), secrets, Arc::new(OAuthConfig::default()));
+//! let collector = Collector::new(store, client, Arc::new(credentials));
+//! let (_stop, stopped) = tokio::sync::watch::channel(false);
+//! let summary = collector.run(WorkerConfig { drain: true, ..WorkerConfig::new("example") }, stopped).await;
+//! println!("{}", summary.describe());
+//! # }
+//! ```
+//!
+//! - [`plan`]: which period of a metric is due in a user's zone; [`trend`] and [`decimal`]: what
+//!   a value is compared with and how the change is shown (pure, no I/O).
+//! - [`collect`]: one collection ([`collect::Reading`]) and backfills; [`jobs`]:
+//!   collection as jobs shared by many processes (`servio worker`, `servio serve`'s scheduler).
+//! - [`credentials`]: the [`Credentials`] service, the one place credentials are sealed, stored,
+//!   opened and their OAuth tokens renewed (with the 401-renew-once rule); [`secrets`]: the
+//!   sealing key.
+//! - [`manifests`]: the one cache of checked manifests, shared with the gateway and dashboard;
+//!   [`approval`]: which manifest acts for a user.
+//! - [`Error`]: the crate's one error type.
 #![deny(missing_docs)]
 
+pub mod approval;
+pub mod collect;
+pub mod credentials;
 pub mod decimal;
+pub mod error;
+pub mod jobs;
+pub mod manifests;
 pub mod plan;
+pub mod secrets;
 pub mod trend;
+
+use std::sync::Arc;
+
+use servio_client::Client;
+use servio_store::Store;
+
+pub use credentials::Credentials;
+pub use error::{Error, ErrorKind};
+pub use jobs::WorkerConfig;
+pub use manifests::ManifestCache;
+
+/// Collects: what `servio worker` runs, and what the platform's collect-now, backfill and
+/// scheduler call. Cloning is cheap (shared parts).
+#[derive(Clone)]
+pub struct Collector {
+    store: Arc<dyn Store>,
+    client: Client,
+    credentials: Arc<Credentials>,
+    manifests: Arc<ManifestCache>,
+}
+
+impl std::fmt::Debug for Collector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collector").field("credentials", &self.credentials).finish_non_exhaustive()
+    }
+}
+
+impl Collector {
+    /// A collector over `store`, calling sites through `client` with `credentials`.
+    pub fn new(store: Arc<dyn Store>, client: Client, credentials: Arc<Credentials>) -> Collector {
+        Collector { store, client, credentials, manifests: Arc::default() }
+    }
+
+    /// The store it collects into.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The outbound client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The credentials it calls sites with.
+    pub fn credentials(&self) -> &Arc<Credentials> {
+        &self.credentials
+    }
+
+    /// The cache of checked manifests, shared with whoever else reads manifests (the gateway,
+    /// the dashboard).
+    pub fn manifests(&self) -> &Arc<ManifestCache> {
+        &self.manifests
+    }
+}

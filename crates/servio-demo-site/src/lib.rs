@@ -32,6 +32,27 @@ impl Drop for Running {
     }
 }
 
+/// The demo site served over HTTPS on a loopback port of its own, as tests use it.
+pub struct LocalSite {
+    /// `https://localhost:PORT`.
+    pub origin: String,
+    /// The site, to change its behaviour while it serves.
+    pub site: Site,
+    _running: Running,
+}
+
+impl LocalSite {
+    /// Starts the demo site with bearer authentication (`token`) on a free loopback port, with
+    /// a certificate of `ca`.
+    pub async fn start(ca: &LocalCa, token: &str) -> std::io::Result<LocalSite> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let origin = format!("https://localhost:{}", listener.local_addr()?.port());
+        let site = Site::new(SiteConfig::bearer(&origin, token), None).await.map_err(std::io::Error::other)?;
+        let running = serve_https_on(listener, ca, site.router()).await?;
+        Ok(LocalSite { origin, site, _running: running })
+    }
+}
+
 /// Serves `app` over HTTPS with the certificate of `ca` on `addr` (port 0 picks a free port).
 pub async fn serve_https(addr: SocketAddr, ca: &LocalCa, app: axum::Router) -> std::io::Result<Running> {
     serve_https_on(std::net::TcpListener::bind(addr)?, ca, app).await

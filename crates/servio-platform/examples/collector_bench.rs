@@ -10,8 +10,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use jiff::ToSpan;
+use servio_collector::secrets::{Secrets, credential_aad};
 use servio_manifest::period::{Granularity, resolve, zone};
-use servio_platform::secrets::{Secrets, credential_aad};
 use servio_store::{FetchedManifest, NewJob, Slot};
 
 const KEY: [u8; 32] = [9; 32];

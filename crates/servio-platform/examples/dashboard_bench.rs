@@ -148,7 +148,7 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
         client_id: "servio-bench".into(),
         per_site: Default::default(),
     };
-    let state = AppState::new(Arc::from(store), client, servio_platform::secrets::Secrets::from_key(&[7; 32]), oauth);
+    let state = AppState::new(Arc::from(store), client, servio_collector::secrets::Secrets::from_key(&[7; 32]), oauth);
     let static_path = data_dir.join("dashboard.json");
     let app = router(state).route_service("/static/dashboard.json", tower_http::services::ServeFile::new(&static_path));
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("listening on {addr}: {e}"))?;

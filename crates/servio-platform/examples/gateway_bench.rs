@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use servio_client::{Client, ClientConfig};
+use servio_collector::secrets::Secrets;
 use servio_demo_site::{LocalCa, Site, SiteConfig, serve_https_on};
-use servio_platform::secrets::Secrets;
 use servio_platform::{AppState, router};
 
 const BLOCKS: usize = 20;

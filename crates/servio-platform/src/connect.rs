@@ -5,45 +5,16 @@
 //! hash of their fresh `state`, bound to the user who started them, for ten minutes at most and
 //! a few per user; so a callback may reach any `servio serve` process on the same database.
 
-use std::collections::HashMap;
-
 use serde_json::{Value, json};
-use servio_client::oauth::{OAuthSite, Pending, Tokens};
-use servio_manifest::{Auth, Manifest};
+use servio_client::oauth::{OAuthSite, Pending};
+pub use servio_collector::credentials::{OAuthConfig, oauth_site};
 use servio_store::OAuthAttempt;
 
 use crate::AppState;
 
-/// The platform's OAuth client settings.
-#[derive(Debug, Clone, Default)]
-pub struct OAuthConfig {
-    /// Where browsers reach the platform, such as `https://servio.example`; the callback is
-    /// `{public_url}/oauth/callback`.
-    pub public_url: String,
-    /// The client id used with sites that have no entry of their own.
-    pub client_id: String,
-    /// Client ids per site origin.
-    pub per_site: HashMap<String, String>,
-}
-
-impl OAuthConfig {
-    /// The client id for `origin`.
-    pub fn client_id_for(&self, origin: &str) -> &str {
-        self.per_site.get(origin).map_or(self.client_id.as_str(), String::as_str)
-    }
-
-    /// The redirect URI registered with sites.
-    pub fn callback(&self) -> String {
-        format!("{}/oauth/callback", self.public_url.trim_end_matches('/'))
-    }
-}
-
 /// Why "Connect" could not start or finish.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
-    /// The platform's public URL makes no callback URL (a configuration mistake).
-    #[error("the public URL {0:?} does not make a callback URL")]
-    NoCallback(String),
     /// The authorization request could not be made.
     #[error("starting the authorization failed")]
     Start(#[source] servio_client::oauth::OAuthError),
@@ -56,24 +27,6 @@ pub enum ConnectError {
     /// A kept attempt opened but does not read as one; says what is wrong.
     #[error("a stored Connect attempt is damaged: {0}")]
     Damaged(String),
-}
-
-/// The OAuth endpoints and client for a site whose manifest uses OAuth 2.0; `None` for a
-/// bearer site, an error when the platform's public URL makes no callback URL.
-pub fn oauth_site(config: &OAuthConfig, origin: &str, manifest: &Manifest) -> Option<Result<OAuthSite, ConnectError>> {
-    let Auth::OAuth2 { authorization_url, token_url, scopes } = &manifest.auth else {
-        return None;
-    };
-    Some(match config.callback().parse() {
-        Ok(redirect_uri) => Ok(OAuthSite {
-            authorization_url: authorization_url.clone(),
-            token_url: token_url.clone(),
-            scopes: scopes.clone(),
-            client_id: config.client_id_for(origin).to_owned(),
-            redirect_uri,
-        }),
-        Err(_) => Err(ConnectError::NoCallback(config.public_url.clone())),
-    })
 }
 
 /// How long a "Connect" attempt stays good: time enough to sign in at the site and consent.
@@ -113,7 +66,7 @@ pub async fn begin(state: &AppState, user_id: i64, site_id: i64, site: OAuthSite
         state_hash: crate::accounts::token_hash(pending.state()),
         user_id,
         site_id,
-        sealed: state.secrets.seal(kept.to_string().as_bytes(), &attempt_aad(user_id, site_id)),
+        sealed: state.credentials().secrets().seal(kept.to_string().as_bytes(), &attempt_aad(user_id, site_id)),
         created_at: now,
         expires_at: now + ATTEMPT_TTL_SECONDS,
     };
@@ -128,8 +81,11 @@ pub async fn take(state: &AppState, user_id: i64, returned_state: &str) -> Resul
     let Some(kept) = state.store.take_oauth_attempt(&hash, user_id, crate::now()).await? else {
         return Ok(None);
     };
-    let opened =
-        state.secrets.open(&kept.sealed, &attempt_aad(user_id, kept.site_id)).ok_or(ConnectError::Unsealable)?;
+    let opened = state
+        .credentials()
+        .secrets()
+        .open(&kept.sealed, &attempt_aad(user_id, kept.site_id))
+        .ok_or(ConnectError::Unsealable)?;
     let value: Value = serde_json::from_slice(&opened).map_err(|e| ConnectError::Damaged(e.to_string()))?;
     let text = |key: &str| value[key].as_str().map(str::to_owned).ok_or(ConnectError::Damaged(format!("no {key}")));
     let url = |key: &str| text(key)?.parse::<url::Url>().map_err(|e| ConnectError::Damaged(format!("{key}: {e}")));
@@ -147,16 +103,4 @@ pub async fn take(state: &AppState, user_id: i64, returned_state: &str) -> Resul
 /// The associated data of a sealed Connect attempt: opened only for its user and site.
 fn attempt_aad(user_id: i64, site_id: i64) -> String {
     format!("servio oauth attempt v1; user {user_id}; site {site_id}")
-}
-
-/// Tokens as sealed into a vault credential: JSON, so that a credential says which kind it is.
-pub fn seal_tokens(tokens: &Tokens) -> Vec<u8> {
-    serde_json::json!({
-        "kind": "oauth2",
-        "access_token": tokens.access_token,
-        "refresh_token": tokens.refresh_token,
-        "expires_at": tokens.expires_at,
-    })
-    .to_string()
-    .into_bytes()
 }

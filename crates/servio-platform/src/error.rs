@@ -62,6 +62,18 @@ impl From<servio_store::StoreError> for ApiError {
     }
 }
 
+impl From<servio_collector::Error> for ApiError {
+    fn from(error: servio_collector::Error) -> ApiError {
+        match error {
+            servio_collector::Error::Store(error) => ApiError::from(error),
+            error if error.kind() == servio_collector::ErrorKind::NothingToCollect => {
+                ApiError::BadRequest(error.to_string())
+            }
+            error => ApiError::Internal(Box::new(error)),
+        }
+    }
+}
+
 impl ApiError {
     /// An internal error caused by `source` (an error value, or a message where there is none).
     pub fn internal(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> ApiError {

@@ -2,29 +2,29 @@
 //! (interpretation §4), and calls by that name with the user's credential.
 //!
 //! The MCP endpoint ([`crate::mcp`]), `servio mcp` and the HTTP API (`/api/tools`) all go
-//! through [`catalogue`] and [`call`]. Parsed manifests and compiled argument validators are
-//! cached by site and manifest text, so a call costs no parse and no schema compilation; each
+//! through [`catalogue`] and [`call`]. Checked manifests and compiled argument validators come
+//! from the collector's [`servio_collector::ManifestCache`] (by site and manifest text), so a
+//! call costs no parse and no schema compilation; each
 //! user's catalogue and log setting are kept for [`CONTEXT_TTL`] (dropped at once when this
 //! process changes them, so only another process's change can take that long to show); the
 //! call log is written by a background task in batches, so a call never waits for a commit.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use servio_client::CallError;
-use servio_manifest::schema::{ArgumentError, ArgumentValidator};
-use servio_manifest::{CheckOptions, Manifest, Site};
-use servio_store::{Store, ToolCall, User, VaultEntry};
+use servio_collector::credentials::{Renewal, Retried};
+use servio_collector::manifests::CheckedManifest;
+use servio_manifest::Site;
+use servio_manifest::schema::ArgumentError;
+use servio_store::{Store, StoreError, ToolCall, User, VaultEntry};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::AppState;
-use crate::credential::{Refresh, bearer, replacement};
 
-/// Cached manifests beyond this many are dropped all at once (a new parse is cheap enough to
-/// make this rare event harmless, and it bounds memory).
+/// Kept user contexts beyond this many are swept of expired ones, which bounds memory.
 const CACHE_LIMIT: usize = 4096;
 
 /// How long a user's catalogue and log setting are reused without asking the store.
@@ -33,9 +33,8 @@ pub const CONTEXT_TTL: Duration = Duration::from_secs(2);
 /// How many call-log entries the writer commits in one transaction at most.
 const LOG_BATCH: usize = 256;
 
-/// The gateway's shared state: the parse cache, the call-log writer and change notices.
+/// The gateway's shared state: each user's catalogue, the call-log writer and change notices.
 pub struct Gateway {
-    cache: Mutex<HashMap<(i64, u64), Arc<ParsedSite>>>,
     contexts: Mutex<HashMap<i64, (Instant, Arc<UserContext>)>>,
     log: OnceLock<mpsc::UnboundedSender<ToolCall>>,
     changes: broadcast::Sender<i64>,
@@ -43,12 +42,7 @@ pub struct Gateway {
 
 impl Default for Gateway {
     fn default() -> Gateway {
-        Gateway {
-            cache: Mutex::default(),
-            contexts: Mutex::default(),
-            log: OnceLock::new(),
-            changes: broadcast::channel(256).0,
-        }
+        Gateway { contexts: Mutex::default(), log: OnceLock::new(), changes: broadcast::channel(256).0 }
     }
 }
 
@@ -83,26 +77,10 @@ impl Gateway {
         self.changes.subscribe()
     }
 
-    fn parsed(&self, site_id: i64, text: &str) -> Option<Arc<ParsedSite>> {
-        let mut hasher = DefaultHasher::new();
-        text.hash(&mut hasher);
-        let key = (site_id, hasher.finish());
-        let mut cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(found) = cache.get(&key).filter(|found| found.text == text) {
-            return Some(found.clone());
-        }
-        let parsed = Arc::new(ParsedSite::parse(text)?);
-        if cache.len() >= CACHE_LIMIT {
-            cache.clear();
-        }
-        cache.insert(key, parsed.clone());
-        Some(parsed)
-    }
-
     fn log(&self, store: &Arc<dyn Store>, call: ToolCall) {
         let sender = self.log.get_or_init(|| start_log_writer(store.clone()));
         if sender.send(call).is_err() {
-            eprintln!("servio: the tool-call log writer has stopped; a call went unlogged");
+            tracing::error!("the tool-call log writer has stopped; a call went unlogged");
         }
     }
 }
@@ -127,10 +105,7 @@ async fn write_log(store: &dyn Store, batch: &[ToolCall]) {
     if let [call] = batch {
         return lost(call, &error);
     }
-    eprintln!(
-        "servio: writing {} tool-call log entries at once failed ({error}); writing them one by one",
-        batch.len()
-    );
+    tracing::warn!(entries = batch.len(), %error, "writing tool-call log entries at once failed; writing them one by one");
     for call in batch {
         if let Err(error) = store.log_tool_calls(std::slice::from_ref(call)).await {
             lost(call, &error);
@@ -140,28 +115,7 @@ async fn write_log(store: &dyn Store, batch: &[ToolCall]) {
 
 /// Says which log entry was lost and why; the arguments are left out, as they may hold secrets.
 fn lost(call: &ToolCall, error: &servio_store::StoreError) {
-    eprintln!("servio: the log entry of user {}'s call of {:?} was lost: {error}", call.user_id, call.tool);
-}
-
-/// A manifest as the gateway uses it: typed, with one validator per tool compiled on first use.
-struct ParsedSite {
-    text: String,
-    manifest: Manifest,
-    validators: Vec<OnceLock<Result<ArgumentValidator, String>>>,
-}
-
-impl ParsedSite {
-    fn parse(text: &str) -> Option<ParsedSite> {
-        let report = servio_manifest::check(text.as_bytes(), &CheckOptions::default());
-        let manifest = report.manifest?;
-        let validators = manifest.tools.iter().map(|_| OnceLock::new()).collect();
-        Some(ParsedSite { text: text.to_owned(), manifest, validators })
-    }
-
-    fn validator(&self, index: usize) -> &Result<ArgumentValidator, String> {
-        self.validators[index]
-            .get_or_init(|| ArgumentValidator::new(&self.manifest.tools[index].input_schema).map_err(|e| e.message))
-    }
+    tracing::error!(user_id = call.user_id, tool = %call.tool, %error, "a tool-call log entry was lost");
 }
 
 /// One tool of a user's catalogue.
@@ -185,7 +139,7 @@ pub struct CatalogueTool {
 pub struct Catalogue {
     tools: Vec<CatalogueTool>,
     places: Vec<(usize, usize)>,
-    sites: Vec<(VaultEntry, Arc<ParsedSite>)>,
+    sites: Vec<(VaultEntry, Arc<CheckedManifest>)>,
 }
 
 impl Catalogue {
@@ -194,7 +148,7 @@ impl Catalogue {
         &self.tools
     }
 
-    fn find(&self, name: &str) -> Option<(&CatalogueTool, &VaultEntry, &ParsedSite, usize)> {
+    fn find(&self, name: &str) -> Option<(&CatalogueTool, &VaultEntry, &CheckedManifest, usize)> {
         let at = self.tools.iter().position(|tool| tool.name == name)?;
         let (site, tool) = self.places[at];
         let (entry, parsed) = &self.sites[site];
@@ -208,12 +162,12 @@ struct UserContext {
     log_arguments: bool,
 }
 
-async fn context(state: &AppState, user: &User) -> Result<Arc<UserContext>, String> {
+async fn context(state: &AppState, user: &User) -> Result<Arc<UserContext>, StoreError> {
     if let Some(kept) = state.gateway.kept(user.id) {
         return Ok(kept);
     }
     let catalogue = Arc::new(read_catalogue(state, user).await?);
-    let log_arguments = state.store.log_arguments(user.id).await.map_err(|e| e.to_string())?;
+    let log_arguments = state.store.log_arguments(user.id).await?;
     let context = Arc::new(UserContext { catalogue, log_arguments });
     state.gateway.keep(user.id, context.clone());
     Ok(context)
@@ -221,18 +175,18 @@ async fn context(state: &AppState, user: &User) -> Result<Arc<UserContext>, Stri
 
 /// The catalogue of `user`: the tools of the manifest each site was approved with (changed
 /// tools stay held back until the user approves them).
-pub async fn catalogue(state: &AppState, user: &User) -> Result<Arc<Catalogue>, String> {
+pub async fn catalogue(state: &AppState, user: &User) -> Result<Arc<Catalogue>, StoreError> {
     Ok(context(state, user).await?.catalogue.clone())
 }
 
-async fn read_catalogue(state: &AppState, user: &User) -> Result<Catalogue, String> {
-    let entries = state.store.vault_entries(user.id).await.map_err(|e| e.to_string())?;
+async fn read_catalogue(state: &AppState, user: &User) -> Result<Catalogue, StoreError> {
+    let entries = state.store.vault_entries(user.id).await?;
     let mut sites = Vec::with_capacity(entries.len());
     for entry in entries {
         let text = crate::approval::acting_manifest(&entry);
-        match state.gateway.parsed(entry.site.id, text) {
+        match state.collector.manifests().get(entry.site.id, text) {
             Some(parsed) => sites.push((entry, parsed)),
-            None => eprintln!("servio: the approved manifest of {} no longer parses", entry.site.origin),
+            None => tracing::warn!(site = %entry.site.origin, "the approved manifest no longer parses"),
         }
     }
     let addresses: Vec<Option<Site>> = sites.iter().map(|(entry, _)| Site::parse(&entry.site.origin).ok()).collect();
@@ -370,10 +324,10 @@ pub async fn call(state: &AppState, user: &User, name: &str, args: &Value) -> Re
             }
             None => (None, context.log_arguments, Err(Failure::UnknownTool(name.to_owned()))),
         },
-        Err(error) => (None, false, Err(Failure::Internal(error))),
+        Err(error) => (None, false, Err(Failure::Internal(error.to_string()))),
     };
     if let Err(Failure::Internal(detail)) = &result {
-        eprintln!("servio: a gateway call of {name} failed: {detail}");
+        tracing::error!(user_id = user.id, tool = %name, %detail, "a gateway call failed");
     }
     state.gateway.log(
         &state.store,
@@ -395,11 +349,11 @@ async fn call_found(
     state: &AppState,
     user: &User,
     entry: &VaultEntry,
-    parsed: &ParsedSite,
+    parsed: &CheckedManifest,
     index: usize,
     args: &Value,
 ) -> Result<Value, Failure> {
-    let validator = parsed.validator(index).as_ref().map_err(|e| Failure::UnusableSchema(e.clone()))?;
+    let validator = parsed.validator(index).as_ref().map_err(|e| Failure::UnusableSchema(e.message.clone()))?;
     let problems = validator.check(args);
     if !problems.is_empty() {
         return Err(Failure::InvalidArguments(problems));
@@ -407,29 +361,23 @@ async fn call_found(
     let manifest = &parsed.manifest;
     let tool = &manifest.tools[index].name;
     let sealed = entry.credential.as_deref();
-    let token = bearer(state, user, &entry.site, manifest, sealed, Refresh::IfExpiring)
+    let credentials = state.credentials();
+    let token = credentials
+        .bearer(user.id, &entry.site, manifest, sealed, Renewal::IfExpiring)
         .await
-        .map_err(|e| Failure::Unauthorized(format!("the site's OAuth token could not be refreshed: {e}")))?;
-    let sent = servio_client::post_tool(&state.client, &manifest.server_url, tool, args, token.as_deref()).await;
-    let body = match (sent, token) {
-        (Err(CallError::Failed { status: 401, .. }), Some(refused)) => {
-            // Once after a 401: a refresh, unless the credential is a pasted token.
-            let fresh = replacement(state, user, &entry.site, manifest, sealed, &refused).await.map_err(|e| {
-                Failure::Unauthorized(format!("the site refused the token and refreshing it failed: {e}"))
-            })?;
-            match fresh {
-                Some(fresh) => servio_client::post_tool(&state.client, &manifest.server_url, tool, args, Some(&fresh))
-                    .await
-                    .map_err(|e| failure(e, true))?,
-                None => {
-                    return Err(failure(
-                        CallError::Failed { status: 401, body: String::new(), retry_after: None },
-                        false,
-                    ));
-                }
-            }
+        .map_err(|e| Failure::Unauthorized(format!("the site's OAuth token could not be refreshed: {}", e.chain())))?;
+    let send = |token: Option<String>| async move {
+        servio_client::post_tool(&state.client, &manifest.server_url, tool, args, token.as_deref()).await
+    };
+    let sent = credentials.send_with_renewal(user.id, &entry.site, manifest, sealed, token.as_deref(), send).await;
+    let body = match sent.retried {
+        Retried::RenewalFailed(e) => {
+            return Err(Failure::Unauthorized(format!(
+                "the site refused the token and refreshing it failed: {}",
+                e.chain()
+            )));
         }
-        (sent, _) => sent.map_err(|e| failure(e, false))?,
+        retried => sent.result.map_err(|e| failure(e, matches!(retried, Retried::Renewed)))?,
     };
     serde_json::from_slice(&body).map_err(|e| Failure::NotJson(format!("{e}: {}", servio_client::call::excerpt(&body))))
 }

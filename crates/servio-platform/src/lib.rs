@@ -7,19 +7,14 @@
 #![deny(missing_docs)]
 
 pub mod accounts;
-pub mod approval;
 pub mod auth;
-pub mod collect;
 pub mod connect;
-pub mod credential;
 pub mod error;
 pub mod gateway;
-pub mod jobs;
 pub mod json_body;
 pub mod mcp;
 pub mod refresh;
 pub mod routes;
-pub mod secrets;
 pub mod slots;
 pub mod text;
 pub mod throttle;
@@ -29,6 +24,9 @@ pub mod upkeep;
 use std::sync::Arc;
 
 use axum::Router;
+pub use servio_collector::approval;
+use servio_collector::secrets::Secrets;
+use servio_collector::{Collector, Credentials};
 use servio_store::Store;
 
 /// What every handler can reach.
@@ -38,12 +36,11 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     /// The outbound client (the address guard in `public` mode unless configured otherwise).
     pub client: servio_client::Client,
-    /// The key that seals site credentials.
-    pub secrets: Arc<secrets::Secrets>,
     /// OAuth client settings for "Connect".
     pub oauth: Arc<connect::OAuthConfig>,
-    /// One lock per (user, site) while OAuth tokens are refreshed.
-    pub refresh_locks: credential::RefreshLocks,
+    /// The collector (collect-now, backfills, the scheduler), with the credentials service
+    /// every site call goes through and the manifest cache the gateway and dashboard share.
+    pub collector: Collector,
     /// The AI gateway's caches, call-log writer and change notices.
     pub gateway: Arc<gateway::Gateway>,
     /// API tokens resolved a moment ago.
@@ -53,23 +50,40 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// The state of a platform over `store`.
+    /// The state of a platform over `store`, sealing credentials with `secrets`.
     pub fn new(
         store: Arc<dyn Store>,
         client: servio_client::Client,
-        secrets: secrets::Secrets,
+        secrets: Secrets,
         oauth: connect::OAuthConfig,
     ) -> AppState {
+        let oauth = Arc::new(oauth);
+        let credentials = Credentials::new(store.clone(), client.clone(), Arc::new(secrets), oauth.clone());
+        let collector = Collector::new(store.clone(), client.clone(), Arc::new(credentials));
+        AppState::with_collector(collector, oauth)
+    }
+
+    /// The state of a platform around `collector` (its store, client and credentials).
+    pub fn with_collector(collector: Collector, oauth: Arc<connect::OAuthConfig>) -> AppState {
+        let gateway = Arc::<gateway::Gateway>::default();
+        // A stored credential, new or renewed, is what the gateway's kept catalogue must not
+        // keep using.
+        let changed = gateway.clone();
+        collector.credentials().on_change(move |change| changed.forget(change.user_id));
         AppState {
-            store,
-            client,
-            secrets: Arc::new(secrets),
-            oauth: Arc::new(oauth),
-            refresh_locks: credential::RefreshLocks::default(),
-            gateway: Arc::default(),
+            store: collector.store().clone(),
+            client: collector.client().clone(),
+            oauth,
+            collector,
+            gateway,
             tokens: Arc::default(),
             throttle: Arc::default(),
         }
+    }
+
+    /// The credentials service: the one place site credentials are sealed and stored.
+    pub fn credentials(&self) -> &Credentials {
+        self.collector.credentials()
     }
 }
 

@@ -135,7 +135,7 @@ async fn two_platforms_share_one_postgres_database() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let client = servio_client::Client::new(servio_client::ClientConfig::default()).unwrap();
-        let secrets = servio_platform::secrets::Secrets::from_key(&[1; 32]);
+        let secrets = servio_collector::secrets::Secrets::from_key(&[1; 32]);
         let state = servio_platform::AppState::new(Arc::new(store), client, secrets, Default::default());
         let app = servio_platform::router(state.clone());
         tokio::spawn(async move { axum::serve(listener, app).await });

@@ -82,10 +82,9 @@ async fn a_moved_server_url_receives_nothing_until_approved() {
 
 /// Plans every due slot into jobs and works them until none is due, as `servio worker --drain`.
 async fn scheduled_round(server: &common::Server) {
-    let config =
-        servio_platform::jobs::WorkerConfig { drain: true, ..servio_platform::jobs::WorkerConfig::new("test") };
+    let config = servio_collector::WorkerConfig { drain: true, ..servio_collector::WorkerConfig::new("test") };
     let (_stop, stop) = tokio::sync::watch::channel(false);
-    servio_platform::jobs::run(server.state.clone(), config, stop).await;
+    server.state.collector.clone().run(config, stop).await;
 }
 
 /// Calls the demo site's sales summary through the gateway, as an AI client would.

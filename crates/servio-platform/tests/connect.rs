@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use servio_client::oauth::OAuthSite;
+use servio_collector::secrets::Secrets;
 use servio_platform::AppState;
-use servio_platform::secrets::Secrets;
 
 fn platform(store: Arc<dyn servio_store::Store>) -> AppState {
     let client = servio_client::Client::new(servio_client::ClientConfig::default()).unwrap();

@@ -149,8 +149,7 @@ async fn what_a_manifest_says_is_escaped() {
     assert_eq!(mine.len(), 2);
     for (user, entry) in &mine {
         let now = jiff::Timestamp::now();
-        let summary =
-            servio_platform::collect::collect_due(&server.state, user, entry, &mut Planner::new(now)).await.unwrap();
+        let summary = server.state.collector.collect_due(user, entry, &mut Planner::new(now)).await.unwrap();
         assert_eq!(summary.stored, 1, "{}", entry.site.origin);
     }
     let dashboard = request(&http, "GET", &url("/dashboard"), Some(&cookie), &[]).await;
@@ -265,14 +264,7 @@ async fn collection_refreshes_an_expired_oauth_token() {
         let (user, connected) = server.vault_entry_of(&email).await;
         tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
 
-        let summary = servio_platform::collect::collect_due(
-            &server.state,
-            &user,
-            &connected,
-            &mut Planner::new(jiff::Timestamp::now()),
-        )
-        .await
-        .unwrap();
+        let summary = collect_now(&server, &user, &connected).await;
         assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected with a refreshed token");
         let (_, refreshed) = server.vault_entry_of(&email).await;
         assert!(refreshed.credential.is_some(), "{name}");
@@ -299,14 +291,7 @@ async fn an_unapproved_token_url_never_receives_the_refresh_token() {
         tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
 
         let (_, entry) = server.vault_entry_of(&email).await;
-        let summary = servio_platform::collect::collect_due(
-            &server.state,
-            &user,
-            &entry,
-            &mut Planner::new(jiff::Timestamp::now()),
-        )
-        .await
-        .unwrap();
+        let summary = collect_now(&server, &user, &entry).await;
         assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: refreshed at the approved token_url");
         assert_eq!(hostile.site.requests(), [], "{name}: the unapproved token_url received requests");
     }
@@ -324,14 +309,7 @@ async fn collection_refreshes_an_oauth_token_the_site_refused_before_it_expired(
         let (user, connected) = server.vault_entry_of(&email).await;
         site.revoke_access_tokens();
 
-        let summary = servio_platform::collect::collect_due(
-            &server.state,
-            &user,
-            &connected,
-            &mut Planner::new(jiff::Timestamp::now()),
-        )
-        .await
-        .unwrap();
+        let summary = collect_now(&server, &user, &connected).await;
         assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected after one refresh");
         let (_, refreshed) = server.vault_entry_of(&email).await;
         assert_ne!(refreshed.credential, connected.credential, "{name}: the new tokens are kept");
@@ -361,4 +339,12 @@ async fn gateway_calls_racing_on_an_expired_token_refresh_once() {
             assert!(value["data"]["totals"]["orders"].is_u64(), "{name}: {value}");
         }
     }
+}
+/// Collects what is due now for `user`'s vault `entry`, as the collect-now button does.
+async fn collect_now(
+    server: &common::Server,
+    user: &servio_store::User,
+    entry: &servio_store::VaultEntry,
+) -> servio_collector::collect::Summary {
+    server.state.collector.collect_due(user, entry, &mut Planner::new(jiff::Timestamp::now())).await.unwrap()
 }

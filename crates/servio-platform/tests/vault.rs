@@ -120,7 +120,7 @@ async fn no_credential_in_plaintext_in_the_database_files() {
         ..Default::default()
     })
     .unwrap();
-    let secrets = servio_platform::secrets::Secrets::from_key(&[9; 32]);
+    let secrets = servio_collector::secrets::Secrets::from_key(&[9; 32]);
     let state = servio_platform::AppState::new(Arc::new(store), client, secrets, Default::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

@@ -77,11 +77,6 @@ impl Job {
     }
 }
 
-/// How a job ended this time, and so what its completion writes: a collection result.
-// FIXME(merge): the name jobs used before [`CollectionResult`]; it goes once every caller
-// (servio-collector's jobs) says `CollectionResult`.
-pub type JobResult<'a> = CollectionResult<'a>;
-
 /// A claimed job with its result, to complete.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion<'a> {

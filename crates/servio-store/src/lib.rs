@@ -30,7 +30,7 @@ use async_trait::async_trait;
 
 pub use collection::{AttemptOutcome, Attempted, CollectionResult, UnknownName};
 pub use error::{ErrorKind, StoreError};
-pub use jobs::{Completion, Job, JobClaim, JobCounts, JobResult, JobState, NewJob};
+pub use jobs::{Completion, Job, JobClaim, JobCounts, JobState, NewJob};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use servio_client::{Client, ClientConfig};
-use servio_platform::secrets::Secrets;
+use servio_collector::secrets::Secrets;
 use servio_platform::{AppState, router};
 
 /// The demo site over HTTPS on a port of its own, with bearer authentication.

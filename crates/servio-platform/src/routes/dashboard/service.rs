@@ -5,17 +5,16 @@
 //! one slot with a total, see [`crate::slots`]).
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use servio_collector::manifests::CheckedManifest;
 use servio_collector::plan::Planner;
 use servio_collector::trend::{Trend, comparison_start, trend};
-use servio_manifest::{Brief, BriefStatus, CheckOptions, Manifest, check};
 use utoipa::ToSchema;
 
 use crate::AppState;
-use crate::collect::backfill;
 use crate::error::ApiError;
 use crate::slots::{SiteMetric, Slot, slots};
 
@@ -68,11 +67,7 @@ pub(crate) async fn run_backfill(
         return Err(ApiError::BadRequest("`to` must be on or after `from`, at most 400 days later".into()));
     }
     let entry = state.store.vault_entry(user.id, id).await?.ok_or(ApiError::NotFound)?;
-    let report = crate::approval::report_of(&entry.site.origin, crate::approval::acting_manifest(&entry));
-    let (Some(manifest), Some(brief)) = (report.manifest.as_ref(), report.brief.as_ref()) else {
-        return Err(ApiError::BadRequest("this site has no valid brief: there is nothing to collect".into()));
-    };
-    let summary = backfill(state, user, &entry, manifest, brief, first, last).await.map_err(ApiError::internal)?;
+    let summary = state.collector.backfill(user, &entry, first, last).await?;
     Ok(BackfillSummary { stored: summary.stored, dropped: summary.dropped, failed: summary.failed })
 }
 
@@ -84,9 +79,7 @@ pub(crate) async fn collect_now(
     id: i64,
 ) -> Result<CollectSummary, ApiError> {
     let entry = state.store.vault_entry(user.id, id).await?.ok_or(ApiError::NotFound)?;
-    let summary = crate::collect::collect_due(state, user, &entry, &mut Planner::new(jiff::Timestamp::now()))
-        .await
-        .map_err(ApiError::internal)?;
+    let summary = state.collector.collect_due(user, &entry, &mut Planner::new(jiff::Timestamp::now())).await?;
     Ok(CollectSummary {
         stored: summary.stored,
         dropped: summary.dropped,
@@ -198,31 +191,11 @@ pub struct Point {
     pub value: f64,
 }
 
-/// A site's manifest and brief when the brief is valid, checked once per manifest text.
-type Checked = Arc<(Manifest, Brief)>;
-
-/// Checked manifests by site, kept while a site's manifest text stays the same: checking every
-/// manifest on every dashboard request was an eighth of its CPU in the benchmark. One entry per
-/// site, replaced when the text changes, so it is as large as the set of sites in use. The
-/// verdict depends on the text alone, so two stores in one process (tests) may share it.
-static CHECKED: LazyLock<Mutex<HashMap<i64, CheckedText>>> = LazyLock::new(Mutex::default);
-
-/// A manifest's text and its verdict.
-type CheckedText = (String, Option<Checked>);
-
-fn checked_brief(site: &servio_store::SiteRecord) -> Option<Checked> {
-    if let Some((text, valid)) = CHECKED.lock().unwrap_or_else(|e| e.into_inner()).get(&site.id)
-        && *text == site.manifest
-    {
-        return valid.clone();
-    }
-    let report = check(site.manifest.as_bytes(), &CheckOptions::default());
-    let valid = match (report.manifest, report.brief, report.brief_status) {
-        (Some(manifest), Some(brief), BriefStatus::Valid) => Some(Arc::new((manifest, brief))),
-        _ => None,
-    };
-    CHECKED.lock().unwrap_or_else(|e| e.into_inner()).insert(site.id, (site.manifest.clone(), valid.clone()));
-    valid
+/// A site's checked manifest when its brief is valid, from the collector's manifest cache
+/// (checking every manifest on every dashboard request was an eighth of its CPU in the
+/// benchmark).
+fn checked_brief(state: &AppState, site: &servio_store::SiteRecord) -> Option<Arc<CheckedManifest>> {
+    state.collector.manifests().get(site.id, &site.manifest).filter(|checked| checked.brief.is_some())
 }
 
 /// The dashboard data of `user`.
@@ -233,22 +206,24 @@ pub(crate) async fn dashboard_data(state: &AppState, user: &servio_store::User) 
     let mut for_slots = Vec::new();
     let mut checked = Vec::new();
     for site in state.store.vault(user.id).await? {
-        if let Some(valid) = checked_brief(&site) {
+        if let Some(valid) = checked_brief(state, &site) {
             checked.push((site, valid));
         }
     }
     // Every metric's recent values in one query: one query per metric was most of a request.
     let pairs: Vec<(i64, &str)> = checked
         .iter()
-        .flat_map(|(site, valid)| valid.1.metrics.iter().map(move |metric| (site.id, metric.key.as_str())))
+        .flat_map(|(site, valid)| {
+            valid.brief.iter().flat_map(|brief| &brief.metrics).map(move |metric| (site.id, metric.key.as_str()))
+        })
         .collect();
     let mut recent: HashMap<(i64, String), Vec<servio_store::StoredValue>> = HashMap::new();
     for (site_id, value) in state.store.values_of(user.id, &pairs, since).await? {
         recent.entry((site_id, value.metric_key.clone())).or_default().push(value);
     }
     for (site, valid) in &checked {
-        let (manifest, brief) = (&valid.0, &valid.1);
-        for metric in &brief.metrics {
+        let manifest = &valid.manifest;
+        for metric in valid.brief.iter().flat_map(|brief| &brief.metrics) {
             let values = recent.remove(&(site.id, metric.key.clone())).unwrap_or_default();
             let latest = values.last();
             let change = match latest {

@@ -246,12 +246,9 @@ async fn oauth_callback(
     let tokens = servio_client::oauth::finish(&state.client, &attempt.site, attempt.pending, &callback)
         .await
         .map_err(|error| ApiError::BadRequest(error.to_string()))?;
-    let sealed = state
-        .secrets
-        .seal(&crate::connect::seal_tokens(&tokens), &crate::secrets::credential_aad(user.user.id, attempt.site_id));
-    let stored = state.store.set_credential(user.user.id, attempt.site_id, Some(&sealed)).await;
-    state.gateway.forget(user.user.id);
-    match stored? {
+    let credential = servio_collector::credentials::Credential::OAuth(tokens);
+    let stored = state.credentials().set_credential(user.user.id, attempt.site_id, &credential).await?;
+    match stored {
         true => Ok(Redirect::to(&format!("/vault/{}", attempt.site_id))),
         false => Err(ApiError::NotFound),
     }

@@ -14,8 +14,8 @@ use utoipa::ToSchema;
 
 use crate::approval::{Pending, acting_manifest, report_of};
 use crate::error::ApiError;
-use crate::secrets::credential_aad;
 use crate::{AppState, now};
+use servio_collector::credentials::Credential as SiteCredential;
 
 /// A site to add.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -297,9 +297,8 @@ pub(crate) async fn add_site(
         etag: found.validators.etag.as_deref(),
         last_modified: found.validators.last_modified.as_deref(),
     };
-    let seal =
-        |site_id: i64| state.secrets.seal(token.unwrap_or_default().as_bytes(), &credential_aad(user_id, site_id));
-    let record = state.store.add_site(&fetched, user_id, token.is_some().then_some(&seal), now()).await?;
+    let credential = token.map(|token| SiteCredential::Token(token.to_owned()));
+    let record = state.credentials().add_site(&fetched, user_id, credential.as_ref(), now()).await?;
     state.gateway.catalogue_changed(user_id);
     Ok(site_view(&record, report, &record.manifest_url, token.is_some()))
 }
@@ -376,9 +375,7 @@ pub(crate) async fn store_token(state: &AppState, user_id: i64, site_id: i64, to
     let Some(token) = checked_token(token)? else {
         return Err(ApiError::BadRequest("`token` must not be empty".into()));
     };
-    let sealed = state.secrets.seal(token.as_bytes(), &credential_aad(user_id, site_id));
-    let stored = state.store.set_credential(user_id, site_id, Some(&sealed)).await?;
-    state.gateway.forget(user_id);
+    let stored = state.credentials().set_credential(user_id, site_id, &SiteCredential::Token(token.to_owned())).await?;
     if stored { Ok(()) } else { Err(ApiError::NotFound) }
 }
 

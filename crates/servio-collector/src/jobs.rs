@@ -3,7 +3,7 @@
 //! with a lease and commit each result, value and attempt together, only while their claim's
 //! fence is still the job's, so a worker paused past its lease never writes over the worker that
 //! took its jobs over. `servio serve` plans and works jobs each scheduler round; `servio worker`
-//! processes do the same in a loop ([`run`]).
+//! processes do the same in a loop ([`Collector::run`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,15 +11,17 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use servio_collector::plan::{Planner, next_retry, periods_between, settle_delay};
+use servio_manifest::Brief;
 use servio_manifest::period::{Granularity, Period};
-use servio_manifest::{Brief, Manifest};
-use servio_store::{Completion, Job, JobClaim, JobResult, NewJob, StoreError, User};
+use servio_store::{CollectionResult, Completion, Job, JobClaim, NewJob, StoreError, User, VaultEntry};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tracing::Instrument;
 
-use crate::AppState;
 use crate::approval::acting_manifest;
-use crate::collect::{Answer, Bearer, DEADLINE, Outcome, Summary, Validators, ask, fresh_bearer};
+use crate::collect::{Bearer, CollectionOutcome, DEADLINE, MetricCall, Reading, Summary};
+use crate::manifests::CheckedManifest;
+use crate::plan::{Planner, next_retry, periods_between, settle_delay};
+use crate::{Collector, Error};
 
 /// How a worker works.
 #[derive(Debug, Clone)]
@@ -58,56 +60,9 @@ impl WorkerConfig {
     }
 }
 
-/// A site's manifest and brief, parsed once and shared by the jobs of every user of the site,
-/// with the argument validators of the tools the brief calls.
-struct Parsed {
-    manifest: Manifest,
-    brief: Brief,
-    validators: Validators,
-}
-
-/// Parses a stored manifest; `None` when it has no valid brief (nothing to collect).
-fn parse(text: &str) -> Option<Arc<Parsed>> {
-    let report = servio_manifest::check(text.as_bytes(), &servio_manifest::CheckOptions::default());
-    let (manifest, brief) = (report.manifest?, report.brief?);
-    let validators = Validators::new(&manifest, &brief);
-    Some(Arc::new(Parsed { manifest, brief, validators }))
-}
-
-/// Parsed manifests by site, kept while the stored text is the same: checking a manifest costs
-/// far more than the call it is needed for.
-#[derive(Default)]
-pub struct ManifestCache(HashMap<i64, Vec<ParsedText>>);
-
-/// A manifest's text and what parsing it gave.
-type ParsedText = (String, Option<Arc<Parsed>>);
-
-/// Versions of one site's manifest kept at once: users who have not approved a change yet
-/// still act on the version before it, so a round may see a few versions of one site.
-const VERSIONS_PER_SITE: usize = 4;
-
-impl ManifestCache {
-    fn get(&mut self, site_id: i64, text: &str) -> Option<Arc<Parsed>> {
-        if let Some((_, parsed)) = self.0.get(&site_id).and_then(|v| v.iter().find(|(cached, _)| cached == text)) {
-            return parsed.clone();
-        }
-        // Bounded: a worker serving many sites re-parses rather than growing without end.
-        if self.0.len() >= 1024 {
-            self.0.clear();
-        }
-        let parsed = parse(text);
-        let versions = self.0.entry(site_id).or_default();
-        if versions.len() >= VERSIONS_PER_SITE {
-            versions.remove(0);
-        }
-        versions.push((text.to_owned(), parsed.clone()));
-        parsed
-    }
-}
-
 /// A due slot found by planning, owned until it is enqueued.
 #[derive(Debug, Clone)]
-struct Planned {
+struct DueSlot {
     user_id: i64,
     site_id: i64,
     metric_key: String,
@@ -119,7 +74,7 @@ struct Planned {
     deadline: i64,
 }
 
-impl Planned {
+impl DueSlot {
     fn new_job(&self) -> NewJob<'_> {
         NewJob {
             slot: servio_store::Slot {
@@ -141,28 +96,28 @@ impl Planned {
 /// collecting: not past its deadline, and not settled already (a backfill may have collected
 /// it without a job). A new brief or metric thus starts with the current period.
 async fn plan_entry(
-    state: &AppState,
+    collector: &Collector,
     user: &User,
     site_id: i64,
     brief: &Brief,
     planner: &mut Planner,
-) -> Result<Vec<Planned>, String> {
+) -> Result<Vec<DueSlot>, Error> {
     let now = planner.now();
     let mut planned = Vec::new();
     for metric in &brief.metrics {
-        let period = planner.latest_due(&user.time_zone, metric.granularity).map_err(|e| e.to_string())?.clone();
-        let due = period.end.checked_add(settle_delay(period.granularity)).map_err(|e| e.to_string())?;
+        let period = planner
+            .latest_due(&user.time_zone, metric.granularity)
+            .map_err(|source| Error::Zone { zone: user.time_zone.clone(), source })?
+            .clone();
+        // A period ending at the end of time is never due.
+        let Ok(due) = period.end.checked_add(settle_delay(period.granularity)) else { continue };
         let deadline = due.checked_add(DEADLINE).unwrap_or(Timestamp::MAX);
         if now > deadline {
             continue;
         }
-        let settled = state
-            .store
-            .slot_settled(user.id, site_id, &metric.key, period.start.as_second())
-            .await
-            .map_err(|e| e.to_string())?;
+        let settled = collector.store.slot_settled(user.id, site_id, &metric.key, period.start.as_second()).await?;
         if !settled {
-            planned.push(Planned {
+            planned.push(DueSlot {
                 user_id: user.id,
                 site_id,
                 metric_key: metric.key.clone(),
@@ -178,30 +133,45 @@ async fn plan_entry(
     Ok(planned)
 }
 
-async fn enqueue(state: &AppState, planned: &[Planned], now: Timestamp) -> Result<u64, StoreError> {
+async fn enqueue(collector: &Collector, planned: &[DueSlot], now: Timestamp) -> Result<u64, StoreError> {
     let mut added = 0;
     for chunk in planned.chunks(1000) {
-        let jobs: Vec<NewJob> = chunk.iter().map(Planned::new_job).collect();
-        added += state.store.enqueue_jobs(&jobs, now.as_second()).await?;
+        let jobs: Vec<NewJob> = chunk.iter().map(DueSlot::new_job).collect();
+        added += collector.store.enqueue_jobs(&jobs, now.as_second()).await?;
     }
     Ok(added)
 }
 
-/// Plans the due slots of every vault entry of every user into jobs; returns how many jobs are
-/// new. Idempotent: a slot that has a job keeps it.
-pub async fn plan_all(state: &AppState, now: Timestamp, cache: &mut ManifestCache) -> Result<u64, String> {
-    let entries = state.store.all_vault_entries().await.map_err(|e| format!("listing vaults: {e}"))?;
-    // One instant per round: users sharing a zone share its due periods.
-    let mut planner = Planner::new(now);
-    let mut planned = Vec::new();
-    for (user, entry) in entries {
-        let Some(parsed) = cache.get(entry.site.id, acting_manifest(&entry)) else { continue };
-        match plan_entry(state, &user, entry.site.id, &parsed.brief, &mut planner).await {
-            Ok(due) => planned.extend(due),
-            Err(error) => eprintln!("servio: planning collection for {} failed: {error}", entry.site.origin),
+impl Collector {
+    /// Plans the due slots of every vault entry of every user into jobs; returns how many jobs
+    /// are new. Idempotent: a slot that has a job keeps it.
+    pub async fn plan_all(&self, now: Timestamp) -> Result<u64, Error> {
+        let span = tracing::info_span!("plan_all");
+        async move {
+            let entries = self.store.all_vault_entries().await?;
+            // One instant per round: users sharing a zone share its due periods.
+            let mut planner = Planner::new(now);
+            let mut planned = Vec::new();
+            for (user, entry) in entries {
+                let Some(checked) = self.manifests.get(entry.site.id, acting_manifest(&entry)) else { continue };
+                let Some(brief) = &checked.brief else { continue };
+                match plan_entry(self, &user, entry.site.id, brief, &mut planner).await {
+                    Ok(due) => planned.extend(due),
+                    Err(error) => tracing::warn!(
+                        user_id = user.id,
+                        site = %entry.site.origin,
+                        error = %error.chain(),
+                        "planning collection failed"
+                    ),
+                }
+            }
+            let added = enqueue(self, &planned, now).await?;
+            tracing::debug!(due = planned.len(), added, "planned");
+            Ok(added)
         }
+        .instrument(span)
+        .await
     }
-    enqueue(state, &planned, now).await.map_err(|e| format!("enqueueing jobs: {e}"))
 }
 
 /// What one job came to, owned until it is committed.
@@ -209,7 +179,7 @@ pub async fn plan_all(state: &AppState, now: Timestamp, cache: &mut ManifestCach
 enum Resolution {
     /// The site was asked; with a transient failure, `not_before` is when to try again
     /// (`None`: not before the deadline, so the job fails).
-    Answered { answer: Answer, not_before: Option<i64> },
+    Answered { answer: Reading, not_before: Option<i64> },
     /// The job cannot be done any more, for this reason (logged).
     Failed(String),
     /// Nothing to do or to log: the site left the vault, or the period ran out untried.
@@ -217,55 +187,48 @@ enum Resolution {
 }
 
 impl Resolution {
-    fn result(&self) -> JobResult<'_> {
+    fn result(&self) -> CollectionResult<'_> {
         match self {
-            Resolution::Answered { answer, not_before } => match &answer.outcome {
-                Outcome::Stored(value) => {
-                    JobResult::Stored { value: *value, raw: answer.raw.as_deref().unwrap_or_default() }
-                }
-                Outcome::Dropped(reason) => JobResult::Dropped { reason, raw: answer.raw.as_deref() },
-                Outcome::Failed { reason, transient: true } => {
-                    JobResult::Retry { reason, retry_at: answer.retry_at, not_before: *not_before }
-                }
-                Outcome::Failed { reason, transient: false } => JobResult::Failed { reason },
-            },
-            Resolution::Failed(reason) => JobResult::Failed { reason },
-            Resolution::Abandoned => JobResult::Abandoned,
+            Resolution::Answered { answer, not_before } => answer.to_write(*not_before),
+            Resolution::Failed(reason) => CollectionResult::Failed { reason },
+            Resolution::Abandoned => CollectionResult::Abandoned,
         }
     }
 }
 
-/// What the jobs of one (user, site) need: loaded once per batch.
-struct Context {
+/// What the jobs of one (user, site) need, loaded once per batch: the user, their vault entry,
+/// the manifest acting for them (with a valid brief), the bearer token and the user's zone.
+struct LoadedEntry {
     user: User,
-    entry: servio_store::VaultEntry,
-    parsed: Arc<Parsed>,
+    entry: VaultEntry,
+    checked: Arc<CheckedManifest>,
     token: Option<String>,
     zone: TimeZone,
 }
 
-/// Loads the context of a (user, site); `Err` with the resolution of all its jobs when they
-/// cannot be done.
-async fn context(
-    state: &AppState,
+/// Loads the vault entry of a (user, site) for its jobs; `Err` with the resolution of all its
+/// jobs when they cannot be done.
+async fn load_entry(
+    collector: &Collector,
     user_id: i64,
     site_id: i64,
-    cache: &mut ManifestCache,
-) -> Result<Result<Context, Resolution>, StoreError> {
+) -> Result<Result<LoadedEntry, Resolution>, StoreError> {
     let (Some(user), Some(entry)) =
-        (state.store.user(user_id).await?, state.store.vault_entry(user_id, site_id).await?)
+        (collector.store.user(user_id).await?, collector.store.vault_entry(user_id, site_id).await?)
     else {
         return Ok(Err(Resolution::Abandoned));
     };
-    let Some(parsed) = cache.get(site_id, acting_manifest(&entry)) else {
+    let checked = collector.manifests.get(site_id, acting_manifest(&entry));
+    let Some(checked) = checked.filter(|checked| checked.brief.is_some()) else {
         return Ok(Err(Resolution::Failed("the site's manifest no longer has a valid brief".into())));
     };
     let zone = match servio_manifest::period::zone(&user.time_zone) {
         Ok(zone) => zone,
         Err(error) => return Ok(Err(Resolution::Failed(format!("the user's time zone: {error}")))),
     };
-    let token = fresh_bearer(state, &user, &entry.site, &parsed.manifest, entry.credential.as_deref()).await;
-    Ok(Ok(Context { user, entry, parsed, token, zone }))
+    let sealed = entry.credential.as_deref();
+    let token = collector.credentials.fresh_bearer(user.id, &entry.site, &checked.manifest, sealed).await;
+    Ok(Ok(LoadedEntry { user, entry, checked, token, zone }))
 }
 
 /// The period a job was planned for, resolved again in the user's zone; `None` when the zone
@@ -279,12 +242,12 @@ fn job_period(job: &Job, granularity: Granularity, zone: &TimeZone) -> Option<Pe
 /// so far (from the attempt log, this one included), never before a site's `Retry-After`;
 /// `None` when that is past the job's deadline.
 async fn retry_not_before(
-    state: &AppState,
+    collector: &Collector,
     job: &Job,
     now: Timestamp,
     retry_at: Option<i64>,
 ) -> Result<Option<i64>, StoreError> {
-    let prior = state.store.retries(&job.slot()).await?;
+    let prior = collector.store.retries(&job.slot()).await?;
     let failures = u32::try_from(prior.failures.saturating_add(1)).unwrap_or(u32::MAX);
     let asked = prior.retry_at.max(retry_at).and_then(|t| Timestamp::from_second(t).ok());
     let next = next_retry(failures, now, asked).as_second();
@@ -292,11 +255,17 @@ async fn retry_not_before(
 }
 
 /// Does one job: asks the site, unless the job can no longer be done.
-async fn resolve(state: &AppState, context: &Context, job: &Job, now: Timestamp) -> Result<Resolution, StoreError> {
+async fn resolve(
+    collector: &Collector,
+    context: &LoadedEntry,
+    job: &Job,
+    now: Timestamp,
+) -> Result<Resolution, StoreError> {
     if now.as_second() > job.deadline {
         return Ok(Resolution::Abandoned);
     }
-    let Some(metric) = context.parsed.brief.metrics.iter().find(|m| m.key == job.metric_key) else {
+    let metrics = context.checked.brief.iter().flat_map(|brief| &brief.metrics);
+    let Some(metric) = metrics.into_iter().find(|m| m.key == job.metric_key) else {
         return Ok(Resolution::Failed(format!("the brief no longer has the metric {}", job.metric_key)));
     };
     let period = (metric.granularity.as_str() == job.granularity)
@@ -306,25 +275,28 @@ async fn resolve(state: &AppState, context: &Context, job: &Job, now: Timestamp)
         let reason = format!("the period of {} no longer exists in {}", job.start_date, context.user.time_zone);
         return Ok(Resolution::Failed(reason));
     };
-    let (parsed, entry) = (&context.parsed, &context.entry);
+    let entry = &context.entry;
     let bearer = Bearer { site: &entry.site, sealed: entry.credential.as_deref(), token: context.token.as_deref() };
-    let answer = ask(state, &context.user, &parsed.manifest, &parsed.validators, bearer, metric, &period).await;
+    let call = MetricCall { user: &context.user, checked: &context.checked, bearer, metric, period: &period };
+    let answer = collector.read_metric(call).await;
     let not_before = match &answer.outcome {
-        Outcome::Failed { transient: true, .. } => retry_not_before(state, job, now, answer.retry_at).await?,
+        CollectionOutcome::Failed { transient: true, .. } => {
+            retry_not_before(collector, job, now, answer.retry_at).await?
+        }
         _ => None,
     };
     Ok(Resolution::Answered { answer, not_before })
 }
 
 /// The context of each (user, site) that jobs belong to.
-type Contexts = HashMap<(i64, i64), Result<Arc<Context>, Resolution>>;
+type Contexts = HashMap<(i64, i64), Result<Arc<LoadedEntry>, Resolution>>;
 
 /// Loads the context of every (user, site) among `jobs`, once each.
-async fn contexts(state: &AppState, jobs: &[Job], cache: &mut ManifestCache) -> Result<Contexts, StoreError> {
+async fn contexts(collector: &Collector, jobs: &[Job]) -> Result<Contexts, StoreError> {
     let mut contexts = Contexts::new();
     for job in jobs {
         if let std::collections::hash_map::Entry::Vacant(slot) = contexts.entry((job.user_id, job.site_id)) {
-            slot.insert(context(state, job.user_id, job.site_id, cache).await?.map(Arc::new));
+            slot.insert(load_entry(collector, job.user_id, job.site_id).await?.map(Arc::new));
         }
     }
     Ok(contexts)
@@ -332,13 +304,13 @@ async fn contexts(state: &AppState, jobs: &[Job], cache: &mut ManifestCache) -> 
 
 /// Does one job in its (user, site) context, or gives it the resolution of all that pair's jobs.
 async fn resolve_in(
-    state: &AppState,
-    context: &Result<Arc<Context>, Resolution>,
+    collector: &Collector,
+    context: &Result<Arc<LoadedEntry>, Resolution>,
     job: &Job,
     now: Timestamp,
 ) -> Result<Resolution, StoreError> {
     match context {
-        Ok(context) => resolve(state, context, job, now).await,
+        Ok(context) => resolve(collector, context, job, now).await,
         Err(resolution) => Ok(resolution.clone()),
     }
 }
@@ -348,18 +320,18 @@ type Done = (Job, Resolution);
 
 /// Commits results in one transaction, each only while its job's fence is still the one it
 /// was claimed with; `now` is when their attempts are logged.
-async fn commit(state: &AppState, done: &[Done], now: Timestamp) -> Result<Summary, StoreError> {
+async fn commit(collector: &Collector, done: &[Done], now: Timestamp) -> Result<Summary, StoreError> {
     let completions: Vec<Completion> =
         done.iter().map(|(job, resolution)| Completion { job, result: resolution.result() }).collect();
-    let committed = state.store.complete_jobs(&completions, now.as_second()).await?;
+    let committed = collector.store.complete_jobs(&completions, now.as_second()).await?;
     let mut summary = Summary::default();
     for (completion, committed) in completions.iter().zip(committed) {
         match (&completion.result, committed) {
             (_, false) => summary.fenced_out += 1,
-            (JobResult::Stored { .. }, true) => summary.stored += 1,
-            (JobResult::Dropped { .. }, true) => summary.dropped += 1,
-            (JobResult::Failed { .. } | JobResult::Retry { .. }, true) => summary.failed += 1,
-            (JobResult::Abandoned, true) => {}
+            (CollectionResult::Stored { .. }, true) => summary.stored += 1,
+            (CollectionResult::Dropped { .. }, true) => summary.dropped += 1,
+            (CollectionResult::Failed { .. } | CollectionResult::Retry { .. }, true) => summary.failed += 1,
+            (CollectionResult::Abandoned, true) => {}
         }
     }
     Ok(summary)
@@ -367,102 +339,139 @@ async fn commit(state: &AppState, done: &[Done], now: Timestamp) -> Result<Summa
 
 /// Works claimed jobs all at once: their calls concurrently, then every result in one
 /// transaction. `now` is the clock of attempts and deadlines.
-async fn work_jobs(
-    state: &AppState,
-    jobs: Vec<Job>,
-    now: Timestamp,
-    cache: &mut ManifestCache,
-) -> Result<Summary, StoreError> {
-    let contexts = contexts(state, &jobs, cache).await?;
+async fn work_jobs(collector: &Collector, jobs: Vec<Job>, now: Timestamp) -> Result<Summary, StoreError> {
+    let contexts = contexts(collector, &jobs).await?;
     let resolutions = futures_util::future::join_all(
-        jobs.iter().map(|job| resolve_in(state, &contexts[&(job.user_id, job.site_id)], job, now)),
+        jobs.iter().map(|job| resolve_in(collector, &contexts[&(job.user_id, job.site_id)], job, now)),
     )
     .await
     .into_iter()
     .collect::<Result<Vec<Resolution>, StoreError>>()?;
     let done: Vec<Done> = jobs.into_iter().zip(resolutions).collect();
-    commit(state, &done, now).await
+    commit(collector, &done, now).await
+}
+
+impl Collector {
+    /// Collects, for one user's vault site, the latest due period of every metric that is not
+    /// settled yet (stored, or ended for good), right now. A new brief or metric thus starts
+    /// with the current period; older periods only come from a backfill. Transient failures
+    /// are tried again, with backoff and never before a site's `Retry-After`, until
+    /// [`DEADLINE`] after the period was due. The slots go through jobs, as with `servio
+    /// worker`, so a worker never collects them twice: a slot whose job another worker holds,
+    /// or whose backoff has not passed, counts as waiting.
+    pub async fn collect_due(&self, user: &User, entry: &VaultEntry, planner: &mut Planner) -> Result<Summary, Error> {
+        let span = tracing::info_span!("collect_due", user_id = user.id, site_id = entry.site.id);
+        async move {
+            let now = planner.now();
+            let Some(checked) = self.manifests.get(entry.site.id, acting_manifest(entry)) else {
+                return Ok(Summary::default());
+            };
+            let Some(brief) = &checked.brief else { return Ok(Summary::default()) };
+            let planned = plan_entry(self, user, entry.site.id, brief, planner).await?;
+            if planned.is_empty() {
+                return Ok(Summary::default());
+            }
+            enqueue(self, &planned, now).await?;
+            let claim = JobClaim {
+                owner: "servio-serve",
+                now: now.as_second(),
+                lease_until: now.as_second().saturating_add(ON_DEMAND_LEASE),
+                limit: i64::try_from(planned.len()).unwrap_or(i64::MAX),
+                only: Some((user.id, entry.site.id)),
+            };
+            let jobs = self.store.claim_jobs(&claim).await?;
+            let waiting = planned
+                .iter()
+                .filter(|p| !jobs.iter().any(|j| j.metric_key == p.metric_key && j.period_start == p.period_start))
+                .count();
+            let mut summary = work_jobs(self, jobs, now).await?;
+            summary.waiting = waiting;
+            Ok(summary)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Plans and works jobs until `stop` turns true (or its sender is gone): a planning task
+    /// every `config.plan_every`, and [`work`] with up to `config.in_flight` calls at once.
+    /// Every call in flight ends, and its result is committed, before it returns what was done.
+    /// With `config.drain` it plans once and returns as soon as no job is due. This is `servio
+    /// worker`.
+    pub async fn run(self, config: WorkerConfig, stop: watch::Receiver<bool>) -> Summary {
+        let span = tracing::info_span!("worker", owner = %config.owner);
+        run(self, config, stop).instrument(span).await
+    }
+
+    /// `servio serve`'s own worker: collects what is due for every user, forever, planning
+    /// every `tick` and working jobs as they fall due, alongside any `servio worker` sharing
+    /// the database.
+    pub async fn run_scheduler(self, tick: Duration) {
+        let config = WorkerConfig {
+            plan_every: tick,
+            idle: Duration::from_secs(5),
+            ..WorkerConfig::new(format!("servio-serve-{}", std::process::id()))
+        };
+        // Never stopped: the sender lives as long as this future.
+        let (_running, stop) = watch::channel(false);
+        self.run(config, stop).await;
+    }
 }
 
 /// How long the collection of one vault entry on demand may hold its jobs.
 const ON_DEMAND_LEASE: i64 = 300;
 
-/// Plans and works, right now, the due slots of one user's vault entry (what `collect_due`
-/// does, through jobs): a slot whose job another worker holds, or whose backoff has not passed,
-/// counts as waiting.
-pub(crate) async fn collect_entry(
-    state: &AppState,
-    user: &User,
-    entry: &servio_store::VaultEntry,
-    planner: &mut Planner,
-) -> Result<Summary, String> {
-    let now = planner.now();
-    let mut cache = ManifestCache::default();
-    let Some(parsed) = cache.get(entry.site.id, acting_manifest(entry)) else {
-        return Ok(Summary::default());
-    };
-    let planned = plan_entry(state, user, entry.site.id, &parsed.brief, planner).await?;
-    if planned.is_empty() {
-        return Ok(Summary::default());
+/// Plans every vault entry's due slots into jobs, logging a failure (the next round tries
+/// again).
+async fn plan_logged(collector: &Collector) {
+    if let Err(error) = collector.plan_all(Timestamp::now()).await {
+        tracing::warn!(error = %error.chain(), "planning collection failed");
     }
-    enqueue(state, &planned, now).await.map_err(|e| e.to_string())?;
-    let claim = JobClaim {
-        owner: "servio-serve",
-        now: now.as_second(),
-        lease_until: now.as_second().saturating_add(ON_DEMAND_LEASE),
-        limit: i64::try_from(planned.len()).unwrap_or(i64::MAX),
-        only: Some((user.id, entry.site.id)),
-    };
-    let jobs = state.store.claim_jobs(&claim).await.map_err(|e| e.to_string())?;
-    let waiting = planned
-        .iter()
-        .filter(|p| !jobs.iter().any(|j| j.metric_key == p.metric_key && j.period_start == p.period_start))
-        .count();
-    let mut summary = work_jobs(state, jobs, now, &mut cache).await.map_err(|e| e.to_string())?;
-    summary.waiting = waiting;
-    Ok(summary)
 }
 
-/// Plans and works jobs until `stop` turns true (or its sender is gone): a planning task every
-/// `config.plan_every`, and [`work`] with up to `config.in_flight` calls at once. Every call in
-/// flight ends, and its result is committed, before it returns what was done. With
-/// `config.drain` it plans once and returns as soon as no job is due.
-pub async fn run(state: AppState, config: WorkerConfig, stop: watch::Receiver<bool>) -> Summary {
+/// [`Collector::run`].
+async fn run(collector: Collector, config: WorkerConfig, stop: watch::Receiver<bool>) -> Summary {
     let total = Arc::new(Mutex::new(Summary::default()));
     let mut others = tokio::task::JoinSet::new();
     if config.drain {
         // Once, before the first claim, so that draining finds what is due now.
-        if let Err(error) = plan_all(&state, Timestamp::now(), &mut ManifestCache::default()).await {
-            eprintln!("servio: planning collection failed: {error}");
-        }
+        plan_logged(&collector).await;
     } else {
-        let (state, config, mut stop) = (state.clone(), config.clone(), stop.clone());
-        others.spawn(async move {
-            let mut cache = ManifestCache::default();
-            while !*stop.borrow() {
-                if let Err(error) = plan_all(&state, Timestamp::now(), &mut cache).await {
-                    eprintln!("servio: planning collection failed: {error}");
+        let (collector, config, mut stop) = (collector.clone(), config.clone(), stop.clone());
+        others.spawn(
+            async move {
+                while !*stop.borrow() {
+                    plan_logged(&collector).await;
+                    wait(&mut stop, config.plan_every).await;
                 }
-                wait(&mut stop, config.plan_every).await;
             }
-        });
+            .in_current_span(),
+        );
     }
     {
         // Progress, for operators: what this worker committed so far, every ten seconds.
-        let (owner, mut stop, total) = (config.owner.clone(), stop.clone(), total.clone());
-        others.spawn(async move {
-            let mut shown = Summary::default();
-            while !*stop.borrow() {
-                wait(&mut stop, Duration::from_secs(10)).await;
-                let now = *total.lock().unwrap_or_else(|e| e.into_inner());
-                if now != shown {
-                    eprintln!("servio: {owner}: {}", now.describe());
-                    shown = now;
+        let (mut stop, total) = (stop.clone(), total.clone());
+        others.spawn(
+            async move {
+                let mut shown = Summary::default();
+                while !*stop.borrow() {
+                    wait(&mut stop, Duration::from_secs(10)).await;
+                    let now = *total.lock().unwrap_or_else(|e| e.into_inner());
+                    if now != shown {
+                        tracing::info!(
+                            stored = now.stored,
+                            dropped = now.dropped,
+                            failed = now.failed,
+                            fenced_out = now.fenced_out,
+                            "collected so far"
+                        );
+                        shown = now;
+                    }
                 }
             }
-        });
+            .in_current_span(),
+        );
     }
-    work(state, config, stop.clone(), total.clone()).await;
+    work(collector, config, stop.clone(), total.clone()).await;
     // Stopped, the others end by themselves (planning finishes its round); drained, only
     // the progress report is left, and nothing is lost by ending it.
     if !*stop.borrow() {
@@ -487,21 +496,21 @@ type Batch = (Vec<Job>, Contexts);
 /// the results in groups while calls go on. So neither a claim nor a durable commit leaves the
 /// calls waiting, and one commit flushes for many jobs. On `stop` no batch is claimed any more;
 /// the batches claimed are called, and it returns once every result is committed.
-async fn work(state: AppState, config: WorkerConfig, stop: watch::Receiver<bool>, total: Arc<Mutex<Summary>>) {
+async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<bool>, total: Arc<Mutex<Summary>>) {
     let in_flight = config.in_flight.clamp(1, MAX_IN_FLIGHT);
     let room = Arc::new(Semaphore::new(in_flight));
     let (results, received) = mpsc::channel::<Done>(in_flight);
-    let committer = tokio::spawn(commit_results(state.clone(), received, total, config.owner.clone()));
+    let committer = tokio::spawn(commit_results(collector.clone(), received, total).in_current_span());
     // One batch waits while another is being called: claims overlap calls, and a worker holds
     // at most two batches it has not started.
     let (claimed, mut batches) = mpsc::channel::<Batch>(1);
-    let claimer = tokio::spawn(claim_batches(state.clone(), config, stop, claimed));
+    let claimer = tokio::spawn(claim_batches(collector.clone(), config, stop, claimed).in_current_span());
     while let Some((jobs, contexts)) = batches.recv().await {
         for job in jobs {
             // The semaphore is never closed, so this always holds.
             let Ok(permit) = room.clone().acquire_owned().await else { break };
             let context = contexts[&(job.user_id, job.site_id)].clone();
-            tokio::spawn(call(state.clone(), context, job, permit, results.clone()));
+            tokio::spawn(call(collector.clone(), context, job, permit, results.clone()).in_current_span());
         }
     }
     let _ = claimer.await;
@@ -514,14 +523,13 @@ async fn work(state: AppState, config: WorkerConfig, stop: watch::Receiver<bool>
 /// Claims batches of `config.batch` due jobs into `claimed` until `stop`, waiting
 /// `config.idle` whenever none is due (or, with `config.drain`, ending then).
 async fn claim_batches(
-    state: AppState,
+    collector: Collector,
     config: WorkerConfig,
     mut stop: watch::Receiver<bool>,
     claimed: mpsc::Sender<Batch>,
 ) {
-    let mut cache = ManifestCache::default();
     while !*stop.borrow() {
-        match claim_batch(&state, &config, &mut cache).await {
+        match claim_batch(&collector, &config).await {
             Ok((jobs, _)) if jobs.is_empty() && config.drain => break,
             Ok((jobs, _)) if jobs.is_empty() => wait(&mut stop, config.idle).await,
             Ok(batch) => {
@@ -530,7 +538,7 @@ async fn claim_batches(
                 }
             }
             Err(error) => {
-                eprintln!("servio: {}: claiming jobs failed: {error}", config.owner);
+                tracing::warn!(%error, "claiming jobs failed");
                 wait(&mut stop, config.idle).await;
             }
         }
@@ -538,7 +546,7 @@ async fn claim_batches(
 }
 
 /// Claims up to `config.batch` due jobs for `config.owner` and loads their contexts.
-async fn claim_batch(state: &AppState, config: &WorkerConfig, cache: &mut ManifestCache) -> Result<Batch, StoreError> {
+async fn claim_batch(collector: &Collector, config: &WorkerConfig) -> Result<Batch, StoreError> {
     let now = Timestamp::now().as_second();
     let lease = i64::try_from(config.lease.as_secs().max(1)).unwrap_or(i64::MAX);
     let claim = JobClaim {
@@ -548,45 +556,41 @@ async fn claim_batch(state: &AppState, config: &WorkerConfig, cache: &mut Manife
         limit: i64::try_from(config.batch.max(1)).unwrap_or(i64::MAX),
         only: None,
     };
-    let jobs = state.store.claim_jobs(&claim).await?;
-    let contexts = contexts(state, &jobs, cache).await?;
+    let jobs = collector.store.claim_jobs(&claim).await?;
+    let contexts = contexts(collector, &jobs).await?;
+    tracing::debug!(jobs = jobs.len(), entries = contexts.len(), "claimed");
     Ok((jobs, contexts))
 }
 
 /// Does one claimed job and queues its result for the committer, holding `permit` (one of the
 /// calls in flight) until then.
 async fn call(
-    state: AppState,
-    context: Result<Arc<Context>, Resolution>,
+    collector: Collector,
+    context: Result<Arc<LoadedEntry>, Resolution>,
     job: Job,
     permit: OwnedSemaphorePermit,
     results: mpsc::Sender<Done>,
 ) {
-    match resolve_in(&state, &context, &job, Timestamp::now()).await {
+    match resolve_in(&collector, &context, &job, Timestamp::now()).await {
         Ok(resolution) => {
             // The receiver lives until every permit is back, so this is never refused.
             let _ = results.send((job, resolution)).await;
         }
         // The job stays claimed; another claim takes it over when its lease ends.
-        Err(error) => eprintln!("servio: collection job {} left to its lease: {error}", job.id),
+        Err(error) => tracing::warn!(job_id = job.id, %error, "a collection job is left to its lease"),
     }
     drop(permit);
 }
 
 /// Commits results as they arrive, in groups: whatever arrived while one commit was being made
 /// goes into the next, so the durable flush is paid once per group, not once per job.
-async fn commit_results(
-    state: AppState,
-    mut received: mpsc::Receiver<Done>,
-    total: Arc<Mutex<Summary>>,
-    owner: String,
-) {
+async fn commit_results(collector: Collector, mut received: mpsc::Receiver<Done>, total: Arc<Mutex<Summary>>) {
     let mut group = Vec::with_capacity(COMMIT_GROUP);
     while received.recv_many(&mut group, COMMIT_GROUP).await > 0 {
-        match commit(&state, &group, Timestamp::now()).await {
+        match commit(&collector, &group, Timestamp::now()).await {
             Ok(done) => total.lock().unwrap_or_else(|e| e.into_inner()).merge(&done),
             // Their jobs stay claimed; other claims take them over when their leases end.
-            Err(error) => eprintln!("servio: {owner}: committing {} results failed: {error}", group.len()),
+            Err(error) => tracing::warn!(results = group.len(), %error, "committing results failed"),
         }
         group.clear();
     }
@@ -598,17 +602,4 @@ async fn wait(stop: &mut watch::Receiver<bool>, duration: Duration) {
         () = tokio::time::sleep(duration) => {}
         _ = stop.changed() => {}
     }
-}
-
-/// `servio serve`'s own worker: collects what is due for every user, forever, planning every
-/// `tick` and working jobs as they fall due, alongside any `servio worker` sharing the database.
-pub async fn run_rounds(state: AppState, tick: Duration) {
-    let config = WorkerConfig {
-        plan_every: tick,
-        idle: Duration::from_secs(5),
-        ..WorkerConfig::new(format!("servio-serve-{}", std::process::id()))
-    };
-    // Never stopped: the sender lives as long as this future.
-    let (_running, stop) = watch::channel(false);
-    run(state, config, stop).await;
 }

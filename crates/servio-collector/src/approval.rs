@@ -65,7 +65,7 @@ impl Pending {
 }
 
 /// The report of a stored manifest `text` of the site at `origin` (its own site for the name lints).
-pub(crate) fn report_of(origin: &str, text: &str) -> Report {
+pub fn report_of(origin: &str, text: &str) -> Report {
     check(text.as_bytes(), &CheckOptions { site: Site::parse(origin).ok(), allow: Vec::new() })
 }
 

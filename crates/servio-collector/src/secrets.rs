@@ -10,6 +10,8 @@ use std::path::Path;
 use chacha20poly1305::aead::{Aead, Generate, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
+use crate::Error;
+
 const NONCE_LEN: usize = 24;
 
 /// The platform's sealing key.
@@ -35,30 +37,32 @@ impl Secrets {
     }
 
     /// A key given as 64 hex digits.
-    pub fn from_hex(hex: &str) -> Result<Secrets, String> {
+    pub fn from_hex(hex: &str) -> Result<Secrets, Error> {
         let hex = hex.trim();
         if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err("the secret key must be 64 hex digits (32 bytes)".into());
+            return Err(Error::KeyFormat);
         }
         let mut key = [0u8; 32];
         for (i, byte) in key.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| Error::KeyFormat)?;
         }
         Ok(Secrets::from_key(&key))
     }
 
     /// The key in `path`, created (mode 0600) with a fresh random key when missing.
-    pub fn load_or_create(path: &Path) -> Result<Secrets, String> {
+    pub fn load_or_create(path: &Path) -> Result<Secrets, Error> {
+        let file_error = |action, source| Error::KeyFile { action, path: path.to_owned(), source };
         match std::fs::read_to_string(path) {
-            Ok(text) => Secrets::from_hex(&text).map_err(|e| format!("{}: {e}", path.display())),
+            Ok(text) => Secrets::from_hex(&text).map_err(|_| Error::KeyFileFormat { path: path.to_owned() }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let mut key = [0u8; 32];
-                getrandom::fill(&mut key).map_err(|e| format!("no randomness for a key: {e}"))?;
+                // getrandom's error is no `std` error without its `std` feature: kept as its words.
+                getrandom::fill(&mut key).map_err(|e| Error::Randomness(std::io::Error::other(e.to_string())))?;
                 let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
-                write_private(path, hex.as_bytes()).map_err(|e| format!("writing {}: {e}", path.display()))?;
+                write_private(path, hex.as_bytes()).map_err(|e| file_error("writing", e))?;
                 Ok(Secrets::from_key(&key))
             }
-            Err(e) => Err(format!("reading {}: {e}", path.display())),
+            Err(e) => Err(file_error("reading", e)),
         }
     }
 

@@ -1,0 +1,262 @@
+//! One collection: fill in the period, call the tool with the user's credential, read and
+//! reduce the value. What it came to is a [`Reading`]; a job commits it under its
+//! fence ([`crate::jobs`]), a backfill writes it at once ([`Collector::backfill`]), and the
+//! attempt is logged whatever happens. A dropped value is never stored (so never shown as
+//! zero); its reason is in the log.
+
+use jiff::civil::Date;
+use servio_client::{CallError, call_tool_checked, call_tool_raw};
+use servio_manifest::Metric;
+use servio_manifest::period::{Period, PlaceholderValues};
+use servio_manifest::value::extract;
+use servio_store::{CollectionResult, SiteRecord, Slot, User, VaultEntry};
+use tracing::Instrument;
+
+use crate::approval::acting_manifest;
+use crate::credentials::Retried;
+use crate::manifests::CheckedManifest;
+use crate::{Collector, Error};
+
+/// What one collection came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CollectionOutcome {
+    /// A value was read (and is stored).
+    Stored(f64),
+    /// The site answered, but the value was dropped (the reason says why).
+    Dropped(String),
+    /// The call failed; `transient` failures are worth retrying.
+    Failed {
+        /// Why.
+        reason: String,
+        /// Connect, timeout, 5xx or 429.
+        transient: bool,
+    },
+}
+
+/// What a site's answer came to, before anything is written: the same for a direct collection
+/// (a backfill) and for a job, whose completion writes it only while its lease is its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    /// What it was.
+    pub outcome: CollectionOutcome,
+    /// The raw value found (stored, or dropped), for audit.
+    pub raw: Option<String>,
+    /// When the site asked to be tried again (`Retry-After`), with a transient failure.
+    pub retry_at: Option<i64>,
+}
+
+impl Reading {
+    /// What is written for this reading: a transient failure is retried from `not_before`
+    /// (a job's next try; `None` outside jobs, or when the next try would be past the deadline).
+    pub(crate) fn to_write(&self, not_before: Option<i64>) -> CollectionResult<'_> {
+        match &self.outcome {
+            CollectionOutcome::Stored(value) => {
+                CollectionResult::Stored { value: *value, raw: self.raw.as_deref().unwrap_or_default() }
+            }
+            CollectionOutcome::Dropped(reason) => CollectionResult::Dropped { reason, raw: self.raw.as_deref() },
+            CollectionOutcome::Failed { reason, transient: true } => {
+                CollectionResult::Retry { reason, retry_at: self.retry_at, not_before }
+            }
+            CollectionOutcome::Failed { reason, transient: false } => CollectionResult::Failed { reason },
+        }
+    }
+
+    fn failed(reason: String, transient: bool) -> Reading {
+        Reading { outcome: CollectionOutcome::Failed { reason, transient }, raw: None, retry_at: None }
+    }
+
+    fn dropped(reason: String, raw: Option<String>) -> Reading {
+        Reading { outcome: CollectionOutcome::Dropped(reason), raw, retry_at: None }
+    }
+}
+
+/// The slot `metric` of `site` fills for `user` over `period`.
+fn slot<'a>(user: &User, site: &SiteRecord, metric: &'a Metric, period: &Period, start_date: &'a str) -> Slot<'a> {
+    Slot {
+        user_id: user.id,
+        site_id: site.id,
+        metric_key: &metric.key,
+        granularity: metric.granularity.as_str(),
+        period_start: period.start.as_second(),
+        period_end: period.end.as_second(),
+        start_date,
+    }
+}
+
+/// What a collection's call carries: the token, and the vault entry it came from, to renew it
+/// from when the site refuses it.
+#[derive(Clone, Copy)]
+pub(crate) struct Bearer<'a> {
+    /// The site.
+    pub(crate) site: &'a SiteRecord,
+    /// The vault entry's sealed credential, as read.
+    pub(crate) sealed: Option<&'a [u8]>,
+    /// The token sent (already renewed if it was about to expire).
+    pub(crate) token: Option<&'a str>,
+}
+
+/// One collection to make: `metric` of the site `bearer` calls, for `user` over `period`.
+#[derive(Clone, Copy)]
+pub(crate) struct MetricCall<'a> {
+    /// Whose.
+    pub(crate) user: &'a User,
+    /// The manifest acting for them.
+    pub(crate) checked: &'a CheckedManifest,
+    /// The site and the token it is called with.
+    pub(crate) bearer: Bearer<'a>,
+    /// The metric of the brief.
+    pub(crate) metric: &'a Metric,
+    /// The period, in the user's zone.
+    pub(crate) period: &'a Period,
+}
+
+/// Counts of a collection run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Values stored.
+    pub stored: usize,
+    /// Values dropped.
+    pub dropped: usize,
+    /// Calls that failed.
+    pub failed: usize,
+    /// Slots not tried this time: their backoff has not passed, or another worker holds them.
+    pub waiting: usize,
+    /// Results not committed: another worker took the job over after this one's lease ran out.
+    pub fenced_out: usize,
+}
+
+impl Summary {
+    fn add(&mut self, outcome: &CollectionOutcome) {
+        match outcome {
+            CollectionOutcome::Stored(_) => self.stored += 1,
+            CollectionOutcome::Dropped(_) => self.dropped += 1,
+            CollectionOutcome::Failed { .. } => self.failed += 1,
+        }
+    }
+
+    /// Adds another run's counts.
+    pub fn merge(&mut self, other: &Summary) {
+        self.stored += other.stored;
+        self.dropped += other.dropped;
+        self.failed += other.failed;
+        self.waiting += other.waiting;
+        self.fenced_out += other.fenced_out;
+    }
+
+    /// One line for people: `12 stored, 0 dropped, 1 failed, 0 fenced out`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} stored, {} dropped, {} failed, {} fenced out",
+            self.stored, self.dropped, self.failed, self.fenced_out
+        )
+    }
+}
+
+/// How long after a period is due its collection keeps being retried.
+pub const DEADLINE: jiff::SignedDuration = jiff::SignedDuration::from_hours(24);
+
+impl Collector {
+    /// Calls `tool` with `args`, checked by its compiled validator; a tool the manifest lacks,
+    /// or whose schema cannot be used, fails with the reason.
+    async fn call_tool(
+        &self,
+        checked: &CheckedManifest,
+        tool: &str,
+        args: &serde_json::Value,
+        token: Option<&str>,
+    ) -> Result<Vec<u8>, CallError> {
+        let manifest = &checked.manifest;
+        match checked.validator_of(tool) {
+            Some(Ok(validator)) => call_tool_checked(&self.client, manifest, validator, tool, args, token).await,
+            Some(Err(unusable)) => Err(CallError::BadSchema(unusable.message.clone())),
+            // Says which tools there are.
+            None => call_tool_raw(&self.client, manifest, tool, args, token).await,
+        }
+    }
+
+    /// Calls the tool of `metric` for `period` in the user's zone and reads the value; writes
+    /// nothing. A `401` to an OAuth token renews it once and calls again
+    /// ([`crate::Credentials::send_with_renewal`]).
+    #[tracing::instrument(
+        level = "debug",
+        name = "collection",
+        skip_all,
+        fields(user_id = call.user.id, site_id = call.bearer.site.id, metric_key = %call.metric.key)
+    )]
+    pub(crate) async fn read_metric(&self, call: MetricCall<'_>) -> Reading {
+        let MetricCall { user, checked, bearer, metric, period } = call;
+        let args = metric.args_for(&PlaceholderValues::for_period(period, &user.time_zone));
+        let send = |token: Option<String>| {
+            let args = &args;
+            async move { self.call_tool(checked, &metric.tool, args, token.as_deref()).await }
+        };
+        let (site, sealed) = (bearer.site, bearer.sealed);
+        let sent =
+            self.credentials.send_with_renewal(user.id, site, &checked.manifest, sealed, bearer.token, send).await;
+        if let Retried::RenewalFailed(error) = &sent.retried {
+            // The 401 stays the answer, logged as such.
+            tracing::warn!(site = %site.origin, error = %error.chain(), "renewing the OAuth token failed");
+        }
+        match sent.result {
+            Ok(body) => match extract(&body, &metric.value_path) {
+                Ok(found) => {
+                    Reading { outcome: CollectionOutcome::Stored(found.value), raw: Some(found.raw), retry_at: None }
+                }
+                Err(dropped) => {
+                    Reading::dropped(format!("valuePath {}: {}", metric.value_path, dropped.reason), dropped.raw)
+                }
+            },
+            Err(CallError::Failed { status, body, retry_after }) if status >= 500 || status == 429 => Reading {
+                retry_at: retry_after.map(|t| t.as_second()),
+                ..Reading::failed(format!("the tool answered {status}: {body}"), true)
+            },
+            Err(CallError::Failed { status, body, .. }) => {
+                Reading::failed(format!("the tool answered {status}: {body}"), false)
+            }
+            Err(CallError::NotJson(detail)) => Reading::dropped(format!("the response is not JSON: {detail}"), None),
+            Err(error @ CallError::Request(_)) => Reading::failed(error.to_string(), true),
+            Err(error) => Reading::failed(error.to_string(), false),
+        }
+    }
+
+    /// Collects `metric` of `site` for `user` over `period`, logging the attempt as made `at`;
+    /// writes directly, without a job (backfills).
+    async fn collect_and_write(&self, call: MetricCall<'_>, at: jiff::Timestamp) -> Result<CollectionOutcome, Error> {
+        let start_date = call.period.start_date.to_string();
+        let slot = slot(call.user, call.bearer.site, call.metric, call.period, &start_date);
+        let at = at.as_second();
+        let result = self.read_metric(call).await;
+        self.store.record_result(&slot, &result.to_write(None), at).await?;
+        Ok(result.outcome)
+    }
+
+    /// Collects every metric of the brief acting for `user` at their vault `entry`, for every
+    /// period starting between `first` and `last` that is due (a backfill), in the user's zone.
+    /// [`Error::NoBrief`] when the acting manifest has no valid brief.
+    pub async fn backfill(&self, user: &User, entry: &VaultEntry, first: Date, last: Date) -> Result<Summary, Error> {
+        let span = tracing::info_span!("backfill", user_id = user.id, site_id = entry.site.id, %first, %last);
+        async move {
+            let checked = self.manifests.get(entry.site.id, acting_manifest(entry)).ok_or(Error::NoBrief)?;
+            let brief = checked.brief.as_ref().ok_or(Error::NoBrief)?;
+            let zone = servio_manifest::period::zone(&user.time_zone)
+                .map_err(|source| Error::Zone { zone: user.time_zone.clone(), source })?;
+            let sealed = entry.credential.as_deref();
+            let token = self.credentials.fresh_bearer(user.id, &entry.site, &checked.manifest, sealed).await;
+            let bearer = Bearer { site: &entry.site, sealed, token: token.as_deref() };
+            let mut summary = Summary::default();
+            for metric in &brief.metrics {
+                let periods =
+                    crate::plan::periods_between(metric.granularity, first, last, &zone).map_err(Error::Period)?;
+                for period in periods.iter().filter(|p| crate::plan::is_due(p, jiff::Timestamp::now())) {
+                    let now = jiff::Timestamp::now();
+                    let call = MetricCall { user, checked: &checked, bearer, metric, period };
+                    let outcome = self.collect_and_write(call, now).await?;
+                    summary.add(&outcome);
+                }
+            }
+            Ok(summary)
+        }
+        .instrument(span)
+        .await
+    }
+}

@@ -1,0 +1,141 @@
+//! The collector's one error type: what failed, with the failure it came from kept as its
+//! source, and a [`kind`](Error::kind) for callers that answer differently per kind.
+
+use std::path::PathBuf;
+
+use servio_manifest::PeriodError;
+use servio_store::StoreError;
+
+/// Why collecting, a credential or the sealing key failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The user's time zone is not one the periods can be worked out in.
+    #[error("the time zone {zone:?} cannot be used")]
+    Zone {
+        /// The zone's name, as stored.
+        zone: String,
+        /// Why not.
+        #[source]
+        source: PeriodError,
+    },
+    /// The periods of a metric could not be worked out (a date beyond the calendar, say).
+    #[error("the periods of a metric cannot be worked out")]
+    Period(#[source] PeriodError),
+    /// The manifest acting for the user has no valid brief.
+    #[error("this site has no valid brief: there is nothing to collect")]
+    NoBrief,
+    /// The stored credential was sealed with another key, or altered.
+    #[error("the stored credential cannot be opened with this platform's key")]
+    Unopenable,
+    /// The OAuth tokens came without a refresh token, so the access token cannot be renewed.
+    #[error("the site gave no refresh token")]
+    NoRefreshToken,
+    /// The acting manifest does not use OAuth 2.0 (any more).
+    #[error("the manifest no longer uses OAuth 2.0")]
+    NotOAuth,
+    /// The platform's public URL makes no OAuth callback URL.
+    #[error("the public URL {0:?} does not make a callback URL")]
+    CallbackUrl(String),
+    /// The authorization server did not renew the access token.
+    #[error("renewing the OAuth token failed")]
+    Renewal(#[source] servio_client::oauth::OAuthError),
+    /// The sealing key is not 64 hex digits.
+    #[error("the secret key must be 64 hex digits (32 bytes)")]
+    KeyFormat,
+    /// The key file could not be read or written.
+    #[error("{action} the key file {}", path.display())]
+    KeyFile {
+        /// `reading` or `writing`.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The key file's content is not a key.
+    #[error("the key file {} does not hold a key", path.display())]
+    KeyFileFormat {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The system gave no randomness for a new key.
+    #[error("no randomness for a new key")]
+    Randomness(#[source] std::io::Error),
+}
+
+/// What kind of failure an [`Error`] is, for callers that answer differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The store failed: try again later.
+    Store,
+    /// The site has nothing to collect (no valid brief): the request cannot be served.
+    NothingToCollect,
+    /// A credential could not be opened or renewed.
+    Credential,
+    /// The sealing key or the platform's configuration is wrong.
+    Configuration,
+    /// A time zone or period could not be worked out.
+    Period,
+}
+
+impl Error {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Store(_) => ErrorKind::Store,
+            Error::NoBrief => ErrorKind::NothingToCollect,
+            Error::Zone { .. } | Error::Period(_) => ErrorKind::Period,
+            Error::Unopenable | Error::NoRefreshToken | Error::NotOAuth | Error::Renewal(_) => ErrorKind::Credential,
+            Error::CallbackUrl(_)
+            | Error::KeyFormat
+            | Error::KeyFile { .. }
+            | Error::KeyFileFormat { .. }
+            | Error::Randomness(_) => ErrorKind::Configuration,
+        }
+    }
+
+    /// The error and its sources on one line, for logs and for people (`a: b: c`).
+    pub fn chain(&self) -> String {
+        chain(self)
+    }
+}
+
+/// `error` and each of its sources, joined by `: `; a source whose text the message before it
+/// already holds (a store error names its database error) is not repeated.
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chain_says_each_cause_once() {
+        let error = Error::KeyFile {
+            action: "reading",
+            path: PathBuf::from("secret.key"),
+            source: std::io::Error::other("permission denied"),
+        };
+        assert_eq!(error.chain(), "reading the key file secret.key: permission denied");
+        assert_eq!(error.kind(), ErrorKind::Configuration);
+        let store = Error::Store(StoreError::Conflict("that email"));
+        assert_eq!(store.chain(), "that email is already taken");
+    }
+}
