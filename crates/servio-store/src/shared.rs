@@ -6,7 +6,8 @@
 //!
 //! A macro rather than functions generic over `sqlx::Database`: the bounds those need (an
 //! executor for every connection type, `Encode` and `Type` for every bound value) would
-//! outweigh the queries, and `sqlx::Any` would lose the backends' fast paths.
+//! outweigh the queries, and `sqlx::Any` would lose the backends' fast paths. rustfmt leaves
+//! a `macro_rules!` body as it is written: keep its lines within 120 columns by hand.
 
 use crate::{ApiToken, PgStore, SqliteStore, postgres, sqlite};
 use crate::{
@@ -67,7 +68,7 @@ impl SiteValue {
 /// Stores one value, replacing an earlier one of its slot.
 /// Binds: user, site, metric key, granularity, period start, period end, start date, value,
 /// raw, collected at.
-pub(crate) const STORE_VALUE: &str = "INSERT INTO metric_values
+const STORE_VALUE: &str = "INSERT INTO metric_values
          (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
