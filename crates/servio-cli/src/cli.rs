@@ -105,10 +105,10 @@ pub struct DemoArgs {
     /// Address of the platform.
     #[arg(long, default_value = "127.0.0.1:8080", value_parser = parse_addr)]
     pub addr: SocketAddr,
-    /// Directory for the database, keys, demo.json and the demo site's port; start again on the same
-    /// directory to keep the demo user, its site and its metrics (default: a temporary one, removed at exit).
-    #[arg(long, value_name = "DIR")]
-    pub data_dir: Option<PathBuf>,
+    // Start again on the same --data-dir to keep the demo user, its site and its metrics; the
+    // demo site's port and demo.json are kept there too.
+    #[command(flatten)]
+    pub platform: PlatformArgs,
 }
 
 #[derive(Debug, Args)]
@@ -116,20 +116,31 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "SERVIO_ADDR", default_value = "127.0.0.1:8080", value_parser = parse_addr, hide_env_values = true)]
     pub addr: SocketAddr,
+    #[command(flatten)]
+    pub platform: PlatformArgs,
+}
+
+/// What `serve`, `worker` and `demo` share: where the platform's data lives and how it reaches
+/// sites. A worker takes the same values as the `servio serve` whose database it works on.
+#[derive(Debug, Args)]
+pub struct PlatformArgs {
     /// Database: postgres://USER@HOST/DB, or sqlite:PATH (default: servio.db in --data-dir).
     #[arg(long, env = "SERVIO_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
-    /// Directory for the embedded database and the generated secret key.
-    #[arg(long, env = "SERVIO_DATA_DIR", default_value = "servio-data", hide_env_values = true)]
-    pub data_dir: PathBuf,
-    /// Trust the certificate authorities in this PEM file too when fetching sites.
+    /// Directory for the embedded database and the secret key, secret.key (default:
+    /// servio-data; a temporary one for `demo`). SERVIO_SECRET_KEY (64 hex digits) replaces the
+    /// key file.
+    #[arg(long, env = "SERVIO_DATA_DIR", value_name = "DIR", hide_env_values = true)]
+    pub data_dir: Option<PathBuf>,
+    /// Trust the certificate authorities in this PEM file too when reaching sites.
     #[arg(long, env = "SERVIO_CA_CERT", value_name = "PEM", hide_env_values = true)]
     pub ca_cert: Option<PathBuf>,
-    /// Let the platform fetch loopback and private addresses (development only: the address
-    /// guard refuses them otherwise).
+    /// Let the platform reach loopback and private addresses (development only: the address
+    /// guard refuses them otherwise; `demo` always may, its site is local).
     #[arg(long, env = "SERVIO_ALLOW_LOCAL", hide_env_values = true)]
     pub allow_local: bool,
-    /// Where browsers reach the platform (for OAuth callbacks); default: http://ADDR.
+    /// Where browsers reach the platform, for OAuth callbacks (default: http://ADDR; for a
+    /// worker, http://127.0.0.1:8080).
     #[arg(long, env = "SERVIO_PUBLIC_URL", hide_env_values = true)]
     pub public_url: Option<String>,
     /// The OAuth client id the platform uses with sites ("Connect").
@@ -161,20 +172,8 @@ pub struct McpArgs {
 
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
-    /// Database: postgres://USER@HOST/DB, or sqlite:PATH (default: servio.db in --data-dir).
-    #[arg(long, env = "SERVIO_DATABASE_URL", hide_env_values = true)]
-    pub database_url: Option<String>,
-    /// Directory of the embedded database and of the platform's secret key (secret.key), as
-    /// given to `servio serve`.
-    #[arg(long, env = "SERVIO_DATA_DIR", default_value = "servio-data", hide_env_values = true)]
-    pub data_dir: PathBuf,
-    /// Trust the certificate authorities in this PEM file too when calling sites.
-    #[arg(long, env = "SERVIO_CA_CERT", value_name = "PEM", hide_env_values = true)]
-    pub ca_cert: Option<PathBuf>,
-    /// Let the worker call loopback and private addresses (development only: the address
-    /// guard refuses them otherwise).
-    #[arg(long, env = "SERVIO_ALLOW_LOCAL", hide_env_values = true)]
-    pub allow_local: bool,
+    #[command(flatten)]
+    pub platform: PlatformArgs,
     /// This worker's id, recorded as the owner of the jobs it holds (default: worker-PID).
     #[arg(long, env = "SERVIO_WORKER_ID", hide_env_values = true)]
     pub id: Option<String>,
@@ -198,17 +197,6 @@ pub struct WorkerArgs {
     /// Plan once, work until no job is due, then exit (for a run from cron, or a benchmark).
     #[arg(long)]
     pub drain: bool,
-    /// Where browsers reach the platform: OAuth refreshes name its callback URL.
-    #[arg(long, env = "SERVIO_PUBLIC_URL", default_value = "http://127.0.0.1:8080", hide_env_values = true)]
-    pub public_url: String,
-    /// The OAuth client id the platform uses with sites, as given to `servio serve`.
-    #[arg(long, env = "SERVIO_OAUTH_CLIENT_ID", default_value = "servio-platform", hide_env_values = true)]
-    pub oauth_client_id: String,
-    /// A client id for one site: ORIGIN=CLIENT_ID. Repeatable.
-    #[arg(long = "oauth-client", value_name = "ORIGIN=CLIENT_ID")]
-    pub oauth_client: Vec<String>,
-    #[command(flatten)]
-    pub limits: CallLimitArgs,
 }
 
 #[derive(Debug, Args)]

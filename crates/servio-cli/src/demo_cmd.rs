@@ -7,17 +7,16 @@ use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
 use serde_json::{Value, json};
-use servio_client::{Client, ClientConfig, Policy};
-use servio_collector::secrets::Secrets;
 use servio_demo_site::{LocalCa, Site, SiteConfig, serve_https_on};
 use servio_platform::{AppState, router};
 
 use crate::cli::DemoArgs;
+use crate::platform::KeyFile;
 use crate::{Failure, Outcome};
 
 pub fn run(args: &DemoArgs) -> Result<Outcome, Failure> {
     let temporary;
-    let data_dir = match &args.data_dir {
+    let data_dir = match &args.platform.data_dir {
         Some(dir) => dir.clone(),
         None => {
             temporary = tempfile::tempdir().context("creating a temporary data directory")?;
@@ -44,22 +43,17 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
     site.watch_verification_file(tls.join("verification"));
     let _site = serve_https_on(site_listener, &ca, site.router()).await?;
 
-    // The platform, on embedded SQLite; it may reach the local demo site.
-    let store = servio_store::open(&format!("sqlite:{}", data_dir.join("servio.db").display())).await?;
-    let secrets = Secrets::load_or_create(&data_dir.join("secret.key")).map_err(|e| anyhow!(e.chain()))?;
-    let client = Client::new(
-        ClientConfig { extra_roots_pem: Some(ca.ca_pem.clone().into_bytes()), ..ClientConfig::default() }
-            .with_policy(Policy::Any),
-    )?;
+    // The platform, on embedded SQLite unless told otherwise; it may reach the local demo site.
+    let platform = &args.platform;
+    let url = platform.database_url(data_dir)?;
+    let store = servio_store::open(&url).await?;
+    let secrets = platform.secrets(data_dir, KeyFile::Create)?;
+    let client = platform.client(true, Some(&ca.ca_pem))?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("listening on {} (choose another with --addr)", args.addr))?;
     let url = format!("http://{}", listener.local_addr()?);
-    let oauth = servio_platform::connect::OAuthConfig {
-        public_url: url.clone(),
-        client_id: "servio-platform".into(),
-        per_site: Default::default(),
-    };
+    let oauth = platform.oauth(url.clone())?;
     let state = AppState::new(Arc::from(store), client, secrets, oauth);
     tokio::spawn(servio_platform::refresh::run_periodically(state.clone(), std::time::Duration::from_secs(600)));
     tokio::spawn(state.collector.clone().run_scheduler(std::time::Duration::from_secs(300)));

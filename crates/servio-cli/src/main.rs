@@ -18,6 +18,7 @@ mod fetch;
 mod logging;
 mod login_cmd;
 mod mcp_cmd;
+mod platform;
 mod render;
 mod serve_cmd;
 mod worker_cmd;
