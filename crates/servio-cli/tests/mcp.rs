@@ -17,9 +17,8 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use servio_client::{Client, ClientConfig, Lookup};
-use servio_collector::secrets::Secrets;
 use servio_demo_site::{LocalCa, Site, SiteConfig, serve_https_on};
-use servio_platform::{AppState, router};
+use servio_platform::AppState;
 use tokio::process::Command;
 
 use common::python_mcp::{PyClient, python, tools_dir};
@@ -83,14 +82,8 @@ async fn platform(store: Box<dyn servio_store::Store>) -> Platform {
     .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let oauth = servio_platform::connect::OAuthConfig {
-        public_url: base.clone(),
-        client_id: "servio-test".into(),
-        per_site: Default::default(),
-    };
-    let state = AppState::new(Arc::from(store), client, Secrets::from_key(&[7; 32]), oauth);
-    let app = router(state.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let state = servio_platform::testing::state(Arc::from(store), client, &base);
+    servio_platform::testing::serve(listener, state.clone());
     let mut platform =
         Platform { base, state, http: reqwest::Client::new(), ana: String::new(), ben: String::new(), origins, sites };
     platform.ana = platform.user("ana@example.com", &[0, 1]).await;

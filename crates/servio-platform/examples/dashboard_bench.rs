@@ -19,7 +19,7 @@ use std::time::Instant;
 use serde_json::json;
 use servio_manifest::period::{Granularity, resolve, zone};
 use servio_platform::accounts::{new_token, token_hash};
-use servio_platform::{AppState, router};
+use servio_platform::router;
 use servio_store::{FetchedManifest, Slot};
 
 const SITES: usize = 5;
@@ -143,12 +143,7 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
     }
 
     let client = servio_client::Client::new(servio_client::ClientConfig::default()).map_err(|e| e.to_string())?;
-    let oauth = servio_platform::connect::OAuthConfig {
-        public_url: "http://127.0.0.1".into(),
-        client_id: "servio-bench".into(),
-        per_site: Default::default(),
-    };
-    let state = AppState::new(Arc::from(store), client, servio_collector::secrets::Secrets::from_key(&[7; 32]), oauth);
+    let state = servio_platform::testing::state(Arc::from(store), client, "http://127.0.0.1");
     let static_path = data_dir.join("dashboard.json");
     let app = router(state).route_service("/static/dashboard.json", tower_http::services::ServeFile::new(&static_path));
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("listening on {addr}: {e}"))?;

@@ -11,9 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use servio_client::{Client, ClientConfig};
-use servio_collector::secrets::Secrets;
 use servio_demo_site::{LocalCa, Site, SiteConfig, serve_https_on};
-use servio_platform::{AppState, router};
+use servio_platform::router;
 
 const BLOCKS: usize = 20;
 const PER_BLOCK: usize = 200;
@@ -34,12 +33,7 @@ async fn main() {
             .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let oauth = servio_platform::connect::OAuthConfig {
-        public_url: base.clone(),
-        client_id: "bench".into(),
-        per_site: Default::default(),
-    };
-    let state = AppState::new(Arc::from(store), client, Secrets::from_key(&[9; 32]), oauth);
+    let state = servio_platform::testing::state(Arc::from(store), client, &base);
     let app = router(state.clone());
     tokio::spawn(async move { axum::serve(servio_platform::no_delay(listener), app).await });
 

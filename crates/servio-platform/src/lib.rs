@@ -16,6 +16,8 @@ pub mod mcp;
 pub mod refresh;
 pub mod routes;
 pub mod slots;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod text;
 pub mod throttle;
 pub mod trace;

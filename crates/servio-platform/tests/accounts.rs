@@ -134,11 +134,8 @@ async fn two_platforms_share_one_postgres_database() {
     for store in servio_store::testing::postgres_sharing(&url, 2).await {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let client = servio_client::Client::new(servio_client::ClientConfig::default()).unwrap();
-        let secrets = servio_collector::secrets::Secrets::from_key(&[1; 32]);
-        let state = servio_platform::AppState::new(Arc::new(store), client, secrets, Default::default());
-        let app = servio_platform::router(state.clone());
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        let state = servio_platform::testing::state(Arc::new(store), servio_platform::testing::client(None), "");
+        servio_platform::testing::serve(listener, state.clone());
         servers.push(common::Server { base, http: reqwest::Client::new(), state });
     }
     let ana = servers[0].sign_up("shared@example.com").await;

@@ -4,12 +4,10 @@
 use std::sync::Arc;
 
 use servio_client::oauth::OAuthSite;
-use servio_collector::secrets::Secrets;
 use servio_platform::AppState;
 
 fn platform(store: Arc<dyn servio_store::Store>) -> AppState {
-    let client = servio_client::Client::new(servio_client::ClientConfig::default()).unwrap();
-    AppState::new(store, client, Secrets::from_key(&[7; 32]), servio_platform::connect::OAuthConfig::default())
+    servio_platform::testing::state(store, servio_platform::testing::client(None), "")
 }
 
 fn site() -> OAuthSite {

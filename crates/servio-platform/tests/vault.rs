@@ -115,17 +115,11 @@ async fn no_credential_in_plaintext_in_the_database_files() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", dir.path().join("servio.db").display());
     let store = servio_store::SqliteStore::open(&url).await.unwrap();
-    let client = servio_client::Client::new(servio_client::ClientConfig {
-        extra_roots_pem: Some(ca.ca_pem.as_bytes().to_vec()),
-        ..Default::default()
-    })
-    .unwrap();
-    let secrets = servio_collector::secrets::Secrets::from_key(&[9; 32]);
-    let state = servio_platform::AppState::new(Arc::new(store), client, secrets, Default::default());
+    let client = servio_platform::testing::client(Some(&ca.ca_pem));
+    let state = servio_platform::testing::state(Arc::new(store), client, "");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = servio_platform::router(state.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    servio_platform::testing::serve(listener, state.clone());
     let server = common::Server { base, http: reqwest::Client::new(), state };
 
     let secret = "sekrit-site-token-0123456789";
