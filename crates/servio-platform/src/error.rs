@@ -84,13 +84,7 @@ impl ApiError {
     /// and are not logged.
     pub fn log_if_internal(&self) {
         if let ApiError::Internal(source) = self {
-            let mut chain = source.to_string();
-            let mut next = source.source();
-            while let Some(cause) = next {
-                chain.push_str(": ");
-                chain.push_str(&cause.to_string());
-                next = cause.source();
-            }
+            let chain = servio_collector::error::chain(source.as_ref());
             tracing::error!(error = %chain, "internal error");
         }
     }
