@@ -160,6 +160,28 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+/// A JSON API request of a signed-in caller: the state to act on and who asks, so that a handler
+/// takes one value rather than `State` and [`Caller`] apart. Built over [`Caller`], so the same
+/// `401` and CSRF rules apply.
+#[derive(Clone)]
+pub struct Api {
+    /// What the handler acts on.
+    pub state: AppState,
+    /// The user.
+    pub user: User,
+    /// How.
+    pub via: Via,
+}
+
+impl FromRequestParts<AppState> for Api {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Api, ApiError> {
+        let Caller { user, via } = Caller::from_request_parts(parts, state).await?;
+        Ok(Api { state: state.clone(), user, via })
+    }
+}
+
 /// The signed-in user of a page request (session cookie only), with the session's CSRF token
 /// for the page's forms. Nobody signed in is sent to the sign-in page.
 #[derive(Debug, Clone)]

@@ -14,7 +14,7 @@ use super::service::{
     expired_cookie,
 };
 use crate::AppState;
-use crate::auth::{Caller, Via};
+use crate::auth::{Api, Caller, Via};
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
 use crate::throttle::ClientAddress;
@@ -77,9 +77,9 @@ async fn sign_in(
 
 /// End the current session
 #[utoipa::path(post, path = "/api/signout", responses((status = 204, description = "Signed out: the cookie is expired")))]
-async fn sign_out(State(state): State<AppState>, caller: Caller) -> Result<Response, ApiError> {
-    if let Via::Session { token_hash, .. } = &caller.via {
-        state.store.delete_session(token_hash).await?;
+async fn sign_out(api: Api) -> Result<Response, ApiError> {
+    if let Via::Session { token_hash, .. } = &api.via {
+        api.state.store.delete_session(token_hash).await?;
     }
     let mut response = StatusCode::NO_CONTENT.into_response();
     response.headers_mut().insert(header::SET_COOKIE, expired_cookie());
@@ -101,18 +101,14 @@ async fn me(caller: Caller) -> Json<SessionView> {
     (status = 200, description = "The new time zone", body = TimeZone),
     (status = 400, description = "Not an IANA time zone", body = ErrorBody),
 ))]
-async fn set_time_zone(
-    State(state): State<AppState>,
-    caller: Caller,
-    JsonBody(form): JsonBody<TimeZone>,
-) -> Result<Json<TimeZone>, ApiError> {
-    service::set_time_zone(&state, caller.user.id, form).await.map(Json)
+async fn set_time_zone(api: Api, JsonBody(form): JsonBody<TimeZone>) -> Result<Json<TimeZone>, ApiError> {
+    service::set_time_zone(&api.state, api.user.id, form).await.map(Json)
 }
 
 /// The user's personal API tokens, without their secrets
 #[utoipa::path(get, path = "/api/tokens", responses((status = 200, description = "The tokens", body = TokenList)))]
-async fn list_tokens(State(state): State<AppState>, caller: Caller) -> Result<Json<TokenList>, ApiError> {
-    service::tokens(&state, caller.user.id).await.map(Json)
+async fn list_tokens(api: Api) -> Result<Json<TokenList>, ApiError> {
+    service::tokens(&api.state, api.user.id).await.map(Json)
 }
 
 /// Create a personal API token, shown once
@@ -120,21 +116,13 @@ async fn list_tokens(State(state): State<AppState>, caller: Caller) -> Result<Js
     (status = 201, description = "The token, shown this once", body = IssuedToken),
     (status = 400, description = "A bad name", body = ErrorBody),
 ))]
-async fn create_token(
-    State(state): State<AppState>,
-    caller: Caller,
-    JsonBody(form): JsonBody<NewToken>,
-) -> Result<Response, ApiError> {
-    let issued = service::issue_token(&state, caller.user.id, &form.name).await?;
+async fn create_token(api: Api, JsonBody(form): JsonBody<NewToken>) -> Result<Response, ApiError> {
+    let issued = service::issue_token(&api.state, api.user.id, &form.name).await?;
     Ok((StatusCode::CREATED, Json(issued)).into_response())
 }
 
 /// Delete one of the user's API tokens
 #[utoipa::path(delete, path = "/api/tokens/{id}", responses((status = 204, description = "Deleted")))]
-async fn delete_token(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(id): Path<i64>,
-) -> Result<StatusCode, ApiError> {
-    service::delete_token(&state, caller.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
+async fn delete_token(api: Api, Path(id): Path<i64>) -> Result<StatusCode, ApiError> {
+    service::delete_token(&api.state, api.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
 }

@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 
 use super::service::{self, ClaimList, NewClaim, NewClaimView, SearchResults, Verified};
 use crate::AppState;
-use crate::auth::Caller;
+use crate::auth::Api;
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
 
@@ -42,8 +42,8 @@ async fn search(
 
 /// The user's ownership claims
 #[utoipa::path(get, path = "/api/directory/claims", responses((status = 200, description = "The claims", body = ClaimList)))]
-async fn list_claims(State(state): State<AppState>, caller: Caller) -> Result<Json<ClaimList>, ApiError> {
-    service::claims(&state, caller.user.id).await.map(Json)
+async fn list_claims(api: Api) -> Result<Json<ClaimList>, ApiError> {
+    service::claims(&api.state, api.user.id).await.map(Json)
 }
 
 /// Claim an origin; returns the verification token
@@ -51,12 +51,8 @@ async fn list_claims(State(state): State<AppState>, caller: Caller) -> Result<Js
     (status = 201, description = "Claimed: put the token in the manifest, then verify", body = NewClaimView),
     (status = 400, description = "Not a URL", body = ErrorBody),
 ))]
-async fn claim(
-    State(state): State<AppState>,
-    caller: Caller,
-    JsonBody(form): JsonBody<NewClaim>,
-) -> Result<Response, ApiError> {
-    let claim = service::create_claim(&state, caller.user.id, &form.url).await?;
+async fn claim(api: Api, JsonBody(form): JsonBody<NewClaim>) -> Result<Response, ApiError> {
+    let claim = service::create_claim(&api.state, api.user.id, &form.url).await?;
     Ok((StatusCode::CREATED, Json(service::new_claim_view(claim))).into_response())
 }
 
@@ -65,10 +61,6 @@ async fn claim(
     (status = 200, description = "Listed", body = Verified),
     (status = 422, description = "The manifest is invalid or does not list the token", body = ErrorBody),
 ))]
-async fn verify(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(id): Path<i64>,
-) -> Result<Json<Verified>, ApiError> {
-    service::verify_claim(&state, caller.user.id, id).await.map(Json)
+async fn verify(api: Api, Path(id): Path<i64>) -> Result<Json<Verified>, ApiError> {
+    service::verify_claim(&api.state, api.user.id, id).await.map(Json)
 }

@@ -2,7 +2,7 @@
 //! a call by prefixed name, the call log and whether it keeps arguments.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -13,7 +13,7 @@ use utoipa_axum::routes;
 
 use super::service::{self, CallLog, CallResult, Catalogue, LogArguments};
 use crate::AppState;
-use crate::auth::Caller;
+use crate::auth::Api;
 use crate::error::{ApiError, ErrorBody};
 use crate::gateway::{self, Failure};
 use crate::json_body::JsonBody;
@@ -29,8 +29,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// The AI gateway's catalogue: every approved tool of the vault under its prefixed name
 #[utoipa::path(get, path = "/api/tools", responses((status = 200, description = "The catalogue", body = Catalogue)))]
-async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Catalogue>, ApiError> {
-    service::catalogue(&state, &caller.user).await.map(Json)
+async fn list(api: Api) -> Result<Json<Catalogue>, ApiError> {
+    service::catalogue(&api.state, &api.user).await.map(Json)
 }
 
 /// Call a tool by prefixed name; the body is its arguments (400 names each offending path, 502 when the site fails)
@@ -40,16 +40,11 @@ async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Cata
     (status = 404, description = "No such tool in the catalogue", body = ErrorBody),
     (status = 502, description = "The site failed or refused the stored credential", body = ErrorBody),
 ))]
-async fn call(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(name): Path<String>,
-    JsonBody(args): JsonBody<Value>,
-) -> Result<Response, ApiError> {
+async fn call(api: Api, Path(name): Path<String>, JsonBody(args): JsonBody<Value>) -> Result<Response, ApiError> {
     if !args.is_object() {
         return Err(ApiError::BadRequest("the body must be the arguments as a JSON object".into()));
     }
-    match gateway::call(&state, &caller.user, &name, &args).await {
+    match gateway::call(&api.state, &api.user, &name, &args).await {
         Ok(result) => Ok(Json(CallResult { result }).into_response()),
         Err(failure) => Ok(failure_response(&failure)),
     }
@@ -77,23 +72,18 @@ struct Limit {
 
 /// The user's gateway call log, newest first (?limit=N)
 #[utoipa::path(get, path = "/api/tool-calls", params(Limit), responses((status = 200, description = "The log", body = CallLog)))]
-async fn calls(
-    State(state): State<AppState>,
-    caller: Caller,
-    Query(limit): Query<Limit>,
-) -> Result<Json<CallLog>, ApiError> {
+async fn calls(api: Api, Query(limit): Query<Limit>) -> Result<Json<CallLog>, ApiError> {
     let limit = limit.limit.unwrap_or(100).clamp(1, 1000);
-    service::call_log(&state, caller.user.id, limit).await.map(Json)
+    service::call_log(&api.state, api.user.id, limit).await.map(Json)
 }
 
 /// Whether the call log keeps each call's arguments (off by default)
 #[utoipa::path(put, path = "/api/me/log_arguments", request_body = LogArguments, responses((status = 200, description = "The setting now", body = LogArguments)))]
 async fn set_log_arguments(
-    State(state): State<AppState>,
-    caller: Caller,
+    api: Api,
     JsonBody(setting): JsonBody<LogArguments>,
 ) -> Result<Json<LogArguments>, ApiError> {
-    service::set_log_arguments(&state, caller.user.id, setting.log_arguments).await.map(Json)
+    service::set_log_arguments(&api.state, api.user.id, setting.log_arguments).await.map(Json)
 }
 
 #[cfg(test)]

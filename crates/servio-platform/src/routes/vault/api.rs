@@ -1,7 +1,7 @@
 //! The vault over the JSON API.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
@@ -9,7 +9,7 @@ use utoipa_axum::routes;
 
 use super::service::{self, AddSite, Credential, RefreshAnswer, SiteAnswer, SiteList, VersionList};
 use crate::AppState;
-use crate::auth::Caller;
+use crate::auth::Api;
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
 
@@ -26,8 +26,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// The sites in the user's vault
 #[utoipa::path(get, path = "/api/vault", responses((status = 200, description = "The sites", body = SiteList)))]
-async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<SiteList>, ApiError> {
-    service::list(&state, caller.user.id).await.map(Json)
+async fn list(api: Api) -> Result<Json<SiteList>, ApiError> {
+    service::list(&api.state, api.user.id).await.map(Json)
 }
 
 /// Add a site by URL: discovered, validated, refused with its report when invalid
@@ -36,30 +36,22 @@ async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Site
     (status = 400, description = "Not a URL the platform may fetch, or a bad token", body = ErrorBody),
     (status = 422, description = "No valid manifest there: `error`, and `report` for an invalid one", body = ErrorBody),
 ))]
-async fn add(
-    State(state): State<AppState>,
-    caller: Caller,
-    JsonBody(form): JsonBody<AddSite>,
-) -> Result<Response, ApiError> {
-    let site = service::add_site(&state, caller.user.id, &form.url, form.token.as_deref()).await?;
+async fn add(api: Api, JsonBody(form): JsonBody<AddSite>) -> Result<Response, ApiError> {
+    let site = service::add_site(&api.state, api.user.id, &form.url, form.token.as_deref()).await?;
     Ok((StatusCode::CREATED, Json(SiteAnswer { site })).into_response())
 }
 
 /// One site: report, tools, brief, pending changes
 #[utoipa::path(get, path = "/api/vault/{id}", responses((status = 200, description = "The site", body = SiteAnswer)))]
-async fn show(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(id): Path<i64>,
-) -> Result<Json<SiteAnswer>, ApiError> {
-    let entry = service::entry(&state, caller.user.id, id).await?;
+async fn show(api: Api, Path(id): Path<i64>) -> Result<Json<SiteAnswer>, ApiError> {
+    let entry = service::entry(&api.state, api.user.id, id).await?;
     Ok(Json(SiteAnswer { site: service::entry_view(&entry) }))
 }
 
 /// Take a site out of the vault
 #[utoipa::path(delete, path = "/api/vault/{id}", responses((status = 204, description = "Removed")))]
-async fn remove(State(state): State<AppState>, caller: Caller, Path(id): Path<i64>) -> Result<StatusCode, ApiError> {
-    service::remove(&state, caller.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
+async fn remove(api: Api, Path(id): Path<i64>) -> Result<StatusCode, ApiError> {
+    service::remove(&api.state, api.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
 }
 
 /// Set the site's bearer token (encrypted at rest, never shown again)
@@ -68,41 +60,28 @@ async fn remove(State(state): State<AppState>, caller: Caller, Path(id): Path<i6
     (status = 400, description = "Empty, too long, or not a header value", body = ErrorBody),
 ))]
 async fn set_credential(
-    State(state): State<AppState>,
-    caller: Caller,
+    api: Api,
     Path(id): Path<i64>,
     JsonBody(form): JsonBody<Credential>,
 ) -> Result<StatusCode, ApiError> {
-    service::store_token(&state, caller.user.id, id, &form.token).await.map(|()| StatusCode::NO_CONTENT)
+    service::store_token(&api.state, api.user.id, id, &form.token).await.map(|()| StatusCode::NO_CONTENT)
 }
 
 /// Refresh the site's manifest now
 #[utoipa::path(post, path = "/api/vault/{id}/refresh", responses((status = 200, description = "What the refresh did, and the site after it", body = RefreshAnswer)))]
-async fn refresh(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(id): Path<i64>,
-) -> Result<Json<RefreshAnswer>, ApiError> {
-    service::refresh(&state, caller.user.id, id).await.map(Json)
+async fn refresh(api: Api, Path(id): Path<i64>) -> Result<Json<RefreshAnswer>, ApiError> {
+    service::refresh(&api.state, api.user.id, id).await.map(Json)
 }
 
 /// Approve the site's current manifest
 #[utoipa::path(post, path = "/api/vault/{id}/approve", responses((status = 200, description = "The site, nothing pending", body = SiteAnswer)))]
-async fn approve(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(id): Path<i64>,
-) -> Result<Json<SiteAnswer>, ApiError> {
-    let entry = service::approve(&state, caller.user.id, id).await?;
+async fn approve(api: Api, Path(id): Path<i64>) -> Result<Json<SiteAnswer>, ApiError> {
+    let entry = service::approve(&api.state, api.user.id, id).await?;
     Ok(Json(SiteAnswer { site: service::entry_view(&entry) }))
 }
 
 /// Every version of the manifest with what changed
 #[utoipa::path(get, path = "/api/vault/{id}/versions", responses((status = 200, description = "Newest first", body = VersionList)))]
-async fn versions(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(id): Path<i64>,
-) -> Result<Json<VersionList>, ApiError> {
-    service::versions(&state, caller.user.id, id).await.map(Json)
+async fn versions(api: Api, Path(id): Path<i64>) -> Result<Json<VersionList>, ApiError> {
+    service::versions(&api.state, api.user.id, id).await.map(Json)
 }
