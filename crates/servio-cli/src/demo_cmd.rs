@@ -45,8 +45,8 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
 
     // The platform, on embedded SQLite unless told otherwise; it may reach the local demo site.
     let platform = &args.platform;
-    let url = platform.database_url(data_dir)?;
-    let store = servio_store::open(&url).await?;
+    let database_url = platform.database_url(data_dir)?;
+    let store = servio_store::open(&database_url).await?;
     let secrets = platform.secrets(data_dir, KeyFile::Create)?;
     let client = platform.client(true, Some(&ca.ca_pem))?;
     let listener = tokio::net::TcpListener::bind(args.addr)

@@ -17,8 +17,8 @@ use servio_client::{CallError, Client};
 use servio_manifest::{Auth, Manifest};
 use servio_store::{FetchedManifest, SiteRecord, Store};
 
-use crate::Error;
 use crate::secrets::{Secrets, credential_aad};
+use crate::{Error, now};
 
 /// How long before it expires an access token is renewed.
 const RENEWAL_MARGIN: std::time::Duration = std::time::Duration::from_secs(60);
@@ -367,11 +367,6 @@ fn needs_renewal(credential: &Credential, when: Renewal<'_>) -> bool {
         Renewal::IfExpiring => tokens.expires_soon(now(), RENEWAL_MARGIN),
         Renewal::Refused(token) => tokens.access_token == token,
     }
-}
-
-/// Seconds since the Unix epoch.
-fn now() -> i64 {
-    jiff::Timestamp::now().as_second()
 }
 
 #[cfg(test)]

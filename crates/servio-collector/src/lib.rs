@@ -38,6 +38,12 @@ pub mod plan;
 pub mod secrets;
 pub mod trend;
 
+/// Seconds since the Unix epoch: the clock of the store's timestamps, for the collector and the
+/// platform alike.
+pub fn now() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
 use std::sync::Arc;
 
 use servio_client::Client;

@@ -108,10 +108,7 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Seconds since the Unix epoch.
-pub fn now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
-}
+pub use servio_collector::now;
 
 /// The platform's listener with Nagle's algorithm off on every connection: MCP answers are
 /// server-sent events written in several pieces, and Nagle's algorithm with the client's
