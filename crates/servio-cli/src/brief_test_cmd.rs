@@ -2,7 +2,7 @@
 
 use anyhow::{Context, anyhow};
 use servio_client::call::{excerpt, tool_url};
-use servio_client::{CallError, call_tool_raw};
+use servio_client::{CallError, ToolCall};
 use servio_manifest::value::extract;
 use servio_manifest::{CheckOptions, Site, check, period, resolve_brief};
 
@@ -27,7 +27,7 @@ pub fn run(args: &BriefTestArgs) -> Result<Outcome, Failure> {
             jiff::Timestamp::now().to_zoned_datetime(zone.clone()).date().yesterday().context("computing yesterday")?
         }
     };
-    let fetcher = Fetcher::new(&args.fetch)?;
+    let fetcher = Fetcher::new(&args.access.fetch)?;
     let found = fetcher.discover(&args.site)?;
     let report = check(&found.body, &CheckOptions { site: Site::from_url(&found.origin), allow: Vec::new() });
     let Some(manifest) = &report.manifest else {
@@ -38,7 +38,7 @@ pub fn run(args: &BriefTestArgs) -> Result<Outcome, Failure> {
     check_metric(brief, args.metric.as_deref())?;
     let resolution = resolve_brief(brief, date, args.hour, &zone_name)?;
     let origin = found.origin.as_str().trim_end_matches('/');
-    let mut credential = Credential::find(&fetcher, origin, args.token.as_deref())?;
+    let mut credential = Credential::find(&fetcher, origin, args.access.token.as_deref())?;
     println!("{} — {} in {zone_name}\n", found.url, date);
     let mut all_stored = true;
     for (key, why) in &resolution.skipped {
@@ -57,7 +57,8 @@ pub fn run(args: &BriefTestArgs) -> Result<Outcome, Failure> {
         println!("  call:    POST {}", tool_url(&manifest.server_url, &metric.tool));
         println!("  args:    {}", metric.args);
         let call = |token: Option<&str>| {
-            fetcher.block_on(call_tool_raw(fetcher.tool_client(), manifest, &metric.tool, &metric.args, token))
+            let call = ToolCall { manifest, name: &metric.tool, args: &metric.args, token };
+            fetcher.block_on(call.send(fetcher.tool_client(), None))
         };
         let mut outcome = call(credential.token());
         if matches!(outcome, Err(CallError::Failed { status: 401, .. })) && credential.refresh(&fetcher)? {
@@ -87,7 +88,7 @@ pub fn run(args: &BriefTestArgs) -> Result<Outcome, Failure> {
             Err(error) => {
                 all_stored = false;
                 println!("  verdict: dropped: {error}\n");
-                if matches!(error, CallError::Failed { status: 401, .. }) && args.token.is_none() {
+                if matches!(error, CallError::Failed { status: 401, .. }) && args.access.token.is_none() {
                     println!("  help:    pass the site's token with --token or SERVIO_TOKEN\n");
                 }
             }

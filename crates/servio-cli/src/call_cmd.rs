@@ -3,7 +3,7 @@
 use anyhow::{Context, anyhow};
 use serde_json::{Map, Value};
 use servio_client::call::tool_url;
-use servio_client::{CallError, call_tool};
+use servio_client::{CallError, ToolCall};
 use servio_manifest::{CheckOptions, Site, check};
 
 use crate::auth::Credential;
@@ -13,7 +13,7 @@ use crate::{Failure, Outcome};
 
 pub fn run(args: &CallArgs) -> Result<Outcome, Failure> {
     let arguments = build_arguments(args)?;
-    let fetcher = Fetcher::new(&args.fetch)?;
+    let fetcher = Fetcher::new(&args.access.fetch)?;
     let found = fetcher.discover(&args.site)?;
     let report = check(&found.body, &CheckOptions { site: Site::from_url(&found.origin), allow: Vec::new() });
     let Some(manifest) = report.manifest else {
@@ -27,9 +27,10 @@ pub fn run(args: &CallArgs) -> Result<Outcome, Failure> {
         )));
     };
     let origin = found.origin.as_str().trim_end_matches('/');
-    let mut credential = Credential::find(&fetcher, origin, args.token.as_deref())?;
+    let mut credential = Credential::find(&fetcher, origin, args.access.token.as_deref())?;
     let call = |token: Option<&str>| {
-        fetcher.block_on(call_tool(fetcher.tool_client(), &manifest, &args.tool, &arguments, token))
+        let call = ToolCall { manifest: &manifest, name: &args.tool, args: &arguments, token };
+        fetcher.block_on(call.json(fetcher.tool_client()))
     };
     let mut result = call(credential.token());
     // A stored OAuth token may have been revoked or expired early: refresh once and retry.
@@ -48,7 +49,7 @@ pub fn run(args: &CallArgs) -> Result<Outcome, Failure> {
             | CallError::UnknownTool { .. }),
         ) => {
             eprintln!("error: {error}");
-            if matches!(error, CallError::Failed { status: 401, .. }) && args.token.is_none() {
+            if matches!(error, CallError::Failed { status: 401, .. }) && args.access.token.is_none() {
                 eprintln!(
                     "help: pass the site's token with --token or SERVIO_TOKEN, or sign in: servio login {}",
                     args.site

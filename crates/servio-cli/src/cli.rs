@@ -93,11 +93,8 @@ pub struct CallArgs {
     /// All arguments as one JSON object.
     #[arg(long, value_name = "OBJECT")]
     pub json: Option<String>,
-    /// Bearer token for the site.
-    #[arg(long, env = "SERVIO_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
     #[command(flatten)]
-    pub fetch: FetchArgs,
+    pub access: SiteAccess,
 }
 
 #[derive(Debug, Args)]
@@ -310,6 +307,16 @@ impl CallLimitArgs {
     }
 }
 
+/// How to reach a site and call its tools.
+#[derive(Debug, Clone, Args)]
+pub struct SiteAccess {
+    /// Bearer token for the site (else the one `servio login` stored for it).
+    #[arg(long, env = "SERVIO_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    #[command(flatten)]
+    pub fetch: FetchArgs,
+}
+
 /// How to fetch from sites.
 #[derive(Debug, Clone, Args)]
 pub struct FetchArgs {
@@ -371,11 +378,8 @@ pub struct BriefTestArgs {
     /// Only this metric key.
     #[arg(long)]
     pub metric: Option<String>,
-    /// Bearer token for the site.
-    #[arg(long, env = "SERVIO_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
     #[command(flatten)]
-    pub fetch: FetchArgs,
+    pub access: SiteAccess,
 }
 
 #[derive(Debug, Args)]

@@ -254,26 +254,7 @@ async fn rpc(
     session: Option<&str>,
     message: Value,
 ) -> (StatusCode, Option<String>, Vec<Value>) {
-    let mut request = platform
-        .http
-        .post(format!("{}/mcp", platform.base))
-        .bearer_auth(token)
-        .header("accept", "application/json, text/event-stream")
-        .json(&message);
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-06-18");
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    let session = response.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
-    let text = response.text().await.unwrap();
-    let messages = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .chain(text.trim_start().starts_with('{').then_some(text.as_str()))
-        .filter_map(|data| serde_json::from_str(data.trim()).ok())
-        .collect();
-    (status, session, messages)
+    servio_platform::testing::mcp_post(&platform.http, &platform.base, token, session, &message).await
 }
 
 /// A user's token never reaches another user's tools: not by name over the API, not in the

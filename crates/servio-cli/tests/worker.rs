@@ -10,10 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use jiff::ToSpan;
-use servio_collector::secrets::{Secrets, credential_aad};
-use servio_manifest::period::{Granularity, resolve, zone};
-use servio_store::{FetchedManifest, NewJob, Slot, Store};
+use servio_platform::testing::{Seed, seed_collections};
+use servio_store::Store;
 use tokio::process::{Child, Command};
 
 const KEY: [u8; 32] = [7; 32];
@@ -196,49 +194,9 @@ async fn ten_thousand_collections_stored_exactly_once_while_workers_die() {
 }
 
 /// Five users in different zones with the demo site in their vault (its token sealed with
-/// [`KEY`]), and a job for each of their last thousand due days and both metrics. Seeded
-/// through the store: 10,000 sign-ups would be 10,000 argon2 hashes.
+/// [`KEY`]), and a job for each of their last thousand due days and both metrics.
 async fn seed(store: &dyn Store, origin: &str, manifest: &str) -> Vec<(i64, String, String)> {
-    let fetched = FetchedManifest {
-        origin,
-        manifest_url: &format!("{origin}/.well-known/servio.json"),
-        manifest,
-        etag: None,
-        last_modified: None,
-    };
-    let site = store.save_site(&fetched, 0).await.unwrap();
-    let secrets = Secrets::from_key(&KEY);
-    let now = jiff::Timestamp::now();
-    let mut expected = Vec::new();
-    for (i, name) in ZONES.iter().enumerate() {
-        let user = store.create_user(&format!("worker-{i}@example.com"), "not a hash", name, 0).await.unwrap();
-        store.add_to_vault(user.id, site.id, 0).await.unwrap();
-        let sealed = secrets.seal(TOKEN.as_bytes(), &credential_aad(user.id, site.id));
-        store.set_credential(user.id, site.id, Some(&sealed)).await.unwrap();
-        let tz = zone(name).unwrap();
-        // Two days back in the user's zone is due everywhere (a day's end plus an hour).
-        let last = now.to_zoned_datetime(tz.clone()).date().checked_sub(2.days()).unwrap();
-        let periods: Vec<_> = (0..DAYS)
-            .map(|back| resolve(Granularity::Day, last.checked_sub(back.days()).unwrap(), 0, &tz).unwrap())
-            .collect();
-        let dates: Vec<String> = periods.iter().map(|p| p.start_date.to_string()).collect();
-        let mut jobs = Vec::new();
-        for key in ["sales.revenue.daily", "sales.orders.daily"] {
-            for (period, date) in periods.iter().zip(&dates) {
-                let slot = Slot {
-                    user_id: user.id,
-                    site_id: site.id,
-                    metric_key: key,
-                    granularity: "day",
-                    period_start: period.start.as_second(),
-                    period_end: period.end.as_second(),
-                    start_date: date,
-                };
-                jobs.push(NewJob { slot, not_before: 0, deadline: now.as_second() + 86_400 });
-                expected.push((user.id, key.to_owned(), date.clone()));
-            }
-        }
-        assert_eq!(store.enqueue_jobs(&jobs, now.as_second()).await.unwrap(), jobs.len() as u64);
-    }
-    expected
+    let metrics = ["sales.revenue.daily", "sales.orders.daily"];
+    let seed = Seed { origin, manifest, token: TOKEN, key: &KEY, zones: &ZONES, days: DAYS, metrics: &metrics };
+    seed_collections(store, &seed).await.unwrap()
 }

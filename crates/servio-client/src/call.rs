@@ -79,53 +79,52 @@ pub fn tool_url(server_url: &Url, tool: &str) -> Url {
     url
 }
 
-/// Looks the tool up, validates `args` against its schema and calls it with `token`.
-pub async fn call_tool(
-    client: &Client,
-    manifest: &Manifest,
-    name: &str,
-    args: &Value,
-    token: Option<&str>,
-) -> Result<Value, CallError> {
-    let body = call_tool_raw(client, manifest, name, args, token).await?;
-    serde_json::from_slice(&body).map_err(|e| CallError::NotJson(format!("{e}: {}", excerpt(&body))))
+/// One call of one of a manifest's tools: which, with what arguments, under which bearer
+/// token. The arguments are checked against the tool's schema before anything is sent.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCall<'a> {
+    /// The manifest that declares the tool.
+    pub manifest: &'a Manifest,
+    /// The tool's name in the manifest.
+    pub name: &'a str,
+    /// The arguments, a JSON object.
+    pub args: &'a Value,
+    /// The bearer token, if the site wants one.
+    pub token: Option<&'a str>,
+}
+
+impl ToolCall<'_> {
+    /// Looks the tool up, checks the arguments and sends the call; the `2xx` body as the site
+    /// wrote it (to read a metric out of it exactly). `validator` is the tool's schema compiled
+    /// by the caller, for many calls of one tool (compiling costs more than checking); without
+    /// it the schema is compiled for this call.
+    pub async fn send(self, client: &Client, validator: Option<&ArgumentValidator>) -> Result<Vec<u8>, CallError> {
+        let tool = find(self.manifest, self.name)?;
+        let compiled;
+        let validator = match validator {
+            Some(validator) => validator,
+            None => {
+                compiled = ArgumentValidator::new(&tool.input_schema).map_err(|e| CallError::BadSchema(e.message))?;
+                &compiled
+            }
+        };
+        let problems = validator.check(self.args);
+        if !problems.is_empty() {
+            return Err(CallError::InvalidArguments(problems));
+        }
+        post_tool(client, &self.manifest.server_url, &tool.name, self.args, self.token).await
+    }
+
+    /// [`ToolCall::send`], with the answer read as JSON.
+    pub async fn json(self, client: &Client) -> Result<Value, CallError> {
+        let body = self.send(client, None).await?;
+        serde_json::from_slice(&body).map_err(|e| CallError::NotJson(format!("{e}: {}", excerpt(&body))))
+    }
 }
 
 /// The start of a body, for messages.
 pub fn excerpt(body: &[u8]) -> String {
     String::from_utf8_lossy(&body[..body.len().min(500)]).into_owned()
-}
-
-/// Like [`call_tool`], but returns the `2xx` body as bytes, unparsed: for reading a metric
-/// out of it exactly as the site wrote it.
-pub async fn call_tool_raw(
-    client: &Client,
-    manifest: &Manifest,
-    name: &str,
-    args: &Value,
-    token: Option<&str>,
-) -> Result<Vec<u8>, CallError> {
-    let tool = find(manifest, name)?;
-    let validator = ArgumentValidator::new(&tool.input_schema).map_err(|e| CallError::BadSchema(e.message))?;
-    call_tool_checked(client, manifest, &validator, name, args, token).await
-}
-
-/// Like [`call_tool_raw`], with the tool's argument validator compiled by the caller: for
-/// many calls of one tool, since compiling a schema costs more than checking arguments.
-pub async fn call_tool_checked(
-    client: &Client,
-    manifest: &Manifest,
-    validator: &ArgumentValidator,
-    name: &str,
-    args: &Value,
-    token: Option<&str>,
-) -> Result<Vec<u8>, CallError> {
-    let tool = find(manifest, name)?;
-    let problems = validator.check(args);
-    if !problems.is_empty() {
-        return Err(CallError::InvalidArguments(problems));
-    }
-    post_tool(client, &manifest.server_url, &tool.name, args, token).await
 }
 
 /// Sends a call of `tool` at `server_url` without validating `args` (the caller did, with a
@@ -185,14 +184,14 @@ mod tests {
 
     #[test]
     fn tool_urls() {
-        let cases = [
-            ("https://a.example/api/servio", "shop.getSales", "https://a.example/api/servio/tools/shop.getSales"),
-            ("https://a.example/api/servio/", "x", "https://a.example/api/servio/tools/x"),
-            ("https://a.example", "a b/c?", "https://a.example/tools/a%20b%2Fc%3F"),
-        ];
-        for (server, tool, want) in cases {
-            assert_eq!(tool_url(&server.parse().unwrap(), tool).as_str(), want);
-        }
+        let url = |server: &str, tool| tool_url(&server.parse().unwrap(), tool).to_string();
+        assert_eq!(
+            url("https://a.example/api/servio", "shop.getSales"),
+            "https://a.example/api/servio/tools/shop.getSales"
+        );
+        // One trailing slash of the server's URL is dropped, and the name is one path segment.
+        assert_eq!(url("https://a.example/api/servio/", "x"), "https://a.example/api/servio/tools/x");
+        assert_eq!(url("https://a.example", "a b/c?"), "https://a.example/tools/a%20b%2Fc%3F");
     }
 
     #[test]

@@ -105,7 +105,9 @@ impl fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
-const V4_RANGES: [(&str, Rule); 16] = [
+/// The networks that are not global unicast, IPv4 then IPv6, the first that holds an address
+/// naming its rule (the cloud metadata addresses before the link-local ones around them).
+const RANGES: [(&str, Rule); 27] = [
     ("169.254.169.254/32", Rule::CloudMetadata),
     ("0.0.0.0/8", Rule::Unspecified),
     ("127.0.0.0/8", Rule::Loopback),
@@ -122,9 +124,6 @@ const V4_RANGES: [(&str, Rule); 16] = [
     ("198.18.0.0/15", Rule::Reserved),
     ("198.51.100.0/24", Rule::Reserved),
     ("203.0.113.0/24", Rule::Reserved),
-];
-
-const V6_RANGES: [(&str, Rule); 11] = [
     ("fd00:ec2::254/128", Rule::CloudMetadata),
     ("::/128", Rule::Unspecified),
     ("::1/128", Rule::Loopback),
@@ -142,8 +141,8 @@ const V6_RANGES: [(&str, Rule); 11] = [
     ("2001::/23", Rule::Reserved),
 ];
 
-fn find(ranges: &[(&str, Rule)], address: IpAddr) -> Option<Rule> {
-    ranges.iter().find_map(|(net, rule)| {
+fn find(address: IpAddr) -> Option<Rule> {
+    RANGES.iter().find_map(|(net, rule)| {
         let net: IpNet = net.parse().expect("the ranges above are valid networks");
         net.contains(&address).then_some(*rule)
     })
@@ -174,10 +173,10 @@ fn embedded_v4(address: Ipv6Addr) -> Option<Ipv4Addr> {
 /// Why `address` is not a global unicast address, or `None` when it is.
 pub fn classify(address: IpAddr) -> Option<Rule> {
     match address {
-        IpAddr::V4(v4) => find(&V4_RANGES, IpAddr::V4(v4)),
+        IpAddr::V4(v4) => find(IpAddr::V4(v4)),
         IpAddr::V6(v6) => match embedded_v4(v6) {
             Some(v4) => classify(IpAddr::V4(v4)),
-            None => find(&V6_RANGES, IpAddr::V6(v6)),
+            None => find(IpAddr::V6(v6)),
         },
     }
 }

@@ -271,7 +271,7 @@ impl Client {
             }
             builder = builder.tls_certs_merge(certs);
         }
-        let http = builder.build().map_err(|e| ClientError::Setup(describe(&e)))?;
+        let http = builder.build().map_err(|e| ClientError::Setup(crate::error_chain(&e)))?;
         Ok(Client { http, config })
     }
 
@@ -415,21 +415,6 @@ impl HopRules {
         }
         Ok(())
     }
-}
-
-/// A reqwest error with its causes, which is where the useful part usually is.
-fn describe(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

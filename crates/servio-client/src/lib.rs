@@ -17,10 +17,26 @@ pub mod http;
 pub mod oauth;
 pub mod transport;
 
-pub use call::{CallError, call_tool, call_tool_checked, call_tool_raw, post_tool};
+pub use call::{CallError, ToolCall, post_tool};
 pub use discovery::{Discovered, DiscoveryError, Validators, discover, refresh};
 pub use guard::{Guard, Policy, Refusal, Rule};
 pub use http::{
     Client, ClientConfig, ClientError, DEFAULT_CALL_MAX_BODY, DEFAULT_CALL_TIMEOUT, Fetched, Limits, Lookup,
 };
 pub use transport::{TlsProblem, TransportError};
+
+/// `error` and each of its sources, joined by `: `; a source whose text the message before it
+/// already holds (a store error names its database error) is not repeated.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
+}

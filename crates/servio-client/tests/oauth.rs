@@ -4,7 +4,7 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use servio_client::oauth::{self, Callback, OAuthError, OAuthSite};
-use servio_client::{Client, ClientConfig, call_tool};
+use servio_client::{Client, ClientConfig, ToolCall};
 use servio_demo_site::{DemoAuth, LocalCa, Site, SiteConfig, serve_https_on};
 use servio_manifest::{Auth, CheckOptions, check};
 
@@ -88,20 +88,16 @@ async fn code_with_pkce_then_calls_then_refresh() {
     assert!(tokens.expires_at.is_some());
 
     let args = serde_json::json!({"from": "2026-08-20", "to": "2026-08-20"});
-    let result =
-        call_tool(&demo.client, &demo.manifest, "shop.getSalesSummary", &args, Some(&tokens.access_token)).await;
+    let call = |token| ToolCall { manifest: &demo.manifest, name: "shop.getSalesSummary", args: &args, token };
+    let result = call(Some(&tokens.access_token)).json(&demo.client).await;
     assert!(result.is_ok(), "{result:?}");
-    let refused = call_tool(&demo.client, &demo.manifest, "shop.getSalesSummary", &args, Some("at_forged")).await;
+    let refused = call(Some("at_forged")).json(&demo.client).await;
     assert!(matches!(refused, Err(servio_client::CallError::Failed { status: 401, .. })));
 
     let refresh_token = tokens.refresh_token.clone().unwrap();
     let renewed = oauth::refresh(&demo.client, &demo.site, &refresh_token).await.unwrap();
     assert_ne!(renewed.access_token, tokens.access_token);
-    assert!(
-        call_tool(&demo.client, &demo.manifest, "shop.getSalesSummary", &args, Some(&renewed.access_token))
-            .await
-            .is_ok()
-    );
+    assert!(call(Some(&renewed.access_token)).json(&demo.client).await.is_ok());
     // Refresh tokens rotate: the old one is spent.
     assert!(matches!(oauth::refresh(&demo.client, &demo.site, &refresh_token).await, Err(OAuthError::Token(_))));
 }

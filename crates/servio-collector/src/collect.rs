@@ -5,7 +5,7 @@
 //! zero); its reason is in the log.
 
 use jiff::civil::Date;
-use servio_client::{CallError, call_tool_checked, call_tool_raw};
+use servio_client::{CallError, ToolCall};
 use servio_manifest::Metric;
 use servio_manifest::period::{Period, PlaceholderValues};
 use servio_manifest::value::extract;
@@ -165,13 +165,12 @@ impl Collector {
         args: &serde_json::Value,
         token: Option<&str>,
     ) -> Result<Vec<u8>, CallError> {
-        let manifest = &checked.manifest;
-        match checked.validator_of(tool) {
-            Some(Ok(validator)) => call_tool_checked(&self.client, manifest, validator, tool, args, token).await,
-            Some(Err(unusable)) => Err(CallError::BadSchema(unusable.message.clone())),
-            // Says which tools there are.
-            None => call_tool_raw(&self.client, manifest, tool, args, token).await,
-        }
+        let validator = match checked.validator_of(tool) {
+            Some(Err(unusable)) => return Err(CallError::BadSchema(unusable.message.clone())),
+            // Without a validator, a tool the manifest lacks fails saying which tools there are.
+            found => found.and_then(|compiled| compiled.as_ref().ok()),
+        };
+        ToolCall { manifest: &checked.manifest, name: tool, args, token }.send(&self.client, validator).await
     }
 
     /// Calls the tool of `metric` for `period` in the user's zone and reads the value; writes

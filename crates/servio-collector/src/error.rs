@@ -106,21 +106,8 @@ impl Error {
     }
 }
 
-/// `error` and each of its sources, joined by `: `; a source whose text the message before it
-/// already holds (a store error names its database error) is not repeated.
-pub fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let said = cause.to_string();
-        if !text.contains(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        source = cause.source();
-    }
-    text
-}
+/// `error` and each of its sources on one line: see [`servio_client::error_chain`].
+pub use servio_client::error_chain as chain;
 
 #[cfg(test)]
 mod tests {

@@ -9,10 +9,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use jiff::ToSpan;
-use servio_collector::secrets::{Secrets, credential_aad};
-use servio_manifest::period::{Granularity, resolve, zone};
-use servio_store::{FetchedManifest, NewJob, Slot};
+use servio_platform::testing::{Seed, seed_collections};
 
 const KEY: [u8; 32] = [9; 32];
 const ZONES: [&str; 10] = [
@@ -44,46 +41,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The manifest the demo site serves is a function of its origin.
     let site = servio_demo_site::Site::new(servio_demo_site::SiteConfig::bearer(origin, token), None).await?;
     let manifest = site.manifest().to_string();
-    let manifest_url = format!("{origin}/.well-known/servio.json");
-    let fetched =
-        FetchedManifest { origin, manifest_url: &manifest_url, manifest: &manifest, etag: None, last_modified: None };
-    let site = store.save_site(&fetched, 0).await?;
-    let secrets = Secrets::from_key(&KEY);
-    let now = jiff::Timestamp::now();
-    let days = jobs.div_ceil(ZONES.len() * METRICS.len());
-    let mut seeded = 0;
-    for (i, name) in ZONES.iter().enumerate() {
-        let user = store.create_user(&format!("bench-{i}@example.com"), "not a hash", name, 0).await?;
-        store.add_to_vault(user.id, site.id, 0).await?;
-        let sealed = secrets.seal(token.as_bytes(), &credential_aad(user.id, site.id));
-        store.set_credential(user.id, site.id, Some(&sealed)).await?;
-        let tz = zone(name)?;
-        let last = now.to_zoned_datetime(tz.clone()).date().checked_sub(2.days())?;
-        let mut periods = Vec::with_capacity(days);
-        for back in 0..days {
-            let back = i64::try_from(back)?;
-            periods.push(resolve(Granularity::Day, last.checked_sub(back.days())?, 0, &tz)?);
-        }
-        let dates: Vec<String> = periods.iter().map(|p| p.start_date.to_string()).collect();
-        let mut new = Vec::new();
-        for key in METRICS {
-            for (period, date) in periods.iter().zip(&dates) {
-                let slot = Slot {
-                    user_id: user.id,
-                    site_id: site.id,
-                    metric_key: key,
-                    granularity: "day",
-                    period_start: period.start.as_second(),
-                    period_end: period.end.as_second(),
-                    start_date: date,
-                };
-                new.push(NewJob { slot, not_before: 0, deadline: now.as_second() + 86_400 });
-            }
-        }
-        for chunk in new.chunks(5_000) {
-            seeded += store.enqueue_jobs(chunk, now.as_second()).await?;
-        }
-    }
+    let days = i64::try_from(jobs.div_ceil(ZONES.len() * METRICS.len()))?;
+    let seed = Seed { origin, manifest: &manifest, token, key: &KEY, zones: &ZONES, days, metrics: &METRICS };
+    let seeded = seed_collections(&*store, &seed).await?.len();
     eprintln!("seeded {seeded} jobs for {} users", ZONES.len());
 
     let key: String = KEY.iter().map(|b| format!("{b:02x}")).collect();

@@ -140,3 +140,113 @@ pub fn browser(body: &Value, set_cookie: Option<String>) -> Browser {
         bearer: None,
     }
 }
+
+/// What [`seed_collections`] seeds: the site, its token, and who has it in their vault.
+pub struct Seed<'a> {
+    /// The site's origin.
+    pub origin: &'a str,
+    /// The manifest it serves.
+    pub manifest: &'a str,
+    /// Its bearer token, sealed for each user with `key`.
+    pub token: &'a str,
+    /// The sealing key of the workers that will collect.
+    pub key: &'a [u8; 32],
+    /// One user per zone, the site in each vault.
+    pub zones: &'a [&'a str],
+    /// Due days per user, counting back from two days ago in the user's zone.
+    pub days: i64,
+    /// The daily metrics to collect.
+    pub metrics: &'a [&'a str],
+}
+
+/// Seeds `store` with the users, vaults and due jobs `seed` describes (through the store:
+/// thousands of sign-ups would be thousands of password hashes), for the tests and benchmarks
+/// of the workers. Returns each job's slot as (user, metric key, start date).
+pub async fn seed_collections(
+    store: &dyn Store,
+    seed: &Seed<'_>,
+) -> Result<Vec<(i64, String, String)>, Box<dyn std::error::Error>> {
+    use jiff::ToSpan;
+    use servio_manifest::period::{Granularity, resolve, zone};
+
+    let manifest_url = format!("{}/.well-known/servio.json", seed.origin);
+    let fetched = servio_store::FetchedManifest {
+        origin: seed.origin,
+        manifest_url: &manifest_url,
+        manifest: seed.manifest,
+        etag: None,
+        last_modified: None,
+    };
+    let site = store.save_site(&fetched, 0).await?;
+    let secrets = Secrets::from_key(seed.key);
+    let now = jiff::Timestamp::now();
+    let mut slots = Vec::new();
+    for (i, name) in seed.zones.iter().enumerate() {
+        let user = store.create_user(&format!("seed-{i}@example.com"), "not a hash", name, 0).await?;
+        store.add_to_vault(user.id, site.id, 0).await?;
+        let sealed = secrets.seal(seed.token.as_bytes(), &servio_collector::secrets::credential_aad(user.id, site.id));
+        store.set_credential(user.id, site.id, Some(&sealed)).await?;
+        let tz = zone(name)?;
+        // Two days back in the user's zone is due everywhere (a day's end plus an hour).
+        let last = now.to_zoned_datetime(tz.clone()).date().checked_sub(2.days())?;
+        let mut periods = Vec::new();
+        for back in 0..seed.days {
+            let period = resolve(Granularity::Day, last.checked_sub(back.days())?, 0, &tz)?;
+            periods.push((period.start.as_second(), period.end.as_second(), period.start_date.to_string()));
+        }
+        let mut jobs = Vec::new();
+        for key in seed.metrics {
+            for (start, end, date) in &periods {
+                let slot = servio_store::Slot {
+                    user_id: user.id,
+                    site_id: site.id,
+                    metric_key: key,
+                    granularity: "day",
+                    period_start: *start,
+                    period_end: *end,
+                    start_date: date,
+                };
+                jobs.push(servio_store::NewJob { slot, not_before: 0, deadline: now.as_second() + 86_400 });
+                slots.push((user.id, key.to_string(), date.clone()));
+            }
+        }
+        for chunk in jobs.chunks(5_000) {
+            store.enqueue_jobs(chunk, now.as_second()).await?;
+        }
+    }
+    Ok(slots)
+}
+
+/// The MCP protocol version the test clients of [`mcp_post`] speak.
+pub const MCP_VERSION: &str = "2025-06-18";
+
+/// Posts one JSON-RPC `message` to the MCP endpoint of the platform at `base` with the bearer
+/// `token`, in `session` when given. Returns the status, the session id the answer names, and
+/// the messages it carried (a JSON body, or an SSE stream of them).
+pub async fn mcp_post(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    session: Option<&str>,
+    message: &Value,
+) -> (StatusCode, Option<String>, Vec<Value>) {
+    let mut request = http
+        .post(format!("{base}/mcp"))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .json(message);
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session).header("mcp-protocol-version", MCP_VERSION);
+    }
+    let response = request.send().await.expect("the MCP endpoint answers");
+    let status = response.status();
+    let session = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let text = response.text().await.expect("an MCP answer's body");
+    let messages = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .chain(text.trim_start().starts_with('{').then_some(text.as_str()))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect();
+    (status, session, messages)
+}

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 mod common;
 use common::{Browser, Server};
+use servio_platform::testing::{MCP_VERSION, mcp_post};
 
 /// A program holding a new API token of a user signed up as `email`.
 async fn program(server: &Server, email: &str) -> Browser {
@@ -120,31 +121,17 @@ async fn a_bad_tool_name_costs_no_other_user_their_log() {
 
 /// The JSON-RPC error code of a `tools/call` of `tool` over MCP, in a new session.
 async fn mcp_call_status(server: &Server, token: &str, tool: &str) -> i64 {
-    let post = |session: Option<&str>, message: Value| {
-        let mut request = server
-            .http
-            .post(format!("{}/mcp", server.base))
-            .bearer_auth(token)
-            .header("accept", "application/json, text/event-stream")
-            .json(&message);
-        if let Some(session) = session {
-            request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
-        }
-        request.send()
+    let post = |session: Option<String>, message: Value| async move {
+        mcp_post(&server.http, &server.base, token, session.as_deref(), &message).await
     };
     let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "test", "version": "0" } } });
-    let opened = post(None, initialize).await.unwrap();
-    let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    post(Some(&session), json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await.unwrap();
+        "protocolVersion": MCP_VERSION, "capabilities": {}, "clientInfo": { "name": "test", "version": "0" } } });
+    let (_, session, _) = post(None, initialize).await;
+    let session = session.expect("a session id");
+    post(Some(session.clone()), json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await;
     let call =
         json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": tool, "arguments": {} } });
-    let text = post(Some(&session), call).await.unwrap().text().await.unwrap();
-    let answer: Value = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .filter_map(|data| serde_json::from_str(data.trim()).ok())
-        .find(|message: &Value| message["id"] == 2)
-        .unwrap_or_default();
+    let (_, _, messages) = post(Some(session), call).await;
+    let answer = messages.into_iter().find(|message| message["id"] == 2).unwrap_or_default();
     answer["error"]["code"].as_i64().unwrap_or_default()
 }

@@ -3,7 +3,7 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;
-use servio_demo_site::{DemoAuth, LocalCa, Site, SiteConfig, serve_https_on};
+use servio_demo_site::LocalCa;
 
 mod common;
 use common::Browser;
@@ -11,12 +11,8 @@ use common::Browser;
 #[tokio::test]
 async fn claim_verify_search_and_suspend() {
     let ca = LocalCa::generate(&[]).unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = Site::new(SiteConfig { origin: origin.clone(), token: "t".into(), auth: DemoAuth::Bearer }, None)
-        .await
-        .unwrap();
-    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    let demo = common::demo_site(&ca, "t").await;
+    let (origin, site) = (demo.origin.clone(), &demo.site);
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let owner = server.sign_up(&format!("owner-{name}@example.com")).await;
         let (status, claim, _) =

@@ -11,12 +11,8 @@ use common::{csrf, request};
 #[tokio::test]
 async fn sign_up_add_the_demo_site_and_see_its_page() {
     let ca = LocalCa::generate(&[]).unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = Site::new(SiteConfig { origin: origin.clone(), token: "demo".into(), auth: DemoAuth::Bearer }, None)
-        .await
-        .unwrap();
-    let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+    let demo = common::demo_site(&ca, "demo").await;
+    let (origin, site) = (demo.origin.clone(), &demo.site);
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let url = |path: &str| format!("{}{path}", server.base);
@@ -259,9 +255,7 @@ async fn collection_refreshes_an_expired_oauth_token() {
     // calls on a busy machine (1 s was not always).
     let (ca, origin, _running, http, _) = oauth_demo_site(std::time::Duration::from_secs(3)).await;
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
-        let email = format!("refresh-{name}@example.com");
-        connect_with_oauth(&http, &server, name, &origin, &email).await;
-        let (user, connected) = server.vault_entry_of(&email).await;
+        let (email, user, connected) = oauth_user(&http, &server, name, &origin, "refresh").await;
         tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
 
         let summary = collect_now(&server, &user, &connected).await;
@@ -281,9 +275,7 @@ async fn an_unapproved_token_url_never_receives_the_refresh_token() {
     let hostile = common::demo_site(&ca, "hostile").await;
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         site.set_token_url(None);
-        let email = format!("moved-token-url-{name}@example.com");
-        connect_with_oauth(&http, &server, name, &origin, &email).await;
-        let (user, connected) = server.vault_entry_of(&email).await;
+        let (email, user, connected) = oauth_user(&http, &server, name, &origin, "moved-token-url").await;
         site.set_token_url(Some(&format!("{}/oauth/token", hostile.origin)));
         let refreshed = servio_platform::refresh::refresh_site(&server.state, &connected.site).await.unwrap();
         assert_eq!(refreshed, servio_platform::refresh::Outcome::Changed, "{name}");
@@ -304,9 +296,7 @@ async fn an_unapproved_token_url_never_receives_the_refresh_token() {
 async fn collection_refreshes_an_oauth_token_the_site_refused_before_it_expired() {
     let (ca, origin, _running, http, site) = oauth_demo_site(std::time::Duration::from_secs(600)).await;
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
-        let email = format!("revoked-{name}@example.com");
-        connect_with_oauth(&http, &server, name, &origin, &email).await;
-        let (user, connected) = server.vault_entry_of(&email).await;
+        let (email, user, connected) = oauth_user(&http, &server, name, &origin, "revoked").await;
         site.revoke_access_tokens();
 
         let summary = collect_now(&server, &user, &connected).await;
@@ -325,9 +315,7 @@ async fn gateway_calls_racing_on_an_expired_token_refresh_once() {
     // one then stays fresh for 5 s however slow the machine is.
     let (ca, origin, _running, http, _) = oauth_demo_site(std::time::Duration::from_secs(65)).await;
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
-        let email = format!("race-{name}@example.com");
-        connect_with_oauth(&http, &server, name, &origin, &email).await;
-        let (user, _) = server.vault_entry_of(&email).await;
+        let (_, user, _) = oauth_user(&http, &server, name, &origin, "race").await;
         tokio::time::sleep(std::time::Duration::from_millis(5500)).await;
         let catalogue = servio_platform::gateway::catalogue(&server.state, &user).await.unwrap();
         let tool = catalogue.tools().iter().find(|t| t.tool == "shop.getSalesSummary").unwrap().name.clone();
@@ -341,6 +329,21 @@ async fn gateway_calls_racing_on_an_expired_token_refresh_once() {
     }
 }
 /// Collects what is due now for `user`'s vault `entry`, as the collect-now button does.
+/// A new user, `prefix-{name}@example.com`, who added the OAuth site and connected it: the
+/// email, the user and the vault entry.
+async fn oauth_user(
+    http: &reqwest::Client,
+    server: &common::Server,
+    name: &str,
+    origin: &str,
+    prefix: &str,
+) -> (String, servio_store::User, servio_store::VaultEntry) {
+    let email = format!("{prefix}-{name}@example.com");
+    connect_with_oauth(http, server, name, origin, &email).await;
+    let (user, entry) = server.vault_entry_of(&email).await;
+    (email, user, entry)
+}
+
 async fn collect_now(
     server: &common::Server,
     user: &servio_store::User,

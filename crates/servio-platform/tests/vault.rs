@@ -11,9 +11,8 @@ use common::Browser;
 
 #[tokio::test]
 async fn add_the_demo_site_with_its_token() {
-    let ca = LocalCa::generate(&[]).unwrap();
-    let demo = common::demo_site(&ca, "demo-token").await;
-    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+    let (demo, servers) = common::demo_and_servers("demo-token").await;
+    for (name, server) in servers {
         let ana = server.sign_up(&format!("ana-{name}@example.com")).await;
         let (status, added, _) = server
             .send(&ana, Method::POST, "/api/vault", Some(json!({ "url": demo.origin, "token": "demo-token" })))
@@ -149,9 +148,8 @@ async fn no_credential_in_plaintext_in_the_database_files() {
 #[tokio::test]
 async fn a_changed_tool_is_held_back_until_approved() {
     use servio_demo_site::Misbehaviour;
-    let ca = LocalCa::generate(&[]).unwrap();
-    let demo = common::demo_site(&ca, "demo-token").await;
-    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+    let (demo, servers) = common::demo_and_servers("demo-token").await;
+    for (name, server) in servers {
         let dan = server.sign_up(&format!("dan-{name}@example.com")).await;
         let (_, added, _) = server.send(&dan, Method::POST, "/api/vault", Some(json!({ "url": demo.origin }))).await;
         let id = added["site"]["id"].as_i64().unwrap();

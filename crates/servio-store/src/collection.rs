@@ -3,12 +3,10 @@
 //! their fence) and backfills ([`Store::record_result`](crate::Store)) write through the same
 //! type.
 
-use std::fmt;
-use std::str::FromStr;
-
 /// How a collection attempt ended, as the attempt log keeps it (stored as its lowercase name,
 /// the same text as before it was typed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum AttemptOutcome {
     /// A value was stored.
     Stored,
@@ -23,18 +21,7 @@ pub enum AttemptOutcome {
 impl AttemptOutcome {
     /// The stored text: `stored`, `dropped`, `failed` or `retry`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            AttemptOutcome::Stored => "stored",
-            AttemptOutcome::Dropped => "dropped",
-            AttemptOutcome::Failed => "failed",
-            AttemptOutcome::Retry => "retry",
-        }
-    }
-}
-
-impl fmt::Display for AttemptOutcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        self.into()
     }
 }
 
@@ -48,26 +35,12 @@ pub struct UnknownName {
     pub text: String,
 }
 
-impl FromStr for AttemptOutcome {
-    type Err = UnknownName;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "stored" => Ok(AttemptOutcome::Stored),
-            "dropped" => Ok(AttemptOutcome::Dropped),
-            "failed" => Ok(AttemptOutcome::Failed),
-            "retry" => Ok(AttemptOutcome::Retry),
-            _ => Err(UnknownName { what: "outcome", text: text.to_owned() }),
-        }
-    }
-}
-
 /// Rows carry the outcome as text; `#[sqlx(try_from = "String")]` reads it through this.
 impl TryFrom<String> for AttemptOutcome {
     type Error = UnknownName;
 
     fn try_from(text: String) -> Result<Self, Self::Error> {
-        text.parse()
+        text.parse().map_err(|_| UnknownName { what: "outcome", text })
     }
 }
 

@@ -87,7 +87,8 @@ pub struct Completion<'a> {
 }
 
 /// Where a job stands (stored as its lowercase name, the same text as before it was typed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum JobState {
     /// Still to do, or to retry.
     Pending,
@@ -100,11 +101,7 @@ pub enum JobState {
 impl JobState {
     /// The stored text: `pending`, `done` or `failed`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            JobState::Pending => "pending",
-            JobState::Done => "done",
-            JobState::Failed => "failed",
-        }
+        self.into()
     }
 }
 

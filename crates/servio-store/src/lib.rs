@@ -16,6 +16,14 @@
 //! ```
 #![deny(missing_docs)]
 
+/// The columns a [`Found`] listing is read from, on a query over `listings l JOIN sites s`:
+/// the listing of every search, shared and per dialect.
+macro_rules! found_columns {
+    () => {
+        "l.site_id, l.claim_id, l.listed, l.suspended_reason, l.name, l.description, l.tools, l.verified_at, s.origin"
+    };
+}
+
 mod collection;
 mod error;
 mod jobs;
@@ -486,6 +494,13 @@ pub async fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
     } else {
         Err(StoreError::BadUrl(url.to_owned()))
     }
+}
+
+/// A backend's full-text search of the Directory: the query (binds: the match expression,
+/// the limit) and how the words become its match expression.
+struct SearchMatching {
+    sql: &'static str,
+    pattern: fn(&[String]) -> String,
 }
 
 /// The words of a search, letters and digits only, so that no query syntax gets through.

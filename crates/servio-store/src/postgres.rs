@@ -6,8 +6,8 @@
 use sqlx::postgres::{PgPool, PgPoolOptions};
 
 use crate::jobs::JOB_COLUMNS;
-use crate::shared::{ALL_LISTED, SiteValue};
-use crate::{Completion, Found, Job, JobClaim, NewJob, StoreError, StoredValue, search_words};
+use crate::shared::{SiteValue, SiteValues};
+use crate::{Completion, Job, JobClaim, NewJob, StoreError};
 
 /// The store in PostgreSQL.
 pub struct PgStore {
@@ -28,35 +28,9 @@ impl PgStore {
     }
 }
 
-/// Listed sites matching every word of `query` as a prefix, best first.
-pub(crate) async fn search(pool: &PgPool, query: &str, limit: i64) -> Result<Vec<Found>, StoreError> {
-    let words = search_words(query);
-    if words.is_empty() {
-        return Ok(sqlx::query_as(ALL_LISTED).bind(limit).fetch_all(pool).await?);
-    }
-    // Every word, each as a prefix: `rust:* & forum:*`.
-    let matching: Vec<String> = words.iter().map(|w| format!("{w}:*")).collect();
-    let found = sqlx::query_as(
-        "SELECT l.site_id, l.claim_id, l.listed, l.suspended_reason, l.name, l.description, l.tools, l.verified_at, s.origin
-         FROM listings l JOIN sites s ON s.id = l.site_id
-         WHERE l.listed AND l.search @@ to_tsquery('simple', $1)
-         ORDER BY ts_rank(l.search, to_tsquery('simple', $1)) DESC, l.name LIMIT $2",
-    )
-    .bind(matching.join(" & "))
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    Ok(found)
-}
-
 /// The dashboard's one query: the pairs travel as two parallel arrays, unnested back into
 /// pairs, one index range per pair.
-pub(crate) async fn values_of(
-    pool: &PgPool,
-    user_id: i64,
-    metrics: &[(i64, &str)],
-    since: i64,
-) -> Result<Vec<(i64, StoredValue)>, StoreError> {
+pub(crate) async fn values_of(pool: &PgPool, user_id: i64, metrics: &[(i64, &str)], since: i64) -> SiteValues {
     let sites: Vec<i64> = metrics.iter().map(|(site, _)| *site).collect();
     let keys: Vec<String> = metrics.iter().map(|(_, key)| (*key).to_owned()).collect();
     let rows: Vec<SiteValue> = sqlx::query_as(
@@ -74,6 +48,17 @@ pub(crate) async fn values_of(
     .await?;
     Ok(rows.into_iter().map(SiteValue::into_pair).collect())
 }
+
+/// Listed sites matching every word as a prefix (`rust:* & forum:*`), best first.
+pub(crate) const SEARCH_MATCHING: crate::SearchMatching = crate::SearchMatching {
+    sql: concat!(
+        "SELECT ",
+        found_columns!(),
+        " FROM listings l JOIN sites s ON s.id = l.site_id WHERE l.listed AND l.search @@ to_tsquery('simple', $1)
+         ORDER BY ts_rank(l.search, to_tsquery('simple', $1)) DESC, l.name LIMIT $2"
+    ),
+    pattern: |words| words.iter().map(|w| format!("{w}:*")).collect::<Vec<_>>().join(" & "),
+};
 
 /// Jobs enqueued at once past which the jobs table's statistics are renewed at once, rather
 /// than by autovacuum up to a minute later.

@@ -7,7 +7,8 @@
 //! A macro rather than functions generic over `sqlx::Database`: the bounds those need (an
 //! executor for every connection type, `Encode` and `Type` for every bound value) would
 //! outweigh the queries, and `sqlx::Any` would lose the backends' fast paths. rustfmt leaves
-//! a `macro_rules!` body as it is written: keep its lines within 120 columns by hand.
+//! a `macro_rules!` body as it is written: keep its lines within 120 columns by hand (long
+//! signatures take two lines: parameters, then the return type).
 
 use crate::{ApiToken, PgStore, SqliteStore, postgres, sqlite};
 use crate::{
@@ -51,6 +52,9 @@ impl EntryOfUser {
     }
 }
 
+/// What a backend's `values_of` returns: each value with its site.
+pub(crate) type SiteValues = Result<Vec<(i64, StoredValue)>, StoreError>;
+
 /// A value with its site, as the dashboard's query returns them.
 #[derive(sqlx::FromRow)]
 pub(crate) struct SiteValue {
@@ -81,14 +85,31 @@ const LOG_ATTEMPT: &str = "INSERT INTO collection_attempts
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 
 /// Every listed site, by name: a search with no words. Binds: limit.
-pub(crate) const ALL_LISTED: &str = "SELECT l.site_id, l.claim_id, l.listed, l.suspended_reason, l.name, l.description,
-         l.tools, l.verified_at, s.origin
-     FROM listings l JOIN sites s ON s.id = l.site_id WHERE l.listed ORDER BY l.name LIMIT $1";
+const ALL_LISTED: &str = concat!(
+    "SELECT ",
+    found_columns!(),
+    " FROM listings l JOIN sites s ON s.id = l.site_id WHERE l.listed ORDER BY l.name LIMIT $1"
+);
 
 /// `$query` with each value bound in turn: the values read in the order of their `$N`.
 macro_rules! bind {
     ($query:expr, $($value:expr),+ $(,)?) => {
         $query$(.bind($value))+
+    };
+}
+
+/// Runs the `INSERT … RETURNING` `$sql` of one row with `$value`s bound, read as the caller's
+/// return type; a unique violation is a [`StoreError::Conflict`] over `$what`.
+macro_rules! insert_one {
+    ($pool:expr, $what:expr, $sql:expr, $($value:expr),+ $(,)?) => {
+        bind!(sqlx::query_as($sql), $($value),+).fetch_one($pool).await.map_err(|e| conflict(e, $what))
+    };
+}
+
+/// The columns a [`User`] is read from, on a query over `users`.
+macro_rules! user_columns {
+    () => {
+        "id, email, password_hash, time_zone, created_at"
     };
 }
 
@@ -186,34 +207,24 @@ macro_rules! shared_store {
         #[async_trait::async_trait]
         impl Store for $store {
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn create_user(
-                &self,
-                email: &str,
-                password_hash: &str,
-                time_zone: &str,
-                now: i64,
-            ) -> Result<User, StoreError> {
-                bind!(
-                    sqlx::query_as(
-                        "INSERT INTO users (email, password_hash, time_zone, created_at) VALUES ($1, $2, $3, $4)
-                         RETURNING id, email, password_hash, time_zone, created_at",
-                    ),
-                    email, password_hash, time_zone, now
-                )
-                .fetch_one(&self.pool)
-                .await
-                .map_err(|e| conflict(e, "this email"))
+            async fn create_user(&self, email: &str, password_hash: &str, time_zone: &str, now: i64)
+                -> Result<User, StoreError> {
+                let sql = concat!(
+                    "INSERT INTO users (email, password_hash, time_zone, created_at) VALUES ($1, $2, $3, $4) RETURNING ",
+                    user_columns!()
+                );
+                insert_one!(&self.pool, "this email", sql, email, password_hash, time_zone, now)
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
             async fn user_by_email(&self, email: &str) -> Result<Option<User>, StoreError> {
-                let sql = "SELECT id, email, password_hash, time_zone, created_at FROM users WHERE email = $1";
+                let sql = concat!("SELECT ", user_columns!(), " FROM users WHERE email = $1");
                 Ok(sqlx::query_as(sql).bind(email).fetch_optional(&self.pool).await?)
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
             async fn user(&self, id: i64) -> Result<Option<User>, StoreError> {
-                let sql = "SELECT id, email, password_hash, time_zone, created_at FROM users WHERE id = $1";
+                let sql = concat!("SELECT ", user_columns!(), " FROM users WHERE id = $1");
                 Ok(sqlx::query_as(sql).bind(id).fetch_optional(&self.pool).await?)
             }
 
@@ -282,23 +293,11 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn create_api_token(
-                &self,
-                user_id: i64,
-                name: &str,
-                token_hash: &str,
-                now: i64,
-            ) -> Result<ApiToken, StoreError> {
-                bind!(
-                    sqlx::query_as(
-                        "INSERT INTO api_tokens (user_id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)
-                         RETURNING id, user_id, name, created_at, last_used_at",
-                    ),
-                    user_id, name, token_hash, now
-                )
-                .fetch_one(&self.pool)
-                .await
-                .map_err(|e| conflict(e, "this token"))
+            async fn create_api_token(&self, user_id: i64, name: &str, token_hash: &str, now: i64)
+                -> Result<ApiToken, StoreError> {
+                let sql = "INSERT INTO api_tokens (user_id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)
+                           RETURNING id, user_id, name, created_at, last_used_at";
+                insert_one!(&self.pool, "this token", sql, user_id, name, token_hash, now)
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
@@ -358,13 +357,8 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn add_site(
-                &self,
-                fetched: &FetchedManifest<'_>,
-                user_id: i64,
-                seal: Option<Sealer<'_>>,
-                now: i64,
-            ) -> Result<SiteRecord, StoreError> {
+            async fn add_site(&self, fetched: &FetchedManifest<'_>, user_id: i64, seal: Option<Sealer<'_>>, now: i64)
+                -> Result<SiteRecord, StoreError> {
                 let mut tx = self.pool.begin().await?;
                 let record = Self::save_site_on(&mut tx, fetched, now).await?;
                 let credential = seal.map(|seal| seal(record.id));
@@ -404,12 +398,8 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn set_credential(
-                &self,
-                user_id: i64,
-                site_id: i64,
-                credential: Option<&[u8]>,
-            ) -> Result<bool, StoreError> {
+            async fn set_credential(&self, user_id: i64, site_id: i64, credential: Option<&[u8]>)
+                -> Result<bool, StoreError> {
                 let done = bind!(
                     sqlx::query("UPDATE vault SET credential = $1 WHERE user_id = $2 AND site_id = $3"),
                     credential, user_id, site_id
@@ -442,12 +432,8 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn create_oauth_attempt(
-                &self,
-                attempt: &OAuthAttempt,
-                keep: i64,
-                now: i64,
-            ) -> Result<(), StoreError> {
+            async fn create_oauth_attempt(&self, attempt: &OAuthAttempt, keep: i64, now: i64)
+                -> Result<(), StoreError> {
                 let mut tx = self.pool.begin().await?;
                 sqlx::query("DELETE FROM oauth_attempts WHERE expires_at < $1").bind(now).execute(&mut *tx).await?;
                 bind!(
@@ -475,12 +461,8 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn take_oauth_attempt(
-                &self,
-                state_hash: &str,
-                user_id: i64,
-                now: i64,
-            ) -> Result<Option<OAuthAttempt>, StoreError> {
+            async fn take_oauth_attempt(&self, state_hash: &str, user_id: i64, now: i64)
+                -> Result<Option<OAuthAttempt>, StoreError> {
                 let taken: Option<OAuthAttempt> = bind!(
                     sqlx::query_as(
                         "DELETE FROM oauth_attempts WHERE state_hash = $1 AND user_id = $2
@@ -540,23 +522,11 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn create_claim(
-                &self,
-                user_id: i64,
-                origin: &str,
-                token: &str,
-                now: i64,
-            ) -> Result<Claim, StoreError> {
-                bind!(
-                    sqlx::query_as(
-                        "INSERT INTO claims (user_id, origin, token, created_at) VALUES ($1, $2, $3, $4)
-                         RETURNING id, user_id, origin, token, created_at",
-                    ),
-                    user_id, origin, token, now
-                )
-                .fetch_one(&self.pool)
-                .await
-                .map_err(|e| conflict(e, "a claim on this origin"))
+            async fn create_claim(&self, user_id: i64, origin: &str, token: &str, now: i64)
+                -> Result<Claim, StoreError> {
+                let sql = "INSERT INTO claims (user_id, origin, token, created_at) VALUES ($1, $2, $3, $4)
+                           RETURNING id, user_id, origin, token, created_at";
+                insert_one!(&self.pool, "a claim on this origin", sql, user_id, origin, token, now)
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
@@ -599,16 +569,19 @@ macro_rules! shared_store {
 
             #[tracing::instrument(level = "debug", skip_all)]
             async fn search(&self, query: &str, limit: i64) -> Result<Vec<Found>, StoreError> {
-                $dialect::search(&self.pool, query, limit).await
+                let words = crate::search_words(query);
+                let found = if words.is_empty() {
+                    sqlx::query_as(ALL_LISTED).bind(limit).fetch_all(&self.pool).await?
+                } else {
+                    let matching = $dialect::SEARCH_MATCHING;
+                    bind!(sqlx::query_as(matching.sql), (matching.pattern)(&words), limit).fetch_all(&self.pool).await?
+                };
+                Ok(found)
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn record_result(
-                &self,
-                slot: &Slot<'_>,
-                result: &CollectionResult<'_>,
-                now: i64,
-            ) -> Result<(), StoreError> {
+            async fn record_result(&self, slot: &Slot<'_>, result: &CollectionResult<'_>, now: i64)
+                -> Result<(), StoreError> {
                 let mut tx = self.pool.begin().await?;
                 Self::write_result_on(&mut tx, slot, result, now).await?;
                 tx.commit().await?;
@@ -630,13 +603,8 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn values(
-                &self,
-                user_id: i64,
-                site_id: i64,
-                metric_key: &str,
-                since: i64,
-            ) -> Result<Vec<StoredValue>, StoreError> {
+            async fn values(&self, user_id: i64, site_id: i64, metric_key: &str, since: i64)
+                -> Result<Vec<StoredValue>, StoreError> {
                 let values = bind!(
                     sqlx::query_as(
                         "SELECT metric_key, granularity, period_start, start_date, value, raw, collected_at FROM metric_values
@@ -676,13 +644,8 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn slot_settled(
-                &self,
-                user_id: i64,
-                site_id: i64,
-                metric_key: &str,
-                period_start: i64,
-            ) -> Result<bool, StoreError> {
+            async fn slot_settled(&self, user_id: i64, site_id: i64, metric_key: &str, period_start: i64)
+                -> Result<bool, StoreError> {
                 let settled: i64 = bind!(
                     sqlx::query_scalar(
                         "SELECT (SELECT count(*) FROM metric_values
@@ -770,12 +733,8 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all, fields(metrics = metrics.len()))]
-            async fn values_of(
-                &self,
-                user_id: i64,
-                metrics: &[(i64, &str)],
-                since: i64,
-            ) -> Result<Vec<(i64, StoredValue)>, StoreError> {
+            async fn values_of(&self, user_id: i64, metrics: &[(i64, &str)], since: i64)
+                -> Result<Vec<(i64, StoredValue)>, StoreError> {
                 $dialect::values_of(&self.pool, user_id, metrics, since).await
             }
 

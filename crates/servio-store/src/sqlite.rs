@@ -8,8 +8,8 @@ use std::str::FromStr;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
 use crate::jobs::JOB_COLUMNS;
-use crate::shared::ALL_LISTED;
-use crate::{Completion, Found, Job, JobClaim, NewJob, StoreError, StoredValue, search_words};
+use crate::shared::SiteValues;
+use crate::{Completion, Job, JobClaim, NewJob, StoreError, StoredValue};
 
 /// The store in SQLite.
 pub struct SqliteStore {
@@ -63,33 +63,8 @@ fn private_files(_database: &std::path::Path) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Listed sites matching every word of `query` as a prefix, best first.
-pub(crate) async fn search(pool: &SqlitePool, query: &str, limit: i64) -> Result<Vec<Found>, StoreError> {
-    let words = search_words(query);
-    if words.is_empty() {
-        return Ok(sqlx::query_as(ALL_LISTED).bind(limit).fetch_all(pool).await?);
-    }
-    // Every word, each as a prefix: `"rust"* "forum"*`.
-    let matching: Vec<String> = words.iter().map(|w| format!("\"{w}\"*")).collect();
-    let found = sqlx::query_as(
-        "SELECT l.site_id, l.claim_id, l.listed, l.suspended_reason, l.name, l.description, l.tools, l.verified_at, s.origin
-         FROM listings_fts f JOIN listings l ON l.site_id = f.rowid JOIN sites s ON s.id = l.site_id
-         WHERE listings_fts MATCH $1 AND l.listed ORDER BY bm25(listings_fts, 10.0, 4.0, 1.0) LIMIT $2",
-    )
-    .bind(matching.join(" "))
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    Ok(found)
-}
-
 /// The dashboard's one query, one row per metric with its values packed.
-pub(crate) async fn values_of(
-    pool: &SqlitePool,
-    user_id: i64,
-    metrics: &[(i64, &str)],
-    since: i64,
-) -> Result<Vec<(i64, StoredValue)>, StoreError> {
+pub(crate) async fn values_of(pool: &SqlitePool, user_id: i64, metrics: &[(i64, &str)], since: i64) -> SiteValues {
     if metrics.is_empty() {
         return Ok(Vec::new());
     }
@@ -143,6 +118,17 @@ pub(crate) async fn values_of(
     }
     Ok(all)
 }
+
+/// Listed sites matching every word as a prefix (`"rust"* "forum"*`), best first.
+pub(crate) const SEARCH_MATCHING: crate::SearchMatching = crate::SearchMatching {
+    sql: concat!(
+        "SELECT ",
+        found_columns!(),
+        " FROM listings_fts f JOIN listings l ON l.site_id = f.rowid JOIN sites s ON s.id = l.site_id
+         WHERE listings_fts MATCH $1 AND l.listed ORDER BY bm25(listings_fts, 10.0, 4.0, 1.0) LIMIT $2"
+    ),
+    pattern: |words| words.iter().map(|w| format!("\"{w}\"*")).collect::<Vec<_>>().join(" "),
+};
 
 /// Enqueues a whole plan in one immediate transaction.
 pub(crate) async fn enqueue_jobs(pool: &SqlitePool, jobs: &[NewJob<'_>], now: i64) -> Result<u64, StoreError> {

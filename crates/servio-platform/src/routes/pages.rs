@@ -11,6 +11,7 @@ use axum::response::{Html, IntoResponse, Response};
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::AppState;
+use crate::auth::PageUser;
 use crate::error::ApiError;
 
 /// Every page route: method, path, and whether it needs a signed-in user. Tests walk this list.
@@ -36,6 +37,26 @@ pub const PAGES: &[(&str, &str, bool)] = &[
     ("POST", "/directory/claims", true),
     ("POST", "/directory/claims/{id}/verify", true),
 ];
+
+/// What the layout (`base.html`) shows of the visitor: who is signed in, and the CSRF token
+/// its forms (sign-out, the page's own) carry. Empty for a visitor not signed in.
+#[derive(Debug, Default)]
+pub struct Layout {
+    /// The signed-in user's email.
+    pub signed_in: Option<String>,
+    /// The session's CSRF token.
+    pub csrf_token: String,
+}
+
+impl Layout {
+    /// The layout for `user`, signed in or not.
+    pub fn of(user: Option<&PageUser>) -> Layout {
+        user.map_or_else(Layout::default, |user| Layout {
+            signed_in: Some(user.user.email.clone()),
+            csrf_token: user.csrf_token.clone(),
+        })
+    }
+}
 
 /// The content security policy of every page: nothing but this origin, no scripts at all
 /// (the pages have none), inline styles (the base template's and a few `style` attributes),

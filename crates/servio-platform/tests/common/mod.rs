@@ -7,20 +7,18 @@ use serde_json::{Value, json};
 #[allow(unused_imports)] // Each test file uses part of this.
 pub use servio_platform::testing::{Browser, Server, browser, servers, servers_with};
 
-/// The demo site over HTTPS on a port of its own, with bearer authentication.
-pub struct DemoSite {
-    pub origin: String,
-    pub site: servio_demo_site::Site,
-    _running: servio_demo_site::Running,
-}
+/// The demo site over HTTPS on a port of its own.
+pub use servio_demo_site::LocalSite as DemoSite;
 
 /// Starts the demo site, trusted through `ca`, accepting the bearer `token`.
 pub async fn demo_site(ca: &servio_demo_site::LocalCa, token: &str) -> DemoSite {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let site = servio_demo_site::Site::new(servio_demo_site::SiteConfig::bearer(&origin, token), None).await.unwrap();
-    let running = servio_demo_site::serve_https_on(listener, ca, site.router()).await.unwrap();
-    DemoSite { origin, site, _running: running }
+    DemoSite::start(ca, token).await.unwrap()
+}
+
+/// The demo site accepting `token`, and one platform per backend that trusts its certificate.
+pub async fn demo_and_servers(token: &str) -> (DemoSite, Vec<(&'static str, Server)>) {
+    let ca = servio_demo_site::LocalCa::generate(&[]).unwrap();
+    (demo_site(&ca, token).await, servers(Some(&ca.ca_pem)).await)
 }
 
 /// One operation of the OpenAPI document the platform serves.

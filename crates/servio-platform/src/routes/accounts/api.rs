@@ -2,22 +2,20 @@
 //! caller's profile and time zone, and personal API tokens (shown once, stored hashed).
 
 use axum::Json;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::Path;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use servio_store::User;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::service::{
-    self, Attempt, IssuedToken, NewToken, SessionView, SignIn, SignUp, TimeZone, TokenList, create_session,
-    expired_cookie,
+    self, Attempt, IssuedToken, NewToken, SessionView, SignIn, SignUp, TimeZone, TokenList, expired_cookie,
 };
 use crate::AppState;
 use crate::auth::{Api, Caller, Via};
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
-use crate::throttle::ClientAddress;
 
 /// The account routes of the API.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -31,29 +29,35 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(delete_token))
 }
 
-async fn start_session(state: &AppState, user: &User, headers: &HeaderMap) -> Result<Response, ApiError> {
-    let (cookie, csrf_token) = create_session(state, user, headers).await?;
+async fn start_session(attempt: &Attempt, user: &User) -> Result<Response, ApiError> {
+    let (cookie, csrf_token) = attempt.start_session(user).await?;
     let mut response = Json(SessionView { user: user.into(), csrf_token: Some(csrf_token) }).into_response();
     response.headers_mut().insert(header::SET_COOKIE, cookie);
     Ok(response)
+}
+
+/// How sign-up and sign-in refuse an attempt before reading it.
+#[derive(utoipa::IntoResponses)]
+#[expect(dead_code, reason = "documents responses that ApiError makes")]
+enum Refused {
+    /// Posted from another site
+    #[response(status = 403)]
+    CrossSite(ErrorBody),
+    /// Too many attempts from this address, or for this account
+    #[response(status = 429)]
+    TooMany(ErrorBody),
 }
 
 /// Create an account and start a session
 #[utoipa::path(post, path = "/api/signup", security(()), request_body = SignUp, responses(
     (status = 201, description = "Signed up and signed in: the session cookie is set", body = SessionView),
     (status = 400, description = "A field is invalid; `error` says which", body = ErrorBody),
-    (status = 403, description = "Posted from another site", body = ErrorBody),
     (status = 409, description = "The email is taken", body = ErrorBody),
-    (status = 429, description = "Too many sign-ups from this address", body = ErrorBody),
+    Refused,
 ))]
-async fn sign_up(
-    State(state): State<AppState>,
-    ClientAddress(address): ClientAddress,
-    headers: HeaderMap,
-    JsonBody(form): JsonBody<SignUp>,
-) -> Result<Response, ApiError> {
-    let user = service::register(&state, Attempt { address, headers: &headers }, &form).await?;
-    let mut response = start_session(&state, &user, &headers).await?;
+async fn sign_up(attempt: Attempt, JsonBody(form): JsonBody<SignUp>) -> Result<Response, ApiError> {
+    let user = service::register(&attempt, &form).await?;
+    let mut response = start_session(&attempt, &user).await?;
     *response.status_mut() = StatusCode::CREATED;
     Ok(response)
 }
@@ -62,17 +66,11 @@ async fn sign_up(
 #[utoipa::path(post, path = "/api/signin", security(()), request_body = SignIn, responses(
     (status = 200, description = "Signed in: the session cookie is set", body = SessionView),
     (status = 401, description = "Wrong email or password", body = ErrorBody),
-    (status = 403, description = "Posted from another site", body = ErrorBody),
-    (status = 429, description = "Too many attempts", body = ErrorBody),
+    Refused,
 ))]
-async fn sign_in(
-    State(state): State<AppState>,
-    ClientAddress(address): ClientAddress,
-    headers: HeaderMap,
-    JsonBody(form): JsonBody<SignIn>,
-) -> Result<Response, ApiError> {
-    let user = service::authenticate(&state, Attempt { address, headers: &headers }, &form).await?;
-    start_session(&state, &user, &headers).await
+async fn sign_in(attempt: Attempt, JsonBody(form): JsonBody<SignIn>) -> Result<Response, ApiError> {
+    let user = service::authenticate(&attempt, &form).await?;
+    start_session(&attempt, &user).await
 }
 
 /// End the current session

@@ -3,17 +3,16 @@
 use askama::Template;
 use axum::Router;
 use axum::extract::{Form, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use servio_store::User;
 
-use super::service::{self, Attempt, SignIn, SignUp, create_session, expired_cookie};
+use super::service::{self, Attempt, SignIn, SignUp, expired_cookie};
 use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
-use crate::routes::pages::render;
-use crate::throttle::ClientAddress;
+use crate::routes::pages::{Layout, render};
 
 /// The account pages.
 pub fn router() -> Router<AppState> {
@@ -34,21 +33,19 @@ async fn home(user: Option<PageUser>) -> Redirect {
 #[derive(Template)]
 #[template(path = "signin.html")]
 struct SignInPage {
-    signed_in: Option<String>,
-    csrf_token: String,
+    layout: Layout,
     error: Option<String>,
 }
 
 async fn sign_in_page() -> Response {
-    render(&SignInPage { signed_in: None, csrf_token: String::new(), error: None })
+    render(&SignInPage { layout: Layout::default(), error: None })
 }
 
 /// The sign-in page again, saying why: `400` for what the user can correct, and the error's
 /// own status (with `Retry-After`) for a cross-site post, a throttled attempt or a busy server.
 fn sign_in_error(error: &ApiError) -> Response {
     error.log_if_internal();
-    let mut response =
-        render(&SignInPage { signed_in: None, csrf_token: String::new(), error: Some(error.to_string()) });
+    let mut response = render(&SignInPage { layout: Layout::default(), error: Some(error.to_string()) });
     *response.status_mut() = match error {
         ApiError::CrossSite | ApiError::TooManyRequests { .. } | ApiError::Busy | ApiError::Internal(_) => {
             error.status()
@@ -65,36 +62,26 @@ fn with_session(cookie: HeaderValue, to: &str) -> Response {
     response
 }
 
-async fn sign_in(
-    State(state): State<AppState>,
-    ClientAddress(address): ClientAddress,
-    headers: HeaderMap,
-    Form(form): Form<SignIn>,
-) -> Response {
-    let user = service::authenticate(&state, Attempt { address, headers: &headers }, &form).await;
-    into_session(&state, user, &headers).await
+async fn sign_in(attempt: Attempt, Form(form): Form<SignIn>) -> Response {
+    let user = service::authenticate(&attempt, &form).await;
+    into_session(&attempt, user).await
+}
+
+async fn sign_up(attempt: Attempt, Form(form): Form<SignUp>) -> Response {
+    let user = service::register(&attempt, &form).await;
+    into_session(&attempt, user).await
 }
 
 /// After sign-in or sign-up: a new session and off to the vault, or the form again with why.
-async fn into_session(state: &AppState, user: Result<User, ApiError>, headers: &HeaderMap) -> Response {
+async fn into_session(attempt: &Attempt, user: Result<User, ApiError>) -> Response {
     let user = match user {
         Ok(user) => user,
         Err(error) => return sign_in_error(&error),
     };
-    match create_session(state, &user, headers).await {
+    match attempt.start_session(&user).await {
         Ok((cookie, _)) => with_session(cookie, "/vault"),
         Err(error) => error.into_response(),
     }
-}
-
-async fn sign_up(
-    State(state): State<AppState>,
-    ClientAddress(address): ClientAddress,
-    headers: HeaderMap,
-    Form(form): Form<SignUp>,
-) -> Response {
-    let user = service::register(&state, Attempt { address, headers: &headers }, &form).await;
-    into_session(&state, user, &headers).await
 }
 
 /// A form with no field but its CSRF token.

@@ -3,6 +3,8 @@
 
 use std::net::IpAddr;
 
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue};
 use serde::{Deserialize, Serialize};
 use servio_store::{Session, User};
@@ -14,6 +16,7 @@ use crate::accounts::{
 };
 use crate::auth::{SESSION_COOKIE, cookie, refuse_cross_site};
 use crate::error::ApiError;
+use crate::throttle::ClientAddress;
 use crate::{AppState, now};
 
 /// How long a session lasts at most, however much it is used.
@@ -125,11 +128,7 @@ pub(crate) fn bad(field: &str, expected: &str) -> ApiError {
 /// Starts a session: a new random cookie value (so a session id planted before sign-in is never
 /// reused), stored as a hash, with its CSRF token. Returns the `Set-Cookie` value and the CSRF
 /// token.
-pub(crate) async fn create_session(
-    state: &AppState,
-    user: &User,
-    headers: &HeaderMap,
-) -> Result<(HeaderValue, String), ApiError> {
+async fn create_session(state: &AppState, user: &User, headers: &HeaderMap) -> Result<(HeaderValue, String), ApiError> {
     if let Some(old) = request_cookie(headers) {
         state.store.delete_session(&token_hash(&old)).await?;
     }
@@ -151,26 +150,44 @@ pub(crate) fn expired_cookie() -> HeaderValue {
     HeaderValue::from_static("__Host-servio_session=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0")
 }
 
-/// Who is trying to sign in or up: what the abuse checks look at.
-#[derive(Clone, Copy)]
-pub(crate) struct Attempt<'a> {
+/// Who is trying to sign in or up: the platform, and what its abuse checks look at. Taken
+/// from the request by the sign-in and sign-up handlers of the API and the pages alike.
+pub(crate) struct Attempt {
+    /// The platform.
+    pub state: AppState,
     /// The client's address, for the per-address limits.
     pub address: IpAddr,
-    /// The request's headers, for the cross-site check.
-    pub headers: &'a HeaderMap,
+    /// The request's headers, for the cross-site check and the session it may replace.
+    pub headers: HeaderMap,
 }
 
-impl Attempt<'_> {
+impl FromRequestParts<AppState> for Attempt {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Attempt, Self::Rejection> {
+        let ClientAddress(address) = ClientAddress::from_request_parts(parts, state).await?;
+        Ok(Attempt { state: state.clone(), address, headers: parts.headers.clone() })
+    }
+}
+
+impl Attempt {
     /// Refuses an attempt a browser made for another site.
-    fn refuse_cross_site(&self, state: &AppState) -> Result<(), ApiError> {
-        refuse_cross_site(&state.oauth.public_url, self.headers)
+    fn refuse_cross_site(&self) -> Result<(), ApiError> {
+        refuse_cross_site(&self.state.oauth.public_url, &self.headers)
+    }
+
+    /// A new session for `user`, replacing the one the request carried: the `Set-Cookie`
+    /// value and the session's CSRF token.
+    pub(crate) async fn start_session(&self, user: &User) -> Result<(HeaderValue, String), ApiError> {
+        create_session(&self.state, user, &self.headers).await
     }
 }
 
 /// Creates an account after checking who asks (same site, within the address's sign-up limit,
 /// so that taken addresses cannot be enumerated at speed) and then its fields.
-pub(crate) async fn register(state: &AppState, attempt: Attempt<'_>, form: &SignUp) -> Result<User, ApiError> {
-    attempt.refuse_cross_site(state)?;
+pub(crate) async fn register(attempt: &Attempt, form: &SignUp) -> Result<User, ApiError> {
+    let state = &attempt.state;
+    attempt.refuse_cross_site()?;
     state.throttle.sign_up(attempt.address)?;
     let normalized = normalize_email(&form.email).map_err(|e| bad("email", e))?;
     check_password(&form.password).map_err(|e| bad("password", e))?;
@@ -197,8 +214,9 @@ async fn find_user(state: &AppState, forms: &[String]) -> Result<Option<User>, A
 
 /// The user with these credentials; the same answer, in the same time, whichever is wrong.
 /// Checked first: same site, and within the limits of the client's address and of the account.
-pub(crate) async fn authenticate(state: &AppState, attempt: Attempt<'_>, form: &SignIn) -> Result<User, ApiError> {
-    attempt.refuse_cross_site(state)?;
+pub(crate) async fn authenticate(attempt: &Attempt, form: &SignIn) -> Result<User, ApiError> {
+    let state = &attempt.state;
+    attempt.refuse_cross_site()?;
     crate::text::require_text("email", &form.email)?;
     let normalized = normalize_email(&form.email);
     state.throttle.sign_in(attempt.address, normalized.as_deref().unwrap_or(form.email.trim()))?;

@@ -13,7 +13,7 @@ use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
 use crate::routes::accounts::service::issue_token;
-use crate::routes::pages::render;
+use crate::routes::pages::{Layout, render};
 use crate::routes::tools::service::{CallView, CatalogueToolView, call_log, catalogue, set_log_arguments};
 
 /// The page's routes.
@@ -27,8 +27,7 @@ pub fn pages() -> Router<AppState> {
 #[derive(Template)]
 #[template(path = "ai.html")]
 struct AiPage {
-    signed_in: Option<String>,
-    csrf_token: String,
+    layout: Layout,
     mcp_url: String,
     platform_url: String,
     new_token: Option<String>,
@@ -60,8 +59,7 @@ async fn render_page(state: &AppState, user: &PageUser, new_token: Option<String
     let log = call_log(state, user.user.id, 50).await?;
     let platform_url = state.oauth.public_url.trim_end_matches('/').to_owned();
     let page = AiPage {
-        signed_in: Some(user.user.email.clone()),
-        csrf_token: user.csrf_token.clone(),
+        layout: Layout::of(Some(user)),
         mcp_url: format!("{platform_url}/mcp"),
         platform_url,
         new_token,

@@ -17,7 +17,7 @@ use super::service::{Dashboard, MetricData, dashboard_data};
 use crate::AppState;
 use crate::auth::PageUser;
 use crate::error::ApiError;
-use crate::routes::pages::{render, timestamp};
+use crate::routes::pages::{Layout, render, timestamp};
 
 /// The dashboard page route.
 pub fn router() -> Router<AppState> {
@@ -62,8 +62,7 @@ struct Log {
 #[derive(Template)]
 #[template(path = "dashboard.html")]
 struct DashboardPage {
-    signed_in: Option<String>,
-    csrf_token: String,
+    layout: Layout,
     time_zone: String,
     cards: Vec<Card>,
     logs: Vec<Log>,
@@ -127,8 +126,7 @@ async fn page(State(state): State<AppState>, user: PageUser) -> Result<Response,
     let dashboard = dashboard_data(&state, &user.user).await?;
     let cards = cards(dashboard)?;
     let page = DashboardPage {
-        signed_in: Some(user.user.email.clone()),
-        csrf_token: user.csrf_token,
+        layout: Layout::of(Some(&user)),
         time_zone: user.user.time_zone.clone(),
         cards,
         logs: logs(&state, user.user.id).await?,

@@ -14,7 +14,7 @@ use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
 use crate::routes::accounts::pages::NoFields;
-use crate::routes::pages::render;
+use crate::routes::pages::{Layout, render};
 
 /// The Directory pages.
 pub fn router() -> Router<AppState> {
@@ -27,8 +27,7 @@ pub fn router() -> Router<AppState> {
 #[derive(Template)]
 #[template(path = "directory.html")]
 struct DirectoryPage {
-    signed_in: Option<String>,
-    csrf_token: String,
+    layout: Layout,
     query: String,
     results: Vec<Hit>,
     claims: Vec<ClaimView>,
@@ -59,14 +58,7 @@ async fn directory_view(
         Some(user) => service::claims(state, user.user.id).await?.claims,
         None => Vec::new(),
     };
-    let page = DirectoryPage {
-        signed_in: user.map(|u| u.user.email.clone()),
-        csrf_token: user.map(|u| u.csrf_token.clone()).unwrap_or_default(),
-        query: found.query,
-        results: found.results,
-        claims,
-        message,
-    };
+    let page = DirectoryPage { layout: Layout::of(user), query: found.query, results: found.results, claims, message };
     Ok(render(&page))
 }
 

@@ -15,15 +15,15 @@ use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
 use crate::routes::accounts::pages::NoFields;
-use crate::routes::pages::{render, timestamp};
+use crate::routes::pages::{Layout, render, timestamp};
 
 /// The vault pages.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/vault", get(vault_page).post(add))
         .route("/vault/{id}", get(site_page))
-        .route("/vault/{id}/approve", post(approve))
-        .route("/vault/{id}/refresh", post(refresh))
+        // Approve, refresh.
+        .route("/vault/{id}/{action}", post(act))
         .route("/vault/{id}/credential", post(credential))
         .route("/vault/{id}/connect", get(connect))
         .route("/oauth/callback", get(oauth_callback))
@@ -32,8 +32,7 @@ pub fn router() -> Router<AppState> {
 #[derive(Template)]
 #[template(path = "vault.html")]
 struct VaultPage {
-    signed_in: Option<String>,
-    csrf_token: String,
+    layout: Layout,
     error: Option<String>,
     report: Option<Vec<String>>,
     sites: Vec<SiteSummary>,
@@ -46,13 +45,7 @@ async fn vault_view(
     report: Option<Vec<String>>,
 ) -> Result<Response, ApiError> {
     let sites = service::list(state, user.user.id).await?.sites;
-    let page = VaultPage {
-        signed_in: Some(user.user.email.clone()),
-        csrf_token: user.csrf_token.clone(),
-        error,
-        report,
-        sites,
-    };
+    let page = VaultPage { layout: Layout::of(Some(user)), error, report, sites };
     Ok(render(&page))
 }
 
@@ -120,8 +113,7 @@ struct VersionRow {
 #[derive(Template)]
 #[template(path = "site.html")]
 struct SitePage {
-    signed_in: Option<String>,
-    csrf_token: String,
+    layout: Layout,
     site: SiteView,
     name: String,
     pending: Vec<String>,
@@ -152,8 +144,7 @@ impl SitePage {
             _ => Vec::new(),
         };
         SitePage {
-            signed_in: Some(user.user.email.clone()),
-            csrf_token: user.csrf_token.clone(),
+            layout: Layout::of(Some(user)),
             name: site.name.clone().unwrap_or_default(),
             pending,
             errors: diagnostics(&report.errors),
@@ -179,21 +170,30 @@ fn back_to_site(id: i64) -> Response {
     Redirect::to(&format!("/vault/{id}")).into_response()
 }
 
-async fn approve(
-    State(state): State<AppState>,
-    Path(id): Path<i64>,
-    posted: PageForm<NoFields>,
-) -> Result<Response, ApiError> {
-    service::approve(&state, posted.user.user.id, id).await?;
-    Ok(back_to_site(id))
+/// A button of the site page that acts on the site, then shows it again.
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum SiteAction {
+    /// Approve the manifest's pending changes.
+    Approve,
+    /// Fetch the manifest again now.
+    Refresh,
 }
 
-async fn refresh(
+async fn act(
     State(state): State<AppState>,
-    Path(id): Path<i64>,
+    Path((id, action)): Path<(i64, SiteAction)>,
     posted: PageForm<NoFields>,
 ) -> Result<Response, ApiError> {
-    service::refresh(&state, posted.user.user.id, id).await?;
+    let user_id = posted.user.user.id;
+    match action {
+        SiteAction::Approve => {
+            service::approve(&state, user_id, id).await?;
+        }
+        SiteAction::Refresh => {
+            service::refresh(&state, user_id, id).await?;
+        }
+    }
     Ok(back_to_site(id))
 }
 
