@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, anyhow};
 use serde_json::{Value, json};
 use servio_demo_site::{LocalCa, Site, SiteConfig, serve_https_on};
+use servio_manifest::period::Granularity;
 use servio_platform::{AppState, router};
 
 use crate::cli::DemoArgs;
@@ -67,18 +68,18 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
     let (email, password, api_token) = api.demo_user(&demo_file).await?;
     let site_id = api.vault_site(&api_token, &origin, &site_token).await?;
     let zone = jiff::tz::TimeZone::system().iana_name().unwrap_or("UTC").to_owned();
-    let today = jiff::Timestamp::now()
-        .to_zoned_datetime(
-            servio_manifest::period::zone(&api.time_zone(&api_token).await?).unwrap_or(jiff::tz::TimeZone::UTC),
-        )
-        .date();
-    let from = today.checked_sub(jiff::ToSpan::days(56))?;
+    // Eight weeks ending with the latest daily period already due in the user's zone (before
+    // the day's collection time that is the day before yesterday): 56 periods at any hour.
+    let user_zone = servio_manifest::period::zone(&api.time_zone(&api_token).await?).unwrap_or(jiff::tz::TimeZone::UTC);
+    let latest = servio_collector::plan::latest_due(Granularity::Day, &user_zone, jiff::Timestamp::now())?;
+    let last = latest.start_date;
+    let from = last.checked_sub(jiff::ToSpan::days(55))?;
     let collected = api
         .call(
             &api_token,
             reqwest::Method::POST,
             &format!("/api/vault/{site_id}/backfill"),
-            Some(json!({ "from": from.to_string(), "to": today.to_string() })),
+            Some(json!({ "from": from.to_string(), "to": last.to_string() })),
         )
         .await?;
     let demo = json!({ "url": url, "email": email, "password": password, "api_token": api_token });
