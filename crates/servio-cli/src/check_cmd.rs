@@ -25,7 +25,7 @@ pub struct Source {
 pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
     let options = CheckOptions { site: None, allow: allowed_codes(&args.allow)? };
     let sources = expand_sources(&args.sources);
-    let style = render::Style::detect();
+    let style = render::detect_style();
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)).max(1);
 
     // The network client is built only when a source is a site.

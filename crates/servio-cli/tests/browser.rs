@@ -136,8 +136,10 @@ async fn walk_through(database_url: Option<String>, backend: &str) {
 }
 
 /// The README's first command, seen in a browser: the demo user signs in and the dashboard has
-/// revenue and orders with a chart and a trend against the same weekday a week earlier, and the
-/// collection log.
+/// revenue and orders with a chart and a trend against the same weekday a week earlier; then
+/// every page at 1400 and 390 px, none scrolling sideways (screenshots in
+/// `target/tmp/screenshots/pages/`), money formatted, charts with axes, hover titles and the
+/// comparison line, range links, the collection status, and an HTML 404.
 #[tokio::test]
 async fn the_demo_dashboard_in_a_browser() {
     if !available() {
@@ -167,7 +169,47 @@ async fn the_demo_dashboard_in_a_browser() {
         assert!(card.contains("% against"), "a trend: {card}");
         assert!(!card.ends_with("charts=0"), "a chart: {card}");
     }
-    assert!(cards.iter().any(|line| line.starts_with("Collection log")), "{stdout}");
+
+    // Every page at a desktop's width and a phone's: none scrolls sideways.
+    let shots = screenshot("pages");
+    let _ = std::fs::remove_dir_all(&shots);
+    std::fs::create_dir_all(&shots).unwrap();
+    let (url, email, password) =
+        (demo["url"].as_str().unwrap(), demo["email"].as_str().unwrap(), demo["password"].as_str().unwrap());
+    let walked = run_script("walk-pages.mjs", &[url, email, password, shots.to_str().unwrap()]).await;
+    let visits: Vec<(&str, u32, u16, u32)> = walked
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split(' ');
+            let (path, width, status, scroll) = (words.next()?, words.next()?, words.next()?, words.next()?);
+            let scroll = scroll.strip_prefix("scrollWidth=")?;
+            Some((path, width.parse().ok()?, status.parse().ok()?, scroll.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(visits.len(), 26, "thirteen pages at two widths: {walked}");
+    for (path, width, status, scroll_width) in &visits {
+        assert!(scroll_width <= width, "{path} scrolls sideways at {width} px ({scroll_width} px wide): {walked}");
+        let missing = *path == "/no/such/page" || *path == "/vault/999999";
+        assert_eq!(*status, if missing { 404 } else { 200 }, "{path} at {width} px: {walked}");
+    }
+    let pngs =
+        std::fs::read_dir(&shots).unwrap().filter(|e| e.as_ref().unwrap().path().extension() == Some("png".as_ref()));
+    assert_eq!(pngs.count(), 27, "a screenshot of each page at each width in {}", shots.display());
+    let line = |prefix: &str| walked.lines().find_map(|l| l.strip_prefix(prefix)).unwrap_or_else(|| panic!("{walked}"));
+    assert!(line("figure: ").starts_with('$') && line("figure: ").contains('.'), "money: {walked}");
+    assert!(line("axis: ").matches('$').count() >= 3 && line("axis: ").contains("-"), "value and date axes: {walked}");
+    assert!(line("titles: ").parse::<u32>().unwrap() > 0, "hover titles: {walked}");
+    assert!(line("comparison lines: ").parse::<u32>().unwrap() > 0, "the comparison period drawn: {walked}");
+    assert_eq!(line("ranges: ").matches("days").count(), 3, "a link for each other range: {walked}");
+    assert!(line("status: ").contains("last collected") && line("status: ").contains("next run"), "{walked}");
+    assert_eq!(line("404: "), "Not found", "an HTML 404: {walked}");
+    assert_eq!(line("zone detected: "), "Asia/Tokyo", "sign-up picks the browser's zone: {walked}");
+    let check = line("check: ");
+    assert!(check.starts_with("Valid") && !check.contains("rows=0 ") && check.ends_with("scrollWidth=390"), "{walked}");
+    assert!(line("collect: ").starts_with("Collected what was due"), "{walked}");
+    assert!(line("backfill: ").contains("still to collect"), "the backfill's progress: {walked}");
+    assert!(line("backfill done: ").contains("last collected"), "{walked}");
+    assert!(line("removed: ").contains("removed from your vault"), "{walked}");
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "a real screenshot at {}", shot.display());
 }

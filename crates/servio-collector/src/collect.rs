@@ -43,6 +43,8 @@ pub struct Reading {
     pub raw: Option<String>,
     /// When the site asked to be tried again (`Retry-After`), with a transient failure.
     pub retry_at: Option<i64>,
+    /// How long the site took to answer (milliseconds, a renewal's second call included).
+    pub duration_ms: Option<f64>,
 }
 
 impl Reading {
@@ -62,11 +64,16 @@ impl Reading {
     }
 
     fn failed(reason: String, transient: bool) -> Reading {
-        Reading { outcome: CollectionOutcome::Failed { reason, transient }, raw: None, retry_at: None }
+        Reading {
+            outcome: CollectionOutcome::Failed { reason, transient },
+            raw: None,
+            retry_at: None,
+            duration_ms: None,
+        }
     }
 
     fn dropped(reason: String, raw: Option<String>) -> Reading {
-        Reading { outcome: CollectionOutcome::Dropped(reason), raw, retry_at: None }
+        Reading { outcome: CollectionOutcome::Dropped(reason), raw, retry_at: None, duration_ms: None }
     }
 }
 
@@ -190,17 +197,22 @@ impl Collector {
             async move { self.call_tool(checked, &metric.tool, args, token.as_deref()).await }
         };
         let (site, sealed) = (bearer.site, bearer.sealed);
+        let started = std::time::Instant::now();
         let sent =
             self.credentials.send_with_renewal(user.id, site, &checked.manifest, sealed, bearer.token, send).await;
+        let duration_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
         if let Retried::RenewalFailed(error) = &sent.retried {
             // The 401 stays the answer, logged as such.
             tracing::warn!(site = %site.origin, error = %error.chain(), "renewing the OAuth token failed");
         }
-        match sent.result {
+        let reading = match sent.result {
             Ok(body) => match extract(&body, &metric.value_path) {
-                Ok(found) => {
-                    Reading { outcome: CollectionOutcome::Stored(found.value), raw: Some(found.raw), retry_at: None }
-                }
+                Ok(found) => Reading {
+                    outcome: CollectionOutcome::Stored(found.value),
+                    raw: Some(found.raw),
+                    retry_at: None,
+                    duration_ms: None,
+                },
                 Err(dropped) => {
                     Reading::dropped(format!("valuePath {}: {}", metric.value_path, dropped.reason), dropped.raw)
                 }
@@ -215,7 +227,8 @@ impl Collector {
             Err(CallError::NotJson(detail)) => Reading::dropped(format!("the response is not JSON: {detail}"), None),
             Err(error @ CallError::Request(_)) => Reading::failed(error.to_string(), true),
             Err(error) => Reading::failed(error.to_string(), false),
-        }
+        };
+        Reading { duration_ms, ..reading }
     }
 
     /// Collects `metric` of `site` for `user` over `period`, logging the attempt as made `at`;

@@ -174,6 +174,60 @@ impl Collector {
     }
 }
 
+impl Collector {
+    /// Queues the due periods of one vault entry as jobs now (a site just added) rather than at
+    /// the next planning round, so the next claim of any worker collects them; returns how
+    /// many jobs are new.
+    pub async fn plan_entry(&self, user: &User, entry: &VaultEntry, now: Timestamp) -> Result<u64, Error> {
+        let Some(checked) = self.manifests.get(entry.site.id, acting_manifest(entry)) else { return Ok(0) };
+        let Some(brief) = &checked.brief else { return Ok(0) };
+        let planned = plan_entry(self, user, entry.site.id, brief, &mut Planner::new(now)).await?;
+        Ok(enqueue(self, &planned, now).await?)
+    }
+
+    /// Queues a backfill: a job, due `now`, for every period of every metric of the brief
+    /// acting for `user` at `entry` whose start date lies in `first..=last`, that is due and has
+    /// no value yet. Workers collect them as they collect scheduled periods (so a backfill never
+    /// holds a request open); returns how many jobs are new. A slot that has a job already
+    /// keeps it. [`Error::NoBrief`] when the acting manifest has no valid brief.
+    pub async fn queue_backfill(
+        &self,
+        user: &User,
+        entry: &VaultEntry,
+        (first, last): (jiff::civil::Date, jiff::civil::Date),
+        now: Timestamp,
+    ) -> Result<u64, Error> {
+        let checked = self.manifests.get(entry.site.id, acting_manifest(entry)).ok_or(Error::NoBrief)?;
+        let brief = checked.brief.as_ref().ok_or(Error::NoBrief)?;
+        let zone = servio_manifest::period::zone(&user.time_zone)
+            .map_err(|source| Error::Zone { zone: user.time_zone.clone(), source })?;
+        // A backfilled period is long past: it has from now the time any due period has.
+        let deadline = now.checked_add(DEADLINE).unwrap_or(Timestamp::MAX).as_second();
+        let mut queued = Vec::new();
+        for metric in &brief.metrics {
+            let periods = periods_between(metric.granularity, first, last, &zone).map_err(Error::Period)?;
+            for period in periods.iter().filter(|p| crate::plan::is_due(p, now)) {
+                let start = period.start.as_second();
+                if self.store.slot_settled(user.id, entry.site.id, &metric.key, start).await? {
+                    continue;
+                }
+                queued.push(DueSlot {
+                    user_id: user.id,
+                    site_id: entry.site.id,
+                    metric_key: metric.key.clone(),
+                    granularity: metric.granularity.as_str(),
+                    period_start: start,
+                    period_end: period.end.as_second(),
+                    start_date: period.start_date.to_string(),
+                    due: now.as_second(),
+                    deadline,
+                });
+            }
+        }
+        Ok(enqueue(self, &queued, now).await?)
+    }
+}
+
 /// What one job came to, owned until it is committed.
 #[derive(Debug, Clone)]
 enum Resolution {
@@ -187,6 +241,14 @@ enum Resolution {
 }
 
 impl Resolution {
+    /// How long the site took to answer, when it was asked.
+    fn duration_ms(&self) -> Option<f64> {
+        match self {
+            Resolution::Answered { answer, .. } => answer.duration_ms,
+            _ => None,
+        }
+    }
+
     fn result(&self) -> CollectionResult<'_> {
         match self {
             Resolution::Answered { answer, not_before } => answer.to_write(*not_before),
@@ -321,8 +383,10 @@ type Done = (Job, Resolution);
 /// Commits results in one transaction, each only while its job's fence is still the one it
 /// was claimed with; `now` is when their attempts are logged.
 async fn commit(collector: &Collector, done: &[Done], now: Timestamp) -> Result<Summary, StoreError> {
-    let completions: Vec<Completion> =
-        done.iter().map(|(job, resolution)| Completion { job, result: resolution.result() }).collect();
+    let completions: Vec<Completion> = done
+        .iter()
+        .map(|(job, resolution)| Completion { job, result: resolution.result(), duration_ms: resolution.duration_ms() })
+        .collect();
     let committed = collector.store.complete_jobs(&completions, now.as_second()).await?;
     let mut summary = Summary::default();
     for (completion, committed) in completions.iter().zip(committed) {

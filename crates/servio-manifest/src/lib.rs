@@ -37,6 +37,7 @@ pub mod brief;
 pub mod diagnostic;
 pub mod diff;
 mod fields;
+pub mod human;
 pub mod json;
 mod lints;
 pub mod locate;

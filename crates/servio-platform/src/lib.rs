@@ -8,8 +8,10 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod chart;
 pub mod connect;
 pub mod error;
+pub mod format;
 pub mod gateway;
 pub mod json_body;
 pub mod mcp;

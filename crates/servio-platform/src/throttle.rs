@@ -34,6 +34,8 @@ pub struct ThrottleConfig {
     pub sign_in_per_address: Quota,
     /// Sign-up attempts per client address.
     pub sign_up_per_address: Quota,
+    /// Manifests tested per user on the "test your manifest" page (each may fetch a URL).
+    pub manifest_checks_per_user: Quota,
 }
 
 /// `burst` at once, then one every `every`.
@@ -58,6 +60,8 @@ impl Default for ThrottleConfig {
             // Ten accounts, then one a minute: enough for a family behind one router, too slow
             // to enumerate taken addresses through "already taken".
             sign_up_per_address: Quota::per_minute(NonZeroU32::MIN).allow_burst(TEN),
+            // Ten checks, then ten a minute: a person editing a manifest, not a crawler.
+            manifest_checks_per_user: Quota::per_minute(TEN).allow_burst(TEN),
         }
     }
 }
@@ -137,6 +141,7 @@ pub struct Throttle {
     sign_in_by_account: Limiter<String>,
     sign_in_by_address: Limiter<ClientKey>,
     sign_up_by_address: Limiter<ClientKey>,
+    manifest_checks_by_user: Limiter<i64>,
     /// Where password hashes are computed.
     pub hashing: Hashing,
 }
@@ -154,6 +159,7 @@ impl Throttle {
             sign_in_by_account: Limiter::new(config.sign_in_per_account),
             sign_in_by_address: Limiter::new(config.sign_in_per_address),
             sign_up_by_address: Limiter::new(config.sign_up_per_address),
+            manifest_checks_by_user: Limiter::new(config.manifest_checks_per_user),
             hashing: Hashing::new(config.hashing_at_once, config.hashing_queue),
         }
     }
@@ -166,6 +172,18 @@ impl Throttle {
         self.sign_in_by_account.check(&email.to_owned())
     }
 
+    /// Counts a check of the current password of the signed-in account `email` (a password
+    /// change, an account deletion) against the account's sign-in limit: a stolen session
+    /// guesses the password no faster than the sign-in form lets anyone.
+    pub fn password_check(&self, email: &str) -> Result<(), ApiError> {
+        self.sign_in_by_account.check(&email.to_owned())
+    }
+
+    /// Counts a manifest tested by the user `user_id`.
+    pub fn manifest_check(&self, user_id: i64) -> Result<(), ApiError> {
+        self.manifest_checks_by_user.check(&user_id)
+    }
+
     /// Counts a sign-up attempt from `client`.
     pub fn sign_up(&self, client: IpAddr) -> Result<(), ApiError> {
         self.sign_up_by_address.check(&ClientKey::of(client))
@@ -176,7 +194,11 @@ impl Throttle {
         self.sign_in_by_account.forget_stale();
         self.sign_in_by_address.forget_stale();
         self.sign_up_by_address.forget_stale();
-        self.sign_in_by_account.len() + self.sign_in_by_address.len() + self.sign_up_by_address.len()
+        self.manifest_checks_by_user.forget_stale();
+        self.sign_in_by_account.len()
+            + self.sign_in_by_address.len()
+            + self.sign_up_by_address.len()
+            + self.manifest_checks_by_user.len()
     }
 }
 

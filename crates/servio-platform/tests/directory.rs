@@ -53,3 +53,64 @@ async fn claim_verify_search_and_suspend() {
         assert_eq!(gone["results"], json!([]), "{name}: suspended");
     }
 }
+
+/// The owner of a verified listing sees how collections from their site went across its users,
+/// and only once five users stand behind a figure; nobody else sees it, nor the owner of a
+/// claim not verified.
+#[tokio::test]
+async fn the_owner_sees_collection_health_once_five_users_stand_behind_it() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let demo = common::demo_site(&ca, "t").await;
+    let (origin, site) = (demo.origin.clone(), &demo.site);
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let owner = server.sign_up(&format!("health-owner-{name}@example.com")).await;
+        let (_, claim, _) =
+            server.send(&owner, Method::POST, "/api/directory/claims", Some(json!({ "url": origin }))).await;
+        let health = format!("/api/directory/claims/{}/health", claim["id"]);
+        let (status, _, _) = server.send(&owner, Method::GET, &health, None).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: not verified yet");
+        site.set_verification(claim["token"].as_str());
+        let verify = format!("/api/directory/claims/{}/verify", claim["id"]);
+        assert_eq!(server.send(&owner, Method::POST, &verify, None).await.0, StatusCode::OK, "{name}");
+
+        let mut users = Vec::new();
+        for i in 1..=5 {
+            let user = server.sign_up(&format!("health-user-{i}-{name}@example.com")).await;
+            let added = json!({ "url": origin, "token": "t" });
+            assert_eq!(server.send(&user, Method::POST, "/api/vault", Some(added)).await.0, StatusCode::CREATED);
+            let config = servio_collector::WorkerConfig { drain: true, ..servio_collector::WorkerConfig::new("h") };
+            let (_keep, stop) = tokio::sync::watch::channel(false);
+            server.state.collector.clone().run(config, stop).await;
+            users.push(user);
+
+            let (status, figures, _) = server.send(&owner, Method::GET, &health, None).await;
+            assert_eq!(status, StatusCode::OK, "{name}: {figures}");
+            let revenue = &figures["metrics"][0];
+            assert_eq!(revenue["key"], "sales.revenue.daily", "{name}: the brief's first metric");
+            if i < 5 {
+                assert_eq!(revenue["outcomes"], json!([]), "{name}: {i} users are too few: {figures}");
+                assert!(revenue["latency"].is_null(), "{name}: {figures}");
+            } else {
+                assert_eq!(revenue["outcomes"], json!([{ "outcome": "stored", "attempts": 5, "users": 5 }]), "{name}");
+                let latency = &revenue["latency"];
+                assert!(latency["calls"] == 5 && latency["p95_ms"].as_f64().unwrap() > 0.0, "{name}: {figures}");
+            }
+        }
+
+        // The page says the same, in words; another user, and another window, are refused.
+        let cookie = owner.cookie.clone().unwrap();
+        let page_path = format!("{}/directory/claims/{}/health?days=28", server.base, claim["id"]);
+        let page = common::request(&http, "GET", &page_path, Some(&cookie), &[]).await;
+        assert!(
+            page.html.contains("Your tool answered in") && page.html.contains("<td>stored</td><td>5</td>"),
+            "{name}"
+        );
+        assert!(!page.html.contains("health-user-"), "{name}: never who");
+        let (status, _, _) = server.send(&users[0], Method::GET, &health, None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{name}: not their claim");
+        let (status, _, _) = server.send(&owner, Method::GET, &format!("{health}?days=30"), None).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}");
+        site.set_verification(None);
+    }
+}

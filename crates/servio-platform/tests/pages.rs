@@ -73,6 +73,7 @@ async fn sign_up_add_the_demo_site_and_see_its_page() {
         .await;
         assert_eq!(claimed.status, StatusCode::SEE_OTHER, "{name}: {}", claimed.html);
         let mine = request(&http, "GET", &url("/directory"), Some(&cookie), &[]).await;
+        assert!(mine.html.contains("Pending: add the token, then verify"), "{name}: the claim's state");
         let at = mine.html.find("wmcp_verify_").expect("the token is shown");
         let verification = mine.html[at..at + 44].to_owned();
         let action =
@@ -87,9 +88,36 @@ async fn sign_up_add_the_demo_site_and_see_its_page() {
         )
         .await;
         assert!(verified.html.contains("Verified: the site is listed."), "{name}");
+        assert!(verified.html.contains("class=\"notice\""), "{name}: a success is said as one");
+        assert!(
+            verified.html.contains("Verified: listed</td>") && !verified.html.contains(">Verify</button>"),
+            "{name}"
+        );
         let found = request(&http, "GET", &url("/directory?q=sales"), None, &[]).await;
         assert!(found.html.contains(&origin) && found.html.contains("shop.getSalesSummary"), "{name}");
+        assert!(!found.html.contains("Add to my vault"), "{name}: not offered to nobody");
+        let mine = request(&http, "GET", &url("/directory?q=sales"), Some(&cookie), &[]).await;
+        assert!(mine.html.contains("In your vault.") && !mine.html.contains("Add to my vault"), "{name}");
+
+        // Another user adds it from the Directory with one button.
+        let form = [("email", "reader@example.com"), ("password", "a long enough password"), ("time_zone", "UTC")];
+        let reader = request(&http, "POST", &url("/signup"), None, &form).await.cookie.unwrap();
+        let results = request(&http, "GET", &url("/directory?q=sales"), Some(&reader), &[]).await;
+        assert!(results.html.contains(">Add to my vault</button>"), "{name}");
+        let reader_token = csrf(&results.html);
+        let added =
+            request(&http, "POST", &url("/vault"), Some(&reader), &[("csrf_token", &reader_token), ("url", &origin)])
+                .await;
+        assert!(added.location.as_deref().is_some_and(|to| to.starts_with("/vault/")), "{name}: {}", added.html);
+
+        // The token leaves the manifest: the next refresh suspends the listing, and the claim says why.
         site.set_verification(None);
+        let site_id: i64 = site_path.trim_start_matches("/vault/").parse().unwrap();
+        request(&http, "POST", &url(&format!("/vault/{site_id}/refresh")), Some(&cookie), &[("csrf_token", &token)])
+            .await;
+        let mine = request(&http, "GET", &url("/directory"), Some(&cookie), &[]).await;
+        assert!(mine.html.contains("Suspended: the verification token is no longer in the manifest"), "{name}");
+        assert!(mine.html.contains(">Verify again</button>"), "{name}");
     }
 }
 
@@ -153,7 +181,7 @@ async fn what_a_manifest_says_is_escaped() {
     assert_eq!(html.matches("<h2>Revenue</h2>").count(), 1, "one slot: {html}");
     assert!(html.contains("2 sites") && html.contains("<strong>25 &#60;b&#62;USD&#60;/b&#62; · "), "the total: {html}");
     assert_eq!(html.matches("<h3>&#60;script&#62;alert(1)&#60;/script&#62;</h3>").count(), 2, "both sites: {html}");
-    assert_eq!(html.matches("12.50 <span").count(), 2, "each site's value: {html}");
+    assert_eq!(html.matches("12.5 &#60;b&#62;USD&#60;/b&#62; <span").count(), 2, "each site's value: {html}");
     assert!(!html.contains("<script>alert(1)") && !html.contains("<b>USD"), "no markup from the manifests: {html}");
 }
 

@@ -19,7 +19,9 @@ fn body_for(path: &str) -> Option<Value> {
         "/api/tokens" => json!({ "name": "walk" }),
         "/api/vault" | "/api/directory/claims" => json!({ "url": "https://localhost:1" }),
         p if p.ends_with("/credential") => json!({ "token": "x" }),
-        p if p.ends_with("/backfill") => json!({ "from": "2026-08-01", "to": "2026-08-02" }),
+        p if p.ends_with("/backfill") || p.ends_with("/jobs") => json!({ "from": "2026-08-01", "to": "2026-08-02" }),
+        "/api/me/password" => json!({ "current_password": "wrong", "new_password": "a long new password" }),
+        "/api/me" => json!({ "current_password": "wrong" }),
         _ => json!({}),
     })
 }
@@ -141,7 +143,10 @@ fn api_paths_in_source() -> Vec<String> {
             let text = std::fs::read_to_string(&path).unwrap();
             for piece in text.split("\"/api/").skip(1) {
                 let rest = piece.split('"').next().unwrap_or_default();
-                paths.push(format!("/api/{rest}"));
+                // "/api/" alone is the prefix (the fallback tells API paths from pages by it).
+                if !rest.is_empty() {
+                    paths.push(format!("/api/{rest}"));
+                }
             }
         }
     }
@@ -178,6 +183,9 @@ async fn every_page_is_guarded() {
                     ("email", "e@x.io"),
                     ("password", "p"),
                     ("time_zone", "UTC"),
+                    ("days", "7"),
+                    ("current_password", "wrong"),
+                    ("new_password", "a long new password"),
                 ];
                 if let Some(csrf) = csrf {
                     form.push(("csrf_token", csrf));

@@ -84,6 +84,8 @@ pub struct Completion<'a> {
     pub job: &'a Job,
     /// What to write.
     pub result: CollectionResult<'a>,
+    /// How long the site took to answer the call (milliseconds), when a call was made.
+    pub duration_ms: Option<f64>,
 }
 
 /// Where a job stands (stored as its lowercase name, the same text as before it was typed).

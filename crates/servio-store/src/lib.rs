@@ -26,6 +26,7 @@ macro_rules! found_columns {
 
 mod collection;
 mod error;
+mod health;
 mod jobs;
 mod migrations;
 mod postgres;
@@ -38,6 +39,7 @@ use async_trait::async_trait;
 
 pub use collection::{AttemptOutcome, Attempted, CollectionResult, UnknownName};
 pub use error::{ErrorKind, StoreError};
+pub use health::{Latency, OutcomeCount, ReasonCount, SiteHealth};
 pub use jobs::{Completion, Job, JobClaim, JobCounts, JobState, NewJob};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -68,6 +70,20 @@ pub struct Session {
     pub expires_at: i64,
     /// How long it may go unused before it ends (the idle limit), in seconds.
     pub idle_seconds: i64,
+}
+
+/// A session as its user sees it in a list: when it began and was last used, and whether it
+/// is the one asking.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct SessionInfo {
+    /// When it began (Unix seconds).
+    pub created_at: i64,
+    /// When it was last used, to the hour ([`SESSION_USE_PRECISION`]).
+    pub last_used_at: i64,
+    /// When it ends at the latest.
+    pub expires_at: i64,
+    /// Whether it is the session whose hash was given.
+    pub current: bool,
 }
 
 /// A personal API token; the token itself is shown once and stored only as a hash.
@@ -230,6 +246,8 @@ pub struct Attempt {
     pub reason: Option<String>,
     /// The raw value found, when there was one.
     pub raw: Option<String>,
+    /// When a transient failure is tried again (Unix seconds), if it is.
+    pub retry_at: Option<i64>,
 }
 
 /// The transient failures of one slot so far, for backoff.
@@ -326,6 +344,17 @@ pub trait Store: Send + Sync {
     async fn session(&self, token_hash: &str, now: i64) -> Result<Option<Session>, StoreError>;
     /// Ends a session.
     async fn delete_session(&self, token_hash: &str) -> Result<(), StoreError>;
+    /// The user's live sessions, newest first; `current` marks the one hashed as `current`.
+    async fn sessions(&self, user_id: i64, current: &str, now: i64) -> Result<Vec<SessionInfo>, StoreError>;
+    /// Ends every session of the user but the one hashed as `keep` (none with `""`): "sign out
+    /// everywhere". Returns how many ended.
+    async fn delete_sessions(&self, user_id: i64, keep: &str) -> Result<u64, StoreError>;
+    /// Replaces the user's password hash.
+    async fn set_password_hash(&self, user_id: i64, password_hash: &str) -> Result<(), StoreError>;
+    /// Deletes the user and, by cascade, everything that is theirs: sessions, API tokens, vault
+    /// entries with their credentials, values, attempts, jobs, calls, claims and listings.
+    /// False when there was no such user.
+    async fn delete_user(&self, user_id: i64) -> Result<bool, StoreError>;
     /// Deletes up to `limit` sessions that have expired or idled out; returns how many. Small
     /// batches keep each statement short next to the requests using the table.
     async fn purge_sessions(&self, now: i64, limit: i64) -> Result<u64, StoreError>;
@@ -368,7 +397,8 @@ pub trait Store: Send + Sync {
     async fn vault_entry(&self, user_id: i64, site_id: i64) -> Result<Option<VaultEntry>, StoreError>;
     /// Sets (or clears) the encrypted credential of a vault entry; false when there is none.
     async fn set_credential(&self, user_id: i64, site_id: i64, credential: Option<&[u8]>) -> Result<bool, StoreError>;
-    /// Takes a site out of a user's vault; false when it was not there.
+    /// Takes a site out of a user's vault, with what was collected for them from it (values,
+    /// attempts, jobs); false when it was not there.
     async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError>;
     /// Approves, for this user, the site's current manifest; false when not in their vault.
     async fn approve(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError>;
@@ -390,6 +420,8 @@ pub trait Store: Send + Sync {
     async fn mark_stale(&self, site_id: i64, error: &str) -> Result<(), StoreError>;
     /// Records that a refresh found the manifest unchanged.
     async fn touch_site(&self, site_id: i64, now: i64) -> Result<(), StoreError>;
+    /// A site by its id, whoever has it (the Directory's owner pages).
+    async fn site(&self, id: i64) -> Result<Option<SiteRecord>, StoreError>;
     /// Sites last fetched before `before`, oldest first, at most `limit`.
     async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>, StoreError>;
 
@@ -403,6 +435,8 @@ pub trait Store: Send + Sync {
     async fn save_listing(&self, listing: &Listing) -> Result<(), StoreError>;
     /// The listing of a site.
     async fn listing(&self, site_id: i64) -> Result<Option<Listing>, StoreError>;
+    /// The listing a claim verified, if any (listed, or suspended with the reason).
+    async fn claim_listing(&self, claim_id: i64) -> Result<Option<Listing>, StoreError>;
     /// Listed sites matching `query` (full-text, every word), best first; all listed sites
     /// when the query has no words.
     async fn search(&self, query: &str, limit: i64) -> Result<Vec<Found>, StoreError>;
@@ -423,6 +457,9 @@ pub trait Store: Send + Sync {
         metric_key: &str,
         since: i64,
     ) -> Result<Vec<StoredValue>, StoreError>;
+    /// How collections from `site_id` ended since `since`, across its users (see the `health`
+    /// module): only the figures at least `min_users` distinct users stand behind.
+    async fn site_health(&self, site_id: i64, since: i64, min_users: i64) -> Result<SiteHealth, StoreError>;
     /// The latest attempts for a user's site, newest first.
     async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError>;
     /// Every vault entry of every user, as (user, entry), for the collector.
@@ -475,6 +512,9 @@ pub trait Store: Send + Sync {
     async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>, StoreError>;
     /// How many jobs are in each state.
     async fn job_counts(&self) -> Result<JobCounts, StoreError>;
+    /// How many jobs of one vault entry are still to do (due, leased, or waiting to retry):
+    /// the progress of a backfill or of the first collection of a new site.
+    async fn pending_jobs(&self, user_id: i64, site_id: i64) -> Result<i64, StoreError>;
 }
 
 /// How precisely (seconds) the last use of an API token is kept.

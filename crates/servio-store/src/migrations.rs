@@ -26,6 +26,7 @@ const TEMPLATES: &[(i64, &str, &str)] = &[
     (8, "gateway", include_str!("../migrations/0008_gateway.sql")),
     (9, "session idle", include_str!("../migrations/0009_session_idle.sql")),
     (10, "oauth attempts", include_str!("../migrations/0010_oauth_attempts.sql")),
+    (11, "attempt duration", include_str!("../migrations/0011_attempt_duration.sql")),
 ];
 
 /// A backend's spelling of the template words.

@@ -141,8 +141,9 @@ pub(crate) async fn complete_jobs(
     let matched: Vec<(i64, i64)> = sqlx::query_as(
         "WITH c AS (
              SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[], $5::DOUBLE PRECISION[],
-                                  $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::BIGINT[])
-                 WITH ORDINALITY AS c(id, fence, state, not_before, value, outcome, reason, raw, retry_at, n)
+                                  $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::BIGINT[], $11::DOUBLE PRECISION[])
+                 WITH ORDINALITY AS c(id, fence, state, not_before, value, outcome, reason, raw, retry_at,
+                                      duration_ms, n)
          ),
          done AS (
              UPDATE jobs AS j SET state = c.state, not_before = COALESCE(c.not_before, j.not_before),
@@ -163,9 +164,9 @@ pub(crate) async fn complete_jobs(
          ),
          logged AS (
              INSERT INTO collection_attempts (user_id, site_id, metric_key, period_start, start_date,
-                                              attempted_at, outcome, reason, raw, retry_at)
+                                              attempted_at, outcome, reason, raw, retry_at, duration_ms)
              SELECT d.user_id, d.site_id, d.metric_key, d.period_start, d.start_date, $10, c.outcome,
-                    c.reason, c.raw, c.retry_at
+                    c.reason, c.raw, c.retry_at, c.duration_ms
              FROM done d JOIN c ON (c.id, c.fence) = (d.id, d.fence) WHERE c.outcome IS NOT NULL ORDER BY c.n
          )
          SELECT id, fence FROM done",
@@ -180,6 +181,7 @@ pub(crate) async fn complete_jobs(
     .bind(attempts.iter().map(|a| a.and_then(|a| a.raw)).collect::<Vec<Option<&str>>>())
     .bind(attempts.iter().map(|a| a.and_then(|a| a.retry_at)).collect::<Vec<Option<i64>>>())
     .bind(now)
+    .bind(completions.iter().map(|c| c.duration_ms).collect::<Vec<Option<f64>>>())
     .fetch_all(pool)
     .await?;
     // By job and fence: a job claimed again by the same worker may be in a batch twice.

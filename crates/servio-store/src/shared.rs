@@ -13,8 +13,8 @@
 use crate::{ApiToken, PgStore, SqliteStore, postgres, sqlite};
 use crate::{
     Attempt, Claim, CollectionResult, Completion, FetchedManifest, Found, Job, JobClaim, JobCounts,
-    LAST_USED_PRECISION, Listing, NewJob, OAuthAttempt, Retries, SESSION_USE_PRECISION, Sealer, Session, SiteRecord,
-    Slot, Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, error::conflict,
+    LAST_USED_PRECISION, Listing, NewJob, OAuthAttempt, Retries, SESSION_USE_PRECISION, Sealer, Session, SessionInfo,
+    SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, error::conflict,
 };
 
 /// A session with the last use the store checks its idle limit against.
@@ -81,8 +81,9 @@ const STORE_VALUE: &str = "INSERT INTO metric_values
 /// Logs one attempt. Binds: user, site, metric key, period start, start date, attempted at,
 /// outcome, reason, raw, retry at.
 const LOG_ATTEMPT: &str = "INSERT INTO collection_attempts
-         (user_id, site_id, metric_key, period_start, start_date, attempted_at, outcome, reason, raw, retry_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+         (user_id, site_id, metric_key, period_start, start_date, attempted_at, outcome, reason, raw, retry_at,
+          duration_ms)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
 /// Every listed site, by name: a search with no words. Binds: limit.
 const ALL_LISTED: &str = concat!(
@@ -187,6 +188,7 @@ macro_rules! shared_store {
                 conn: &mut <$db as sqlx::Database>::Connection,
                 slot: &Slot<'_>,
                 result: &CollectionResult<'_>,
+                duration_ms: Option<f64>,
                 now: i64,
             ) -> Result<(), StoreError> {
                 if let Some((value, raw)) = result.value() {
@@ -196,7 +198,7 @@ macro_rules! shared_store {
                 bind!(
                     sqlx::query(LOG_ATTEMPT),
                     slot.user_id, slot.site_id, slot.metric_key, slot.period_start, slot.start_date, now,
-                    attempt.outcome.as_str(), attempt.reason, attempt.raw, attempt.retry_at
+                    attempt.outcome.as_str(), attempt.reason, attempt.raw, attempt.retry_at, duration_ms
                 )
                 .execute(&mut *conn)
                 .await?;
@@ -276,6 +278,46 @@ macro_rules! shared_store {
             async fn delete_session(&self, token_hash: &str) -> Result<(), StoreError> {
                 sqlx::query("DELETE FROM sessions WHERE token_hash = $1").bind(token_hash).execute(&self.pool).await?;
                 Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn sessions(&self, user_id: i64, current: &str, now: i64) -> Result<Vec<SessionInfo>, StoreError> {
+                let sessions = bind!(
+                    sqlx::query_as(
+                        "SELECT created_at, last_used_at, expires_at, token_hash = $2 AS current FROM sessions
+                         WHERE user_id = $1 AND expires_at > $3 AND last_used_at + idle_seconds > $3
+                         ORDER BY created_at DESC",
+                    ),
+                    user_id, current, now
+                )
+                .fetch_all(&self.pool)
+                .await?;
+                Ok(sessions)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn delete_sessions(&self, user_id: i64, keep: &str) -> Result<u64, StoreError> {
+                let done = bind!(
+                    sqlx::query("DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2"),
+                    user_id, keep
+                )
+                .execute(&self.pool)
+                .await?;
+                Ok(done.rows_affected())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn set_password_hash(&self, user_id: i64, password_hash: &str) -> Result<(), StoreError> {
+                bind!(sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2"), password_hash, user_id)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn delete_user(&self, user_id: i64) -> Result<bool, StoreError> {
+                let done = sqlx::query("DELETE FROM users WHERE id = $1").bind(user_id).execute(&self.pool).await?;
+                Ok(done.rows_affected() > 0)
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
@@ -411,10 +453,24 @@ macro_rules! shared_store {
 
             #[tracing::instrument(level = "debug", skip_all)]
             async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError> {
+                let mut tx = self.pool.begin().await?;
                 let done = bind!(sqlx::query("DELETE FROM vault WHERE user_id = $1 AND site_id = $2"), user_id, site_id)
-                    .execute(&self.pool)
+                    .execute(&mut *tx)
                     .await?;
-                Ok(done.rows_affected() > 0)
+                if done.rows_affected() == 0 {
+                    return Ok(false);
+                }
+                // What was collected for the user from the site goes with it (the call log
+                // stays: it is the user's record of what their AI clients did).
+                for sql in [
+                    "DELETE FROM jobs WHERE user_id = $1 AND site_id = $2",
+                    "DELETE FROM collection_attempts WHERE user_id = $1 AND site_id = $2",
+                    "DELETE FROM metric_values WHERE user_id = $1 AND site_id = $2",
+                ] {
+                    bind!(sqlx::query(sql), user_id, site_id).execute(&mut *tx).await?;
+                }
+                tx.commit().await?;
+                Ok(true)
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
@@ -512,6 +568,12 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
+            async fn site(&self, id: i64) -> Result<Option<SiteRecord>, StoreError> {
+                let sql = concat!("SELECT ", site_columns!(), " FROM sites s WHERE s.id = $1");
+                Ok(sqlx::query_as(sql).bind(id).fetch_optional(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
             async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>, StoreError> {
                 let sql = concat!(
                     "SELECT ",
@@ -568,6 +630,13 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
+            async fn claim_listing(&self, claim_id: i64) -> Result<Option<Listing>, StoreError> {
+                let sql = "SELECT site_id, claim_id, listed, suspended_reason, name, description, tools, verified_at
+                           FROM listings WHERE claim_id = $1";
+                Ok(sqlx::query_as(sql).bind(claim_id).fetch_optional(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
             async fn search(&self, query: &str, limit: i64) -> Result<Vec<Found>, StoreError> {
                 let words = crate::search_words(query);
                 let found = if words.is_empty() {
@@ -583,7 +652,7 @@ macro_rules! shared_store {
             async fn record_result(&self, slot: &Slot<'_>, result: &CollectionResult<'_>, now: i64)
                 -> Result<(), StoreError> {
                 let mut tx = self.pool.begin().await?;
-                Self::write_result_on(&mut tx, slot, result, now).await?;
+                Self::write_result_on(&mut tx, slot, result, None, now).await?;
                 tx.commit().await?;
                 Ok(())
             }
@@ -621,7 +690,7 @@ macro_rules! shared_store {
             async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError> {
                 let attempts = bind!(
                     sqlx::query_as(
-                        "SELECT metric_key, start_date, attempted_at, outcome, reason, raw FROM collection_attempts
+                        "SELECT metric_key, start_date, attempted_at, outcome, reason, raw, retry_at FROM collection_attempts
                          WHERE user_id = $1 AND site_id = $2 ORDER BY id DESC LIMIT $3",
                     ),
                     user_id, site_id, limit
@@ -629,6 +698,53 @@ macro_rules! shared_store {
                 .fetch_all(&self.pool)
                 .await?;
                 Ok(attempts)
+            }
+
+            #[tracing::instrument(level = "debug", skip(self))]
+            async fn site_health(&self, site_id: i64, since: i64, min_users: i64) -> Result<SiteHealth, StoreError> {
+                let outcomes = bind!(
+                    sqlx::query_as(
+                        "SELECT metric_key, outcome, count(*) AS attempts, count(DISTINCT user_id) AS users
+                         FROM collection_attempts WHERE site_id = $1 AND attempted_at >= $2
+                         GROUP BY metric_key, outcome HAVING count(DISTINCT user_id) >= $3
+                         ORDER BY metric_key, outcome",
+                    ),
+                    site_id, since, min_users
+                )
+                .fetch_all(&self.pool)
+                .await?;
+                let reasons = bind!(
+                    sqlx::query_as(
+                        "SELECT metric_key, reason, count(*) AS attempts, count(DISTINCT user_id) AS users
+                         FROM collection_attempts WHERE site_id = $1 AND attempted_at >= $2 AND reason IS NOT NULL
+                         GROUP BY metric_key, reason HAVING count(DISTINCT user_id) >= $3
+                         ORDER BY metric_key, attempts DESC, reason LIMIT 200",
+                    ),
+                    site_id, since, min_users
+                )
+                .fetch_all(&self.pool)
+                .await?;
+                // Nearest-rank percentiles with window functions, which both backends have: the
+                // smallest duration whose rank reaches the share of the calls.
+                let latencies = bind!(
+                    sqlx::query_as(
+                        "WITH timed AS (
+                             SELECT metric_key, user_id, duration_ms,
+                                    row_number() OVER (PARTITION BY metric_key ORDER BY duration_ms) AS rank,
+                                    count(*) OVER (PARTITION BY metric_key) AS calls
+                             FROM collection_attempts
+                             WHERE site_id = $1 AND attempted_at >= $2 AND duration_ms IS NOT NULL
+                         )
+                         SELECT metric_key, max(calls) AS calls, count(DISTINCT user_id) AS users,
+                                min(CASE WHEN rank >= 0.5 * calls THEN duration_ms END) AS p50_ms,
+                                min(CASE WHEN rank >= 0.95 * calls THEN duration_ms END) AS p95_ms
+                         FROM timed GROUP BY metric_key HAVING count(DISTINCT user_id) >= $3 ORDER BY metric_key",
+                    ),
+                    site_id, since, min_users
+                )
+                .fetch_all(&self.pool)
+                .await?;
+                Ok(SiteHealth { outcomes, reasons, latencies })
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
@@ -764,6 +880,19 @@ macro_rules! shared_store {
                 .fetch_one(&self.pool)
                 .await?;
                 Ok(JobCounts { pending, done, failed, reclaimed, max_fence })
+            }
+
+            #[tracing::instrument(level = "debug", skip(self))]
+            async fn pending_jobs(&self, user_id: i64, site_id: i64) -> Result<i64, StoreError> {
+                let pending = bind!(
+                    sqlx::query_scalar(
+                        "SELECT count(*) FROM jobs WHERE user_id = $1 AND site_id = $2 AND state = 'pending'"
+                    ),
+                    user_id, site_id
+                )
+                .fetch_one(&self.pool)
+                .await?;
+                Ok(pending)
             }
         }
     };

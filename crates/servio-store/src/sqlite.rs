@@ -198,7 +198,7 @@ pub(crate) async fn complete_jobs(
 ) -> Result<Vec<bool>, StoreError> {
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let mut committed = Vec::with_capacity(completions.len());
-    for Completion { job, result } in completions {
+    for Completion { job, result, duration_ms } in completions {
         // The fence check: a claim since ours has incremented it, and then nothing of ours
         // may be written.
         let updated = sqlx::query(
@@ -215,7 +215,7 @@ pub(crate) async fn complete_jobs(
         .await?;
         let fenced = updated.rows_affected() == 1;
         if fenced {
-            SqliteStore::write_result_on(&mut tx, &job.slot(), result, now).await?;
+            SqliteStore::write_result_on(&mut tx, &job.slot(), result, *duration_ms, now).await?;
         }
         committed.push(fenced);
     }

@@ -482,13 +482,18 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
         assert_eq!(second.len(), 1, "{name}: the lease expired");
         assert_eq!((second[0].id, second[0].fence), (first[0].id, 2), "{name}");
 
-        let stale = Completion { job: &first[0], result: CollectionResult::Stored { value: 1.0, raw: "1" } };
+        let stale =
+            Completion { job: &first[0], result: CollectionResult::Stored { value: 1.0, raw: "1" }, duration_ms: None };
         assert_eq!(store.complete_jobs(&[stale], 41).await.unwrap(), [false], "{name}: fenced out");
         assert!(store.values(user, site, "sales.revenue.daily", 0).await.unwrap().is_empty(), "{name}");
         assert!(store.attempts(user, site, 10).await.unwrap().is_empty(), "{name}: not even an attempt");
         assert_eq!(store.job_counts().await.unwrap().pending, 1, "{name}: nor the job's state");
 
-        let current = Completion { job: &second[0], result: CollectionResult::Stored { value: 2.0, raw: "\"$2\"" } };
+        let current = Completion {
+            job: &second[0],
+            result: CollectionResult::Stored { value: 2.0, raw: "\"$2\"" },
+            duration_ms: None,
+        };
         assert_eq!(store.complete_jobs(&[current], 42).await.unwrap(), [true], "{name}");
         let values = store.values(user, site, "sales.revenue.daily", 0).await.unwrap();
         assert_eq!((values.len(), values[0].value, values[0].raw.as_str()), (1, 2.0, "\"$2\""), "{name}");
@@ -513,8 +518,12 @@ async fn a_job_twice_in_one_completion_is_written_once_under_its_current_fence()
         let second = store.claim_jobs(&claim("a", 40, 30, 5)).await.unwrap();
         assert_eq!((second[0].id, second[0].fence), (first[0].id, 2), "{name}");
         let both = [
-            Completion { job: &first[0], result: CollectionResult::Stored { value: 1.0, raw: "1" } },
-            Completion { job: &second[0], result: CollectionResult::Stored { value: 2.0, raw: "2" } },
+            Completion { job: &first[0], result: CollectionResult::Stored { value: 1.0, raw: "1" }, duration_ms: None },
+            Completion {
+                job: &second[0],
+                result: CollectionResult::Stored { value: 2.0, raw: "2" },
+                duration_ms: None,
+            },
         ];
         assert_eq!(store.complete_jobs(&both, 41).await.unwrap(), [false, true], "{name}");
         let values = store.values(user, site, "sales.revenue.daily", 0).await.unwrap();
@@ -545,8 +554,11 @@ async fn retries_come_back_after_their_backoff_and_other_results_end_the_job() {
             CollectionResult::Dropped { reason: "valuePath data: null", raw: Some("null") },
             CollectionResult::Failed { reason: "the tool answered 401" },
         ];
-        let completions: Vec<Completion> =
-            claimed.iter().zip(results).map(|(job, result)| Completion { job, result }).collect();
+        let completions: Vec<Completion> = claimed
+            .iter()
+            .zip(results)
+            .map(|(job, result)| Completion { job, result, duration_ms: Some(1.0) })
+            .collect();
         assert_eq!(store.complete_jobs(&completions, 20).await.unwrap(), [true; 4], "{name}");
         assert!(store.claim_jobs(&claim("b", 299, 30, 10)).await.unwrap().is_empty(), "{name}: backing off");
         let again = store.claim_jobs(&claim("b", 300, 30, 10)).await.unwrap();
@@ -645,5 +657,146 @@ async fn a_site_is_added_with_its_credential_at_once() {
         let without = store.create_user(&format!("add-none-{name}@example.com"), "h", "UTC", 0).await.unwrap();
         store.add_site(&fetched, without.id, None, 7).await.unwrap();
         assert_eq!(store.vault_entry(without.id, record.id).await.unwrap().unwrap().credential, None, "{name}");
+    }
+}
+
+/// "Sign out everywhere" ends every session of the user but the one kept, and no one else's;
+/// the list marks the asking session and leaves out ended ones.
+#[tokio::test]
+async fn a_user_lists_their_sessions_and_ends_all_but_this_one() {
+    for Backend { name, store, .. } in backends().await {
+        let ivy = store.create_user("ivy@example.com", "h", "UTC", 0).await.unwrap();
+        let other = store.create_user("other@example.com", "h", "UTC", 0).await.unwrap();
+        let session = |user_id| Session { user_id, csrf_token: "c".into(), expires_at: 1_000, idle_seconds: 500 };
+        store.create_session("ivy-phone", &session(ivy.id), 10).await.unwrap();
+        store.create_session("ivy-laptop", &session(ivy.id), 20).await.unwrap();
+        store.create_session("other", &session(other.id), 10).await.unwrap();
+        let listed = store.sessions(ivy.id, "ivy-laptop", 100).await.unwrap();
+        assert_eq!(
+            listed.iter().map(|s| (s.created_at, s.current)).collect::<Vec<_>>(),
+            [(20, true), (10, false)],
+            "{name}"
+        );
+        assert!(store.sessions(ivy.id, "", 600).await.unwrap().is_empty(), "{name}: idled out");
+
+        assert_eq!(store.delete_sessions(ivy.id, "ivy-laptop").await.unwrap(), 1, "{name}");
+        assert!(store.session("ivy-phone", 100).await.unwrap().is_none(), "{name}");
+        assert!(store.session("ivy-laptop", 100).await.unwrap().is_some(), "{name}: kept");
+        assert!(store.session("other", 100).await.unwrap().is_some(), "{name}: not ivy's");
+        assert_eq!(store.delete_sessions(ivy.id, "").await.unwrap(), 1, "{name}: everywhere");
+        assert!(store.session("ivy-laptop", 100).await.unwrap().is_none(), "{name}");
+
+        store.set_password_hash(ivy.id, "$argon2id$new").await.unwrap();
+        assert_eq!(store.user(ivy.id).await.unwrap().unwrap().password_hash, "$argon2id$new", "{name}");
+        assert_eq!(store.user(other.id).await.unwrap().unwrap().password_hash, "h", "{name}: not another's");
+    }
+}
+
+/// Removing a site from a vault deletes what was collected for that user from it; deleting an
+/// account deletes everything of the user's and nothing of anyone else's.
+#[tokio::test]
+async fn removal_and_account_deletion_take_the_users_data_with_them() {
+    use servio_store::{CollectionResult, FetchedManifest};
+    for Backend { name, store, .. } in backends().await {
+        let fetched = FetchedManifest {
+            origin: "https://gone.example",
+            manifest_url: "https://gone.example/servio.json",
+            manifest: "{}",
+            etag: None,
+            last_modified: None,
+        };
+        let site = store.save_site(&fetched, 0).await.unwrap();
+        let mut users = Vec::new();
+        for email in ["leaving@example.com", "staying@example.com"] {
+            let user = store.create_user(email, "h", "UTC", 0).await.unwrap();
+            store.add_to_vault(user.id, site.id, 0).await.unwrap();
+            assert!(store.set_credential(user.id, site.id, Some(b"sealed")).await.unwrap(), "{name}");
+            let slot = day_slot(user.id, site.id, 1, "2026-01-02");
+            store.record_result(&slot, &CollectionResult::Stored { value: 1.0, raw: "1" }, 5).await.unwrap();
+            let job =
+                servio_store::NewJob { slot: day_slot(user.id, site.id, 2, "2026-01-03"), not_before: 0, deadline: 9 };
+            store.enqueue_jobs(&[job], 0).await.unwrap();
+            store.create_api_token(user.id, "t", &format!("hash-{email}"), 0).await.unwrap();
+            users.push(user);
+        }
+        let (leaving, staying) = (&users[0], &users[1]);
+        let collected = |user_id| {
+            let store = &store;
+            async move {
+                let values = store.values(user_id, site.id, "sales.revenue.daily", 0).await.unwrap().len();
+                let attempts = store.attempts(user_id, site.id, 10).await.unwrap().len();
+                let jobs = store.pending_jobs(user_id, site.id).await.unwrap();
+                (values, attempts, jobs)
+            }
+        };
+        assert_eq!(collected(leaving.id).await, (1, 1, 1), "{name}");
+
+        assert!(store.remove_from_vault(leaving.id, site.id).await.unwrap(), "{name}");
+        assert_eq!(collected(leaving.id).await, (0, 0, 0), "{name}: removed with the site");
+        assert_eq!(collected(staying.id).await, (1, 1, 1), "{name}: another user's stay");
+        assert!(!store.remove_from_vault(leaving.id, site.id).await.unwrap(), "{name}: twice");
+
+        assert!(store.delete_user(staying.id).await.unwrap(), "{name}");
+        assert!(store.user(staying.id).await.unwrap().is_none(), "{name}");
+        assert_eq!(collected(staying.id).await, (0, 0, 0), "{name}: deleted with the account");
+        assert!(store.vault_entry(staying.id, site.id).await.unwrap().is_none(), "{name}: credential gone");
+        assert!(store.user_by_api_token("hash-staying@example.com", 0).await.unwrap().is_none(), "{name}");
+        assert!(store.user(leaving.id).await.unwrap().is_some(), "{name}: another account stays");
+        assert!(!store.delete_user(staying.id).await.unwrap(), "{name}: twice");
+    }
+}
+
+/// The owner's health page: how collections from a site ended across its users, with the
+/// reasons and the call durations; a figure fewer than `min_users` users stand behind is left
+/// out, however many attempts it counts; another site's attempts and older ones never count.
+#[tokio::test]
+async fn site_health_counts_across_users_and_hides_what_few_stand_behind() {
+    use servio_store::{AttemptOutcome, CollectionResult, JobClaim, NewJob};
+    for Backend { name, store, .. } in backends().await {
+        let (_, site) = job_owner(&*store, &format!("health-owner-{name}@example.com")).await;
+        let (_, other_site) = job_owner(&*store, &format!("health-other-{name}@example.com")).await;
+        // Writes one attempt for `user` at `at` through a job, as workers do, with a duration.
+        let attempt = |user_id: i64, site_id: i64, day: i64, result: CollectionResult<'static>, ms: f64, at: i64| {
+            let store = &store;
+            async move {
+                let slot = day_slot(user_id, site_id, day, "2026-01-02");
+                store.enqueue_jobs(&[NewJob { slot, not_before: 0, deadline: i64::MAX }], 0).await.unwrap();
+                let claim =
+                    JobClaim { owner: "w", now: at, lease_until: at + 60, limit: 1, only: Some((user_id, site_id)) };
+                let jobs = store.claim_jobs(&claim).await.unwrap();
+                let done = [servio_store::Completion { job: &jobs[0], result, duration_ms: Some(ms) }];
+                assert_eq!(store.complete_jobs(&done, at).await.unwrap(), [true]);
+            }
+        };
+        let not_a_number =
+            CollectionResult::Dropped { reason: "valuePath total: \"no sales\" is not a number", raw: None };
+        for i in 0..6 {
+            let user = store.create_user(&format!("health-{i}-{name}@example.com"), "h", "UTC", 0).await.unwrap();
+            // Six users stored a value, in 10 to 60 ms; five of them also had one dropped.
+            attempt(user.id, site, 1, CollectionResult::Stored { value: 1.0, raw: "1" }, 10.0 * (i + 1) as f64, 1_000)
+                .await;
+            if i < 5 {
+                attempt(user.id, site, 2, not_a_number.clone(), 5.0, 1_000).await;
+            }
+            // One user only failed: too few to show.
+            if i == 5 {
+                attempt(user.id, site, 3, CollectionResult::Failed { reason: "the tool answered 404" }, 5.0, 1_000)
+                    .await;
+            }
+            // Before the window, and on another site: not counted.
+            attempt(user.id, site, 4, CollectionResult::Failed { reason: "old" }, 5.0, 10).await;
+            attempt(user.id, other_site, 1, CollectionResult::Failed { reason: "elsewhere" }, 5.0, 1_000).await;
+        }
+        let health = store.site_health(site, 500, 5).await.unwrap();
+        let outcomes: Vec<_> = health.outcomes.iter().map(|o| (o.outcome, o.attempts, o.users)).collect();
+        assert_eq!(outcomes, [(AttemptOutcome::Dropped, 5, 5), (AttemptOutcome::Stored, 6, 6)], "{name}");
+        let reasons: Vec<_> = health.reasons.iter().map(|r| (r.reason.as_str(), r.attempts)).collect();
+        assert_eq!(reasons, [("valuePath total: \"no sales\" is not a number", 5)], "{name}: not the 404 nor 'old'");
+        assert_eq!(health.latencies.len(), 1, "{name}");
+        let latency = &health.latencies[0];
+        // Twelve timed calls: six of 5 ms, then 10 to 60 ms; nearest ranks 6 (50%) and 12 (95%).
+        assert_eq!((latency.calls, latency.users, latency.p50_ms, latency.p95_ms), (12, 6, 5.0, 60.0), "{name}");
+        // With a threshold of 7, nothing at all.
+        assert_eq!(store.site_health(site, 500, 7).await.unwrap(), servio_store::SiteHealth::default(), "{name}");
     }
 }

@@ -1,25 +1,17 @@
-//! Rendering reports: for people (`human`), for programs (`json`) and for code review tools
+//! Rendering reports: for people (`human`, from `servio_manifest`), for programs (`json`) and for code review tools
 //! (`sarif`). All three read the same [`servio_manifest::Report`].
 
 use std::io::IsTerminal;
 
-pub mod human;
 pub mod json;
 pub mod sarif;
 
-/// Whether to use colour.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
-    /// ANSI colours.
-    Color,
-    /// Plain text.
-    Plain,
-}
+/// The human rendering lives with the manifest crate: the platform's "test your manifest" page
+/// shows the same text.
+pub use servio_manifest::human::{self, Style};
 
-impl Style {
-    /// Colour only on a terminal, and never when `NO_COLOR` is set to anything non-empty.
-    pub fn detect() -> Style {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        if !no_color && std::io::stdout().is_terminal() { Style::Color } else { Style::Plain }
-    }
+/// Colour only on a terminal, and never when `NO_COLOR` is set to anything non-empty.
+pub fn detect_style() -> Style {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    if !no_color && std::io::stdout().is_terminal() { Style::Color } else { Style::Plain }
 }

@@ -14,7 +14,7 @@ try {
   const signup = page.locator('form[action="/signup"]');
   await signup.locator('input[name=email]').fill(`browser-${Date.now()}@example.com`);
   await signup.locator('input[name=password]').fill('a long enough password');
-  await signup.locator('input[name=time_zone]').fill('Pacific/Auckland');
+  await signup.locator('select[name=time_zone]').selectOption('Pacific/Auckland');
   await Promise.all([page.waitForURL('**/vault'), signup.locator('button').click()]);
 
   const add = page.locator('form[action="/vault"]');

@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod ai;
+pub mod check;
 pub mod dashboard;
 pub mod directory;
 pub mod openapi;
@@ -29,12 +30,14 @@ pub fn api() -> OpenApiRouter<AppState> {
 
 /// Every web page, with the headers every page carries.
 pub fn pages() -> Router<AppState> {
-    pages::with_page_headers(
-        Router::new()
-            .merge(accounts::pages())
-            .merge(vault::pages())
-            .merge(dashboard::pages())
-            .merge(directory::pages())
-            .merge(ai::pages()),
-    )
+    let pages = Router::new()
+        .merge(accounts::pages())
+        .merge(vault::pages())
+        .merge(dashboard::pages())
+        .merge(directory::pages())
+        .merge(ai::pages())
+        .merge(check::pages())
+        .fallback(pages::not_found)
+        .layer(axum::middleware::map_response(pages::html_errors));
+    pages::with_page_headers(pages)
 }

@@ -10,7 +10,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::service::{
-    self, Attempt, IssuedToken, NewToken, SessionView, SignIn, SignUp, TimeZone, TokenList, expired_cookie,
+    self, Attempt, CurrentPassword, IssuedToken, NewToken, PasswordChange, SessionItem, SessionView, SignIn, SignUp,
+    TimeZone, TokenList, expired_cookie,
 };
 use crate::AppState;
 use crate::auth::{Api, Caller, Via};
@@ -23,7 +24,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(sign_up))
         .routes(routes!(sign_in))
         .routes(routes!(sign_out))
-        .routes(routes!(me))
+        .routes(routes!(me, delete_account))
+        .routes(routes!(change_password))
+        .routes(routes!(list_sessions, sign_out_everywhere))
         .routes(routes!(set_time_zone))
         .routes(routes!(list_tokens, create_token))
         .routes(routes!(delete_token))
@@ -123,4 +126,50 @@ async fn create_token(api: Api, JsonBody(form): JsonBody<NewToken>) -> Result<Re
 #[utoipa::path(delete, path = "/api/tokens/{id}", responses((status = 204, description = "Deleted")))]
 async fn delete_token(api: Api, Path(id): Path<i64>) -> Result<StatusCode, ApiError> {
     service::delete_token(&api.state, api.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
+}
+
+/// The hash of the session asking, if a session asks ("" for an API token).
+fn session_hash(via: &Via) -> &str {
+    match via {
+        Via::Session { token_hash, .. } => token_hash,
+        Via::ApiToken => "",
+    }
+}
+
+/// Change the password; the current one is required, and every other session ends
+#[utoipa::path(put, path = "/api/me/password", request_body = PasswordChange, responses(
+    (status = 204, description = "Changed; other sessions ended"),
+    (status = 400, description = "The current password is wrong, or the new one too short", body = ErrorBody),
+    (status = 429, description = "Too many wrong passwords for this account", body = ErrorBody),
+))]
+async fn change_password(api: Api, JsonBody(form): JsonBody<PasswordChange>) -> Result<StatusCode, ApiError> {
+    service::change_password(&api.state, &api.user, session_hash(&api.via), &form).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Delete the account and everything of it (vault, credentials, values, tokens, sessions)
+#[utoipa::path(delete, path = "/api/me", request_body = CurrentPassword, responses(
+    (status = 204, description = "Deleted"),
+    (status = 400, description = "The current password is wrong", body = ErrorBody),
+))]
+async fn delete_account(api: Api, JsonBody(form): JsonBody<CurrentPassword>) -> Result<Response, ApiError> {
+    service::delete_account(&api.state, &api.user, &form).await?;
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response.headers_mut().insert(header::SET_COOKIE, expired_cookie());
+    Ok(response)
+}
+
+/// The user's live sessions, newest first
+#[utoipa::path(get, path = "/api/sessions", responses((status = 200, description = "The sessions", body = Vec<SessionItem>)))]
+async fn list_sessions(api: Api) -> Result<Json<Vec<SessionItem>>, ApiError> {
+    service::sessions(&api.state, api.user.id, session_hash(&api.via)).await.map(Json)
+}
+
+/// Sign out everywhere: every session of the user ends, this one included
+#[utoipa::path(delete, path = "/api/sessions", responses((status = 204, description = "Every session ended")))]
+async fn sign_out_everywhere(api: Api) -> Result<Response, ApiError> {
+    service::sign_out_everywhere(&api.state, api.user.id).await?;
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response.headers_mut().insert(header::SET_COOKIE, expired_cookie());
+    Ok(response)
 }

@@ -2,6 +2,7 @@
 //! time zone, and personal API tokens (shown once, stored hashed). [`service`] does the work
 //! and holds the typed views; [`api`] and [`pages`] are its two faces.
 
+pub mod account_page;
 pub mod api;
 pub mod pages;
 pub mod service;
@@ -18,4 +19,7 @@ pub fn api() -> OpenApiRouter<AppState> {
     api::router().layer(SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
 }
 
-pub use pages::router as pages;
+/// The account pages: sign-in, sign-up, sign-out and the account page.
+pub fn pages() -> axum::Router<AppState> {
+    pages::router().merge(account_page::router())
+}

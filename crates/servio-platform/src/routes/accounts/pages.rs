@@ -21,6 +21,7 @@ pub fn router() -> Router<AppState> {
         .route("/signin", get(sign_in_page).post(sign_in))
         .route("/signup", post(sign_up))
         .route("/signout", post(sign_out))
+        .route("/assets/time-zone.js", get(crate::routes::pages::time_zone_js))
 }
 
 async fn home(user: Option<PageUser>) -> Redirect {
@@ -35,17 +36,31 @@ async fn home(user: Option<PageUser>) -> Redirect {
 struct SignInPage {
     layout: Layout,
     error: Option<String>,
+    notice: Option<&'static str>,
+    zones: &'static [String],
 }
 
-async fn sign_in_page() -> Response {
-    render(&SignInPage { layout: Layout::default(), error: None })
+impl SignInPage {
+    fn new(error: Option<String>, notice: Option<&'static str>) -> SignInPage {
+        SignInPage { layout: Layout::of(None), error, notice, zones: super::account_page::zones() }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct SignInQuery {
+    deleted: Option<u8>,
+}
+
+async fn sign_in_page(axum::extract::Query(query): axum::extract::Query<SignInQuery>) -> Response {
+    let notice = query.deleted.map(|_| "Your account and everything in it are deleted.");
+    render(&SignInPage::new(None, notice))
 }
 
 /// The sign-in page again, saying why: `400` for what the user can correct, and the error's
 /// own status (with `Retry-After`) for a cross-site post, a throttled attempt or a busy server.
 fn sign_in_error(error: &ApiError) -> Response {
     error.log_if_internal();
-    let mut response = render(&SignInPage { layout: Layout::default(), error: Some(error.to_string()) });
+    let mut response = render(&SignInPage::new(Some(error.to_string()), None));
     *response.status_mut() = match error {
         ApiError::CrossSite | ApiError::TooManyRequests { .. } | ApiError::Busy | ApiError::Internal(_) => {
             error.status()

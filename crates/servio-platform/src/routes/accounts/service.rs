@@ -282,3 +282,92 @@ pub(crate) async fn delete_token(state: &AppState, user_id: i64, id: i64) -> Res
     state.tokens.forget_user(user_id);
     if deleted { Ok(()) } else { Err(ApiError::NotFound) }
 }
+
+/// A new password, with the current one.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct PasswordChange {
+    /// The password now.
+    pub current_password: String,
+    /// The new password, at least 10 characters.
+    pub new_password: String,
+}
+
+/// The current password, confirming an account deletion.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CurrentPassword {
+    /// The password now.
+    pub current_password: String,
+}
+
+/// A session in the user's list.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionItem {
+    /// When it began (Unix seconds).
+    pub created_at: i64,
+    /// When it was last used, to the hour.
+    pub last_used_at: i64,
+    /// When it ends at the latest.
+    pub expires_at: i64,
+    /// Whether it is the session asking.
+    pub current: bool,
+}
+
+/// Checks that `password` is the user's current one, counted against the account's sign-in
+/// limit.
+async fn confirm_password(state: &AppState, user: &User, password: &str) -> Result<(), ApiError> {
+    state.throttle.password_check(&user.email)?;
+    let (password, hash) = (password.to_owned(), user.password_hash.clone());
+    match state.throttle.hashing.run(move || verify_password(&password, &hash)).await? {
+        true => Ok(()),
+        false => Err(ApiError::BadRequest("`current_password` is not your current password".into())),
+    }
+}
+
+/// Changes the user's password (the current one required) and ends every other session of
+/// theirs: whoever knew the old password is signed out. `keep` is the hash of the session
+/// asking, if a session asks.
+pub(crate) async fn change_password(
+    state: &AppState,
+    user: &User,
+    keep: &str,
+    form: &PasswordChange,
+) -> Result<(), ApiError> {
+    confirm_password(state, user, &form.current_password).await?;
+    check_password(&form.new_password).map_err(|e| bad("new_password", e))?;
+    let password = form.new_password.clone();
+    let hash = state.throttle.hashing.run(move || hash_password(&password)).await?.map_err(ApiError::internal)?;
+    state.store.set_password_hash(user.id, &hash).await?;
+    state.store.delete_sessions(user.id, keep).await?;
+    Ok(())
+}
+
+/// The user's live sessions, newest first, the asking one (hashed as `current`) marked.
+pub(crate) async fn sessions(state: &AppState, user_id: i64, current: &str) -> Result<Vec<SessionItem>, ApiError> {
+    let sessions = state.store.sessions(user_id, current, now()).await?;
+    Ok(sessions
+        .into_iter()
+        .map(|s| SessionItem {
+            created_at: s.created_at,
+            last_used_at: s.last_used_at,
+            expires_at: s.expires_at,
+            current: s.current,
+        })
+        .collect())
+}
+
+/// Ends every session of the user, the asking one included: "sign out everywhere".
+pub(crate) async fn sign_out_everywhere(state: &AppState, user_id: i64) -> Result<u64, ApiError> {
+    Ok(state.store.delete_sessions(user_id, "").await?)
+}
+
+/// Deletes the account (the current password required) and everything of the user's: sessions,
+/// API tokens, vault entries with their credentials, values, attempts, calls and claims.
+pub(crate) async fn delete_account(state: &AppState, user: &User, form: &CurrentPassword) -> Result<(), ApiError> {
+    confirm_password(state, user, &form.current_password).await?;
+    if !state.store.delete_user(user.id).await? {
+        return Err(ApiError::NotFound);
+    }
+    state.tokens.forget_user(user.id);
+    state.gateway.catalogue_changed(user.id);
+    Ok(())
+}

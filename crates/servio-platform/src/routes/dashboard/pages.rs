@@ -1,39 +1,64 @@
-//! The morning dashboard as a page: per metric the latest value with its unit and period, the
-//! change against the comparison period only when that was collected, and a small SVG chart of
-//! recent periods in which a missing period is a gap, never a zero. Below, each site's
-//! collection log with the reasons a site owner can act on. A canonical key collected from
-//! several sites is one card: each site's line, then their total or why there is none. The
-//! cards are made from the same typed [`Dashboard`] that `GET /api/dashboard` serves.
+//! The morning dashboard as a page. Per metric: the latest value formatted for its unit, the
+//! change against the comparison period only when that was collected (§8), week- and
+//! month-to-date totals for daily metrics, a chart of the chosen range (7, 28, 90 or 365 days)
+//! with its comparison periods as a second line, and, when the latest due period is missing,
+//! why and what happens next. Per site, a line of collection status; the full collection log is
+//! a page of its own. A canonical key collected from several sites is one card: each site's
+//! line, then their total or why there is none. The cards are made from the same typed
+//! [`Dashboard`] that `GET /api/dashboard` serves.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use askama::Template;
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::response::Response;
 use axum::routing::get;
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+use jiff::{Timestamp, ToSpan};
+use serde::Deserialize;
+use servio_manifest::period::Granularity;
+use servio_store::{Attempt, AttemptOutcome};
 
 use super::service::{Dashboard, MetricData, dashboard_data};
 use crate::AppState;
 use crate::auth::PageUser;
+use crate::chart::Chart;
 use crate::error::ApiError;
-use crate::routes::pages::{Layout, render, timestamp};
+use crate::format;
+use crate::routes::pages::{Layout, render};
 
-/// The dashboard page route.
+/// The ranges a chart shows, in days, and the one shown unless another is chosen.
+const RANGES: [u32; 4] = [7, 28, 90, 365];
+const DEFAULT_RANGE: u32 = 28;
+/// What the comparison periods of a range reach back beyond it: a month.
+const COMPARISON_DAYS: u32 = 31;
+/// Attempts read per site for its status and log.
+const ATTEMPTS_READ: i64 = 500;
+
+/// The dashboard's routes.
 pub fn router() -> Router<AppState> {
-    Router::new().route("/dashboard", get(page))
+    Router::new().route("/dashboard", get(page)).route("/dashboard/log", get(log_page))
 }
 
-/// One site's metric in a slot: its latest value, trend and chart.
+/// Which range the charts show (`?range=90`).
+#[derive(Debug, Deserialize)]
+struct View {
+    range: Option<u32>,
+}
+
+/// One site's metric in a slot.
 struct SiteLine {
     site: String,
     key: String,
-    unit: String,
     period: String,
     latest: Option<String>,
     change: Option<String>,
-    change_class: String,
+    change_class: &'static str,
     chart: String,
+    to_date: Vec<String>,
+    missing: Option<String>,
 }
 
 /// One dashboard slot: a metric of one site, or a canonical key shared by several sites with
@@ -46,17 +71,18 @@ struct Card {
     note: Option<String>,
 }
 
-struct LogRow {
-    when: String,
-    metric: String,
-    period: String,
-    outcome: String,
+/// One site's collection status, in a line.
+struct SiteStatus {
+    id: i64,
+    site: String,
+    status: String,
+    problems: Option<String>,
 }
 
-struct Log {
-    site: String,
-    summary: Vec<String>,
-    rows: Vec<LogRow>,
+/// A link to a range, and whether it is the one shown.
+struct RangeLink {
+    days: u32,
+    current: bool,
 }
 
 #[derive(Template)]
@@ -64,127 +90,212 @@ struct Log {
 struct DashboardPage {
     layout: Layout,
     time_zone: String,
+    ranges: Vec<RangeLink>,
     cards: Vec<Card>,
-    logs: Vec<Log>,
+    statuses: Vec<SiteStatus>,
 }
 
-fn format_number(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e15 {
-        let digits = (value.abs() as i64).to_string();
-        let mut grouped = String::new();
-        for (i, d) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                grouped.push(',');
-            }
-            grouped.push(d);
-        }
-        if value < 0.0 { format!("-{grouped}") } else { grouped }
-    } else {
-        format!("{value:.2}")
+/// What a page needs to know of "now", in the user's zone.
+pub(crate) struct Today {
+    now: Timestamp,
+    zone: TimeZone,
+    pub(crate) date: Date,
+}
+
+impl Today {
+    pub(crate) fn of(user: &servio_store::User) -> Result<Today, ApiError> {
+        let zone = servio_manifest::period::zone(&user.time_zone).map_err(ApiError::internal)?;
+        let now = Timestamp::now();
+        let date = now.to_zoned_datetime(zone.clone()).date();
+        Ok(Today { now, zone, date })
+    }
+
+    /// A moment as the user reads it: `06:10` today, `2026-12-02 06:10` another day.
+    pub(crate) fn time(&self, seconds: i64) -> String {
+        let Ok(at) = Timestamp::from_second(seconds) else { return String::new() };
+        let local = at.to_zoned_datetime(self.zone.clone());
+        let clock = format!("{:02}:{:02}", local.hour(), local.minute());
+        if local.date() == self.date { clock } else { format!("{} {clock}", local.date()) }
     }
 }
 
-/// An SVG line of `points` (one per period, `None` where nothing was collected): segments
-/// break at gaps.
-pub fn chart(points: &[Option<f64>]) -> String {
-    let (width, height) = (560.0, 80.0);
-    let values: Vec<f64> = points.iter().flatten().copied().collect();
-    if values.is_empty() {
-        return String::new();
-    }
-    let (low, high) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(*v), h.max(*v)));
-    let span = if high > low { high - low } else { 1.0 };
-    let step = if points.len() > 1 { width / (points.len() - 1) as f64 } else { width };
-    let mut segments: Vec<Vec<String>> = vec![Vec::new()];
-    for (i, point) in points.iter().enumerate() {
-        match point {
-            Some(v) => {
-                let (x, y) = (i as f64 * step, height - 4.0 - (v - low) / span * (height - 8.0));
-                segments.last_mut().expect("one segment at least").push(format!("{x:.1},{y:.1}"));
-            }
-            None => segments.push(Vec::new()),
+async fn page(State(state): State<AppState>, user: PageUser, Query(view): Query<View>) -> Result<Response, ApiError> {
+    let range = view.range.filter(|r| RANGES.contains(r)).unwrap_or(DEFAULT_RANGE);
+    let today = Today::of(&user.user)?;
+    let dashboard = dashboard_data(&state, &user.user, range + COMPARISON_DAYS).await?;
+    let mut attempts = HashMap::new();
+    for metric in &dashboard.metrics {
+        if let std::collections::hash_map::Entry::Vacant(entry) = attempts.entry(metric.site.id) {
+            entry.insert(state.store.attempts(user.user.id, metric.site.id, ATTEMPTS_READ).await?);
         }
     }
-    let lines: String = segments
-        .iter()
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            if s.len() == 1 {
-                let (x, y) = s[0].split_once(',').unwrap_or(("0", "0"));
-                format!("<circle cx=\"{x}\" cy=\"{y}\" r=\"2\" fill=\"#2f6fde\"/>")
-            } else {
-                format!("<polyline fill=\"none\" stroke=\"#2f6fde\" stroke-width=\"2\" points=\"{}\"/>", s.join(" "))
-            }
-        })
-        .collect();
-    format!(
-        "<svg viewBox=\"0 0 {width} {height}\" width=\"100%\" height=\"{height}\" role=\"img\" aria-label=\"recent periods\">{lines}</svg>"
-    )
-}
-
-async fn page(State(state): State<AppState>, user: PageUser) -> Result<Response, ApiError> {
-    let dashboard = dashboard_data(&state, &user.user).await?;
-    let cards = cards(dashboard)?;
+    let statuses = statuses(&dashboard, &attempts, &today);
     let page = DashboardPage {
         layout: Layout::of(Some(&user)),
         time_zone: user.user.time_zone.clone(),
-        cards,
-        logs: logs(&state, user.user.id).await?,
+        ranges: RANGES.iter().map(|&days| RangeLink { days, current: days == range }).collect(),
+        cards: cards(dashboard, &attempts, &today, range)?,
+        statuses,
     };
     Ok(render(&page))
 }
 
-/// The line of one metric of the dashboard data.
-fn site_line(metric: &MetricData) -> Result<SiteLine, ApiError> {
-    let values: BTreeMap<&str, f64> = metric.values.iter().map(|v| (v.period.as_str(), v.value)).collect();
-    // One point per day between the first and the last collected period; gaps stay gaps.
-    let points: Vec<Option<f64>> = match (values.keys().next(), values.keys().last()) {
-        (Some(first), Some(last)) if metric.granularity == "day" => {
-            let (mut day, last): (jiff::civil::Date, jiff::civil::Date) =
-                (first.parse().map_err(ApiError::internal)?, last.parse().map_err(ApiError::internal)?);
-            let mut points = Vec::new();
-            while day <= last {
-                points.push(values.get(day.to_string().as_str()).copied());
-                day = day.tomorrow().map_err(ApiError::internal)?;
-            }
-            points
+/// Each period of the chart with its value and its comparison period's value.
+struct Series {
+    periods: Vec<String>,
+    values: Vec<Option<f64>>,
+    comparison: Vec<Option<f64>>,
+}
+
+/// The periods a chart of `range` days shows for `metric`, ending with the latest that can be
+/// due: every day (a day with nothing collected is a gap), week or month in the range; hours
+/// as collected.
+fn series(metric: &MetricData, today: &Today, range: u32) -> Series {
+    let by_date: BTreeMap<Date, f64> =
+        metric.values.iter().filter_map(|p| Some((p.period.parse().ok()?, p.value))).collect();
+    let (dates, back): (Vec<Date>, jiff::Span) = match Granularity::from_name(metric.granularity) {
+        Some(Granularity::Day) => (count_back(today.date.yesterday().ok(), i64::from(range), 1.day()), 7.days()),
+        Some(Granularity::Week) => {
+            let monday = today.date.checked_sub(i64::from(today.date.weekday().to_monday_zero_offset()).days()).ok();
+            let last = monday.and_then(|m| m.checked_sub(7.days()).ok());
+            (count_back(last, i64::from(range / 7).max(2), 7.days()), 7.days())
         }
-        _ => values.values().map(|v| Some(*v)).collect(),
+        Some(Granularity::Month) => {
+            let last = today.date.first_of_month().checked_sub(1.month()).ok();
+            (count_back(last, i64::from(range / 30).max(2), 1.month()), 1.month())
+        }
+        _ => {
+            let first = today.date.checked_sub(i64::from(range).days()).unwrap_or(today.date);
+            let values: Vec<&super::service::Point> =
+                metric.values.iter().filter(|p| p.period.parse::<Date>().is_ok_and(|d| d >= first)).collect();
+            return Series {
+                periods: values.iter().map(|p| p.period.clone()).collect(),
+                values: values.iter().map(|p| Some(p.value)).collect(),
+                comparison: Vec::new(),
+            };
+        }
     };
+    let before = |date: &Date| date.checked_sub(back).ok().and_then(|d| by_date.get(&d).copied());
+    Series {
+        periods: dates.iter().map(Date::to_string).collect(),
+        values: dates.iter().map(|d| by_date.get(d).copied()).collect(),
+        comparison: dates.iter().map(before).collect(),
+    }
+}
+
+/// `count` dates stepping back by `step` from `last`, oldest first.
+fn count_back(last: Option<Date>, count: i64, step: jiff::Span) -> Vec<Date> {
+    let mut dates: Vec<Date> = std::iter::successors(last, |d| d.checked_sub(step).ok()).take(count as usize).collect();
+    dates.reverse();
+    dates
+}
+
+/// Week- and month-to-date totals of a daily metric: what was collected since Monday, and
+/// since the first of the month, before today.
+fn to_date(metric: &MetricData, today: &Today) -> Vec<String> {
+    if metric.granularity != "day" {
+        return Vec::new();
+    }
+    let week = today.date.checked_sub(i64::from(today.date.weekday().to_monday_zero_offset()).days());
+    let starts = [("Week to date", week.ok()), ("Month to date", Some(today.date.first_of_month()))];
+    let mut totals = Vec::new();
+    for (label, start) in starts {
+        let Some(start) = start else { continue };
+        let days = (today.date - start).get_days();
+        let collected: Vec<f64> = metric
+            .values
+            .iter()
+            .filter(|p| p.period.parse::<Date>().is_ok_and(|d| d >= start && d < today.date))
+            .map(|p| p.value)
+            .collect();
+        if days > 0 && !collected.is_empty() {
+            let sum = format::amount(collected.iter().sum(), metric.unit.as_deref());
+            let of = if collected.len() as i32 == days {
+                String::new()
+            } else {
+                format!(", {} of {days} days", collected.len())
+            };
+            totals.push(format!("{label} {sum}{of}"));
+        }
+    }
+    totals
+}
+
+/// Why the latest due period of `metric` has no value yet, and what happens next.
+fn missing(metric: &MetricData, attempts: &[Attempt], today: &Today) -> Option<String> {
+    let granularity = Granularity::from_name(metric.granularity)?;
+    let due = servio_collector::plan::latest_due(granularity, &today.zone, today.now).ok()?;
+    let date = due.start_date.to_string();
+    if metric.latest.as_ref().is_some_and(|latest| latest.period >= date) {
+        return None;
+    }
+    let last = attempts.iter().find(|a| a.metric_key == metric.key && a.start_date == date);
+    Some(match last {
+        None => format!("{date} not collected yet: it is due, and collected within a few minutes."),
+        Some(attempt) => {
+            let reason = attempt.reason.clone().unwrap_or_else(|| attempt.outcome.to_string());
+            match (attempt.outcome, attempt.retry_at) {
+                (AttemptOutcome::Retry, Some(at)) => {
+                    format!("{date} not collected yet: {reason}; retrying at {}.", today.time(at))
+                }
+                (AttemptOutcome::Retry, None) => format!("{date} not collected: {reason}; past its deadline."),
+                _ => format!("{date} not collected: {reason}."),
+            }
+        }
+    })
+}
+
+/// The line of one metric of the dashboard data.
+fn site_line(metric: &MetricData, attempts: &[Attempt], today: &Today, range: u32) -> SiteLine {
+    let unit = metric.unit.as_deref();
     let change = metric.change.as_ref().map(|c| {
         let arrow = if c.change >= 0.0 { "▲" } else { "▼" };
         match c.percent {
             Some(percent) => format!("{arrow} {percent:+.1}% against {}", c.against),
-            None => format!("{arrow} {:+} against {}", format_number(c.change), c.against),
+            None => {
+                let sign = if c.change >= 0.0 { "+" } else { "" };
+                format!("{arrow} {sign}{} against {}", format::amount(c.change, unit), c.against)
+            }
         }
     });
     let rising = metric.change.as_ref().is_some_and(|c| c.change >= 0.0);
-    Ok(SiteLine {
+    let series = series(metric, today, range);
+    let chart = Chart { periods: &series.periods, values: &series.values, comparison: &series.comparison, unit };
+    SiteLine {
         site: metric.site.name.clone(),
         key: metric.key.clone(),
-        unit: metric.unit.clone().unwrap_or_default(),
         period: metric.latest.as_ref().map(|l| l.period.clone()).unwrap_or_default(),
-        latest: metric.latest.as_ref().map(|l| format_number(l.value)),
+        latest: metric.latest.as_ref().map(|l| format::amount(l.value, unit)),
         change,
-        change_class: if rising { "ok".into() } else { "warning".into() },
-        chart: chart(&points),
-    })
+        change_class: if rising { "ok" } else { "warning" },
+        chart: chart.svg(),
+        to_date: to_date(metric, today),
+        missing: missing(metric, attempts, today),
+    }
 }
 
 /// The cards of the dashboard data: one per slot, each with its sites' lines.
-fn cards(dashboard: Dashboard) -> Result<Vec<Card>, ApiError> {
-    let mut lines = Vec::new();
-    for metric in &dashboard.metrics {
-        lines.push(Some(site_line(metric)?));
-    }
+fn cards(
+    dashboard: Dashboard,
+    attempts: &HashMap<i64, Vec<Attempt>>,
+    today: &Today,
+    range: u32,
+) -> Result<Vec<Card>, ApiError> {
+    let mut lines: Vec<Option<SiteLine>> = dashboard
+        .metrics
+        .iter()
+        .map(|metric| {
+            let tried = attempts.get(&metric.site.id).map_or(&[][..], Vec::as_slice);
+            Some(site_line(metric, tried, today, range))
+        })
+        .collect();
     let cards = dashboard
         .slots
         .into_iter()
         .map(|slot| Card {
             label: slot.label.unwrap_or(&slot.key).to_owned(),
             total: slot.total.as_ref().and_then(|total| {
-                let unit = total.unit.as_ref().map(|u| format!(" {u}")).unwrap_or_default();
-                total.value.map(|value| format!("{}{unit} · {}", format_number(value), total.period))
+                total.value.map(|value| format!("{} · {}", format::amount(value, total.unit.as_deref()), total.period))
             }),
             lines: slot.metrics.iter().filter_map(|&i| lines.get_mut(i)?.take()).collect(),
             note: slot.note,
@@ -194,22 +305,114 @@ fn cards(dashboard: Dashboard) -> Result<Vec<Card>, ApiError> {
     Ok(cards)
 }
 
-/// Each site's collection log, newest first, with the reasons a site owner can act on.
-async fn logs(state: &AppState, user_id: i64) -> Result<Vec<Log>, ApiError> {
-    let mut logs = Vec::new();
-    for site in state.store.vault(user_id).await? {
-        let attempts = state.store.attempts(user_id, site.id, 200).await?;
-        if attempts.is_empty() {
+/// Each site's status: when it was last collected, when it is collected next, and what went
+/// wrong this week.
+fn statuses(dashboard: &Dashboard, attempts: &HashMap<i64, Vec<Attempt>>, today: &Today) -> Vec<SiteStatus> {
+    let mut statuses: Vec<SiteStatus> = Vec::new();
+    for metric in &dashboard.metrics {
+        if statuses.iter().any(|s| s.id == metric.site.id) {
             continue;
         }
+        let tried = attempts.get(&metric.site.id).map_or(&[][..], Vec::as_slice);
+        let site_metrics = dashboard.metrics.iter().filter(|m| m.site.id == metric.site.id);
+        let granularities = site_metrics.filter_map(|m| Granularity::from_name(m.granularity));
+        statuses.push(SiteStatus {
+            id: metric.site.id,
+            site: metric.site.name.clone(),
+            status: status_line(tried, granularities, today),
+            problems: problems_this_week(tried, today),
+        });
+    }
+    statuses
+}
+
+/// A site's collection status in words, from its attempts (newest first) and the granularities
+/// of its metrics: "last collected 06:10 · next run ~07:10".
+pub(crate) fn status_line(
+    tried: &[Attempt],
+    granularities: impl IntoIterator<Item = Granularity>,
+    today: &Today,
+) -> String {
+    let mut parts = Vec::new();
+    match tried.iter().find(|a| a.outcome == AttemptOutcome::Stored) {
+        Some(stored) => parts.push(format!("last collected {}", today.time(stored.attempted_at))),
+        None => parts.push("nothing collected yet".to_owned()),
+    }
+    if let Some(next) = granularities.into_iter().filter_map(|g| next_due(g, today)).min() {
+        parts.push(format!("next run ~{}", today.time(next)));
+    }
+    parts.join(" · ")
+}
+
+/// The latest attempt that ended without a value, if it is newer than the latest stored one:
+/// "2026-12-02 revenue: the tool answered 503 (at 06:10)".
+pub(crate) fn last_error(tried: &[Attempt], today: &Today) -> Option<String> {
+    let latest = tried.first()?;
+    let reason = latest.reason.as_deref().filter(|_| latest.outcome != AttemptOutcome::Stored)?;
+    Some(format!("{} {}: {reason} (at {})", latest.start_date, latest.metric_key, today.time(latest.attempted_at)))
+}
+
+/// When the next period of `granularity` becomes due (Unix seconds): the end of the period
+/// after the latest due one, plus the settle delay.
+fn next_due(granularity: Granularity, today: &Today) -> Option<i64> {
+    let due = servio_collector::plan::latest_due(granularity, &today.zone, today.now).ok()?;
+    let length = due.end.duration_since(due.start);
+    let next = due.end.checked_add(length).ok()?.checked_add(servio_collector::plan::settle_delay(granularity)).ok()?;
+    Some(next.as_second())
+}
+
+/// "2 dropped, 1 failed this week": the periods of the last seven days that ended without a
+/// value, by outcome.
+fn problems_this_week(attempts: &[Attempt], today: &Today) -> Option<String> {
+    let since = today.now.as_second() - 7 * 24 * 3600;
+    let mut ended: BTreeMap<&str, BTreeSet<(&str, &str)>> = BTreeMap::new();
+    for attempt in attempts.iter().filter(|a| a.attempted_at >= since) {
+        if matches!(attempt.outcome, AttemptOutcome::Dropped | AttemptOutcome::Failed) {
+            ended.entry(attempt.outcome.as_str()).or_default().insert((&attempt.metric_key, &attempt.start_date));
+        }
+    }
+    let parts: Vec<String> = ended.iter().map(|(outcome, periods)| format!("{} {outcome}", periods.len())).collect();
+    (!parts.is_empty()).then(|| format!("{} this week", parts.join(", ")))
+}
+
+struct LogRow {
+    when: String,
+    metric: String,
+    period: String,
+    outcome: String,
+}
+
+struct Log {
+    id: i64,
+    site: String,
+    summary: Vec<String>,
+    rows: Vec<LogRow>,
+}
+
+#[derive(Template)]
+#[template(path = "collection_log.html")]
+struct LogPage {
+    layout: Layout,
+    logs: Vec<Log>,
+}
+
+/// Rows of the log page per site.
+const LOG_ROWS: usize = 100;
+
+async fn log_page(State(state): State<AppState>, user: PageUser) -> Result<Response, ApiError> {
+    let today = Today::of(&user.user)?;
+    let mut logs = Vec::new();
+    for site in state.store.vault(user.user.id).await? {
+        let attempts = state.store.attempts(user.user.id, site.id, ATTEMPTS_READ).await?;
         logs.push(Log {
+            id: site.id,
             site: site.origin.clone(),
             summary: summarize(&attempts),
             rows: attempts
                 .iter()
-                .take(20)
+                .take(LOG_ROWS)
                 .map(|a| LogRow {
-                    when: timestamp(a.attempted_at),
+                    when: today.time(a.attempted_at),
                     metric: a.metric_key.clone(),
                     period: a.start_date.clone(),
                     outcome: match &a.reason {
@@ -220,14 +423,14 @@ async fn logs(state: &AppState, user_id: i64) -> Result<Vec<Log>, ApiError> {
                 .collect(),
         });
     }
-    Ok(logs)
+    Ok(render(&LogPage { layout: Layout::of(Some(&user)), logs }))
 }
 
 /// Reasons a site owner can act on: each distinct reason with how many periods it hit (a period
 /// retried three times for one reason counts once).
-fn summarize(attempts: &[servio_store::Attempt]) -> Vec<String> {
+fn summarize(attempts: &[Attempt]) -> Vec<String> {
     let mut reasons: BTreeMap<String, BTreeSet<(&str, &str)>> = BTreeMap::new();
-    for attempt in attempts.iter().filter(|a| a.outcome != servio_store::AttemptOutcome::Stored) {
+    for attempt in attempts.iter().filter(|a| a.outcome != AttemptOutcome::Stored) {
         let reason = attempt.reason.clone().unwrap_or_else(|| attempt.outcome.to_string());
         reasons.entry(reason).or_default().insert((&attempt.metric_key, &attempt.start_date));
     }
@@ -244,25 +447,15 @@ fn summarize(attempts: &[servio_store::Attempt]) -> Vec<String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn gaps_break_the_line_and_are_never_zero() {
-        let svg = chart(&[Some(1.0), Some(2.0), None, Some(3.0), Some(1.0)]);
-        assert_eq!(svg.matches("<polyline").count(), 2, "{svg}");
-        let lone = chart(&[Some(1.0), None, Some(2.0)]);
-        assert_eq!(lone.matches("<circle").count(), 2, "{lone}");
-        assert_eq!(chart(&[None, None]), "");
-        assert_eq!(format_number(2340.0), "2,340");
-        assert_eq!(format_number(704.4), "704.40");
-    }
-
-    fn attempt(metric: &str, date: &str, outcome: &str, reason: Option<&str>) -> servio_store::Attempt {
-        servio_store::Attempt {
+    fn attempt(metric: &str, date: &str, outcome: &str, reason: Option<&str>) -> Attempt {
+        Attempt {
             metric_key: metric.into(),
             start_date: date.into(),
             attempted_at: 0,
             outcome: outcome.parse().unwrap(),
             reason: reason.map(str::to_owned),
             raw: None,
+            retry_at: None,
         }
     }
 

@@ -51,13 +51,8 @@ pub struct CollectSummary {
     pub waiting: usize,
 }
 
-/// Collects a vault site's metrics for a range of dates.
-pub(crate) async fn run_backfill(
-    state: &AppState,
-    user: &servio_store::User,
-    id: i64,
-    range: &Range,
-) -> Result<BackfillSummary, ApiError> {
+/// The dates of `range`: both `YYYY-MM-DD`, `to` on or after `from`, at most 400 days later.
+fn dates(range: &Range) -> Result<(jiff::civil::Date, jiff::civil::Date), ApiError> {
     let date = |field: &str, text: &str| -> Result<jiff::civil::Date, ApiError> {
         text.parse()
             .map_err(|e| ApiError::BadRequest(format!("`{field}` {text:?} is not a date of the form YYYY-MM-DD: {e}")))
@@ -66,9 +61,55 @@ pub(crate) async fn run_backfill(
     if last < first || (last - first).get_days() > 400 {
         return Err(ApiError::BadRequest("`to` must be on or after `from`, at most 400 days later".into()));
     }
+    Ok((first, last))
+}
+
+/// Collects a vault site's metrics for a range of dates, while the request waits.
+pub(crate) async fn run_backfill(
+    state: &AppState,
+    user: &servio_store::User,
+    id: i64,
+    range: &Range,
+) -> Result<BackfillSummary, ApiError> {
+    let (first, last) = dates(range)?;
     let entry = state.store.vault_entry(user.id, id).await?.ok_or(ApiError::NotFound)?;
     let summary = state.collector.backfill(user, &entry, first, last).await?;
     Ok(BackfillSummary { stored: summary.stored, dropped: summary.dropped, failed: summary.failed })
+}
+
+/// A backfill queued as jobs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BackfillQueued {
+    /// Periods queued now (those with a value, or with a job already, are not queued again).
+    pub queued: u64,
+    /// The site's jobs still to do, these included: poll `GET /api/vault/{id}/jobs` until 0.
+    pub pending: i64,
+}
+
+/// How far the collection jobs of a vault site have got.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobProgress {
+    /// Jobs still to do: due, being collected, or waiting to retry after a transient failure.
+    pub pending: i64,
+}
+
+/// Queues a backfill of a vault site for a range of dates, as jobs the workers collect.
+pub(crate) async fn queue_backfill(
+    state: &AppState,
+    user: &servio_store::User,
+    id: i64,
+    range: &Range,
+) -> Result<BackfillQueued, ApiError> {
+    let dates = dates(range)?;
+    let entry = state.store.vault_entry(user.id, id).await?.ok_or(ApiError::NotFound)?;
+    let queued = state.collector.queue_backfill(user, &entry, dates, jiff::Timestamp::now()).await?;
+    Ok(BackfillQueued { queued, pending: state.store.pending_jobs(user.id, id).await? })
+}
+
+/// How many collection jobs of the user's vault site `id` are still to do.
+pub(crate) async fn job_progress(state: &AppState, user_id: i64, id: i64) -> Result<JobProgress, ApiError> {
+    state.store.vault_entry(user_id, id).await?.ok_or(ApiError::NotFound)?;
+    Ok(JobProgress { pending: state.store.pending_jobs(user_id, id).await? })
 }
 
 /// Collects what is due for this site now (what the scheduler does every few minutes); slots
@@ -88,8 +129,10 @@ pub(crate) async fn collect_now(
     })
 }
 
-/// How far back the dashboard shows values.
-const RECENT_SECONDS: i64 = 62 * 24 * 3600;
+/// How many days back the API's dashboard reaches unless asked (`?days=`).
+pub const DEFAULT_DAYS: u32 = 62;
+/// The furthest back it reaches: a year's chart with its comparison periods.
+pub const MAX_DAYS: u32 = 400;
 
 /// The dashboard data, typed so that it is serialized straight to the response (built as a
 /// `serde_json::Value`, the 3,100 values of a 50-metric user were copied twice more by
@@ -198,10 +241,17 @@ fn checked_brief(state: &AppState, site: &servio_store::SiteRecord) -> Option<Ar
     state.collector.manifests().get(site.id, &site.manifest).filter(|checked| checked.brief.is_some())
 }
 
-/// The dashboard data of `user`.
-pub(crate) async fn dashboard_data(state: &AppState, user: &servio_store::User) -> Result<Dashboard, ApiError> {
+/// The dashboard data of `user`, with the values of the last `days` days.
+pub(crate) async fn dashboard_data(
+    state: &AppState,
+    user: &servio_store::User,
+    days: u32,
+) -> Result<Dashboard, ApiError> {
+    if !(1..=MAX_DAYS).contains(&days) {
+        return Err(ApiError::BadRequest(format!("`days` must be from 1 to {MAX_DAYS}")));
+    }
     let zone = servio_manifest::period::zone(&user.time_zone).map_err(ApiError::internal)?;
-    let since = crate::now() - RECENT_SECONDS;
+    let since = crate::now() - i64::from(days) * 24 * 3600;
     let mut metrics = Vec::new();
     let mut for_slots = Vec::new();
     let mut checked = Vec::new();

@@ -17,7 +17,11 @@ use crate::json_body::JsonBody;
 
 /// The Directory routes of the API.
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(search)).routes(routes!(list_claims, claim)).routes(routes!(verify))
+    OpenApiRouter::new()
+        .routes(routes!(search))
+        .routes(routes!(list_claims, claim))
+        .routes(routes!(verify))
+        .routes(routes!(health))
 }
 
 /// What to search for.
@@ -63,4 +67,19 @@ async fn claim(api: Api, JsonBody(form): JsonBody<NewClaim>) -> Result<Response,
 ))]
 async fn verify(api: Api, Path(id): Path<i64>) -> Result<Json<Verified>, ApiError> {
     service::verify_claim(&api.state, api.user.id, id).await.map(Json)
+}
+
+/// Collection health of the site a verified claim lists: per metric, over 7 or 28 days, how
+/// collections across all users ended, the top reasons, the site's answer times; figures fewer
+/// than 5 users stand behind are left out
+#[utoipa::path(get, path = "/api/directory/claims/{id}/health", params(super::health::Window), responses(
+    (status = 200, description = "The health", body = super::health::Health),
+    (status = 400, description = "Not verified, or another window than 7 or 28 days", body = ErrorBody),
+))]
+async fn health(
+    api: Api,
+    Path(id): Path<i64>,
+    Query(window): Query<super::health::Window>,
+) -> Result<Json<super::health::Health>, ApiError> {
+    super::health::health(&api.state, api.user.id, id, &window).await.map(Json)
 }

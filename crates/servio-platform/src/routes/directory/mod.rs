@@ -4,6 +4,7 @@
 //! are its two faces.
 
 pub mod api;
+pub mod health;
 pub mod pages;
 pub mod service;
 

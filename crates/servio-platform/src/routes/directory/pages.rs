@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 
 use super::api::SearchQuery;
-use super::service::{self, ClaimView, Hit, NewClaim};
+use super::service::{self, ClaimState, ClaimView, Hit, NewClaim};
 use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
@@ -22,6 +22,7 @@ pub fn router() -> Router<AppState> {
         .route("/directory", get(directory))
         .route("/directory/claims", post(claim))
         .route("/directory/claims/{id}/verify", post(verify))
+        .route("/directory/claims/{id}/health", get(health_page))
 }
 
 #[derive(Template)]
@@ -31,7 +32,17 @@ struct DirectoryPage {
     query: String,
     results: Vec<Hit>,
     claims: Vec<ClaimView>,
+    /// Origins in the user's vault, so a result says so instead of offering to add it.
+    in_vault: std::collections::HashSet<String>,
     message: Option<String>,
+    notice: Option<String>,
+}
+
+/// What a page of the Directory says after an action: an error, or a success.
+enum Said {
+    Nothing,
+    Error(String),
+    Success(String),
 }
 
 async fn directory(
@@ -40,25 +51,42 @@ async fn directory(
     Query(query): Query<SearchQuery>,
 ) -> Result<Response, ApiError> {
     if let Err(refused) = crate::text::require_text("q", &query.q) {
-        let mut page = directory_view(&state, user.as_ref(), String::new(), Some(refused.to_string())).await?;
+        let said = Said::Error(refused.to_string());
+        let mut page = directory_view(&state, user.as_ref(), String::new(), said).await?;
         *page.status_mut() = StatusCode::BAD_REQUEST;
         return Ok(page);
     }
-    directory_view(&state, user.as_ref(), query.q, None).await
+    directory_view(&state, user.as_ref(), query.q, Said::Nothing).await
 }
 
 async fn directory_view(
     state: &AppState,
     user: Option<&PageUser>,
     query: String,
-    message: Option<String>,
+    said: Said,
 ) -> Result<Response, ApiError> {
     let found = service::search(state, query).await?;
-    let claims = match user {
-        Some(user) => service::claims(state, user.user.id).await?.claims,
-        None => Vec::new(),
+    let (claims, in_vault) = match user {
+        Some(user) => {
+            let vault = state.store.vault(user.user.id).await?;
+            (service::claims(state, user.user.id).await?.claims, vault.into_iter().map(|site| site.origin).collect())
+        }
+        None => Default::default(),
     };
-    let page = DirectoryPage { layout: Layout::of(user), query: found.query, results: found.results, claims, message };
+    let (message, notice) = match said {
+        Said::Nothing => (None, None),
+        Said::Error(message) => (Some(message), None),
+        Said::Success(message) => (None, Some(message)),
+    };
+    let page = DirectoryPage {
+        layout: Layout::of(user),
+        query: found.query,
+        results: found.results,
+        claims,
+        in_vault,
+        message,
+        notice,
+    };
     Ok(render(&page))
 }
 
@@ -66,7 +94,7 @@ async fn claim(State(state): State<AppState>, posted: PageForm<NewClaim>) -> Res
     let PageForm { user, form } = posted;
     match service::create_claim(&state, user.user.id, &form.url).await {
         Ok(_) => Ok(Redirect::to("/directory").into_response()),
-        Err(error) => directory_view(&state, Some(&user), String::new(), Some(error.to_string())).await,
+        Err(error) => directory_view(&state, Some(&user), String::new(), Said::Error(error.to_string())).await,
     }
 }
 
@@ -75,11 +103,30 @@ async fn verify(
     Path(id): Path<i64>,
     posted: PageForm<NoFields>,
 ) -> Result<Response, ApiError> {
-    let message = match service::verify_claim(&state, posted.user.user.id, id).await {
-        Ok(_) => "Verified: the site is listed.".to_owned(),
+    let said = match service::verify_claim(&state, posted.user.user.id, id).await {
+        Ok(_) => Said::Success("Verified: the site is listed.".to_owned()),
         Err(ApiError::NotFound) => return Err(ApiError::NotFound),
-        Err(ApiError::Unprocessable(body)) => body["error"].as_str().unwrap_or("not verified").to_owned(),
-        Err(error) => error.to_string(),
+        Err(ApiError::Unprocessable(body)) => Said::Error(body["error"].as_str().unwrap_or("not verified").to_owned()),
+        Err(error) => Said::Error(error.to_string()),
     };
-    directory_view(&state, Some(&posted.user), String::new(), Some(message)).await
+    directory_view(&state, Some(&posted.user), String::new(), said).await
+}
+
+#[derive(Template)]
+#[template(path = "owner_health.html")]
+struct HealthPage {
+    layout: Layout,
+    health: super::health::Health,
+    windows: [i64; 2],
+}
+
+/// The collection health of the site a verified claim of the user lists.
+async fn health_page(
+    State(state): State<AppState>,
+    user: PageUser,
+    Path(id): Path<i64>,
+    Query(window): Query<super::health::Window>,
+) -> Result<Response, ApiError> {
+    let health = super::health::health(&state, user.user.id, id, &window).await?;
+    Ok(render(&HealthPage { layout: Layout::of(Some(&user)), health, windows: super::health::WINDOWS }))
 }

@@ -31,6 +31,23 @@ pub struct ClaimView {
     pub origin: String,
     /// The token for the manifest's `verification`.
     pub token: String,
+    /// `pending` (not verified yet), `verified` (listed) or `suspended`.
+    pub state: ClaimState,
+    /// Why the listing is suspended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspended_reason: Option<String>,
+}
+
+/// Where a claim stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimState {
+    /// Claimed; the token was not found in the manifest yet.
+    Pending,
+    /// The site is listed.
+    Verified,
+    /// The site was listed, and the token has gone from its manifest since.
+    Suspended,
 }
 
 /// A claim just made, and what to do next.
@@ -116,8 +133,16 @@ pub(crate) fn new_claim_view(claim: servio_store::Claim) -> NewClaimView {
 
 /// The user's claims.
 pub(crate) async fn claims(state: &AppState, user_id: i64) -> Result<ClaimList, ApiError> {
-    let claims = state.store.claims(user_id).await?;
-    let claims = claims.into_iter().map(|c| ClaimView { id: c.id, origin: c.origin, token: c.token }).collect();
+    let mut claims = Vec::new();
+    for claim in state.store.claims(user_id).await? {
+        let listing = state.store.claim_listing(claim.id).await?;
+        let (state, suspended_reason) = match listing {
+            None => (ClaimState::Pending, None),
+            Some(listing) if listing.listed => (ClaimState::Verified, None),
+            Some(listing) => (ClaimState::Suspended, listing.suspended_reason),
+        };
+        claims.push(ClaimView { id: claim.id, origin: claim.origin, token: claim.token, state, suspended_reason });
+    }
     Ok(ClaimList { claims })
 }
 

@@ -15,6 +15,7 @@ use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
 use crate::routes::accounts::pages::NoFields;
+use crate::routes::dashboard::pages::{Today, last_error, status_line};
 use crate::routes::pages::{Layout, render, timestamp};
 
 /// The vault pages.
@@ -25,6 +26,7 @@ pub fn router() -> Router<AppState> {
         // Approve, refresh.
         .route("/vault/{id}/{action}", post(act))
         .route("/vault/{id}/credential", post(credential))
+        .route("/vault/{id}/backfill", post(backfill))
         .route("/vault/{id}/connect", get(connect))
         .route("/oauth/callback", get(oauth_callback))
 }
@@ -35,6 +37,7 @@ struct VaultPage {
     layout: Layout,
     error: Option<String>,
     report: Option<Vec<String>>,
+    notice: Option<&'static str>,
     sites: Vec<SiteSummary>,
 }
 
@@ -45,12 +48,24 @@ async fn vault_view(
     report: Option<Vec<String>>,
 ) -> Result<Response, ApiError> {
     let sites = service::list(state, user.user.id).await?.sites;
-    let page = VaultPage { layout: Layout::of(Some(user)), error, report, sites };
+    let page = VaultPage { layout: Layout::of(Some(user)), error, report, notice: None, sites };
     Ok(render(&page))
 }
 
-async fn vault_page(State(state): State<AppState>, user: PageUser) -> Result<Response, ApiError> {
-    vault_view(&state, &user, None, None).await
+#[derive(Deserialize)]
+struct VaultQuery {
+    removed: Option<u8>,
+}
+
+async fn vault_page(
+    State(state): State<AppState>,
+    user: PageUser,
+    Query(query): Query<VaultQuery>,
+) -> Result<Response, ApiError> {
+    let sites = service::list(&state, user.user.id).await?.sites;
+    let notice = query.removed.map(|_| "The site was removed from your vault, with its credential and values.");
+    let page = VaultPage { layout: Layout::of(Some(&user)), error: None, report: None, notice, sites };
+    Ok(render(&page))
 }
 
 #[derive(Deserialize)]
@@ -110,11 +125,23 @@ struct VersionRow {
     changes: String,
 }
 
+/// The site's collection: its status in words, its last error, how many jobs are still to do
+/// (a backfill's or a new site's first collection: the page then refreshes itself), and what the
+/// last action did.
+struct Collection {
+    has_brief: bool,
+    status: String,
+    last_error: Option<String>,
+    pending: i64,
+    notice: Option<&'static str>,
+}
+
 #[derive(Template)]
 #[template(path = "site.html")]
 struct SitePage {
     layout: Layout,
     site: SiteView,
+    collection: Collection,
     name: String,
     pending: Vec<String>,
     errors: Vec<String>,
@@ -131,7 +158,12 @@ fn diagnostics(list: &[Diagnostic]) -> Vec<String> {
 }
 
 impl SitePage {
-    fn new(user: &PageUser, mut site: SiteView, versions: Vec<service::VersionView>) -> SitePage {
+    fn new(
+        user: &PageUser,
+        mut site: SiteView,
+        versions: Vec<service::VersionView>,
+        collection: Collection,
+    ) -> SitePage {
         let report = &site.report.report;
         let metrics = report.brief.iter().flat_map(|brief| &brief.metrics).map(|m| MetricRow {
             key: m.key.clone(),
@@ -151,6 +183,7 @@ impl SitePage {
             warnings: diagnostics(&report.warnings),
             brief_status: format!("Brief: {}", report.brief_status.as_str()),
             metrics: metrics.collect(),
+            collection,
             versions: versions
                 .into_iter()
                 .map(|v| VersionRow { id: v.id, fetched: timestamp(v.fetched_at), changes: v.changes.join("; ") })
@@ -160,17 +193,69 @@ impl SitePage {
     }
 }
 
-async fn site_page(State(state): State<AppState>, user: PageUser, Path(id): Path<i64>) -> Result<Response, ApiError> {
+/// What the site page says of the action just done (`?done=`): a fixed message, so a link
+/// cannot put words on the page.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Done {
+    Collected,
+    Backfill,
+    NothingToBackfill,
+    Approved,
+    Refreshed,
+    Token,
+}
+
+impl Done {
+    fn message(self) -> &'static str {
+        match self {
+            Done::Collected => "Collected what was due: the status below says when, and any error.",
+            Done::Backfill => "Backfill queued: the periods are collected in the background.",
+            Done::NothingToBackfill => "Nothing to backfill: every period in that range is collected or queued.",
+            Done::Approved => "Changes approved.",
+            Done::Refreshed => "Manifest fetched again.",
+            Done::Token => "Token saved.",
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct SiteQuery {
+    done: Option<Done>,
+}
+
+/// How many attempts the site page reads for its status.
+const ATTEMPTS_READ: i64 = 50;
+
+async fn site_page(
+    State(state): State<AppState>,
+    user: PageUser,
+    Path(id): Path<i64>,
+    Query(query): Query<SiteQuery>,
+) -> Result<Response, ApiError> {
     let entry = service::entry(&state, user.user.id, id).await?;
     let versions = service::versions(&state, user.user.id, id).await.map(|list| list.versions).unwrap_or_default();
-    Ok(render(&SitePage::new(&user, service::entry_view(&entry), versions)))
+    let view = service::entry_view(&entry);
+    let today = Today::of(&user.user)?;
+    let tried = state.store.attempts(user.user.id, id, ATTEMPTS_READ).await?;
+    let brief = view.report.report.brief.as_ref();
+    let granularities = brief.iter().flat_map(|b| &b.metrics).map(|m| m.granularity);
+    let collection = Collection {
+        has_brief: brief.is_some(),
+        status: status_line(&tried, granularities, &today),
+        last_error: last_error(&tried, &today),
+        pending: state.store.pending_jobs(user.user.id, id).await?,
+        notice: query.done.map(Done::message),
+    };
+    Ok(render(&SitePage::new(&user, view, versions, collection)))
 }
 
-fn back_to_site(id: i64) -> Response {
-    Redirect::to(&format!("/vault/{id}")).into_response()
+fn back_to_site(id: i64, done: &str) -> Response {
+    Redirect::to(&format!("/vault/{id}?done={done}")).into_response()
 }
 
-/// A button of the site page that acts on the site, then shows it again.
+/// A button of the site page that acts on the site, then shows it again (or the vault, after
+/// a removal).
 #[derive(Debug, Clone, Copy, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum SiteAction {
@@ -178,6 +263,10 @@ enum SiteAction {
     Approve,
     /// Fetch the manifest again now.
     Refresh,
+    /// Collect the due periods now.
+    Collect,
+    /// Take the site out of the vault, with its credential and values.
+    Remove,
 }
 
 async fn act(
@@ -185,16 +274,48 @@ async fn act(
     Path((id, action)): Path<(i64, SiteAction)>,
     posted: PageForm<NoFields>,
 ) -> Result<Response, ApiError> {
-    let user_id = posted.user.user.id;
+    let user = &posted.user.user;
     match action {
         SiteAction::Approve => {
-            service::approve(&state, user_id, id).await?;
+            service::approve(&state, user.id, id).await?;
+            Ok(back_to_site(id, "approved"))
         }
         SiteAction::Refresh => {
-            service::refresh(&state, user_id, id).await?;
+            service::refresh(&state, user.id, id).await?;
+            Ok(back_to_site(id, "refreshed"))
+        }
+        SiteAction::Collect => {
+            crate::routes::dashboard::service::collect_now(&state, user, id).await?;
+            Ok(back_to_site(id, "collected"))
+        }
+        SiteAction::Remove => {
+            service::remove(&state, user.id, id).await?;
+            Ok(Redirect::to("/vault?removed=1").into_response())
         }
     }
-    Ok(back_to_site(id))
+}
+
+#[derive(Deserialize)]
+struct BackfillForm {
+    days: String,
+}
+
+/// "Backfill the last N days": the N days before today in the user's zone, queued as jobs.
+async fn backfill(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    posted: PageForm<BackfillForm>,
+) -> Result<Response, ApiError> {
+    let user = &posted.user.user;
+    let days: i64 = match posted.form.days.trim().parse() {
+        Ok(days @ 1..=400) => days,
+        _ => return Err(ApiError::BadRequest("the number of days must be a whole number from 1 to 400".into())),
+    };
+    let today = Today::of(user)?.date;
+    let from = today.checked_sub(jiff::ToSpan::days(days)).map_err(ApiError::internal)?;
+    let range = crate::routes::dashboard::service::Range { from: from.to_string(), to: today.to_string() };
+    let queued = crate::routes::dashboard::service::queue_backfill(&state, user, id, &range).await?;
+    Ok(back_to_site(id, if queued.queued == 0 { "nothing_to_backfill" } else { "backfill" }))
 }
 
 async fn credential(
@@ -203,7 +324,7 @@ async fn credential(
     posted: PageForm<service::Credential>,
 ) -> Result<Response, ApiError> {
     service::store_token(&state, posted.user.user.id, id, &posted.form.token).await?;
-    Ok(back_to_site(id))
+    Ok(back_to_site(id, "token"))
 }
 
 /// Starts "Connect": a fresh PKCE attempt for this user and site, then off to the site.

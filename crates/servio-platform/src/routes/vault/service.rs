@@ -300,7 +300,25 @@ pub(crate) async fn add_site(
     let credential = token.map(|token| SiteCredential::Token(token.to_owned()));
     let record = state.credentials().add_site(&fetched, user_id, credential.as_ref(), now()).await?;
     state.gateway.catalogue_changed(user_id);
+    if report.brief.is_some() {
+        queue_first_collection(state, user_id, record.id).await;
+    }
     Ok(site_view(&record, report, &record.manifest_url, token.is_some()))
+}
+
+/// Queues the due periods of a site just added, so that the next claim of a worker (`serve`'s
+/// looks every few seconds) collects them rather than the next planning round, minutes away;
+/// its page shows the jobs' progress meanwhile. The site is added whatever happens here: a
+/// failure is logged, and planning queues them later.
+async fn queue_first_collection(state: &AppState, user_id: i64, site_id: i64) {
+    let queued = async {
+        let user = state.store.user(user_id).await?.ok_or(ApiError::NotFound)?;
+        let entry = state.store.vault_entry(user_id, site_id).await?.ok_or(ApiError::NotFound)?;
+        Ok::<_, ApiError>(state.collector.plan_entry(&user, &entry, jiff::Timestamp::now()).await?)
+    };
+    if let Err(error) = queued.await {
+        tracing::warn!(user_id, site_id, error = %error, "queueing a new site's first collection failed");
+    }
 }
 
 /// Refreshes the manifest of the user's vault site `id` now; the site after it.

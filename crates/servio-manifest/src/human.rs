@@ -9,16 +9,25 @@
 //!   = help: write https://a.example.com
 //! ```
 //!
+//! `servio check` prints it; the platform's "test your manifest" page shows the same text.
 //! The snippet is drawn by `annotate-snippets`, rustc's own renderer, from the diagnostic's
 //! line only, so a 5 MB manifest costs no more to render than a small one.
 
 use std::fmt::Write;
 
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
-use servio_manifest::locate::LineIndex;
-use servio_manifest::{Diagnostic, Report, Severity, merge_missing_members};
 
-use super::Style;
+use crate::locate::LineIndex;
+use crate::{Diagnostic, Report, Severity, merge_missing_members};
+
+/// Whether to use colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// ANSI colours.
+    Color,
+    /// Plain text.
+    Plain,
+}
 
 /// The whole report for one source: every diagnostic, then (with `summary`) a summary line.
 pub fn render(source: &str, bytes: &[u8], report: &Report, style: Style, with_summary: bool) -> String {
@@ -100,11 +109,11 @@ fn summary(source: &str, report: &Report, style: Style) -> String {
         format!("{} ({})", paint(style, RED, "invalid"), count(report.errors.len(), "error"))
     };
     let brief = match report.brief_status {
-        servio_manifest::BriefStatus::Absent => "no brief".to_owned(),
-        servio_manifest::BriefStatus::Valid => {
+        crate::BriefStatus::Absent => "no brief".to_owned(),
+        crate::BriefStatus::Valid => {
             format!("brief valid ({})", count(report.brief.as_ref().map_or(0, |b| b.metrics.len()), "metric"))
         }
-        servio_manifest::BriefStatus::Ignored => {
+        crate::BriefStatus::Ignored => {
             format!("{} ({})", paint(style, YELLOW, "brief ignored"), count(report.brief_errors.len(), "error"))
         }
     };

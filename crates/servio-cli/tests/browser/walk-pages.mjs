@@ -1,0 +1,82 @@
+// Every page a signed-in user reaches, in a real browser at a desktop width (1400 px) and a
+// phone's (390 px): no page may scroll sideways, and each is kept as a screenshot.
+// Arguments: PLATFORM_URL EMAIL PASSWORD SCREENSHOT_DIR.
+// Prints one line per page and width: `PATH WIDTH STATUS scrollWidth=N`, then what the dashboard
+// shows (its first figure, axis labels, range links) and the 404 page's heading; then the site
+// page's actions as a user clicks them (collect now, a backfill with its progress until done,
+// the zone picked on sign-up from the browser's zone) and last the site's removal; exits
+// non-zero on any failure.
+import { launch } from './launch.mjs';
+
+const [platform, email, password, screenshots] = process.argv.slice(2);
+const browser = await launch();
+try {
+  const signedOut = await browser.newPage({ viewport: { width: 1400, height: 900 }, timezoneId: 'Asia/Tokyo' });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  await page.goto(`${platform}/signin`);
+  const signin = page.locator('form[action="/signin"]');
+  await signin.locator('input[name=email]').fill(email);
+  await signin.locator('input[name=password]').fill(password);
+  await Promise.all([page.waitForURL('**/vault'), signin.locator('button').click()]);
+  const site = await page.locator('a[href^="/vault/"]').first().getAttribute('href');
+
+  const paths = ['/dashboard', '/dashboard?range=7', '/dashboard?range=365', '/dashboard/log', '/vault', site,
+    '/directory', '/ai', '/account', '/check', '/no/such/page', '/vault/999999'];
+  const visits = [...paths.map((path) => [page, path]), [signedOut, '/signin']];
+  for (const width of [1400, 390]) {
+    for (const [tab, path] of visits) {
+      await tab.setViewportSize({ width, height: 900 });
+      const response = await tab.goto(`${platform}${path}`);
+      const scrollWidth = await tab.evaluate(() => document.documentElement.scrollWidth);
+      const name = path.replace(/[^a-z0-9]+/gi, '-').replace(/^-|-$/g, '') || 'home';
+      await tab.screenshot({ path: `${screenshots}/${name}-${width}.png`, fullPage: true });
+      console.log(`${path} ${width} ${response.status()} scrollWidth=${scrollWidth}`);
+    }
+  }
+
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(`${platform}/dashboard`);
+  console.log(`figure: ${(await page.locator('.figure').first().textContent()).trim()}`);
+  console.log(`axis: ${(await page.locator('svg.chart text.axis').allTextContents()).join(' | ')}`);
+  console.log(`titles: ${await page.locator('svg.chart circle title').count()}`);
+  console.log(`comparison lines: ${await page.locator('svg.chart polyline.comparison').count()}`);
+  console.log(`ranges: ${(await page.locator('nav.ranges a').allTextContents()).join(' | ')}`);
+  console.log(`status: ${(await page.locator('p.status').first().textContent()).trim()}`);
+  await page.goto(`${platform}/no/such/page`);
+  console.log(`404: ${(await page.locator('h1').textContent()).trim()}`);
+
+  // Sign-up picks the browser's zone (this tab's is Asia/Tokyo).
+  await signedOut.goto(`${platform}/signin`);
+  console.log(`zone detected: ${await signedOut.locator('select[data-detect-zone]').inputValue()}`);
+
+  // Test a manifest: the demo site's, by URL, with its report and dry run, at a phone's width.
+  await page.goto(`${platform}${site}`);
+  const origin = (await page.locator('main p.muted code').first().textContent()).trim();
+  await page.setViewportSize({ width: 390, height: 900 });
+  await page.goto(`${platform}/check`);
+  await page.locator('#check-url').fill(origin);
+  await Promise.all([page.waitForURL('**/check'), page.getByRole('button', { name: 'Check' }).click()]);
+  await page.locator('#dry-run').waitFor();
+  const checkWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+  await page.screenshot({ path: `${screenshots}/check-report-390.png`, fullPage: true });
+  console.log(`check: ${(await page.locator('#report h2').textContent()).trim()} rows=${await page.locator('#dry-run tr').count()} scrollWidth=${checkWidth}`);
+  await page.setViewportSize({ width: 1400, height: 900 });
+
+  // The site page: collect now, then a backfill of 90 days (the demo holds eight weeks), whose
+  // progress the page shows and refreshes by itself until `serve`'s worker is done.
+  await page.goto(`${platform}${site}`);
+  await Promise.all([page.waitForURL('**done=collected'), page.getByRole('button', { name: 'Collect now' }).click()]);
+  console.log(`collect: ${(await page.locator('.notice').textContent()).trim()}`);
+  await page.locator('#backfill-days').fill('90');
+  await Promise.all([page.waitForURL('**done=backfill'), page.getByRole('button', { name: 'Backfill' }).click()]);
+  console.log(`backfill: ${(await page.locator('.progress').textContent()).trim()}`);
+  await page.waitForFunction(() => !document.querySelector('.progress'), null, { timeout: 60000, polling: 500 });
+  console.log(`backfill done: ${(await page.locator('p.status').textContent()).trim()}`);
+
+  // Last, as it takes the demo's data away: remove the site, after the confirmation.
+  await page.getByText('Remove this site…').click();
+  await Promise.all([page.waitForURL('**/vault?removed=1'), page.locator('button.danger').click()]);
+  console.log(`removed: ${(await page.locator('.notice').textContent()).trim()}`);
+} finally {
+  await browser.close();
+}

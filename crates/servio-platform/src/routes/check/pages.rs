@@ -1,0 +1,55 @@
+//! The "test your manifest" page: the form, and the report under it.
+
+use askama::Template;
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use super::service::{self, CheckForm, Checked};
+use crate::AppState;
+use crate::auth::{PageForm, PageUser};
+use crate::error::ApiError;
+use crate::routes::accounts::account_page::zones;
+use crate::routes::dashboard::pages::Today;
+use crate::routes::pages::{Layout, render};
+
+/// The page's routes.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/check", get(form_page).post(check))
+}
+
+#[derive(Template)]
+#[template(path = "check.html")]
+struct CheckPage {
+    layout: Layout,
+    form: CheckForm,
+    zones: &'static [String],
+    error: Option<String>,
+    checked: Option<Checked>,
+}
+
+fn page(user: &PageUser, form: CheckForm, error: Option<String>, checked: Option<Checked>) -> Response {
+    render(&CheckPage { layout: Layout::of(Some(user)), form, zones: zones(), error, checked })
+}
+
+async fn form_page(user: PageUser) -> Result<Response, ApiError> {
+    let today = Today::of(&user.user)?;
+    let form =
+        CheckForm { date: today.date.to_string(), time_zone: user.user.time_zone.clone(), ..CheckForm::default() };
+    Ok(page(&user, form, None, None))
+}
+
+async fn check(State(state): State<AppState>, posted: PageForm<CheckForm>) -> Response {
+    let PageForm { user, form } = posted;
+    match service::check_manifest(&state, user.user.id, &form).await {
+        Ok(checked) => page(&user, form, None, Some(checked)),
+        Err(ApiError::BadRequest(message)) => {
+            let mut response = page(&user, form, Some(message), None);
+            *response.status_mut() = StatusCode::BAD_REQUEST;
+            response
+        }
+        Err(error) => error.into_response(),
+    }
+}
