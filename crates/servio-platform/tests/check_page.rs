@@ -5,25 +5,20 @@
 use reqwest::StatusCode;
 
 mod common;
-use common::{csrf, request};
+use common::PageSession;
 
 #[tokio::test]
 async fn a_manifest_is_checked_as_the_cli_checks_it_with_a_dry_run() {
     let (demo, servers) = common::demo_and_servers("demo").await;
-    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let (name, server) = servers.into_iter().next().unwrap();
-    let url = |path: &str| format!("{}{path}", server.base);
-    let form = [("email", "checker@example.com"), ("password", "a long enough password"), ("time_zone", "UTC")];
-    let cookie = request(&http, "POST", &url("/signup"), None, &form).await.cookie.unwrap();
-    let page = request(&http, "GET", &url("/check"), Some(&cookie), &[]).await;
+    let me = PageSession::sign_up(&server, "checker@example.com", "UTC").await;
+    let page = me.get("/check").await;
     assert!(page.html.contains("Test your manifest") && page.html.contains("<option selected>UTC</option>"), "{name}");
-    let token = csrf(&page.html);
     let post = |fields: Vec<(&'static str, String)>| {
-        let (http, cookie, token, url) = (http.clone(), cookie.clone(), token.clone(), url("/check"));
+        let me = me.clone();
         async move {
-            let mut pairs: Vec<(&str, &str)> = vec![("csrf_token", &token)];
-            pairs.extend(fields.iter().map(|(k, v)| (*k, v.as_str())));
-            request(&http, "POST", &url, Some(&cookie), &pairs).await
+            let pairs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            me.post("/check", &pairs).await
         }
     };
     let day = |date: &str| vec![("date", date.to_owned()), ("time_zone", "Pacific/Auckland".to_owned())];

@@ -59,11 +59,9 @@ async fn claim_verify_search_and_suspend() {
 /// claim not verified.
 #[tokio::test]
 async fn the_owner_sees_collection_health_once_five_users_stand_behind_it() {
-    let ca = LocalCa::generate(&[]).unwrap();
-    let demo = common::demo_site(&ca, "t").await;
-    let (origin, site) = (demo.origin.clone(), &demo.site);
-    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+    let (demo, servers) = common::demo_and_servers("t").await;
+    let (origin, site, http) = (demo.origin.clone(), &demo.site, common::page_client());
+    for (name, server) in servers {
         let owner = server.sign_up(&format!("health-owner-{name}@example.com")).await;
         let (_, claim, _) =
             server.send(&owner, Method::POST, "/api/directory/claims", Some(json!({ "url": origin }))).await;

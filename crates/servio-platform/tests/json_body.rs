@@ -19,7 +19,6 @@ const BODY_ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/vault"),
     ("PUT", "/api/vault/{id}/credential"),
     ("POST", "/api/vault/{id}/backfill"),
-    ("POST", "/api/vault/{id}/jobs"),
     ("PUT", "/api/me/password"),
     ("DELETE", "/api/me"),
     ("POST", "/api/directory/claims"),

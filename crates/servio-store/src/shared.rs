@@ -181,6 +181,12 @@ macro_rules! shared_store {
                 Ok(())
             }
 
+            /// Sets one text column of a user: `sql` binds the text as `$1` and the user as `$2`.
+            async fn set_user_text(&self, sql: &'static str, text: &str, user_id: i64) -> Result<(), StoreError> {
+                bind!(sqlx::query(sql), text, user_id).execute(&self.pool).await?;
+                Ok(())
+            }
+
             /// The one write of a collection result, on `conn`: its value when there is one,
             /// its attempt unless abandoned. Backfills and (on SQLite) fenced job completions
             /// both come through here.
@@ -232,10 +238,7 @@ macro_rules! shared_store {
 
             #[tracing::instrument(level = "debug", skip_all)]
             async fn set_time_zone(&self, user_id: i64, time_zone: &str) -> Result<(), StoreError> {
-                bind!(sqlx::query("UPDATE users SET time_zone = $1 WHERE id = $2"), time_zone, user_id)
-                    .execute(&self.pool)
-                    .await?;
-                Ok(())
+                self.set_user_text("UPDATE users SET time_zone = $1 WHERE id = $2", time_zone, user_id).await
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
@@ -308,10 +311,7 @@ macro_rules! shared_store {
 
             #[tracing::instrument(level = "debug", skip_all)]
             async fn set_password_hash(&self, user_id: i64, password_hash: &str) -> Result<(), StoreError> {
-                bind!(sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2"), password_hash, user_id)
-                    .execute(&self.pool)
-                    .await?;
-                Ok(())
+                self.set_user_text("UPDATE users SET password_hash = $1 WHERE id = $2", password_hash, user_id).await
             }
 
             #[tracing::instrument(level = "debug", skip_all)]

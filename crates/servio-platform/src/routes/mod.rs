@@ -19,25 +19,14 @@ use crate::AppState;
 
 /// Every route of the JSON API, with the OpenAPI document made from the same registration.
 pub fn api() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(openapi::base())
-        .merge(accounts::api())
-        .merge(vault::api())
-        .merge(dashboard::api())
-        .merge(directory::api())
-        .merge(tools::api())
-        .merge(openapi::router())
+    let features = [accounts::api, vault::api, dashboard::api, directory::api, tools::api, openapi::router];
+    features.iter().fold(OpenApiRouter::with_openapi(openapi::base()), |api, feature| api.merge(feature()))
 }
 
 /// Every web page, with the headers every page carries.
 pub fn pages() -> Router<AppState> {
-    let pages = Router::new()
-        .merge(accounts::pages())
-        .merge(vault::pages())
-        .merge(dashboard::pages())
-        .merge(directory::pages())
-        .merge(ai::pages())
-        .merge(check::pages())
-        .fallback(pages::not_found)
-        .layer(axum::middleware::map_response(pages::html_errors));
+    let features = [accounts::pages, vault::pages, dashboard::pages, directory::pages, ai::pages, check::pages];
+    let pages = features.iter().fold(Router::new(), |pages, feature| pages.merge(feature()));
+    let pages = pages.fallback(pages::not_found).layer(axum::middleware::map_response(pages::html_errors));
     pages::with_page_headers(pages)
 }

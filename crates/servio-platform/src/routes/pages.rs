@@ -8,6 +8,7 @@ use askama::Template;
 use axum::Router;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
+use axum::routing::MethodRouter;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::AppState;
@@ -37,7 +38,7 @@ pub const PAGES: &[(&str, &str, bool)] = &[
     ("POST", "/account/time_zone", true),
     ("POST", "/account/tokens/{id}/revoke", true),
     ("POST", "/account/password", true),
-    ("POST", "/account/sessions/end", true),
+    ("POST", "/account/sign_out_everywhere", true),
     ("POST", "/account/delete", true),
     ("POST", "/vault/{id}/collect", true),
     ("POST", "/vault/{id}/remove", true),
@@ -178,6 +179,11 @@ pub const TIME_ZONE_JS: &str = include_str!("../../assets/time-zone.js");
 /// `GET /assets/time-zone.js`.
 pub async fn time_zone_js() -> Response {
     ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], TIME_ZONE_JS).into_response()
+}
+
+/// A router from a table of routes, one `(path, method router)` a line.
+pub(crate) fn table<const N: usize>(routes: [(&'static str, MethodRouter<AppState>); N]) -> Router<AppState> {
+    routes.into_iter().fold(Router::new(), |router, (path, method)| router.route(path, method))
 }
 
 /// A rendered page; a template that fails to render is an internal error.

@@ -93,3 +93,41 @@ pub fn csrf(html: &str) -> String {
     let at = html.find("name=\"csrf_token\" value=\"").expect("a CSRF field") + "name=\"csrf_token\" value=\"".len();
     html[at..].split('"').next().unwrap().to_owned()
 }
+
+/// A client as the page tests use it: redirects are read, not followed.
+pub fn page_client() -> reqwest::Client {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
+}
+
+/// A browser signed in to the pages: its cookie and the session's CSRF token.
+#[derive(Clone)]
+pub struct PageSession {
+    pub http: reqwest::Client,
+    pub base: String,
+    pub cookie: String,
+    pub csrf: String,
+}
+
+impl PageSession {
+    /// Signs up `email` (with the password "a long enough password") through the sign-up form.
+    pub async fn sign_up(server: &Server, email: &str, time_zone: &str) -> PageSession {
+        let http = page_client();
+        let form = [("email", email), ("password", "a long enough password"), ("time_zone", time_zone)];
+        let signed_up = request(&http, "POST", &format!("{}/signup", server.base), None, &form).await;
+        let cookie = signed_up.cookie.unwrap_or_else(|| panic!("signing up {email}: {}", signed_up.html));
+        let vault = request(&http, "GET", &format!("{}/vault", server.base), Some(&cookie), &[]).await;
+        PageSession { csrf: csrf(&vault.html), http, base: server.base.clone(), cookie }
+    }
+
+    /// A page.
+    pub async fn get(&self, path: &str) -> Page {
+        request(&self.http, "GET", &format!("{}{path}", self.base), Some(&self.cookie), &[]).await
+    }
+
+    /// A form post with the CSRF field.
+    pub async fn post(&self, path: &str, fields: &[(&str, &str)]) -> Page {
+        let mut form = vec![("csrf_token", self.csrf.as_str())];
+        form.extend_from_slice(fields);
+        request(&self.http, "POST", &format!("{}{path}", self.base), Some(&self.cookie), &form).await
+    }
+}

@@ -24,11 +24,9 @@ use crate::routes::pages::{Layout, render};
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/account", get(account_page))
-        .route("/account/time_zone", post(set_time_zone))
         .route("/account/tokens/{id}/revoke", post(revoke_token))
-        .route("/account/password", post(change_password))
-        .route("/account/sessions/end", post(sign_out_everywhere))
-        .route("/account/delete", post(delete_account))
+        // Time zone, password, sign out everywhere, delete.
+        .route("/account/{action}", post(act))
 }
 
 /// Every IANA zone the platform knows, sorted, read once.
@@ -68,6 +66,7 @@ struct AccountPage {
     tokens: Vec<TokenRow>,
     sessions: Vec<SessionRow>,
     notice: Option<&'static str>,
+    zone_error: Option<String>,
     password_error: Option<String>,
     delete_error: Option<String>,
 }
@@ -99,6 +98,7 @@ struct AccountQuery {
 /// Which form of the page went wrong, and why.
 enum FormError {
     None,
+    Zone(String),
     Password(String),
     Delete(String),
 }
@@ -106,7 +106,7 @@ enum FormError {
 async fn account_view(state: &AppState, user: &PageUser, notice: Option<Done>, error: FormError) -> Response {
     match account_data(state, user, notice, error).await {
         Ok(page) => {
-            let bad = page.password_error.is_some() || page.delete_error.is_some();
+            let bad = page.zone_error.is_some() || page.password_error.is_some() || page.delete_error.is_some();
             let mut response = render(&page);
             if bad {
                 *response.status_mut() = StatusCode::BAD_REQUEST;
@@ -127,10 +127,11 @@ async fn account_data(
     let when = |seconds: i64| today.time(seconds);
     let tokens = service::tokens(state, user.user.id).await?.tokens;
     let sessions = service::sessions(state, user.user.id, &user.token_hash).await?;
-    let (password_error, delete_error) = match error {
-        FormError::None => (None, None),
-        FormError::Password(message) => (Some(message), None),
-        FormError::Delete(message) => (None, Some(message)),
+    let (zone_error, password_error, delete_error) = match error {
+        FormError::None => (None, None, None),
+        FormError::Zone(message) => (Some(message), None, None),
+        FormError::Password(message) => (None, Some(message), None),
+        FormError::Delete(message) => (None, None, Some(message)),
     };
     Ok(AccountPage {
         layout: Layout::of(Some(user)),
@@ -148,6 +149,7 @@ async fn account_data(
             })
             .collect(),
         notice: notice.map(Done::message),
+        zone_error,
         password_error,
         delete_error,
     })
@@ -170,11 +172,6 @@ fn done(what: &str) -> Response {
     Redirect::to(&format!("/account?done={what}")).into_response()
 }
 
-async fn set_time_zone(State(state): State<AppState>, posted: PageForm<TimeZone>) -> Result<Response, ApiError> {
-    service::set_time_zone(&state, posted.user.user.id, posted.form).await?;
-    Ok(done("time_zone"))
-}
-
 async fn revoke_token(
     State(state): State<AppState>,
     Path(id): Path<i64>,
@@ -184,26 +181,58 @@ async fn revoke_token(
     Ok(done("revoked"))
 }
 
-async fn change_password(State(state): State<AppState>, posted: PageForm<PasswordChange>) -> Response {
-    let PageForm { user, form } = posted;
-    match service::change_password(&state, &user.user, &user.token_hash, &form).await {
-        Ok(()) => done("password"),
-        Err(ApiError::BadRequest(message)) => account_view(&state, &user, None, FormError::Password(message)).await,
-        Err(error) => error.into_response(),
-    }
+/// A form of the account page that acts on the account (`/account/{action}`).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Action {
+    /// Save the time zone (`time_zone`).
+    TimeZone,
+    /// Change the password (`current_password`, `new_password`).
+    Password,
+    /// End every session, this one too, and go to the sign-in page.
+    SignOutEverywhere,
+    /// Delete the account (`current_password`).
+    Delete,
 }
 
-/// Ends every session, this one too, and goes to the sign-in page.
-async fn sign_out_everywhere(State(state): State<AppState>, posted: PageForm<NoFields>) -> Result<Response, ApiError> {
-    service::sign_out_everywhere(&state, posted.user.user.id).await?;
-    Ok(signed_out("/signin"))
+/// The fields of the account page's forms; each action reads its own.
+#[derive(Deserialize)]
+struct AccountForm {
+    #[serde(default)]
+    time_zone: String,
+    #[serde(default)]
+    current_password: String,
+    #[serde(default)]
+    new_password: String,
 }
 
-async fn delete_account(State(state): State<AppState>, posted: PageForm<CurrentPassword>) -> Response {
+async fn act(State(state): State<AppState>, Path(action): Path<Action>, posted: PageForm<AccountForm>) -> Response {
     let PageForm { user, form } = posted;
-    match service::delete_account(&state, &user.user, &form).await {
-        Ok(()) => signed_out("/signin?deleted=1"),
-        Err(ApiError::BadRequest(message)) => account_view(&state, &user, None, FormError::Delete(message)).await,
+    let AccountForm { time_zone, current_password, new_password } = form;
+    let (done_to, failed): (Result<Response, ApiError>, fn(String) -> FormError) = match action {
+        Action::TimeZone => (
+            service::set_time_zone(&state, user.user.id, TimeZone { time_zone }).await.map(|_| done("time_zone")),
+            FormError::Zone,
+        ),
+        Action::Password => {
+            let change = PasswordChange { current_password, new_password };
+            let changed = service::change_password(&state, &user.user, &user.token_hash, &change).await;
+            (changed.map(|()| done("password")), FormError::Password)
+        }
+        Action::SignOutEverywhere => {
+            (service::sign_out_everywhere(&state, user.user.id).await.map(|_| signed_out("/signin")), |_| {
+                FormError::None
+            })
+        }
+        Action::Delete => {
+            let deleted = service::delete_account(&state, &user.user, &CurrentPassword { current_password }).await;
+            (deleted.map(|()| signed_out("/signin?deleted=1")), FormError::Delete)
+        }
+    };
+    match done_to {
+        Ok(response) => response,
+        // What the user can correct is said on the page, beside the form.
+        Err(ApiError::BadRequest(message)) => account_view(&state, &user, None, failed(message)).await,
         Err(error) => error.into_response(),
     }
 }

@@ -13,15 +13,12 @@ use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
 use crate::routes::accounts::service::issue_token;
-use crate::routes::pages::{Layout, render};
+use crate::routes::pages::{Layout, render, table};
 use crate::routes::tools::service::{CallView, CatalogueToolView, call_log, catalogue, set_log_arguments};
 
 /// The page's routes.
 pub fn pages() -> Router<AppState> {
-    Router::new()
-        .route("/ai", get(page))
-        .route("/ai/tokens", post(create_token))
-        .route("/ai/log_arguments", post(keep_arguments))
+    table([("/ai", get(page)), ("/ai/tokens", post(create_token)), ("/ai/log_arguments", post(keep_arguments))])
 }
 
 #[derive(Template)]

@@ -2,14 +2,14 @@
 
 use axum::Json;
 use axum::extract::{Path, Query};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use axum::http::StatusCode;
-
-use super::service::{self, BackfillQueued, BackfillSummary, CollectSummary, Dashboard, JobProgress, Range};
+use super::service::{self, Backfill, BackfillQueued, BackfillSummary, CollectSummary, Dashboard, JobProgress, Range};
 use crate::AppState;
 use crate::auth::Api;
 use crate::error::{ApiError, ErrorBody};
@@ -19,40 +19,40 @@ use crate::json_body::JsonBody;
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(backfill))
-        .routes(routes!(queue_backfill, job_progress))
+        .routes(routes!(job_progress))
         .routes(routes!(collect))
         .routes(routes!(dashboard))
 }
 
-/// Collect the site's metrics for a range of dates (from, to)
-#[utoipa::path(post, path = "/api/vault/{id}/backfill", request_body = Range, responses(
+/// How a backfill runs.
+#[derive(Debug, Deserialize, IntoParams)]
+struct How {
+    /// `true`: queue the periods as jobs the workers collect and answer at once (`202`), then
+    /// poll `GET /api/vault/{id}/jobs`; otherwise collect them while the request waits.
+    #[serde(default)]
+    queue: bool,
+}
+
+/// Collect the site's metrics for a range of dates (from, to), now or queued as jobs
+#[utoipa::path(post, path = "/api/vault/{id}/backfill", params(How), request_body = Range, responses(
     (status = 200, description = "What was collected", body = BackfillSummary),
+    (status = 202, description = "Queued (`?queue=true`)", body = BackfillQueued),
     (status = 400, description = "Bad dates, or no valid brief", body = ErrorBody),
 ))]
 async fn backfill(
     api: Api,
     Path(id): Path<i64>,
+    Query(how): Query<How>,
     JsonBody(range): JsonBody<Range>,
-) -> Result<Json<BackfillSummary>, ApiError> {
-    service::run_backfill(&api.state, &api.user, id, &range).await.map(Json)
+) -> Result<Response, ApiError> {
+    let backfill = Backfill { state: &api.state, user: &api.user, id, range: &range };
+    Ok(match how.queue {
+        true => (StatusCode::ACCEPTED, Json(backfill.queue().await?)).into_response(),
+        false => Json(backfill.run().await?).into_response(),
+    })
 }
 
-/// Queue the collection of the site's metrics for a range of dates (from, to) as jobs, which
-/// the workers collect; answers at once
-#[utoipa::path(post, path = "/api/vault/{id}/jobs", request_body = Range, responses(
-    (status = 202, description = "Queued", body = BackfillQueued),
-    (status = 400, description = "Bad dates, or no valid brief", body = ErrorBody),
-))]
-async fn queue_backfill(
-    api: Api,
-    Path(id): Path<i64>,
-    JsonBody(range): JsonBody<Range>,
-) -> Result<(StatusCode, Json<BackfillQueued>), ApiError> {
-    let queued = service::queue_backfill(&api.state, &api.user, id, &range).await?;
-    Ok((StatusCode::ACCEPTED, Json(queued)))
-}
-
-/// How many of the site's collection jobs are still to do
+/// How many of the site's collection jobs are still to do (a queued backfill's progress)
 #[utoipa::path(get, path = "/api/vault/{id}/jobs", responses((status = 200, description = "The progress", body = JobProgress)))]
 async fn job_progress(api: Api, Path(id): Path<i64>) -> Result<Json<JobProgress>, ApiError> {
     service::job_progress(&api.state, api.user.id, id).await.map(Json)

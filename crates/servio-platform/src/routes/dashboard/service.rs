@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use jiff::civil::Date;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use servio_collector::manifests::CheckedManifest;
@@ -52,8 +53,8 @@ pub struct CollectSummary {
 }
 
 /// The dates of `range`: both `YYYY-MM-DD`, `to` on or after `from`, at most 400 days later.
-fn dates(range: &Range) -> Result<(jiff::civil::Date, jiff::civil::Date), ApiError> {
-    let date = |field: &str, text: &str| -> Result<jiff::civil::Date, ApiError> {
+fn dates(range: &Range) -> Result<(Date, Date), ApiError> {
+    let date = |field: &str, text: &str| -> Result<Date, ApiError> {
         text.parse()
             .map_err(|e| ApiError::BadRequest(format!("`{field}` {text:?} is not a date of the form YYYY-MM-DD: {e}")))
     };
@@ -64,17 +65,37 @@ fn dates(range: &Range) -> Result<(jiff::civil::Date, jiff::civil::Date), ApiErr
     Ok((first, last))
 }
 
-/// Collects a vault site's metrics for a range of dates, while the request waits.
-pub(crate) async fn run_backfill(
-    state: &AppState,
-    user: &servio_store::User,
-    id: i64,
-    range: &Range,
-) -> Result<BackfillSummary, ApiError> {
-    let (first, last) = dates(range)?;
-    let entry = state.store.vault_entry(user.id, id).await?.ok_or(ApiError::NotFound)?;
-    let summary = state.collector.backfill(user, &entry, first, last).await?;
-    Ok(BackfillSummary { stored: summary.stored, dropped: summary.dropped, failed: summary.failed })
+/// A backfill asked for: who, which of their vault sites, and which dates. Run while the
+/// request waits ([`Backfill::run`]) or queued as jobs ([`Backfill::queue`]).
+pub(crate) struct Backfill<'a> {
+    pub state: &'a AppState,
+    pub user: &'a servio_store::User,
+    pub id: i64,
+    pub range: &'a Range,
+}
+
+impl Backfill<'_> {
+    /// The vault entry and the dates, as both ways start: the dates checked first, so a bad
+    /// range is a `400` whoever asks.
+    async fn entry_and_dates(&self) -> Result<(servio_store::VaultEntry, (Date, Date)), ApiError> {
+        let dates = dates(self.range)?;
+        let entry = self.state.store.vault_entry(self.user.id, self.id).await?.ok_or(ApiError::NotFound)?;
+        Ok((entry, dates))
+    }
+
+    /// Collects the site's metrics for the dates while the request waits.
+    pub(crate) async fn run(&self) -> Result<BackfillSummary, ApiError> {
+        let (entry, (first, last)) = self.entry_and_dates().await?;
+        let summary = self.state.collector.backfill(self.user, &entry, first, last).await?;
+        Ok(BackfillSummary { stored: summary.stored, dropped: summary.dropped, failed: summary.failed })
+    }
+
+    /// Queues the dates as jobs the workers collect.
+    pub(crate) async fn queue(&self) -> Result<BackfillQueued, ApiError> {
+        let (entry, dates) = self.entry_and_dates().await?;
+        let queued = self.state.collector.queue_backfill(self.user, &entry, dates, jiff::Timestamp::now()).await?;
+        Ok(BackfillQueued { queued, pending: self.state.store.pending_jobs(self.user.id, self.id).await? })
+    }
 }
 
 /// A backfill queued as jobs.
@@ -91,19 +112,6 @@ pub struct BackfillQueued {
 pub struct JobProgress {
     /// Jobs still to do: due, being collected, or waiting to retry after a transient failure.
     pub pending: i64,
-}
-
-/// Queues a backfill of a vault site for a range of dates, as jobs the workers collect.
-pub(crate) async fn queue_backfill(
-    state: &AppState,
-    user: &servio_store::User,
-    id: i64,
-    range: &Range,
-) -> Result<BackfillQueued, ApiError> {
-    let dates = dates(range)?;
-    let entry = state.store.vault_entry(user.id, id).await?.ok_or(ApiError::NotFound)?;
-    let queued = state.collector.queue_backfill(user, &entry, dates, jiff::Timestamp::now()).await?;
-    Ok(BackfillQueued { queued, pending: state.store.pending_jobs(user.id, id).await? })
 }
 
 /// How many collection jobs of the user's vault site `id` are still to do.

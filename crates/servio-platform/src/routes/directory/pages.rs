@@ -14,15 +14,16 @@ use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
 use crate::routes::accounts::pages::NoFields;
-use crate::routes::pages::{Layout, render};
+use crate::routes::pages::{Layout, render, table};
 
 /// The Directory pages.
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/directory", get(directory))
-        .route("/directory/claims", post(claim))
-        .route("/directory/claims/{id}/verify", post(verify))
-        .route("/directory/claims/{id}/health", get(health_page))
+    table([
+        ("/directory", get(directory)),
+        ("/directory/claims", post(claim)),
+        ("/directory/claims/{id}/verify", post(verify)),
+        ("/directory/claims/{id}/health", get(health_page)),
+    ])
 }
 
 #[derive(Template)]

@@ -16,19 +16,20 @@ use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
 use crate::routes::accounts::pages::NoFields;
 use crate::routes::dashboard::pages::{Today, last_error, status_line};
-use crate::routes::pages::{Layout, render, timestamp};
+use crate::routes::pages::{Layout, render, table, timestamp};
 
 /// The vault pages.
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/vault", get(vault_page).post(add))
-        .route("/vault/{id}", get(site_page))
-        // Approve, refresh.
-        .route("/vault/{id}/{action}", post(act))
-        .route("/vault/{id}/credential", post(credential))
-        .route("/vault/{id}/backfill", post(backfill))
-        .route("/vault/{id}/connect", get(connect))
-        .route("/oauth/callback", get(oauth_callback))
+    table([
+        ("/vault", get(vault_page).post(add)),
+        ("/vault/{id}", get(site_page)),
+        // Approve, refresh, collect, remove.
+        ("/vault/{id}/{action}", post(act)),
+        ("/vault/{id}/credential", post(credential)),
+        ("/vault/{id}/backfill", post(backfill)),
+        ("/vault/{id}/connect", get(connect)),
+        ("/oauth/callback", get(oauth_callback)),
+    ])
 }
 
 #[derive(Template)]
@@ -313,8 +314,9 @@ async fn backfill(
     };
     let today = Today::of(user)?.date;
     let from = today.checked_sub(jiff::ToSpan::days(days)).map_err(ApiError::internal)?;
-    let range = crate::routes::dashboard::service::Range { from: from.to_string(), to: today.to_string() };
-    let queued = crate::routes::dashboard::service::queue_backfill(&state, user, id, &range).await?;
+    use crate::routes::dashboard::service::{Backfill, Range};
+    let range = Range { from: from.to_string(), to: today.to_string() };
+    let queued = Backfill { state: &state, user, id, range: &range }.queue().await?;
     Ok(back_to_site(id, if queued.queued == 0 { "nothing_to_backfill" } else { "backfill" }))
 }
 
