@@ -1,7 +1,8 @@
 #!/bin/sh
 # Dashboard benchmark: p99 latency of GET /api/dashboard under 64 concurrent connections for a
 # user with 50 metrics and 730 days of daily values, against the same server answering the same
-# bytes as a static file (see crates/servio-platform/examples/dashboard_bench.rs).
+# bytes as a static file (see crates/servio-platform/examples/dashboard_bench.rs), and the
+# dashboard page (HTML, the default 28-day charts) for the same user.
 # Runs alternate, static first: ROUNDS rounds (default 3) of DURATION each (default 10s).
 # Results go in BENCHMARKS.md.
 set -eu
@@ -27,8 +28,12 @@ ready=$(sed -n 's/^READY //p' "$tmp/server.out")
 field() { printf '%s' "$ready" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 base=$(field base)
 token=$(field token)
+cookie=$(field cookie)
 static_path=$(field static)
 echo "dashboard: $(field bytes) bytes" >&2
+# wrk counts a redirect (to sign in) as a success: make sure the page is the page.
+page_status=$(curl -s -o /dev/null -w '%{http_code}' -H "Cookie: __Host-servio_session=$cookie" "$base/dashboard")
+[ "$page_status" = 200 ] || { echo "the dashboard page answered $page_status" >&2; exit 2; }
 
 # One wrk run: prints "p50_ms p99_ms requests_per_s errors".
 run() {
@@ -49,8 +54,11 @@ i=1
 while [ "$i" -le "$rounds" ]; do
     s=$(run "$base$static_path")
     a=$(run -H "Authorization: Bearer $token" "$base/api/dashboard")
+    p=$(run -H "Cookie: __Host-servio_session=$cookie" "$base/dashboard")
     printf '%-6s %-8s %10s %10s %10s %s\n' "$i" static $s
     printf '%-6s %-8s %10s %10s %10s %s\n' "$i" api $a
+    printf '%-6s %-8s %10s %10s %10s %s\n' "$i" page $p
     echo "$s" | awk -v a="$a" -v i="$i" '{ split(a, x, " "); printf "%-6s p99 ratio api/static %.1fx, p50 ratio %.1fx\n", i, x[2] / $2, x[1] / $1 }'
+    echo "$s" | awk -v a="$p" -v i="$i" '{ split(a, x, " "); printf "%-6s p99 ratio page/static %.1fx, p50 ratio %.1fx\n", i, x[2] / $2, x[1] / $1 }'
     i=$((i + 1))
 done

@@ -176,7 +176,10 @@ async fn the_demo_dashboard_in_a_browser() {
     std::fs::create_dir_all(&shots).unwrap();
     let (url, email, password) =
         (demo["url"].as_str().unwrap(), demo["email"].as_str().unwrap(), demo["password"].as_str().unwrap());
-    let walked = run_script("walk-pages.mjs", &[url, email, password, shots.to_str().unwrap()]).await;
+    let verification = data.join("tls").join("verification");
+    let walked =
+        run_script("walk-pages.mjs", &[url, email, password, shots.to_str().unwrap(), verification.to_str().unwrap()])
+            .await;
     let visits: Vec<(&str, u32, u16, u32)> = walked
         .lines()
         .filter_map(|line| {
@@ -194,7 +197,7 @@ async fn the_demo_dashboard_in_a_browser() {
     }
     let pngs =
         std::fs::read_dir(&shots).unwrap().filter(|e| e.as_ref().unwrap().path().extension() == Some("png".as_ref()));
-    assert_eq!(pngs.count(), 27, "a screenshot of each page at each width in {}", shots.display());
+    assert_eq!(pngs.count(), 28, "a screenshot of each page at each width in {}", shots.display());
     let line = |prefix: &str| walked.lines().find_map(|l| l.strip_prefix(prefix)).unwrap_or_else(|| panic!("{walked}"));
     assert!(line("figure: ").starts_with('$') && line("figure: ").contains('.'), "money: {walked}");
     assert!(line("axis: ").matches('$').count() >= 3 && line("axis: ").contains("-"), "value and date axes: {walked}");
@@ -209,7 +212,17 @@ async fn the_demo_dashboard_in_a_browser() {
     assert!(line("collect: ").starts_with("Collected what was due"), "{walked}");
     assert!(line("backfill: ").contains("still to collect"), "the backfill's progress: {walked}");
     assert!(line("backfill done: ").contains("last collected"), "{walked}");
+    assert!(line("account zone: ").starts_with("Time zone saved") && line("account zone: ").ends_with("Europe/Berlin"));
+    assert!(line("account password: ").contains("is not your current password"), "{walked}");
+    let claim = line("claim: ");
+    assert!(
+        claim.starts_with("Pending") && claim.contains("-> Verified: listed | Verified: the site is listed."),
+        "{claim}"
+    );
+    assert!(line("health: ").starts_with("Fewer than 5 users"), "{walked}");
+    assert!(line("health: ").ends_with("tables=0"), "one user is below the threshold: {walked}");
     assert!(line("removed: ").contains("removed from your vault"), "{walked}");
+    assert!(line("added back: ").contains("Servio Demo Forum"), "added from the Directory: {walked}");
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "a real screenshot at {}", shot.display());
 }

@@ -10,8 +10,9 @@
 //! cargo run --release -p servio-platform --example dashboard_bench -- DATA_DIR [ADDR]
 //! ```
 //!
-//! Prints progress with timings, then one line `READY <json>` with the base URL, the API token
-//! and the static file's path, and serves until interrupted.
+//! Prints progress with timings, then one line `READY <json>` with the base URL, the API token,
+//! a session cookie (for the dashboard page) and the static file's path, and serves until
+//! interrupted.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -83,6 +84,15 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
         .map_err(|e| format!("creating the user (use a fresh DATA_DIR): {e}"))?;
     let token = new_token("servio_").map_err(|e| e.to_string())?;
     store.create_api_token(user.id, "bench", &token_hash(&token), now).await.map_err(|e| format!("the token: {e}"))?;
+    // A browser session too, for the dashboard page.
+    let cookie = new_token("s_").map_err(|e| e.to_string())?;
+    let session = servio_store::Session {
+        user_id: user.id,
+        csrf_token: "bench".into(),
+        expires_at: now + 86_400,
+        idle_seconds: 86_400,
+    };
+    store.create_session(&token_hash(&cookie), &session, now).await.map_err(|e| format!("the session: {e}"))?;
 
     let mut sites = Vec::new();
     for n in 0..SITES {
@@ -165,7 +175,7 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
     eprintln!("{:>6.2} s  serving; the dashboard is {} bytes", started.elapsed().as_secs_f64(), body.len());
     println!(
         "READY {}",
-        json!({ "base": base, "token": token, "static": "/static/dashboard.json", "bytes": body.len() })
+        json!({ "base": base, "token": token, "cookie": cookie, "static": "/static/dashboard.json", "bytes": body.len() })
     );
 
     tokio::select! {

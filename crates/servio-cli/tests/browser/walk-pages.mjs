@@ -1,14 +1,17 @@
 // Every page a signed-in user reaches, in a real browser at a desktop width (1400 px) and a
 // phone's (390 px): no page may scroll sideways, and each is kept as a screenshot.
-// Arguments: PLATFORM_URL EMAIL PASSWORD SCREENSHOT_DIR.
+// Arguments: PLATFORM_URL EMAIL PASSWORD SCREENSHOT_DIR VERIFICATION_FILE (the demo site lists
+// the token written there as its manifest's `verification`).
 // Prints one line per page and width: `PATH WIDTH STATUS scrollWidth=N`, then what the dashboard
 // shows (its first figure, axis labels, range links) and the 404 page's heading; then the site
 // page's actions as a user clicks them (collect now, a backfill with its progress until done,
-// the zone picked on sign-up from the browser's zone) and last the site's removal; exits
-// non-zero on any failure.
+// the zone picked on sign-up from the browser's zone), the account page's forms, the Directory
+// (claim, verify, the owner's health page under its five-user threshold), and last the site's
+// removal and its return through "Add to my vault"; exits non-zero on any failure.
+import { writeFileSync } from 'node:fs';
 import { launch } from './launch.mjs';
 
-const [platform, email, password, screenshots] = process.argv.slice(2);
+const [platform, email, password, screenshots, verificationFile] = process.argv.slice(2);
 const browser = await launch();
 try {
   const signedOut = await browser.newPage({ viewport: { width: 1400, height: 900 }, timezoneId: 'Asia/Tokyo' });
@@ -73,10 +76,40 @@ try {
   await page.waitForFunction(() => !document.querySelector('.progress'), null, { timeout: 60000, polling: 500 });
   console.log(`backfill done: ${(await page.locator('p.status').textContent()).trim()}`);
 
-  // Last, as it takes the demo's data away: remove the site, after the confirmation.
+  // The account page: a zone saved, a wrong current password said beside its form.
+  await page.goto(`${platform}/account`);
+  await page.locator('#time-zone-select').selectOption('Europe/Berlin');
+  await Promise.all([page.waitForURL('**done=time_zone'), page.getByRole('button', { name: 'Save time zone' }).click()]);
+  console.log(`account zone: ${(await page.locator('.notice').textContent()).trim()} | ${await page.locator('#time-zone-select').inputValue()}`);
+  await page.locator('#current-password').fill('not the password at all');
+  await page.locator('#new-password').fill('a new long password');
+  await page.getByRole('button', { name: 'Change password' }).click();
+  await page.locator('#password .error').waitFor();
+  console.log(`account password: ${(await page.locator('#password .error').textContent()).trim()}`);
+
+  // The Directory: claim the demo site, put the token in its manifest, verify, see the owner's
+  // health page (one user: below the threshold, so no figure).
+  await page.goto(`${platform}/directory`);
+  await page.locator('#claim-url').fill(origin);
+  await Promise.all([page.waitForURL('**/directory'), page.getByRole('button', { name: 'Claim' }).click()]);
+  const claimState = (await page.locator('#claims td.warning').first().textContent()).trim();
+  writeFileSync(verificationFile, (await page.locator('#claims td code', { hasText: 'wmcp_verify_' }).textContent()).trim());
+  await page.getByRole('button', { name: 'Verify' }).click();
+  await page.locator('#claims td.ok').waitFor();
+  console.log(`claim: ${claimState} -> ${(await page.locator('#claims td.ok').textContent()).trim()} | ${(await page.locator('.notice').textContent()).trim()}`);
+  await Promise.all([page.waitForURL('**/health'), page.getByRole('link', { name: 'Collection health' }).click()]);
+  await page.screenshot({ path: `${screenshots}/owner-health-1400.png`, fullPage: true });
+  console.log(`health: ${(await page.locator('main .card p.muted').first().textContent()).trim()} | tables=${await page.locator('main .card table').count()}`);
+
+  // Last, as it takes the demo's data away: remove the site, after the confirmation; then add
+  // it back from the Directory.
+  await page.goto(`${platform}${site}`);
   await page.getByText('Remove this site…').click();
   await Promise.all([page.waitForURL('**/vault?removed=1'), page.locator('button.danger').click()]);
   console.log(`removed: ${(await page.locator('.notice').textContent()).trim()}`);
+  await page.goto(`${platform}/directory?q=forum`);
+  await Promise.all([page.waitForURL('**/vault/*'), page.getByRole('button', { name: 'Add to my vault' }).click()]);
+  console.log(`added back: ${(await page.locator('h1').textContent()).trim()}`);
 } finally {
   await browser.close();
 }
