@@ -3,8 +3,6 @@
 //! reasons in words, and how long the site took to answer. Counts only, never a user's
 //! identity; a figure fewer than [`MIN_USERS`] users stand behind is left out by the store.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 use servio_store::SiteHealth;
 use utoipa::{IntoParams, ToSchema};
@@ -90,8 +88,7 @@ pub(crate) async fn health(state: &AppState, user_id: i64, id: i64, window: &Win
     if !WINDOWS.contains(&days) {
         return Err(ApiError::BadRequest("`days` must be 7 or 28".into()));
     }
-    let claims = state.store.claims(user_id).await?;
-    let claim = claims.into_iter().find(|c| c.id == id).ok_or(ApiError::NotFound)?;
+    let claim = super::service::owned_claim(state, user_id, id).await?;
     let listing = state.store.claim_listing(claim.id).await?.filter(|listing| listing.listed);
     let listing = listing
         .ok_or_else(|| ApiError::BadRequest("the claim is not verified: the health page is for listed sites".into()))?;
@@ -114,39 +111,36 @@ fn brief_keys(manifest: &str) -> Vec<String> {
 /// The figures grouped per metric: the brief's metrics first, in its order, then any other
 /// metric that has figures; the top reasons of each.
 fn by_metric(keys: Vec<String>, figures: SiteHealth) -> Vec<MetricHealth> {
-    let mut metrics: BTreeMap<String, MetricHealth> = BTreeMap::new();
-    let mut order = keys;
-    let entry = |metrics: &mut BTreeMap<String, MetricHealth>, order: &mut Vec<String>, key: &str| {
-        if !order.iter().any(|k| k == key) {
-            order.push(key.to_owned());
-        }
-        metrics.entry(key.to_owned()).or_insert_with(|| MetricHealth { key: key.to_owned(), ..Default::default() });
-    };
-    for key in order.clone() {
-        entry(&mut metrics, &mut order, &key);
-    }
+    let mut metrics: Vec<MetricHealth> =
+        keys.into_iter().map(|key| MetricHealth { key, ..MetricHealth::default() }).collect();
     for outcome in figures.outcomes {
-        entry(&mut metrics, &mut order, &outcome.metric_key);
-        let metric = metrics.get_mut(&outcome.metric_key).expect("entered above");
-        metric.outcomes.push(OutcomeFigure {
-            outcome: outcome.outcome.as_str(),
-            attempts: outcome.attempts,
-            users: outcome.users,
-        });
+        let figure =
+            OutcomeFigure { outcome: outcome.outcome.as_str(), attempts: outcome.attempts, users: outcome.users };
+        metric(&mut metrics, &outcome.metric_key).outcomes.push(figure);
     }
     for reason in figures.reasons {
-        entry(&mut metrics, &mut order, &reason.metric_key);
-        let metric = metrics.get_mut(&reason.metric_key).expect("entered above");
-        if metric.reasons.len() < TOP_REASONS {
-            metric.reasons.push(ReasonFigure { reason: reason.reason, attempts: reason.attempts });
+        let reasons = &mut metric(&mut metrics, &reason.metric_key).reasons;
+        if reasons.len() < TOP_REASONS {
+            reasons.push(ReasonFigure { reason: reason.reason, attempts: reason.attempts });
         }
     }
     for latency in figures.latencies {
-        entry(&mut metrics, &mut order, &latency.metric_key);
-        let metric = metrics.get_mut(&latency.metric_key).expect("entered above");
-        metric.latency = Some(LatencyFigure { calls: latency.calls, p50_ms: latency.p50_ms, p95_ms: latency.p95_ms });
+        let figure = LatencyFigure { calls: latency.calls, p50_ms: latency.p50_ms, p95_ms: latency.p95_ms };
+        metric(&mut metrics, &latency.metric_key).latency = Some(figure);
     }
-    order.iter().filter_map(|key| metrics.remove(key)).collect()
+    metrics
+}
+
+/// The metric `key` of `metrics`, added at the end when it is not there yet.
+fn metric<'a>(metrics: &'a mut Vec<MetricHealth>, key: &str) -> &'a mut MetricHealth {
+    let at = match metrics.iter().position(|m| m.key == key) {
+        Some(at) => at,
+        None => {
+            metrics.push(MetricHealth { key: key.to_owned(), ..MetricHealth::default() });
+            metrics.len() - 1
+        }
+    };
+    &mut metrics[at]
 }
 
 #[cfg(test)]

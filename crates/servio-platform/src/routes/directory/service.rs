@@ -146,10 +146,15 @@ pub(crate) async fn claims(state: &AppState, user_id: i64) -> Result<ClaimList, 
     Ok(ClaimList { claims })
 }
 
+/// The user's claim `id`; "not found" when it is not theirs.
+pub(crate) async fn owned_claim(state: &AppState, user_id: i64, id: i64) -> Result<servio_store::Claim, ApiError> {
+    let claims = state.store.claims(user_id).await?;
+    claims.into_iter().find(|c| c.id == id).ok_or(ApiError::NotFound)
+}
+
 /// Lists the claimed site once its manifest carries the claim's token.
 pub(crate) async fn verify_claim(state: &AppState, user_id: i64, id: i64) -> Result<Verified, ApiError> {
-    let claims = state.store.claims(user_id).await?;
-    let claim = claims.into_iter().find(|c| c.id == id).ok_or(ApiError::NotFound)?;
+    let claim = owned_claim(state, user_id, id).await?;
     let found = discover(&state.client, &claim.origin)
         .await
         .map_err(|e| ApiError::Unprocessable(json!({ "error": e.to_string() })))?;
