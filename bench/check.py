@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Benchmark: `servio check` over the corpus against a plain serde_json::Value parse.
 
-    bench/check.py [--rounds N] [--corpus DIR]
+    bench/check.py [--rounds N] [--corpus DIR] [--bin-dir DIR]
 
-Builds the release binaries, generates the corpus when missing (bench/gen_corpus.py), then in
+Builds the release binaries (or, with --bin-dir, takes `servio` and `baseline_parse` from DIR,
+such as binaries built from an older commit), generates the corpus when missing (bench/gen_corpus.py), then in
 one run alternates, round after round, the baseline (`baseline_parse`: read every file and
 parse it into a serde_json::Value) and `servio check --format json` with one thread and with
 the default number of threads. Reports median wall times, throughput, the ratio of check
@@ -38,12 +39,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--corpus", default=os.path.join(ROOT, "bench", "corpus"))
+    ap.add_argument("--bin-dir", help="take servio and baseline_parse from here instead of building them")
     args = ap.parse_args()
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "servio", "--example", "baseline_parse"], cwd=ROOT, check=True)
+    if args.bin_dir is None:
+        subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "servio", "--example", "baseline_parse"], cwd=ROOT, check=True)
     if not os.path.isdir(args.corpus):
         subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_corpus.py"), args.corpus], check=True)
-    servio = os.path.join(ROOT, "target", "release", "servio")
-    baseline = os.path.join(ROOT, "target", "release", "examples", "baseline_parse")
+    if args.bin_dir is None:
+        servio = os.path.join(ROOT, "target", "release", "servio")
+        baseline = os.path.join(ROOT, "target", "release", "examples", "baseline_parse")
+    else:
+        servio = os.path.join(args.bin_dir, "servio")
+        baseline = os.path.join(args.bin_dir, "baseline_parse")
     large = os.path.join(args.corpus, "large", "large.json")
     size = corpus_bytes(args.corpus)
 
