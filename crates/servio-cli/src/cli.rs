@@ -80,6 +80,21 @@ pub enum Command {
     Mcp(McpArgs),
 }
 
+impl Command {
+    /// How a long-running command logs; `None` for the others, which answer on standard output
+    /// and standard error themselves.
+    pub fn log_args(&self) -> Option<&LogArgs> {
+        match self {
+            Command::Serve(args) => Some(&args.process.log),
+            Command::Worker(args) => Some(&args.process.log),
+            Command::Demo(args) => Some(&args.log),
+            Command::DemoSite(args) => Some(&args.log),
+            Command::Mcp(args) => Some(&args.log),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct CallArgs {
     /// The site: an origin or any URL on it.
@@ -106,6 +121,8 @@ pub struct DemoArgs {
     // demo site's port and demo.json are kept there too.
     #[command(flatten)]
     pub platform: PlatformArgs,
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 #[derive(Debug, Args)]
@@ -115,6 +132,31 @@ pub struct ServeArgs {
     pub addr: SocketAddr,
     #[command(flatten)]
     pub platform: PlatformArgs,
+    #[command(flatten)]
+    pub process: ProcessArgs,
+    /// Days the collection attempt log (and finished collection jobs) are kept; older entries
+    /// are deleted a batch at a time, every minute. Values themselves are kept for good.
+    #[arg(long, env = "SERVIO_KEEP_ATTEMPTS_DAYS", default_value_t = 90, value_name = "DAYS", value_parser = clap::value_parser!(u64).range(1..=36_500), hide_env_values = true)]
+    pub keep_attempts_days: u64,
+    /// Days the AI gateway's call log is kept.
+    #[arg(long, env = "SERVIO_KEEP_CALLS_DAYS", default_value_t = 90, value_name = "DAYS", value_parser = clap::value_parser!(u64).range(1..=36_500), hide_env_values = true)]
+    pub keep_calls_days: u64,
+}
+
+/// What `serve` and `worker` share as long-running processes: logs, metrics, how they stop.
+#[derive(Debug, Args)]
+pub struct ProcessArgs {
+    #[command(flatten)]
+    pub log: LogArgs,
+    /// Serve /metrics (Prometheus text format) on this address as well, such as a port that
+    /// only the monitoring network reaches. `serve` also answers /metrics on --addr.
+    #[arg(long, env = "SERVIO_METRICS_ADDR", value_parser = parse_addr, hide_env_values = true)]
+    pub metrics_addr: Option<SocketAddr>,
+    /// On SIGTERM or Ctrl-C, how long requests and calls in flight may take to finish, in
+    /// seconds; what is still running then is cut off (its jobs handed back for another
+    /// process to collect). The process then exits 0.
+    #[arg(long, env = "SERVIO_SHUTDOWN_TIMEOUT", default_value_t = 10, value_name = "SECONDS", hide_env_values = true)]
+    pub shutdown_timeout: u64,
 }
 
 /// What `serve`, `worker` and `demo` share: where the platform's data lives and how it reaches
@@ -150,6 +192,21 @@ pub struct PlatformArgs {
     pub limits: CallLimitArgs,
 }
 
+/// How a long-running command logs to standard error.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Log lines as text for people, or as JSON objects (one per line) for a log collector.
+    /// Which events: SERVIO_LOG, e.g. `debug` or `info,servio_collector=debug`.
+    #[arg(long, env = "SERVIO_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, hide_env_values = true)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
 #[derive(Debug, Args)]
 pub struct McpArgs {
     /// The platform, such as https://servio.example or http://127.0.0.1:8080.
@@ -165,12 +222,16 @@ pub struct McpArgs {
     /// How often to look for changes of the tool list, to tell the AI client, in seconds.
     #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub poll: u64,
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
     #[command(flatten)]
     pub platform: PlatformArgs,
+    #[command(flatten)]
+    pub process: ProcessArgs,
     /// This worker's id, recorded as the owner of the jobs it holds (default: worker-PID).
     #[arg(long, env = "SERVIO_WORKER_ID", hide_env_values = true)]
     pub id: Option<String>,
@@ -235,6 +296,8 @@ pub struct DemoSiteArgs {
     /// PATH=html or PATH=redirect-loop. Repeatable.
     #[arg(long = "misbehave", value_name = "PATH=MODE")]
     pub misbehave: Vec<String>,
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 /// How the demo site's manifest says to authenticate.

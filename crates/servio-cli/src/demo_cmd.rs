@@ -13,6 +13,7 @@ use servio_platform::{AppState, router};
 
 use crate::cli::DemoArgs;
 use crate::platform::KeyFile;
+use crate::running::{Background, serve_until_signal};
 use crate::{Failure, Outcome};
 
 pub fn run(args: &DemoArgs) -> Result<Outcome, Failure> {
@@ -56,10 +57,10 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
     let url = format!("http://{}", listener.local_addr()?);
     let oauth = platform.oauth(url.clone())?;
     let state = AppState::new(Arc::from(store), client, secrets, oauth);
-    tokio::spawn(servio_platform::refresh::run_periodically(state.clone(), std::time::Duration::from_secs(600)));
-    tokio::spawn(state.collector.clone().run_scheduler(std::time::Duration::from_secs(300)));
-    let app = router(state);
-    tokio::spawn(async move { axum::serve(servio_platform::no_delay(listener), app).await });
+    let background = Background::start(&state, STOP_GRACE);
+    let app = router(state.clone());
+    let stopping = state.stopping.clone();
+    let server = tokio::spawn(async move { serve_until_signal(listener, app, &stopping, STOP_GRACE).await });
 
     // The demo user and their vault, through the API.
     println!("Seeding the demo: a user, the demo site in their vault, eight weeks of metrics...");
@@ -97,9 +98,14 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
         collected["stored"], collected["dropped"], collected["failed"]
     );
     println!("Press Ctrl-C to stop.");
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    server.await.context("the platform's server")??;
+    background.stop().await;
+    state.gateway.flush().await;
     Ok(())
 }
+
+/// How long a stopping demo waits for what is in flight.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The demo site's listener, on the port it had last time when that port is free: the site is
 /// known to the vault by its origin, so a new port would add it again as a second site.

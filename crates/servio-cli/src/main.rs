@@ -20,6 +20,7 @@ mod login_cmd;
 mod mcp_cmd;
 mod platform;
 mod render;
+mod running;
 mod serve_cmd;
 mod worker_cmd;
 
@@ -62,11 +63,8 @@ fn main() -> ExitCode {
 
 fn try_main(cli: Cli) -> Result<Outcome, Failure> {
     // The long-running commands log; the others answer on stdout and stderr themselves.
-    if matches!(
-        cli.command,
-        Command::Serve(_) | Command::Worker(_) | Command::DemoSite(_) | Command::Demo(_) | Command::Mcp(_)
-    ) {
-        logging::init();
+    if let Some(log) = cli.command.log_args() {
+        logging::init(log.log_format);
     }
     match cli.command {
         Command::Check(args) => check_cmd::run(&args),

@@ -1,18 +1,23 @@
-//! `servio serve`: the platform, until interrupted.
+//! `servio serve`: the platform, until SIGTERM or Ctrl-C, then a graceful stop
+//! ([`crate::running`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
+use servio_platform::upkeep::Retention;
 use servio_platform::{AppState, router};
 
 use crate::cli::ServeArgs;
 use crate::platform::{KeyFile, backend};
+use crate::running::{Background, serve_metrics, serve_until_signal};
 use crate::{Failure, Outcome};
 
 pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
     let platform = &args.platform;
     let data_dir = platform.data_dir();
     let url = platform.database_url(&data_dir)?;
+    let grace = Duration::from_secs(args.process.shutdown_timeout);
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     runtime.block_on(async {
@@ -25,21 +30,19 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         // The platform fetches user-supplied URLs: the public guard, unless told otherwise.
         let client = platform.client(false, None)?;
         let oauth = platform.oauth(format!("http://{local}"))?;
-        let state = AppState::new(Arc::from(store), client, secrets, oauth);
-        // Sites fall due every 24 hours (jittered); look for due ones every ten minutes.
-        tokio::spawn(servio_platform::refresh::run_periodically(state.clone(), std::time::Duration::from_secs(600)));
-        // Due periods are collected, and transient failures retried, every five minutes.
-        tokio::spawn(state.collector.clone().run_scheduler(std::time::Duration::from_secs(300)));
-        // Expired sessions are purged, and sign-in limiters trimmed, every minute.
-        tokio::spawn(servio_platform::upkeep::run_periodically(state.clone(), std::time::Duration::from_secs(60)));
-        // The peer address is the client address that sign-in and sign-up are throttled by.
-        let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
-        axum::serve(servio_platform::no_delay(listener), app)
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await
-            .context("serving")?;
+        let mut state = AppState::new(Arc::from(store), client, secrets, oauth);
+        let days = |n: u64| Duration::from_secs(n * 86_400);
+        state.retention = Retention { attempts: days(args.keep_attempts_days), calls: days(args.keep_calls_days) };
+        if let Some(addr) = args.process.metrics_addr {
+            let metrics = serve_metrics(addr, state.store.clone()).await?;
+            println!("Metrics on http://{metrics}/metrics");
+        }
+        let background = Background::start(&state, grace);
+        tracing::info!(addr = %local, backend = backend(&url), "serving");
+        serve_until_signal(listener, router(state.clone()), &state.stopping, grace).await?;
+        let collected = background.stop().await;
+        state.gateway.flush().await;
+        tracing::info!(collected = %collected.describe(), "stopped");
         anyhow::Ok(())
     })?;
     Ok(Outcome::Ok)

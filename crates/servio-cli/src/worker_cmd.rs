@@ -1,5 +1,6 @@
 //! `servio worker`: plans and works collection jobs on the platform's database until SIGTERM
-//! or Ctrl-C. The work itself is a `servio_collector::Collector` (a store, a client and the
+//! or Ctrl-C, then stops gracefully (calls in flight get `--shutdown-timeout`, held jobs are
+//! handed back). The work itself is a `servio_collector::Collector` (a store, a client and the
 //! credentials; no web state); this is configuration and signals.
 
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use servio_collector::{Collector, Credentials, WorkerConfig};
 
 use crate::cli::WorkerArgs;
 use crate::platform::{KeyFile, backend};
+use crate::running::{serve_metrics, shutdown_signal};
 use crate::{Failure, Outcome};
 
 pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
@@ -27,7 +29,7 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
         let store: Arc<dyn servio_store::Store> = Arc::from(store);
         let credentials = Credentials::new(store.clone(), client.clone(), Arc::new(secrets), Arc::new(oauth));
         let collector = Collector::new(store, client, Arc::new(credentials));
-        let owner = args.id.clone().unwrap_or_else(|| format!("worker-{}", std::process::id()));
+        let owner = args.id.clone().unwrap_or_else(|| servio_collector::process_owner("worker"));
         let config = WorkerConfig {
             owner: owner.clone(),
             lease: Duration::from_secs(args.lease),
@@ -36,7 +38,12 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
             plan_every: Duration::from_secs(args.plan_every),
             idle: Duration::from_millis(args.idle),
             drain: args.drain,
+            grace: Duration::from_secs(args.process.shutdown_timeout),
         };
+        if let Some(addr) = args.process.metrics_addr {
+            let metrics = serve_metrics(addr, collector.store().clone()).await?;
+            println!("Metrics on http://{metrics}/metrics");
+        }
         println!(
             "Servio worker {owner} on {}: leases of {}s, batches of {}, {} calls in flight",
             backend(&url),
@@ -51,7 +58,10 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
             summary = &mut work => summary.context("the worker's tasks")?,
             signal = shutdown_signal() => {
                 signal?;
-                eprintln!("servio: {owner}: stopping after the batches in hand");
+                tracing::info!(
+                    grace_s = args.process.shutdown_timeout,
+                    "stopping: no new claims; calls in flight finish or are cut off, held jobs are handed back"
+                );
                 let _ = stop.send(true);
                 work.await.context("the worker's tasks")?
             }
@@ -60,15 +70,4 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
         anyhow::Ok(())
     })?;
     Ok(Outcome::Ok)
-}
-
-/// Waits for SIGTERM (how service managers stop a process) or Ctrl-C.
-async fn shutdown_signal() -> anyhow::Result<()> {
-    let mut terminate =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).context("listening for SIGTERM")?;
-    tokio::select! {
-        _ = terminate.recv() => {}
-        result = tokio::signal::ctrl_c() => result.context("listening for Ctrl-C")?,
-    }
-    Ok(())
 }

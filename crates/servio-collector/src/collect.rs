@@ -238,7 +238,9 @@ impl Collector {
         let slot = slot(call.user, call.bearer.site, call.metric, call.period, &start_date);
         let at = at.as_second();
         let result = self.read_metric(call).await;
-        self.store.record_result(&slot, &result.to_write(None), at).await?;
+        let written = result.to_write(None);
+        self.store.record_result(&slot, &written, at).await?;
+        count_collection(&written, true);
         Ok(result.outcome)
     }
 
@@ -271,4 +273,15 @@ impl Collector {
         .instrument(span)
         .await
     }
+}
+
+/// Counts a written collection result in the metrics, by the outcome its attempt logged, or as
+/// `fenced_out` when a job's result was not committed (another claim held the job).
+pub(crate) fn count_collection(result: &servio_store::CollectionResult<'_>, committed: bool) {
+    let outcome: &'static str = match result.attempt() {
+        _ if !committed => "fenced_out",
+        Some(attempt) => attempt.outcome.into(),
+        None => return,
+    };
+    metrics::counter!("servio_collections_total", "outcome" => outcome).increment(1);
 }

@@ -295,7 +295,10 @@ impl Credentials {
         };
         let refresh_token = tokens.refresh_token.as_deref().ok_or(Error::NoRefreshToken)?;
         let oauth = oauth_site(&self.oauth, &site.origin, manifest).ok_or(Error::NotOAuth)??;
-        let new = servio_client::oauth::refresh(&self.client, &oauth, refresh_token).await.map_err(Error::Renewal)?;
+        let renewed = servio_client::oauth::refresh(&self.client, &oauth, refresh_token).await;
+        let outcome = if renewed.is_ok() { "renewed" } else { "failed" };
+        metrics::counter!("servio_token_renewals_total", "outcome" => outcome).increment(1);
+        let new = renewed.map_err(Error::Renewal)?;
         let access_token = new.access_token.clone();
         if let Err(error) = self.set_credential(user_id, site.id, &Credential::OAuth(new)).await {
             // The new token still serves this call; the next one renews again.

@@ -15,6 +15,7 @@ use servio_manifest::Brief;
 use servio_manifest::period::{Granularity, Period};
 use servio_store::{CollectionResult, Completion, Job, JobClaim, NewJob, StoreError, User, VaultEntry};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::approval::acting_manifest;
@@ -43,6 +44,9 @@ pub struct WorkerConfig {
     /// Stop once no job is due, instead of waiting for more (for batch runs); planning then
     /// happens once, at the start.
     pub drain: bool,
+    /// Once told to stop, how long calls in flight may take to finish; what is still running
+    /// then is cut off, and every job this worker still holds is handed back.
+    pub grace: Duration,
 }
 
 impl WorkerConfig {
@@ -56,6 +60,7 @@ impl WorkerConfig {
             plan_every: Duration::from_secs(60),
             idle: Duration::from_secs(1),
             drain: false,
+            grace: Duration::from_secs(10),
         }
     }
 }
@@ -390,6 +395,7 @@ async fn commit(collector: &Collector, done: &[Done], now: Timestamp) -> Result<
     let committed = collector.store.complete_jobs(&completions, now.as_second()).await?;
     let mut summary = Summary::default();
     for (completion, committed) in completions.iter().zip(committed) {
+        crate::collect::count_collection(&completion.result, committed);
         match (&completion.result, committed) {
             (_, false) => summary.fenced_out += 1,
             (CollectionResult::Stored { .. }, true) => summary.stored += 1,
@@ -458,26 +464,26 @@ impl Collector {
 
     /// Plans and works jobs until `stop` turns true (or its sender is gone): a planning task
     /// every `config.plan_every`, and [`work`] with up to `config.in_flight` calls at once.
-    /// Every call in flight ends, and its result is committed, before it returns what was done.
-    /// With `config.drain` it plans once and returns as soon as no job is due. This is `servio
-    /// worker`.
+    /// Stopped, it claims nothing more, gives calls in flight `config.grace` to end (and cuts
+    /// off the rest), commits every result it has, and hands back the jobs it still holds, so
+    /// that no job waits for a lease to expire. With `config.drain` it plans once and returns
+    /// as soon as no job is due. This is `servio worker`.
     pub async fn run(self, config: WorkerConfig, stop: watch::Receiver<bool>) -> Summary {
         let span = tracing::info_span!("worker", owner = %config.owner);
         run(self, config, stop).instrument(span).await
     }
 
-    /// `servio serve`'s own worker: collects what is due for every user, forever, planning
+    /// `servio serve`'s own worker: collects what is due for every user until `stop`, planning
     /// every `tick` and working jobs as they fall due, alongside any `servio worker` sharing
-    /// the database.
-    pub async fn run_scheduler(self, tick: Duration) {
+    /// the database; stopped, it stops as [`Collector::run`] does, within `grace`.
+    pub async fn run_scheduler(self, tick: Duration, grace: Duration, stop: watch::Receiver<bool>) -> Summary {
         let config = WorkerConfig {
             plan_every: tick,
             idle: Duration::from_secs(5),
-            ..WorkerConfig::new(format!("servio-serve-{}", std::process::id()))
+            grace,
+            ..WorkerConfig::new(crate::process_owner("servio-serve"))
         };
-        // Never stopped: the sender lives as long as this future.
-        let (_running, stop) = watch::channel(false);
-        self.run(config, stop).await;
+        self.run(config, stop).await
     }
 }
 
@@ -535,7 +541,11 @@ async fn run(collector: Collector, config: WorkerConfig, stop: watch::Receiver<b
             .in_current_span(),
         );
     }
-    work(collector, config, stop.clone(), total.clone()).await;
+    let owner = config.owner.clone();
+    work(collector.clone(), config, stop.clone(), total.clone()).await;
+    if *stop.borrow() {
+        hand_back(&collector, &owner).await;
+    }
     // Stopped, the others end by themselves (planning finishes its round); drained, only
     // the progress report is left, and nothing is lost by ending it.
     if !*stop.borrow() {
@@ -543,6 +553,16 @@ async fn run(collector: Collector, config: WorkerConfig, stop: watch::Receiver<b
     }
     while others.join_next().await.is_some() {}
     *total.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Hands back every job `owner` still holds (claimed but not called, or cut off), so that
+/// another worker claims them now rather than when their leases end.
+async fn hand_back(collector: &Collector, owner: &str) {
+    match collector.store.release_jobs(owner, Timestamp::now().as_second()).await {
+        Ok(0) => {}
+        Ok(released) => tracing::info!(released, "handed back the jobs not done"),
+        Err(error) => tracing::warn!(%error, "handing back jobs failed; they wait for their leases"),
+    }
 }
 
 /// The most calls a worker keeps in flight, whatever it is told.
@@ -558,30 +578,54 @@ type Batch = (Vec<Job>, Contexts);
 /// claims a batch while the one before is being called; the calls run up to
 /// `config.in_flight` at once, each a task that queues its result; [`commit_results`] commits
 /// the results in groups while calls go on. So neither a claim nor a durable commit leaves the
-/// calls waiting, and one commit flushes for many jobs. On `stop` no batch is claimed any more;
-/// the batches claimed are called, and it returns once every result is committed.
+/// calls waiting, and one commit flushes for many jobs. On `stop` no batch is claimed and no
+/// call started any more (the jobs claimed but not called stay held, for [`hand_back`]); calls
+/// in flight get `config.grace`, then are cut off; it returns once every result is committed.
 async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<bool>, total: Arc<Mutex<Summary>>) {
     let in_flight = config.in_flight.clamp(1, MAX_IN_FLIGHT);
+    let all = u32::try_from(in_flight).unwrap_or(u32::MAX);
+    let grace = config.grace;
     let room = Arc::new(Semaphore::new(in_flight));
+    let cut = CancellationToken::new();
     let (results, received) = mpsc::channel::<Done>(in_flight);
     let committer = tokio::spawn(commit_results(collector.clone(), received, total).in_current_span());
     // One batch waits while another is being called: claims overlap calls, and a worker holds
     // at most two batches it has not started.
     let (claimed, mut batches) = mpsc::channel::<Batch>(1);
-    let claimer = tokio::spawn(claim_batches(collector.clone(), config, stop, claimed).in_current_span());
-    while let Some((jobs, contexts)) = batches.recv().await {
+    let claimer = tokio::spawn(claim_batches(collector.clone(), config, stop.clone(), claimed).in_current_span());
+    let mut stopping = stop.clone();
+    'batches: while let Some((jobs, contexts)) = batches.recv().await {
         for job in jobs {
-            // The semaphore is never closed, so this always holds.
-            let Ok(permit) = room.clone().acquire_owned().await else { break };
+            let permit = tokio::select! {
+                // The semaphore is never closed, so this always holds.
+                Ok(permit) = room.clone().acquire_owned() => permit,
+                () = stopped(&mut stopping) => break 'batches,
+            };
+            if *stop.borrow() {
+                break 'batches;
+            }
             let context = contexts[&(job.user_id, job.site_id)].clone();
-            tokio::spawn(call(collector.clone(), context, job, permit, results.clone()).in_current_span());
+            let task = call(collector.clone(), context, job, permit, results.clone(), cut.clone());
+            tokio::spawn(task.in_current_span());
         }
     }
+    // Unblocks the claimer if it waits to hand over a batch, and drops that batch.
+    drop(batches);
     let _ = claimer.await;
-    // A call returns its permit only after its result is queued for the committer.
-    let _ = room.acquire_many(u32::try_from(in_flight).unwrap_or(u32::MAX)).await;
+    // A call returns its permit only after its result is queued for the committer (or it was
+    // cut off).
+    if *stop.borrow() && tokio::time::timeout(grace, room.acquire_many(all)).await.is_err() {
+        tracing::warn!(grace_s = grace.as_secs_f64(), "calls still running after the grace period are cut off");
+        cut.cancel();
+    }
+    let _ = room.acquire_many(all).await;
     drop(results);
     let _ = committer.await;
+}
+
+/// Returns once `stop` is true (or its sender is gone).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stopped| *stopped).await;
 }
 
 /// Claims batches of `config.batch` due jobs into `claimed` until `stop`, waiting
@@ -627,15 +671,21 @@ async fn claim_batch(collector: &Collector, config: &WorkerConfig) -> Result<Bat
 }
 
 /// Does one claimed job and queues its result for the committer, holding `permit` (one of the
-/// calls in flight) until then.
+/// calls in flight) until then; when `cut` is cancelled first, it leaves the job held (for
+/// [`hand_back`]).
 async fn call(
     collector: Collector,
     context: Result<Arc<LoadedEntry>, Resolution>,
     job: Job,
     permit: OwnedSemaphorePermit,
     results: mpsc::Sender<Done>,
+    cut: CancellationToken,
 ) {
-    match resolve_in(&collector, &context, &job, Timestamp::now()).await {
+    let resolved = tokio::select! {
+        resolved = resolve_in(&collector, &context, &job, Timestamp::now()) => resolved,
+        () = cut.cancelled() => return,
+    };
+    match resolved {
         Ok(resolution) => {
             // The receiver lives until every permit is back, so this is never refused.
             let _ = results.send((job, resolution)).await;

@@ -38,6 +38,17 @@ pub mod plan;
 pub mod secrets;
 pub mod trend;
 
+/// A lease owner's name for this process: `prefix`, the process id and four random bytes, so
+/// that processes on different machines with the same id never share a name (a stopping
+/// process hands back the jobs held under its name, and only its own must be).
+pub fn process_owner(prefix: &str) -> String {
+    let mut bytes = [0u8; 4];
+    // Without randomness, the process id alone still names this process on its machine.
+    let _ = getrandom::fill(&mut bytes);
+    let suffix: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}-{}-{suffix}", std::process::id())
+}
+
 /// Seconds since the Unix epoch: the clock of the store's timestamps, for the collector and the
 /// platform alike.
 pub fn now() -> i64 {

@@ -20,7 +20,7 @@ use servio_collector::manifests::CheckedManifest;
 use servio_manifest::Site;
 use servio_manifest::schema::ArgumentError;
 use servio_store::{Store, StoreError, ToolCall, User, VaultEntry};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::AppState;
 
@@ -36,7 +36,7 @@ const LOG_BATCH: usize = 256;
 /// The gateway's shared state: each user's catalogue, the call-log writer and change notices.
 pub struct Gateway {
     contexts: Mutex<HashMap<i64, (Instant, Arc<UserContext>)>>,
-    log: OnceLock<mpsc::UnboundedSender<ToolCall>>,
+    log: OnceLock<mpsc::UnboundedSender<LogEntry>>,
     changes: broadcast::Sender<i64>,
 }
 
@@ -79,20 +79,51 @@ impl Gateway {
 
     fn log(&self, store: &Arc<dyn Store>, call: ToolCall) {
         let sender = self.log.get_or_init(|| start_log_writer(store.clone()));
-        if sender.send(call).is_err() {
+        if sender.send(LogEntry::Call(call)).is_err() {
             tracing::error!("the tool-call log writer has stopped; a call went unlogged");
+        }
+    }
+
+    /// Returns once every call logged before it is written (or its loss logged): for a
+    /// graceful stop, after the last request has been answered.
+    pub async fn flush(&self) {
+        let Some(sender) = self.log.get() else { return };
+        let (done, written) = oneshot::channel();
+        if sender.send(LogEntry::Flush(done)).is_ok() {
+            let _ = written.await;
         }
     }
 }
 
+/// What the call-log writer is sent.
+enum LogEntry {
+    /// A call to write.
+    Call(ToolCall),
+    /// Answer once everything sent before is written.
+    Flush(oneshot::Sender<()>),
+}
+
 /// Writes logged calls in batches until every sender is gone.
-fn start_log_writer(store: Arc<dyn Store>) -> mpsc::UnboundedSender<ToolCall> {
-    let (sender, mut receiver) = mpsc::unbounded_channel::<ToolCall>();
+fn start_log_writer(store: Arc<dyn Store>) -> mpsc::UnboundedSender<LogEntry> {
+    let (sender, mut receiver) = mpsc::unbounded_channel::<LogEntry>();
     tokio::spawn(async move {
+        let mut received = Vec::with_capacity(LOG_BATCH);
         let mut batch = Vec::with_capacity(LOG_BATCH);
-        while receiver.recv_many(&mut batch, LOG_BATCH).await > 0 {
-            write_log(store.as_ref(), &batch).await;
-            batch.clear();
+        while receiver.recv_many(&mut received, LOG_BATCH).await > 0 {
+            let mut flushed = Vec::new();
+            for entry in received.drain(..) {
+                match entry {
+                    LogEntry::Call(call) => batch.push(call),
+                    LogEntry::Flush(done) => flushed.push(done),
+                }
+            }
+            if !batch.is_empty() {
+                write_log(store.as_ref(), &batch).await;
+                batch.clear();
+            }
+            for done in flushed {
+                let _ = done.send(());
+            }
         }
     });
     sender
@@ -329,6 +360,8 @@ pub async fn call(state: &AppState, user: &User, name: &str, args: &Value) -> Re
     if let Err(Failure::Internal(detail)) = &result {
         tracing::error!(user_id = user.id, tool = %name, %detail, "a gateway call failed");
     }
+    let status = result.as_ref().map_or_else(Failure::status, |_| "ok");
+    metrics::counter!("servio_gateway_calls_total", "outcome" => status).increment(1);
     state.gateway.log(
         &state.store,
         ToolCall {
@@ -337,7 +370,7 @@ pub async fn call(state: &AppState, user: &User, name: &str, args: &Value) -> Re
             site_id,
             tool: name.to_owned(),
             called_at,
-            status: result.as_ref().map_or_else(Failure::status, |_| "ok").to_owned(),
+            status: status.to_owned(),
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,
             arguments: keep_arguments.then(|| args.to_string()),
         },
@@ -402,6 +435,31 @@ fn failure(error: CallError, refreshed: bool) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A graceful stop flushes the call log: once `flush` returns, every call logged before it
+    /// is in the store, however many were queued.
+    #[tokio::test]
+    async fn a_flush_returns_once_every_queued_call_is_written() {
+        let store: Arc<dyn Store> = Arc::from(servio_store::open("sqlite::memory:").await.unwrap());
+        let user = store.create_user("log@example.com", "h", "UTC", 0).await.unwrap();
+        let gateway = Gateway::default();
+        gateway.flush().await;
+        for at in 0..3000 {
+            let call = ToolCall {
+                id: 0,
+                user_id: user.id,
+                site_id: None,
+                tool: "a_tool".into(),
+                called_at: at,
+                status: "ok".into(),
+                duration_ms: 1.0,
+                arguments: None,
+            };
+            gateway.log(&store, call);
+        }
+        gateway.flush().await;
+        assert_eq!(store.tool_calls(user.id, 10_000).await.unwrap().len(), 3000);
+    }
 
     /// Regression: a tool whose schema cannot be compiled answered "the platform failed to make
     /// the call; try again" (500), which no retry could mend.

@@ -15,6 +15,7 @@ pub mod format;
 pub mod gateway;
 pub mod json_body;
 pub mod mcp;
+pub mod metrics;
 pub mod refresh;
 pub mod routes;
 pub mod slots;
@@ -51,6 +52,33 @@ pub struct AppState {
     pub tokens: Arc<auth::TokenCache>,
     /// Sign-in and sign-up limits, and the password hashing gate.
     pub throttle: Arc<throttle::Throttle>,
+    /// Whether the process is stopping (readiness says no, MCP streams end).
+    pub stopping: Stopping,
+    /// How long the logs are kept.
+    pub retention: upkeep::Retention,
+}
+
+/// Whether the process is stopping: set once on SIGTERM, before the server stops accepting.
+/// Readiness then answers 503, so a load balancer stops sending requests, and MCP's
+/// long-lived event streams end, so that in-flight requests are all that is waited for.
+#[derive(Debug, Clone, Default)]
+pub struct Stopping(tokio_util::sync::CancellationToken);
+
+impl Stopping {
+    /// Marks the process as stopping.
+    pub fn begin(&self) {
+        self.0.cancel();
+    }
+
+    /// Whether [`Stopping::begin`] was called.
+    pub fn is_stopping(&self) -> bool {
+        self.0.is_cancelled()
+    }
+
+    /// A token cancelled when the process stops.
+    pub fn token(&self) -> tokio_util::sync::CancellationToken {
+        self.0.child_token()
+    }
 }
 
 impl AppState {
@@ -69,6 +97,8 @@ impl AppState {
 
     /// The state of a platform around `collector` (its store, client and credentials).
     pub fn with_collector(collector: Collector, oauth: Arc<connect::OAuthConfig>) -> AppState {
+        // Before anything is recorded.
+        metrics::handle();
         let gateway = Arc::<gateway::Gateway>::default();
         // A stored credential, new or renewed, is what the gateway's kept catalogue must not
         // keep using.
@@ -82,6 +112,8 @@ impl AppState {
             gateway,
             tokens: Arc::default(),
             throttle: Arc::default(),
+            stopping: Stopping::default(),
+            retention: upkeep::Retention::default(),
         }
     }
 
@@ -106,7 +138,7 @@ pub fn router(state: AppState) -> Router {
         .nest_service("/mcp", mcp::service(state.clone(), public_host.unwrap_or_default()))
         .merge(api)
         .merge(routes::pages())
-        .layer(trace::layer())
+        .layer(axum::middleware::from_fn(trace::observe))
         .with_state(state)
 }
 

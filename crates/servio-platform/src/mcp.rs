@@ -38,7 +38,9 @@ use crate::gateway::{self, Failure};
 pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
     let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
     hosts.extend(allowed_hosts);
-    let config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+    // On stopping, the event streams end, so that a graceful stop waits only for requests.
+    let config =
+        StreamableHttpServerConfig::default().with_allowed_hosts(hosts).with_cancellation_token(state.stopping.token());
     let sessions = Arc::new(LocalSessionManager::default());
     let own_origins = transport::own_origins(&state.oauth.public_url);
     let factory_state = state.clone();

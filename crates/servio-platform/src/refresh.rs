@@ -29,8 +29,26 @@ pub enum Outcome {
     Stale(String),
 }
 
-/// Refreshes one site now.
+impl Outcome {
+    /// The outcome's word in metrics and logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Unchanged => "unchanged",
+            Outcome::Changed => "changed",
+            Outcome::Stale(_) => "stale",
+        }
+    }
+}
+
+/// Refreshes one site now, and counts how it went in the metrics.
 pub async fn refresh_site(state: &AppState, site: &SiteRecord) -> Result<Outcome, servio_store::StoreError> {
+    let outcome = refresh_once(state, site).await;
+    let name = outcome.as_ref().map_or("failed", Outcome::name);
+    metrics::counter!("servio_manifest_refreshes_total", "outcome" => name).increment(1);
+    outcome
+}
+
+async fn refresh_once(state: &AppState, site: &SiteRecord) -> Result<Outcome, servio_store::StoreError> {
     let (Ok(origin), Ok(manifest_url)) = (site.origin.parse::<Url>(), site.manifest_url.parse::<Url>()) else {
         let reason = format!("stored URLs of {} do not parse", site.origin);
         state.store.mark_stale(site.id, &reason).await?;
@@ -88,15 +106,30 @@ pub async fn run_periodically(state: AppState, tick: Duration) {
         let spread = (u32::from_le_bytes(jitter) as u64) % (INTERVAL.as_secs() / 10);
         let due_before = now() - (INTERVAL.as_secs() - spread) as i64;
         match state.store.sites_due(due_before, 100).await {
-            Ok(sites) => {
-                for site in sites {
-                    if let Err(error) = refresh_site(&state, &site).await {
-                        tracing::error!(origin = %site.origin, %error, "refreshing a manifest failed");
-                    }
-                }
-            }
+            Ok(sites) if sites.is_empty() => {}
+            Ok(sites) => refresh_round(&state, &sites).await,
             Err(error) => tracing::error!(%error, "finding sites to refresh failed"),
         }
         tokio::time::sleep(tick).await;
     }
+}
+
+/// Refreshes `sites`, then says in one line how the round went.
+async fn refresh_round(state: &AppState, sites: &[SiteRecord]) {
+    let (mut unchanged, mut changed, mut stale, mut failed) = (0, 0, 0, 0);
+    for site in sites {
+        match refresh_site(state, site).await {
+            Ok(Outcome::Unchanged) => unchanged += 1,
+            Ok(Outcome::Changed) => changed += 1,
+            Ok(Outcome::Stale(reason)) => {
+                stale += 1;
+                tracing::info!(origin = %site.origin, %reason, "a manifest refresh failed; the site is stale");
+            }
+            Err(error) => {
+                failed += 1;
+                tracing::error!(origin = %site.origin, %error, "refreshing a manifest failed");
+            }
+        }
+    }
+    tracing::info!(sites = sites.len(), unchanged, changed, stale, failed, "manifest refresh round");
 }

@@ -1,18 +1,36 @@
-//! Housekeeping for accounts, run by `servio serve` every minute: expired and idled-out
-//! sessions are deleted, and the sign-in limiters forget clients whose limits have replenished,
-//! so that neither the sessions table nor the limiters' memory grows without bound.
+//! Housekeeping, run by `servio serve` every minute: expired and idled-out sessions are
+//! deleted, the sign-in limiters forget clients whose limits have replenished, and the attempt
+//! log, the call log and finished jobs lose what is older than their [`Retention`], so that
+//! nothing grows without bound. Deletes go in small batches, a bounded number per round.
 
 use std::time::Duration;
 
-use servio_store::StoreError;
+use servio_store::{Pruned, StoreError};
 
 use crate::{AppState, now};
 
-/// How many sessions one statement deletes: small, so that it never holds the table long.
+/// How many rows one statement deletes: small, so that it never holds a table long.
 const PURGE_BATCH: i64 = 500;
 
 /// How many batches one round deletes at most; the rest waits for the next round.
 const PURGE_BATCHES: usize = 20;
+
+/// How long the logs and finished jobs are kept (`--keep-attempts-days`, `--keep-calls-days`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// The collection attempt log, and collection jobs done or failed.
+    pub attempts: Duration,
+    /// The gateway's call log.
+    pub calls: Duration,
+}
+
+/// Ninety days of each.
+impl Default for Retention {
+    fn default() -> Retention {
+        let ninety_days = Duration::from_secs(90 * 86_400);
+        Retention { attempts: ninety_days, calls: ninety_days }
+    }
+}
 
 /// What one round did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,27 +39,55 @@ pub struct Upkeep {
     pub sessions_purged: u64,
     /// Keys the limiters still hold.
     pub limiter_keys: usize,
+    /// Attempts, calls and finished jobs deleted for being older than their retention.
+    pub pruned: u64,
 }
 
-/// One round: purges sessions in batches until a batch comes back short, and trims the limiters.
+/// One round: purges sessions and prunes old rows in batches until a batch comes back short
+/// (at most [`PURGE_BATCHES`] each), and trims the limiters.
 pub async fn run_once(state: &AppState) -> Result<Upkeep, StoreError> {
     let limiter_keys = state.throttle.forget_stale();
-    let mut sessions_purged = 0;
+    let now = now();
+    let sessions_purged = in_batches(|limit| state.store.purge_sessions(now, limit)).await?;
+    let retention = state.retention;
+    let mut pruned = 0;
+    for (what, kept) in [
+        (Pruned::Attempts, retention.attempts),
+        (Pruned::FinishedJobs, retention.attempts),
+        (Pruned::ToolCalls, retention.calls),
+    ] {
+        let before = now.saturating_sub(i64::try_from(kept.as_secs()).unwrap_or(i64::MAX));
+        pruned += in_batches(|limit| state.store.prune(what, before, limit)).await?;
+    }
+    if pruned > 0 {
+        tracing::info!(pruned, "deleted attempts, calls and finished jobs past their retention");
+    }
+    Ok(Upkeep { sessions_purged, limiter_keys, pruned })
+}
+
+/// Runs `delete` (given the batch size) until a batch comes back short, at most
+/// [`PURGE_BATCHES`] times; returns how many rows went.
+async fn in_batches<F, Fut>(mut delete: F) -> Result<u64, StoreError>
+where
+    F: FnMut(i64) -> Fut,
+    Fut: Future<Output = Result<u64, StoreError>>,
+{
+    let mut deleted = 0;
     for _ in 0..PURGE_BATCHES {
-        let purged = state.store.purge_sessions(now(), PURGE_BATCH).await?;
-        sessions_purged += purged;
-        if purged < PURGE_BATCH as u64 {
+        let done = delete(PURGE_BATCH).await?;
+        deleted += done;
+        if done < PURGE_BATCH as u64 {
             break;
         }
     }
-    Ok(Upkeep { sessions_purged, limiter_keys })
+    Ok(deleted)
 }
 
 /// [`run_once`] every `tick`, for ever; failures are logged and the next round tries again.
 pub async fn run_periodically(state: AppState, tick: Duration) {
     loop {
         if let Err(error) = run_once(&state).await {
-            tracing::error!(%error, "purging sessions failed");
+            tracing::error!(%error, "upkeep failed (purging sessions, pruning logs)");
         }
         tokio::time::sleep(tick).await;
     }

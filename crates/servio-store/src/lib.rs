@@ -29,6 +29,7 @@ mod error;
 mod health;
 mod jobs;
 mod migrations;
+mod ops;
 mod postgres;
 mod shared;
 mod sqlite;
@@ -41,6 +42,7 @@ pub use collection::{AttemptOutcome, Attempted, CollectionResult, UnknownName};
 pub use error::{ErrorKind, StoreError};
 pub use health::{Latency, OutcomeCount, ReasonCount, SiteHealth};
 pub use jobs::{Completion, Job, JobClaim, JobCounts, JobState, NewJob};
+pub use ops::{JobGauges, PoolUse, Pruned, Readiness};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
@@ -515,6 +517,21 @@ pub trait Store: Send + Sync {
     /// How many jobs of one vault entry are still to do (due, leased, or waiting to retry):
     /// the progress of a backfill or of the first collection of a new site.
     async fn pending_jobs(&self, user_id: i64, site_id: i64) -> Result<i64, StoreError>;
+    /// Hands back the pending jobs leased to `owner` (a process that stops): their leases end
+    /// and they are due at `now`, so another worker claims them at once, and their fences move
+    /// on, so a late result of `owner`'s is fenced out. Returns how many.
+    async fn release_jobs(&self, owner: &str, now: i64) -> Result<u64, StoreError>;
+    // Operations (see the `ops` module).
+    /// Whether the database answers and has every migration this build knows.
+    async fn readiness(&self) -> Result<Readiness, StoreError>;
+    /// Pending jobs at `now`: all, held under a live lease, and due since before
+    /// `overdue_before` and held by no one.
+    async fn job_gauges(&self, now: i64, overdue_before: i64) -> Result<JobGauges, StoreError>;
+    /// How the connection pool is used right now.
+    fn pool_use(&self) -> PoolUse;
+    /// Deletes up to `limit` rows of `what` from before `before`, the oldest first; returns
+    /// how many (fewer than `limit`: nothing that old is left).
+    async fn prune(&self, what: Pruned, before: i64, limit: i64) -> Result<u64, StoreError>;
 }
 
 /// How precisely (seconds) the last use of an API token is kept.

@@ -29,6 +29,11 @@ const TEMPLATES: &[(i64, &str, &str)] = &[
     (11, "attempt duration", include_str!("../migrations/0011_attempt_duration.sql")),
 ];
 
+/// The version of the last migration this build knows.
+pub(crate) fn latest() -> i64 {
+    TEMPLATES.last().map_or(0, |(version, _, _)| *version)
+}
+
 /// A backend's spelling of the template words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Dialect {

@@ -12,9 +12,10 @@
 
 use crate::{ApiToken, PgStore, SqliteStore, postgres, sqlite};
 use crate::{
-    Attempt, Claim, CollectionResult, Completion, FetchedManifest, Found, Job, JobClaim, JobCounts,
-    LAST_USED_PRECISION, Listing, NewJob, OAuthAttempt, Retries, SESSION_USE_PRECISION, Sealer, Session, SessionInfo,
-    SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, error::conflict,
+    Attempt, Claim, CollectionResult, Completion, FetchedManifest, Found, Job, JobClaim, JobCounts, JobGauges,
+    LAST_USED_PRECISION, Listing, NewJob, OAuthAttempt, PoolUse, Pruned, Readiness, Retries, SESSION_USE_PRECISION,
+    Sealer, Session, SessionInfo, SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue, ToolCall, User,
+    VaultEntry, Version, error::conflict,
 };
 
 /// A session with the last use the store checks its idle limit against.
@@ -893,6 +894,54 @@ macro_rules! shared_store {
                 .fetch_one(&self.pool)
                 .await?;
                 Ok(pending)
+            }
+
+            #[tracing::instrument(level = "debug", skip(self))]
+            async fn release_jobs(&self, owner: &str, now: i64) -> Result<u64, StoreError> {
+                let released = bind!(
+                    sqlx::query(
+                        "UPDATE jobs SET lease_owner = NULL, lease_expires = NULL, fence = fence + 1,
+                             not_before = $2, updated_at = $2
+                         WHERE state = 'pending' AND lease_owner = $1"
+                    ),
+                    owner, now
+                )
+                .execute(&self.pool)
+                .await?;
+                Ok(released.rows_affected())
+            }
+
+            async fn readiness(&self) -> Result<Readiness, StoreError> {
+                let applied: i64 =
+                    sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations WHERE success")
+                        .fetch_one(&self.pool)
+                        .await?;
+                let known = crate::migrations::latest();
+                Ok(if applied >= known { Readiness::Ready } else { Readiness::Behind { applied, known } })
+            }
+
+            async fn job_gauges(&self, now: i64, overdue_before: i64) -> Result<JobGauges, StoreError> {
+                let (pending, claimed, overdue) = bind!(
+                    sqlx::query_as(
+                        "SELECT count(*), count(*) FILTER (WHERE lease_expires > $1),
+                                count(*) FILTER (WHERE not_before < $2 AND (lease_expires IS NULL OR lease_expires <= $1))
+                         FROM jobs WHERE state = 'pending'"
+                    ),
+                    now, overdue_before
+                )
+                .fetch_one(&self.pool)
+                .await?;
+                Ok(JobGauges { pending, claimed, overdue })
+            }
+
+            fn pool_use(&self) -> PoolUse {
+                PoolUse::of(&self.pool)
+            }
+
+            #[tracing::instrument(level = "debug", skip(self))]
+            async fn prune(&self, what: Pruned, before: i64, limit: i64) -> Result<u64, StoreError> {
+                let done = bind!(sqlx::query(what.sql()), before, limit).execute(&self.pool).await?;
+                Ok(done.rows_affected())
             }
         }
     };

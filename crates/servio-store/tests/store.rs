@@ -800,3 +800,100 @@ async fn site_health_counts_across_users_and_hides_what_few_stand_behind() {
         assert_eq!(store.site_health(site, 500, 7).await.unwrap(), servio_store::SiteHealth::default(), "{name}");
     }
 }
+
+/// A stopping worker hands back what it holds: the jobs are claimable at once by another, with
+/// a new fence, so the stopped one's late result writes nothing; another owner's jobs and
+/// finished ones stay as they are. The gauges count them on the way.
+#[tokio::test]
+async fn handed_back_jobs_are_claimed_at_once_and_fence_out_their_old_holder() {
+    use servio_store::{CollectionResult, Completion, JobGauges, NewJob};
+    for Backend { name, store, .. } in backends().await {
+        let (user, site) = job_owner(store.as_ref(), "ren@example.com").await;
+        let jobs: Vec<NewJob> = (0..3)
+            .map(|day| NewJob { slot: day_slot(user, site, day, "2026-08-20"), not_before: 0, deadline: 10_000 })
+            .collect();
+        store.enqueue_jobs(&jobs, 0).await.unwrap();
+        let gauges = store.job_gauges(10, 5).await.unwrap();
+        assert_eq!(gauges, JobGauges { pending: 3, claimed: 0, overdue: 3 }, "{name}: due since 0, held by no one");
+        let held = store.claim_jobs(&claim("stopping", 10, 600, 2)).await.unwrap();
+        let other = store.claim_jobs(&claim("other", 10, 600, 1)).await.unwrap();
+        assert_eq!((held.len(), other.len()), (2, 1), "{name}");
+        let gauges = store.job_gauges(11, 5).await.unwrap();
+        assert_eq!(gauges, JobGauges { pending: 3, claimed: 3, overdue: 0 }, "{name}");
+
+        assert_eq!(store.release_jobs("stopping", 20).await.unwrap(), 2, "{name}");
+        assert_eq!(store.release_jobs("stopping", 21).await.unwrap(), 0, "{name}: nothing held any more");
+        assert_eq!(store.job_gauges(21, 5).await.unwrap().claimed, 1, "{name}: the other owner's job stays held");
+        let taken = store.claim_jobs(&claim("next", 21, 600, 10)).await.unwrap();
+        let mut ids: Vec<i64> = taken.iter().map(|job| job.id).collect();
+        ids.sort_unstable();
+        let mut held_ids: Vec<i64> = held.iter().map(|job| job.id).collect();
+        held_ids.sort_unstable();
+        assert_eq!(ids, held_ids, "{name}: the handed-back jobs, at once, not the other owner's");
+        assert!(taken.iter().all(|job| job.fence == 3), "{name}: claimed, handed back, claimed again");
+
+        let late =
+            Completion { job: &held[0], result: CollectionResult::Stored { value: 1.0, raw: "1" }, duration_ms: None };
+        assert_eq!(store.complete_jobs(&[late], 22).await.unwrap(), [false], "{name}: the old holder is fenced out");
+    }
+}
+
+#[tokio::test]
+async fn a_database_with_every_migration_is_ready() {
+    for Backend { name, store, .. } in backends().await {
+        assert_eq!(store.readiness().await.unwrap(), servio_store::Readiness::Ready, "{name}");
+        let pool = store.pool_use();
+        assert!(pool.max >= 1 && pool.open <= pool.max && pool.idle <= pool.open, "{name}: {pool:?}");
+    }
+}
+
+/// Retention: the attempt log, the call log and finished jobs lose what is older than the
+/// cut-off, a batch at a time and the oldest first; recent rows and pending jobs stay.
+#[tokio::test]
+async fn pruning_deletes_old_rows_in_batches_and_keeps_recent_ones() {
+    use servio_store::{CollectionResult, Completion, NewJob, Pruned, ToolCall};
+    for Backend { name, store, .. } in backends().await {
+        let (user, site) = job_owner(store.as_ref(), "pia@example.com").await;
+        for (day, at) in [(0, 100), (1, 200), (2, 300), (3, 10_000)] {
+            let slot = day_slot(user, site, day, "2026-08-20");
+            store.record_result(&slot, &CollectionResult::Failed { reason: "no" }, at).await.unwrap();
+        }
+        let calls: Vec<ToolCall> = [100, 200, 300, 10_000]
+            .into_iter()
+            .map(|called_at| ToolCall {
+                id: 0,
+                user_id: user,
+                site_id: Some(site),
+                tool: "t".into(),
+                called_at,
+                status: "ok".into(),
+                duration_ms: 1.0,
+                arguments: None,
+            })
+            .collect();
+        store.log_tool_calls(&calls).await.unwrap();
+        let jobs: Vec<NewJob> = (10..12)
+            .map(|day| NewJob { slot: day_slot(user, site, day, "2026-08-21"), not_before: 0, deadline: 10_000 })
+            .collect();
+        store.enqueue_jobs(&jobs, 0).await.unwrap();
+        let claimed = store.claim_jobs(&claim("w", 50, 30, 1)).await.unwrap();
+        let done = Completion { job: &claimed[0], result: CollectionResult::Abandoned, duration_ms: None };
+        store.complete_jobs(&[done], 100).await.unwrap();
+
+        for (what, left) in [(Pruned::Attempts, 1), (Pruned::ToolCalls, 1)] {
+            let mut deleted = Vec::new();
+            for _ in 0..3 {
+                deleted.push(store.prune(what, 5_000, 2).await.unwrap());
+            }
+            assert_eq!(deleted, [2, 1, 0], "{name}: {what:?} in batches of two");
+            let kept = match what {
+                Pruned::Attempts => store.attempts(user, site, 100).await.unwrap().len(),
+                _ => store.tool_calls(user, 100).await.unwrap().len(),
+            };
+            assert_eq!(kept, left, "{name}: {what:?}: the recent one stays");
+        }
+        assert_eq!(store.prune(Pruned::FinishedJobs, 5_000, 10).await.unwrap(), 1, "{name}: the job done at 100");
+        let counts = store.job_counts().await.unwrap();
+        assert_eq!((counts.pending, counts.done, counts.failed), (1, 0, 0), "{name}: the pending one stays");
+    }
+}

@@ -8,6 +8,7 @@ pub mod check;
 pub mod dashboard;
 pub mod directory;
 pub mod openapi;
+pub mod ops;
 pub mod pages;
 pub mod tools;
 pub mod vault;
@@ -19,7 +20,8 @@ use crate::AppState;
 
 /// Every route of the JSON API, with the OpenAPI document made from the same registration.
 pub fn api() -> OpenApiRouter<AppState> {
-    let features = [accounts::api, vault::api, dashboard::api, directory::api, tools::api, openapi::router];
+    let features =
+        [accounts::api, vault::api, dashboard::api, directory::api, tools::api, openapi::router, ops::router];
     features.iter().fold(OpenApiRouter::with_openapi(openapi::base()), |api, feature| api.merge(feature()))
 }
 
