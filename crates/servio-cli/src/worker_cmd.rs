@@ -28,6 +28,16 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
         let oauth = platform.oauth("http://127.0.0.1:8080".into())?;
         let store: Arc<dyn servio_store::Store> = Arc::from(store);
         let credentials = Credentials::new(store.clone(), client.clone(), Arc::new(secrets), Arc::new(oauth));
+        // A renewed OAuth token is what the platform's gateways must not keep using.
+        let announcing = store.clone();
+        credentials.on_change(move |change| {
+            let store = announcing.clone();
+            tokio::spawn(async move {
+                if let Err(error) = servio_platform::gateway::announce_context(store.as_ref(), change.user_id).await {
+                    tracing::warn!(%error, "announcing a renewed credential failed; the gateways see it within seconds");
+                }
+            });
+        });
         let collector = Collector::new(store, client, Arc::new(credentials));
         let owner = args.id.clone().unwrap_or_else(|| servio_collector::process_owner("worker"));
         let config = WorkerConfig {

@@ -38,25 +38,118 @@ pub struct Gateway {
     contexts: Mutex<HashMap<i64, (Instant, Arc<UserContext>)>>,
     log: OnceLock<mpsc::UnboundedSender<LogEntry>>,
     changes: broadcast::Sender<i64>,
+    /// Where changes are announced to the other processes sharing the database.
+    announcer: OnceLock<Arc<dyn Store>>,
+    /// This gateway's name in its notices, so that it knows its own when it hears them.
+    id: String,
 }
 
 impl Default for Gateway {
     fn default() -> Gateway {
-        Gateway { contexts: Mutex::default(), log: OnceLock::new(), changes: broadcast::channel(256).0 }
+        Gateway {
+            contexts: Mutex::default(),
+            log: OnceLock::new(),
+            changes: broadcast::channel(256).0,
+            announcer: OnceLock::new(),
+            id: servio_collector::process_owner("gateway"),
+        }
     }
 }
 
-impl Gateway {
-    /// Tells connected MCP clients of `user_id` that their catalogue changed.
-    pub fn catalogue_changed(&self, user_id: i64) {
-        self.forget(user_id);
-        // No receiver just means no MCP client is connected.
-        let _ = self.changes.send(user_id);
+/// A change of a user's gateway state, as the processes sharing a database tell each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// The user's catalogue changed: drop what is kept, and tell their MCP clients.
+    Catalogue(i64),
+    /// The user's credentials or log setting changed: drop what is kept.
+    Context(i64),
+}
+
+impl Change {
+    /// The notice's text: `SENDER catalogue|context USER_ID`.
+    fn announcement(self, sender: &str) -> String {
+        let (word, user_id) = match self {
+            Change::Catalogue(user_id) => ("catalogue", user_id),
+            Change::Context(user_id) => ("context", user_id),
+        };
+        format!("{sender} {word} {user_id}")
     }
 
-    /// Drops what is kept of `user_id` (after a change of their credentials or log setting).
+    /// The change a notice tells of, unless `own` sent it (or the text is no notice).
+    fn heard(text: &str, own: &str) -> Option<Change> {
+        let mut words = text.split(' ');
+        let (sender, word, user_id) = (words.next()?, words.next()?, words.next()?.parse().ok()?);
+        if sender == own || words.next().is_some() {
+            return None;
+        }
+        match word {
+            "catalogue" => Some(Change::Catalogue(user_id)),
+            "context" => Some(Change::Context(user_id)),
+            _ => None,
+        }
+    }
+}
+
+/// Announces that `user_id`'s credentials changed, for a process without a gateway (a worker
+/// that renewed an OAuth token), so that the gateways drop what they keep of them.
+pub async fn announce_context(store: &dyn Store, user_id: i64) -> Result<(), StoreError> {
+    store.announce(&Change::Context(user_id).announcement("worker")).await
+}
+
+impl Gateway {
+    /// Tells connected MCP clients of `user_id` that their catalogue changed, here and in the
+    /// other processes sharing the database.
+    pub fn catalogue_changed(&self, user_id: i64) {
+        self.apply(Change::Catalogue(user_id));
+        self.announce(Change::Catalogue(user_id));
+    }
+
+    /// Drops what is kept of `user_id` (after a change of their credentials or log setting),
+    /// here and in the other processes sharing the database.
     pub fn forget(&self, user_id: i64) {
+        self.apply(Change::Context(user_id));
+        self.announce(Change::Context(user_id));
+    }
+
+    /// Announces changes through `store` from now on (once; later calls change nothing).
+    pub fn announce_through(&self, store: Arc<dyn Store>) {
+        let _ = self.announcer.set(store);
+    }
+
+    /// Applies what another process announced (`text`), or, when notices may have been
+    /// missed, drops everything kept.
+    pub fn heard(&self, heard: &servio_store::Heard) {
+        match heard {
+            servio_store::Heard::Change(text) => {
+                if let Some(change) = Change::heard(text, &self.id) {
+                    self.apply(change);
+                }
+            }
+            servio_store::Heard::Missed => {
+                self.contexts.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clear();
+            }
+        }
+    }
+
+    fn apply(&self, change: Change) {
+        let (Change::Catalogue(user_id) | Change::Context(user_id)) = change;
         self.contexts.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(&user_id);
+        if let Change::Catalogue(user_id) = change {
+            // No receiver just means no MCP client is connected here.
+            let _ = self.changes.send(user_id);
+        }
+    }
+
+    fn announce(&self, change: Change) {
+        let Some(store) = self.announcer.get().cloned() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let text = change.announcement(&self.id);
+        runtime.spawn(async move {
+            if let Err(error) = store.announce(&text).await {
+                // The others see the change when what they keep expires (CONTEXT_TTL).
+                tracing::warn!(%error, ?change, "announcing a change to the other processes failed");
+            }
+        });
     }
 
     fn kept(&self, user_id: i64) -> Option<Arc<UserContext>> {
@@ -101,6 +194,22 @@ enum LogEntry {
     Call(ToolCall),
     /// Answer once everything sent before is written.
     Flush(oneshot::Sender<()>),
+}
+
+/// Applies what the other processes sharing the database announce, until the store stops
+/// listening; returns at once where there are no others (SQLite).
+pub async fn hear_other_processes(state: AppState) {
+    let mut heard = match state.store.changes().await {
+        Ok(Some(heard)) => heard,
+        Ok(None) => return,
+        Err(error) => {
+            tracing::error!(%error, "listening to the other processes failed; their changes show within seconds");
+            return;
+        }
+    };
+    while let Some(next) = heard.recv().await {
+        state.gateway.heard(&next);
+    }
 }
 
 /// Writes logged calls in batches until every sender is gone.

@@ -100,6 +100,7 @@ impl AppState {
         // Before anything is recorded.
         metrics::handle();
         let gateway = Arc::<gateway::Gateway>::default();
+        gateway.announce_through(collector.store().clone());
         // A stored credential, new or renewed, is what the gateway's kept catalogue must not
         // keep using.
         let changed = gateway.clone();

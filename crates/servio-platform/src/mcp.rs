@@ -7,6 +7,7 @@
 //! SDK leaves to us: a foreign `Origin` is refused, and a session belongs to the user who opened
 //! it, so one token never reaches another user's tools or notifications.
 
+mod sessions;
 mod transport;
 
 use std::sync::{Arc, OnceLock};
@@ -39,8 +40,10 @@ pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
     let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
     hosts.extend(allowed_hosts);
     // On stopping, the event streams end, so that a graceful stop waits only for requests.
-    let config =
+    let mut config =
         StreamableHttpServerConfig::default().with_allowed_hosts(hosts).with_cancellation_token(state.stopping.token());
+    // Any process sharing the database may serve a session: it restores it from the store.
+    config.session_store = Some(Arc::new(sessions::StoredSessions(state.store.clone())));
     let sessions = Arc::new(LocalSessionManager::default());
     let own_origins = transport::own_origins(&state.oauth.public_url);
     let factory_state = state.clone();
@@ -53,7 +56,10 @@ pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
     axum::Router::new()
         .fallback_service(mcp)
         .layer(from_fn(transport::answer_with_spec_statuses))
-        .layer(from_fn_with_state(transport::Owners::new(sessions), transport::keep_sessions_to_owners))
+        .layer(from_fn_with_state(
+            transport::Owners::new(sessions, state.store.clone()),
+            transport::keep_sessions_to_owners,
+        ))
         .layer(from_fn_with_state(state, require_user))
         .layer(from_fn_with_state(own_origins, transport::refuse_foreign_origin))
 }

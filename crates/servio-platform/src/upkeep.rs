@@ -12,6 +12,10 @@ use crate::{AppState, now};
 /// How many rows one statement deletes: small, so that it never holds a table long.
 const PURGE_BATCH: i64 = 500;
 
+/// How long an MCP session is kept in the store, for another process to take it over; a
+/// client whose session is gone opens a new one (the transport's rule for a `404`).
+const MCP_SESSION_LIFE: Duration = Duration::from_secs(7 * 86_400);
+
 /// How many batches one round deletes at most; the rest waits for the next round.
 const PURGE_BATCHES: usize = 20;
 
@@ -55,6 +59,7 @@ pub async fn run_once(state: &AppState) -> Result<Upkeep, StoreError> {
         (Pruned::Attempts, retention.attempts),
         (Pruned::FinishedJobs, retention.attempts),
         (Pruned::ToolCalls, retention.calls),
+        (Pruned::McpSessions, MCP_SESSION_LIFE),
     ] {
         let before = now.saturating_sub(i64::try_from(kept.as_secs()).unwrap_or(i64::MAX));
         pruned += in_batches(|limit| state.store.prune(what, before, limit)).await?;

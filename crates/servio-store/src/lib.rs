@@ -42,7 +42,7 @@ pub use collection::{AttemptOutcome, Attempted, CollectionResult, UnknownName};
 pub use error::{ErrorKind, StoreError};
 pub use health::{Latency, OutcomeCount, ReasonCount, SiteHealth};
 pub use jobs::{Completion, Job, JobClaim, JobCounts, JobState, NewJob};
-pub use ops::{JobGauges, PoolUse, Pruned, Readiness};
+pub use ops::{Heard, JobGauges, PoolUse, Pruned, Readiness};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
@@ -532,6 +532,32 @@ pub trait Store: Send + Sync {
     /// Deletes up to `limit` rows of `what` from before `before`, the oldest first; returns
     /// how many (fewer than `limit`: nothing that old is left).
     async fn prune(&self, what: Pruned, before: i64, limit: i64) -> Result<u64, StoreError>;
+    // Processes sharing the database.
+    /// Tells every process listening on this database (this one too, when it listens) of
+    /// `change`, a short text (PostgreSQL `NOTIFY`). On SQLite, which one process owns, it
+    /// does nothing.
+    async fn announce(&self, change: &str) -> Result<(), StoreError>;
+    /// What the processes announce, as they do (PostgreSQL `LISTEN` on a connection of its
+    /// own); `None` on SQLite, where there are no others to hear.
+    async fn changes(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Heard>>, StoreError>;
+    // MCP sessions, which any process may serve.
+    /// Records that `user_id` opened the MCP session `id`.
+    async fn set_mcp_session_owner(&self, id: &str, user_id: i64, now: i64) -> Result<(), StoreError>;
+    /// Keeps the MCP session `id`'s state (the client's `initialize` parameters, JSON).
+    async fn set_mcp_session_state(&self, id: &str, state: &str, now: i64) -> Result<(), StoreError>;
+    /// The owner and state of the MCP session `id`, when it exists.
+    async fn mcp_session(&self, id: &str) -> Result<Option<McpSession>, StoreError>;
+    /// Forgets the MCP session `id`.
+    async fn delete_mcp_session(&self, id: &str) -> Result<(), StoreError>;
+}
+
+/// An MCP session as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct McpSession {
+    /// The user who opened it, once known.
+    pub user_id: Option<i64>,
+    /// The client's `initialize` parameters (JSON), once the handshake is done.
+    pub state: Option<String>,
 }
 
 /// How precisely (seconds) the last use of an API token is kept.

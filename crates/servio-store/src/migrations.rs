@@ -27,6 +27,7 @@ const TEMPLATES: &[(i64, &str, &str)] = &[
     (9, "session idle", include_str!("../migrations/0009_session_idle.sql")),
     (10, "oauth attempts", include_str!("../migrations/0010_oauth_attempts.sql")),
     (11, "attempt duration", include_str!("../migrations/0011_attempt_duration.sql")),
+    (12, "mcp sessions", include_str!("../migrations/0012_mcp_sessions.sql")),
 ];
 
 /// The version of the last migration this build knows.

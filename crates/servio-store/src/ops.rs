@@ -1,5 +1,6 @@
 //! What operating the platform asks of the store: readiness for probes, job and pool figures
-//! for metrics, and handing jobs back when a process stops.
+//! for metrics, handing jobs back when a process stops, pruning what grows, and change notices
+//! between the processes sharing one database.
 
 /// Whether the database is ready for this build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +38,8 @@ pub enum Pruned {
     ToolCalls,
     /// Jobs done or failed, by when they ended (a pending job is never pruned).
     FinishedJobs,
+    /// MCP sessions, by when they were opened (a client whose session is gone opens another).
+    McpSessions,
 }
 
 impl Pruned {
@@ -56,8 +59,22 @@ impl Pruned {
                 "DELETE FROM jobs WHERE id IN
                      (SELECT id FROM jobs WHERE state <> 'pending' AND updated_at < $1 ORDER BY id LIMIT $2)"
             }
+            Pruned::McpSessions => {
+                "DELETE FROM mcp_sessions WHERE id IN
+                     (SELECT id FROM mcp_sessions WHERE created_at < $1 ORDER BY created_at LIMIT $2)"
+            }
         }
     }
+}
+
+/// What a process hears of the others sharing its database ([`crate::Store::changes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heard {
+    /// A change another process (or this one) announced, as it was announced.
+    Change(String),
+    /// The connection that listens was lost and is back: changes may have gone unheard, so
+    /// whatever is kept from the database should be read again.
+    Missed,
 }
 
 /// How the store's connection pool is used right now.

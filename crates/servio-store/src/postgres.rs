@@ -3,15 +3,19 @@
 //! over a `tsvector`, and batches that travel as arrays through `UNNEST`, one statement each
 //! (the dashboard's values, enqueueing and completing jobs), with claims that skip locked rows.
 
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
+use tokio::sync::mpsc;
 
 use crate::jobs::JOB_COLUMNS;
 use crate::shared::{SiteValue, SiteValues};
-use crate::{Completion, Job, JobClaim, NewJob, StoreError};
+use crate::{Completion, Heard, Job, JobClaim, NewJob, StoreError};
 
 /// The store in PostgreSQL.
 pub struct PgStore {
     pub(crate) pool: PgPool,
+    /// The channel of change notices: one per schema, since notices are database-wide and
+    /// each schema is a platform of its own.
+    channel: String,
 }
 
 impl PgStore {
@@ -24,8 +28,54 @@ impl PgStore {
     /// Uses an existing pool (tests give each its own schema this way) and migrates it.
     pub async fn from_pool(pool: PgPool) -> Result<PgStore, StoreError> {
         crate::migrations::postgres().run(&pool).await?;
-        Ok(PgStore { pool })
+        let schema: String = sqlx::query_scalar("SELECT current_schema()").fetch_one(&pool).await?;
+        Ok(PgStore { pool, channel: channel_of(&schema) })
     }
+}
+
+/// `servio_changes` and the schema's name in letters, digits and `_`, within PostgreSQL's 63
+/// bytes for a name.
+fn channel_of(schema: &str) -> String {
+    let safe: String = schema.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    let mut channel = format!("servio_changes_{safe}");
+    channel.truncate(63);
+    channel
+}
+
+/// Tells the listeners of this schema's channel of `change`.
+pub(crate) async fn announce(store: &PgStore, change: &str) -> Result<(), StoreError> {
+    sqlx::query("SELECT pg_notify($1, $2)").bind(&store.channel).bind(change).execute(&store.pool).await?;
+    Ok(())
+}
+
+/// Listens on this schema's channel on a connection of its own, passing on what is heard,
+/// and [`Heard::Missed`] after the connection was lost (it reconnects by itself).
+pub(crate) async fn changes(store: &PgStore) -> Result<Option<mpsc::Receiver<Heard>>, StoreError> {
+    let mut listener = PgListener::connect_with(&store.pool).await?;
+    listener.listen(&store.channel).await?;
+    let (heard, receiver) = mpsc::channel(1024);
+    tokio::spawn(async move {
+        let mut failing = false;
+        loop {
+            let next = match listener.try_recv().await {
+                Ok(Some(notice)) if !failing => Heard::Change(notice.payload().to_owned()),
+                Ok(_) => Heard::Missed,
+                Err(error) => {
+                    if !failing {
+                        tracing::warn!(%error, "listening for other processes' changes failed; retrying");
+                    }
+                    failing = true;
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    continue;
+                }
+            };
+            failing = false;
+            if heard.send(next).await.is_err() {
+                break;
+            }
+        }
+    });
+    Ok(Some(receiver))
 }
 
 /// The dashboard's one query: the pairs travel as two parallel arrays, unnested back into

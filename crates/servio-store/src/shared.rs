@@ -12,10 +12,10 @@
 
 use crate::{ApiToken, PgStore, SqliteStore, postgres, sqlite};
 use crate::{
-    Attempt, Claim, CollectionResult, Completion, FetchedManifest, Found, Job, JobClaim, JobCounts, JobGauges,
-    LAST_USED_PRECISION, Listing, NewJob, OAuthAttempt, PoolUse, Pruned, Readiness, Retries, SESSION_USE_PRECISION,
-    Sealer, Session, SessionInfo, SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue, ToolCall, User,
-    VaultEntry, Version, error::conflict,
+    Attempt, Claim, CollectionResult, Completion, FetchedManifest, Found, Heard, Job, JobClaim, JobCounts, JobGauges,
+    LAST_USED_PRECISION, Listing, McpSession, NewJob, OAuthAttempt, PoolUse, Pruned, Readiness, Retries,
+    SESSION_USE_PRECISION, Sealer, Session, SessionInfo, SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue,
+    ToolCall, User, VaultEntry, Version, error::conflict,
 };
 
 /// A session with the last use the store checks its idle limit against.
@@ -942,6 +942,57 @@ macro_rules! shared_store {
             async fn prune(&self, what: Pruned, before: i64, limit: i64) -> Result<u64, StoreError> {
                 let done = bind!(sqlx::query(what.sql()), before, limit).execute(&self.pool).await?;
                 Ok(done.rows_affected())
+            }
+
+            async fn announce(&self, change: &str) -> Result<(), StoreError> {
+                $dialect::announce(self, change).await
+            }
+
+            async fn changes(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Heard>>, StoreError> {
+                $dialect::changes(self).await
+            }
+
+            #[tracing::instrument(level = "debug", skip(self, id))]
+            async fn set_mcp_session_owner(&self, id: &str, user_id: i64, now: i64) -> Result<(), StoreError> {
+                bind!(
+                    sqlx::query(
+                        "INSERT INTO mcp_sessions (id, user_id, created_at) VALUES ($1, $2, $3)
+                         ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id"
+                    ),
+                    id, user_id, now
+                )
+                .execute(&self.pool)
+                .await?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn set_mcp_session_state(&self, id: &str, state: &str, now: i64) -> Result<(), StoreError> {
+                bind!(
+                    sqlx::query(
+                        "INSERT INTO mcp_sessions (id, state, created_at) VALUES ($1, $2, $3)
+                         ON CONFLICT (id) DO UPDATE SET state = excluded.state"
+                    ),
+                    id, state, now
+                )
+                .execute(&self.pool)
+                .await?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn mcp_session(&self, id: &str) -> Result<Option<McpSession>, StoreError> {
+                let found = sqlx::query_as("SELECT user_id, state FROM mcp_sessions WHERE id = $1")
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                Ok(found)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn delete_mcp_session(&self, id: &str) -> Result<(), StoreError> {
+                sqlx::query("DELETE FROM mcp_sessions WHERE id = $1").bind(id).execute(&self.pool).await?;
+                Ok(())
             }
         }
     };

@@ -222,3 +222,13 @@ pub(crate) async fn complete_jobs(
     tx.commit().await?;
     Ok(committed)
 }
+
+/// One process owns an SQLite database: there is nobody else to tell.
+pub(crate) async fn announce(_: &SqliteStore, _: &str) -> Result<(), StoreError> {
+    Ok(())
+}
+
+/// One process owns an SQLite database: there is nobody else to hear.
+pub(crate) async fn changes(_: &SqliteStore) -> Result<Option<tokio::sync::mpsc::Receiver<crate::Heard>>, StoreError> {
+    Ok(None)
+}

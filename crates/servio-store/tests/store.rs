@@ -897,3 +897,46 @@ async fn pruning_deletes_old_rows_in_batches_and_keeps_recent_ones() {
         assert_eq!((counts.pending, counts.done, counts.failed), (1, 0, 0), "{name}: the pending one stays");
     }
 }
+
+/// MCP sessions: owner and state written in either order, read back, deleted, and pruned.
+#[tokio::test]
+async fn mcp_sessions_keep_their_owner_and_state() {
+    use servio_store::{McpSession, Pruned};
+    for Backend { name, store, .. } in backends().await {
+        let user = store.create_user("mo@example.com", "h", "UTC", 0).await.unwrap();
+        store.set_mcp_session_state("s-1", r#"{"protocolVersion":"2025-06-18"}"#, 10).await.unwrap();
+        store.set_mcp_session_owner("s-1", user.id, 11).await.unwrap();
+        store.set_mcp_session_owner("s-2", user.id, 500).await.unwrap();
+        store.set_mcp_session_state("s-2", "{}", 501).await.unwrap();
+        let one = store.mcp_session("s-1").await.unwrap();
+        let expected = McpSession { user_id: Some(user.id), state: Some(r#"{"protocolVersion":"2025-06-18"}"#.into()) };
+        assert_eq!(one, Some(expected), "{name}");
+        assert_eq!(store.mcp_session("s-3").await.unwrap(), None, "{name}");
+        store.delete_mcp_session("s-2").await.unwrap();
+        assert_eq!(store.mcp_session("s-2").await.unwrap(), None, "{name}");
+        assert_eq!(store.prune(Pruned::McpSessions, 100, 10).await.unwrap(), 1, "{name}: opened at 10");
+        assert_eq!(store.mcp_session("s-1").await.unwrap(), None, "{name}");
+    }
+}
+
+/// Change notices reach every process on the same schema, and only those; SQLite has none.
+#[tokio::test]
+async fn changes_announced_by_one_process_are_heard_by_the_others_on_its_schema() {
+    use servio_store::Heard;
+    let sqlite = SqliteStore::open("sqlite::memory:").await.unwrap();
+    assert!(sqlite.changes().await.unwrap().is_none());
+    sqlite.announce("nobody hears this").await.unwrap();
+    let Ok(url) = std::env::var("SERVIO_TEST_DATABASE_URL") else {
+        eprintln!("skipped: change notices need PostgreSQL (SERVIO_TEST_DATABASE_URL is not set)");
+        return;
+    };
+    let sharing = servio_store::testing::postgres_sharing(&url, 2).await;
+    let elsewhere = servio_store::testing::postgres(&url).await;
+    let mut heard = sharing[1].changes().await.unwrap().expect("PostgreSQL listens");
+    let mut not_heard = elsewhere.changes().await.unwrap().expect("PostgreSQL listens");
+    sharing[0].announce("catalogue 42").await.unwrap();
+    let next = tokio::time::timeout(std::time::Duration::from_secs(10), heard.recv()).await.unwrap();
+    assert_eq!(next, Some(Heard::Change("catalogue 42".into())));
+    let other = tokio::time::timeout(std::time::Duration::from_millis(500), not_heard.recv()).await;
+    assert!(other.is_err(), "another schema's platform heard {other:?}");
+}

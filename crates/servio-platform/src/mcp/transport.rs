@@ -4,7 +4,8 @@
 //! - a request whose `Origin` is not the platform's own is refused with `403`, so a page on
 //!   another site cannot drive a signed-in user's client (requests without `Origin`, from
 //!   programs rather than browsers, pass);
-//! - a session belongs to the user who opened it, for `POST`, `GET` and `DELETE` alike: another
+//! - a session belongs to the user who opened it, for `POST`, `GET` and `DELETE` alike, on
+//!   whichever process the request lands (the owner is kept in the store): another
 //!   user's token gets the `404` of a session that does not exist, since what belongs to another
 //!   user answers "not found";
 //! - a body that is not a JSON-RPC message is a `400` (the SDK answers `415`, which is for a
@@ -21,7 +22,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
-use servio_store::User;
+use servio_store::{Store, User};
 
 /// The header that carries a session's id.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -85,26 +86,43 @@ fn is_foreign(origin: &HeaderValue, own: &OwnOrigins) -> bool {
     !local && own.public.as_deref() != Some(serialized.ascii_serialization().as_str())
 }
 
-/// Who opened each session, by session id, so that a request on a session is let through only
-/// with the owner's token. Entries of sessions the SDK has ended (idle timeout, `DELETE`) are
-/// dropped when a session is opened, so the map stays as large as the live sessions.
+/// Who opened each session, by session id: kept in the store, so that every process sharing
+/// the database knows it, and here for the sessions this process has seen. Entries of sessions
+/// the SDK has ended here (idle timeout, `DELETE`) are dropped when a session is opened, so the
+/// map stays as large as the live sessions.
 #[derive(Clone)]
 pub(super) struct Owners {
     owners: Arc<Mutex<HashMap<String, i64>>>,
     sessions: Arc<LocalSessionManager>,
+    store: Arc<dyn Store>,
 }
 
 impl Owners {
-    /// Owners of the sessions kept by `sessions`.
-    pub(super) fn new(sessions: Arc<LocalSessionManager>) -> Owners {
-        Owners { owners: Arc::default(), sessions }
+    /// Owners of the sessions kept by `sessions` and, for the others, by `store`.
+    pub(super) fn new(sessions: Arc<LocalSessionManager>, store: Arc<dyn Store>) -> Owners {
+        Owners { owners: Arc::default(), sessions, store }
     }
 
-    fn owner(&self, session: &str) -> Option<i64> {
-        self.owners.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get(session).copied()
+    /// Who opened `session`: known here, or else as the store says (`None` when the store
+    /// fails too: the request is then answered as for an unknown session).
+    async fn owner(&self, session: &str) -> Option<i64> {
+        if let Some(owner) = self.owners.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get(session) {
+            return Some(*owner);
+        }
+        match self.store.mcp_session(session).await {
+            Ok(found) => found.and_then(|session| session.user_id),
+            Err(error) => {
+                tracing::error!(%error, "reading an MCP session's owner failed");
+                None
+            }
+        }
     }
 
     async fn record(&self, session: String, user_id: i64) {
+        if let Err(error) = self.store.set_mcp_session_owner(&session, user_id, crate::now()).await {
+            // The session still works on this process; another cannot take it over.
+            tracing::error!(%error, "keeping an MCP session's owner failed");
+        }
         let live = self.sessions.sessions.read().await;
         let mut owners = self.owners.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         owners.retain(|id, _| live.contains_key(id.as_str()));
@@ -128,7 +146,7 @@ pub(super) async fn keep_sessions_to_owners(State(owners): State<Owners>, reques
     };
     let session = session_id(request.headers());
     if let Some(session) = &session
-        && owners.owner(session) != Some(user_id)
+        && owners.owner(session).await != Some(user_id)
     {
         return session_not_found();
     }
@@ -144,6 +162,9 @@ pub(super) async fn keep_sessions_to_owners(State(owners): State<Owners>, reques
             let ended = method == Method::DELETE && response.status().is_success();
             if ended || response.status() == StatusCode::NOT_FOUND {
                 owners.forget(&session);
+            }
+            if ended && let Err(error) = owners.store.delete_mcp_session(&session).await {
+                tracing::warn!(%error, "forgetting an ended MCP session failed");
             }
         }
     }

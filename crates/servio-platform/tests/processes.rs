@@ -1,0 +1,123 @@
+//! Several `servio serve` processes on one PostgreSQL database, as two platforms in this test
+//! sharing one schema, each hearing the other's notices: an MCP session opened on one is served
+//! by the other (restored from the store, and still only for its owner), and a change of a
+//! user's catalogue made through one is announced to the user's MCP stream held by the other.
+//! Without `SERVIO_TEST_DATABASE_URL` the test says it is skipped and passes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+use servio_platform::testing::{Server, client, serve, state};
+
+const VERSION: &str = "2025-11-25";
+
+/// Two platforms on one fresh schema, each listening to the other's notices.
+async fn two_processes(url: &str) -> [Server; 2] {
+    let stores = servio_store::testing::postgres_sharing(url, 2).await;
+    let mut servers = Vec::new();
+    for store in stores {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let state = state(Arc::new(store), client(None), &base);
+        serve(listener, state.clone());
+        tokio::spawn(servio_platform::gateway::hear_other_processes(state.clone()));
+        servers.push(Server { base, http: reqwest::Client::new(), state });
+    }
+    servers.try_into().unwrap_or_else(|_| unreachable!())
+}
+
+async fn token_of(server: &Server, email: &str) -> (i64, String) {
+    let browser = server.sign_up(email).await;
+    let (status, created, _) = server.send(&browser, Method::POST, "/api/tokens", Some(json!({ "name": "mcp" }))).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let (_, me, _) = server.send(&browser, Method::GET, "/api/me", None).await;
+    (me["user"]["id"].as_i64().unwrap(), created["token"].as_str().unwrap().to_owned())
+}
+
+fn mcp(server: &Server, method: Method, token: &str, session: Option<&str>) -> reqwest::RequestBuilder {
+    let mut request = server
+        .http
+        .request(method, format!("{}/mcp", server.base))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream");
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session).header("mcp-protocol-version", VERSION);
+    }
+    request
+}
+
+async fn open_session(server: &Server, token: &str) -> String {
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {}, "clientInfo": { "name": "test", "version": "0" } } });
+    let response = mcp(server, Method::POST, token, None).json(&initialize).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let response = mcp(server, Method::POST, token, Some(&session)).json(&initialized).send().await.unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    session
+}
+
+async fn list_tools(server: &Server, token: &str, session: &str) -> (StatusCode, String) {
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    let response = mcp(server, Method::POST, token, Some(session)).json(&list).send().await.unwrap();
+    (response.status(), response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn a_session_opened_on_one_process_is_served_by_another_for_its_owner_only() {
+    let Ok(url) = std::env::var("SERVIO_TEST_DATABASE_URL") else {
+        eprintln!("skipped: several processes need PostgreSQL (SERVIO_TEST_DATABASE_URL is not set)");
+        return;
+    };
+    let [one, other] = two_processes(&url).await;
+    let (_, ana) = token_of(&one, "ana-processes@example.com").await;
+    let (_, ben) = token_of(&one, "ben-processes@example.com").await;
+    let session = open_session(&one, &ana).await;
+
+    let (status, listed) = list_tools(&other, &ana, &session).await;
+    assert_eq!(status, StatusCode::OK, "the other process serves the session: {listed}");
+    assert!(listed.contains("\"tools\""), "{listed}");
+    let (status, _) = list_tools(&other, &ben, &session).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "another user's token finds no session there either");
+    let (status, _) = list_tools(&one, &ana, &session).await;
+    assert_eq!(status, StatusCode::OK, "and the first process still serves it");
+
+    // Ended through one process, the session is gone from the store: a third process could
+    // not take it over (the first keeps it in memory, for its owner, until it idles out).
+    let ended = mcp(&other, Method::DELETE, &ana, Some(&session)).send().await.unwrap();
+    assert!(ended.status().is_success(), "{}", ended.status());
+    assert_eq!(other.state.store.mcp_session(&session).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_change_made_through_one_process_reaches_the_mcp_stream_held_by_another() {
+    let Ok(url) = std::env::var("SERVIO_TEST_DATABASE_URL") else {
+        eprintln!("skipped: several processes need PostgreSQL (SERVIO_TEST_DATABASE_URL is not set)");
+        return;
+    };
+    let [holder, changer] = two_processes(&url).await;
+    let (user_id, token) = token_of(&holder, "cai-processes@example.com").await;
+    let session = open_session(&holder, &token).await;
+    let mut stream = mcp(&holder, Method::GET, &token, Some(&session)).send().await.unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    // Let the session hear `notifications/initialized` and subscribe to changes.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // What a vault change on the other process does (adding, removing or approving a site).
+    changer.state.gateway.catalogue_changed(user_id);
+    let mut seen = String::new();
+    let heard = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(chunk) = stream.chunk().await.unwrap() {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if seen.contains("notifications/tools/list_changed") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(heard.ok(), Some(true), "the holder's stream heard the change; it got: {seen:?}");
+}
