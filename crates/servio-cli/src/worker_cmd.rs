@@ -38,7 +38,16 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
                 }
             });
         });
-        let collector = Collector::new(store, client, Arc::new(credentials));
+        let collector = Collector::new(store.clone(), client, Arc::new(credentials));
+        // New values are what the platform's kept dashboards must not keep showing.
+        collector.on_stored(move |users| {
+            let (store, users) = (store.clone(), users.to_vec());
+            tokio::spawn(async move {
+                if let Err(error) = servio_platform::gateway::announce_values(store.as_ref(), &users).await {
+                    tracing::warn!(%error, "announcing new values failed; dashboards show them within seconds");
+                }
+            });
+        });
         let owner = args.id.clone().unwrap_or_else(|| servio_collector::process_owner("worker"));
         let config = WorkerConfig {
             owner: owner.clone(),

@@ -241,6 +241,9 @@ impl Collector {
         let written = result.to_write(None);
         self.store.record_result(&slot, &written, at).await?;
         count_collection(&written, true);
+        if written.value().is_some() {
+            self.stored(vec![call.user.id]);
+        }
         Ok(result.outcome)
     }
 

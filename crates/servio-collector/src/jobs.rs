@@ -394,8 +394,12 @@ async fn commit(collector: &Collector, done: &[Done], now: Timestamp) -> Result<
         .collect();
     let committed = collector.store.complete_jobs(&completions, now.as_second()).await?;
     let mut summary = Summary::default();
+    let mut users = Vec::new();
     for (completion, committed) in completions.iter().zip(committed) {
         crate::collect::count_collection(&completion.result, committed);
+        if committed && completion.result.value().is_some() {
+            users.push(completion.job.user_id);
+        }
         match (&completion.result, committed) {
             (_, false) => summary.fenced_out += 1,
             (CollectionResult::Stored { .. }, true) => summary.stored += 1,
@@ -404,6 +408,7 @@ async fn commit(collector: &Collector, done: &[Done], now: Timestamp) -> Result<
             (CollectionResult::Abandoned, true) => {}
         }
     }
+    collector.stored(users);
     Ok(summary)
 }
 

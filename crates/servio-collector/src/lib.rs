@@ -73,7 +73,11 @@ pub struct Collector {
     client: Client,
     credentials: Arc<Credentials>,
     manifests: Arc<ManifestCache>,
+    stored_hooks: Arc<std::sync::RwLock<Vec<StoredHook>>>,
 }
+
+/// Told the users who have new values, after each commit that stored some.
+type StoredHook = Arc<dyn Fn(&[i64]) + Send + Sync>;
 
 impl std::fmt::Debug for Collector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -84,7 +88,26 @@ impl std::fmt::Debug for Collector {
 impl Collector {
     /// A collector over `store`, calling sites through `client` with `credentials`.
     pub fn new(store: Arc<dyn Store>, client: Client, credentials: Arc<Credentials>) -> Collector {
-        Collector { store, client, credentials, manifests: Arc::default() }
+        Collector { store, client, credentials, manifests: Arc::default(), stored_hooks: Arc::default() }
+    }
+
+    /// Calls `hook` with the users who have new values, after each commit that stored some
+    /// (a job group, a backfill's period): what keeps rendered dashboards must drop them.
+    pub fn on_stored(&self, hook: impl Fn(&[i64]) + Send + Sync + 'static) {
+        self.stored_hooks.write().unwrap_or_else(|poisoned| poisoned.into_inner()).push(Arc::new(hook));
+    }
+
+    /// Tells the hooks of [`Collector::on_stored`] about `users` (each once, in any order).
+    pub(crate) fn stored(&self, mut users: Vec<i64>) {
+        if users.is_empty() {
+            return;
+        }
+        users.sort_unstable();
+        users.dedup();
+        let hooks = self.stored_hooks.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
+        for hook in hooks {
+            hook(&users);
+        }
     }
 
     /// The store it collects into.

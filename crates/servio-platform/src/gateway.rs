@@ -42,7 +42,12 @@ pub struct Gateway {
     announcer: OnceLock<Arc<dyn Store>>,
     /// This gateway's name in its notices, so that it knows its own when it hears them.
     id: String,
+    /// Told of every change, from this process or another (the dashboard's cache).
+    hooks: std::sync::RwLock<Vec<ChangeHook>>,
 }
+
+/// Told of each change (`None`: changes may have gone unheard).
+type ChangeHook = Box<dyn Fn(Option<Change>) + Send + Sync>;
 
 impl Default for Gateway {
     fn default() -> Gateway {
@@ -52,6 +57,7 @@ impl Default for Gateway {
             changes: broadcast::channel(256).0,
             announcer: OnceLock::new(),
             id: servio_collector::process_owner("gateway"),
+            hooks: std::sync::RwLock::default(),
         }
     }
 }
@@ -63,37 +69,81 @@ pub enum Change {
     Catalogue(i64),
     /// The user's credentials or log setting changed: drop what is kept.
     Context(i64),
+    /// The user has new values (the dashboard).
+    Values(i64),
 }
 
+/// The longest notice sent: PostgreSQL takes up to 8,000 bytes.
+const NOTICE_LIMIT: usize = 7000;
+
 impl Change {
-    /// The notice's text: `SENDER catalogue|context USER_ID`.
-    fn announcement(self, sender: &str) -> String {
-        let (word, user_id) = match self {
-            Change::Catalogue(user_id) => ("catalogue", user_id),
-            Change::Context(user_id) => ("context", user_id),
-        };
-        format!("{sender} {word} {user_id}")
+    /// Whose change it is.
+    pub fn user_id(self) -> i64 {
+        let (Change::Catalogue(user_id) | Change::Context(user_id) | Change::Values(user_id)) = self;
+        user_id
     }
 
-    /// The change a notice tells of, unless `own` sent it (or the text is no notice).
-    fn heard(text: &str, own: &str) -> Option<Change> {
-        let mut words = text.split(' ');
-        let (sender, word, user_id) = (words.next()?, words.next()?, words.next()?.parse().ok()?);
-        if sender == own || words.next().is_some() {
-            return None;
-        }
-        match word {
-            "catalogue" => Some(Change::Catalogue(user_id)),
-            "context" => Some(Change::Context(user_id)),
-            _ => None,
+    fn word(self) -> &'static str {
+        match self {
+            Change::Catalogue(_) => "catalogue",
+            Change::Context(_) => "context",
+            Change::Values(_) => "values",
         }
     }
+
+    /// The notice's text: `SENDER catalogue|context|values USER_ID`.
+    fn announcement(self, sender: &str) -> String {
+        format!("{sender} {} {}", self.word(), self.user_id())
+    }
+
+    /// The changes a notice tells of (`values` may name several users, comma-separated),
+    /// unless `own` sent it; none for text that is no notice.
+    fn heard(text: &str, own: &str) -> Vec<Change> {
+        let mut words = text.split(' ');
+        let (Some(sender), Some(word), Some(users), None) = (words.next(), words.next(), words.next(), words.next())
+        else {
+            return Vec::new();
+        };
+        if sender == own {
+            return Vec::new();
+        }
+        let change: fn(i64) -> Change = match word {
+            "catalogue" => Change::Catalogue,
+            "context" => Change::Context,
+            "values" => Change::Values,
+            _ => return Vec::new(),
+        };
+        users.split(',').filter_map(|id| id.parse().ok()).map(change).collect()
+    }
+}
+
+/// The notices telling that `users` have new values: `SENDER values ID,ID,…`, as few as fit.
+fn values_notices(sender: &str, users: &[i64]) -> Vec<String> {
+    let mut notices = Vec::new();
+    let mut notice = String::new();
+    for user_id in users {
+        if notice.len() > NOTICE_LIMIT {
+            notices.push(std::mem::take(&mut notice));
+        }
+        notice.push_str(&if notice.is_empty() { format!("{sender} values {user_id}") } else { format!(",{user_id}") });
+    }
+    notices.extend((!notice.is_empty()).then_some(notice));
+    notices
 }
 
 /// Announces that `user_id`'s credentials changed, for a process without a gateway (a worker
 /// that renewed an OAuth token), so that the gateways drop what they keep of them.
 pub async fn announce_context(store: &dyn Store, user_id: i64) -> Result<(), StoreError> {
     store.announce(&Change::Context(user_id).announcement("worker")).await
+}
+
+/// Announces that `users` have new values, for a process without a gateway (a worker), so that
+/// the platform's processes drop the dashboards they keep of them.
+pub async fn announce_values(store: &dyn Store, users: &[i64]) -> Result<(), StoreError> {
+    for notice in values_notices("worker", users) {
+        store.announce(&notice).await?;
+    }
+    Ok(())
 }
 
 impl Gateway {
@@ -111,6 +161,30 @@ impl Gateway {
         self.announce(Change::Context(user_id));
     }
 
+    /// Tells the dashboards of `users` that they have new values, here and in the other
+    /// processes sharing the database.
+    pub fn values_changed(&self, users: &[i64]) {
+        for user_id in users {
+            self.apply(Change::Values(*user_id));
+        }
+        let Some(store) = self.announcer.get().cloned() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let notices = values_notices(&self.id, users);
+        runtime.spawn(async move {
+            for notice in notices {
+                if let Err(error) = store.announce(&notice).await {
+                    tracing::warn!(%error, "announcing new values to the other processes failed");
+                }
+            }
+        });
+    }
+
+    /// Calls `hook` with every change, made here or heard from another process, and with
+    /// `None` when changes may have gone unheard (anything may have changed).
+    pub fn on_change(&self, hook: impl Fn(Option<Change>) + Send + Sync + 'static) {
+        self.hooks.write().unwrap_or_else(|poisoned| poisoned.into_inner()).push(Box::new(hook));
+    }
+
     /// Announces changes through `store` from now on (once; later calls change nothing).
     pub fn announce_through(&self, store: Arc<dyn Store>) {
         let _ = self.announcer.set(store);
@@ -121,22 +195,33 @@ impl Gateway {
     pub fn heard(&self, heard: &servio_store::Heard) {
         match heard {
             servio_store::Heard::Change(text) => {
-                if let Some(change) = Change::heard(text, &self.id) {
+                for change in Change::heard(text, &self.id) {
                     self.apply(change);
                 }
             }
             servio_store::Heard::Missed => {
                 self.contexts.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clear();
+                self.tell_hooks(None);
             }
         }
     }
 
     fn apply(&self, change: Change) {
-        let (Change::Catalogue(user_id) | Change::Context(user_id)) = change;
-        self.contexts.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(&user_id);
+        if !matches!(change, Change::Values(_)) {
+            self.contexts.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(&change.user_id());
+        }
         if let Change::Catalogue(user_id) = change {
             // No receiver just means no MCP client is connected here.
             let _ = self.changes.send(user_id);
+        }
+        self.tell_hooks(Some(change));
+    }
+
+    /// Tells the hooks of `change`, or with `None` that changes may have gone unheard.
+    fn tell_hooks(&self, change: Option<Change>) {
+        let hooks = self.hooks.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for hook in hooks.iter() {
+            hook(change);
         }
     }
 
@@ -544,6 +629,23 @@ fn failure(error: CallError, refreshed: bool) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Notices name their sender and are heard by the others only; a `values` notice names
+    /// many users and is split below PostgreSQL's limit; anything else is no notice.
+    #[test]
+    fn notices_round_trip_and_values_come_in_chunks() {
+        let text = Change::Catalogue(7).announcement("a");
+        assert_eq!(Change::heard(&text, "b"), [Change::Catalogue(7)]);
+        assert!(Change::heard(&text, "a").is_empty(), "one's own notice");
+        let users: Vec<i64> = (1_000_000..1_003_000).collect();
+        let notices = values_notices("a", &users);
+        assert!(notices.len() > 1 && notices.iter().all(|n| n.len() <= NOTICE_LIMIT + 20), "{}", notices.len());
+        let heard: Vec<i64> = notices.iter().flat_map(|n| Change::heard(n, "b")).map(Change::user_id).collect();
+        assert_eq!(heard, users);
+        for junk in ["", "a", "a values", "a values 1 2", "a forget 1", "a values x"] {
+            assert!(Change::heard(junk, "b").is_empty(), "{junk:?}");
+        }
+    }
 
     /// A graceful stop flushes the call log: once `flush` returns, every call logged before it
     /// is in the store, however many were queued.

@@ -56,6 +56,8 @@ pub struct AppState {
     pub stopping: Stopping,
     /// How long the logs are kept.
     pub retention: upkeep::Retention,
+    /// Rendered dashboards, kept until their user's data changes.
+    pub dashboards: Arc<routes::dashboard::cache::DashboardCache>,
 }
 
 /// Whether the process is stopping: set once on SIGTERM, before the server stops accepting.
@@ -105,6 +107,13 @@ impl AppState {
         // keep using.
         let changed = gateway.clone();
         collector.credentials().on_change(move |change| changed.forget(change.user_id));
+        // New values, here or (through the gateway's notices) in another process, make the
+        // user's kept dashboards stale.
+        let dashboards = Arc::<routes::dashboard::cache::DashboardCache>::default();
+        let stale = dashboards.clone();
+        gateway.on_change(move |change| stale.forget(change));
+        let told = gateway.clone();
+        collector.on_stored(move |users| told.values_changed(users));
         AppState {
             store: collector.store().clone(),
             client: collector.client().clone(),
@@ -115,6 +124,7 @@ impl AppState {
             throttle: Arc::default(),
             stopping: Stopping::default(),
             retention: upkeep::Retention::default(),
+            dashboards,
         }
     }
 

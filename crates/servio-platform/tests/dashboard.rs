@@ -130,3 +130,48 @@ async fn canonical_keys_from_two_sites_share_one_slot_with_a_total_where_units_a
         assert_eq!(dashboard["slots"][1]["total"]["value"].as_f64(), Some(3.0 * orders as f64), "{name}: orders agree");
     }
 }
+
+/// The dashboard is kept per user with an `ETag`: asked again with it, the answer is `304`
+/// while nothing changed; a backfill storing values changes it at once, not after the cache's
+/// lifetime.
+#[tokio::test]
+async fn the_dashboard_answers_304_for_its_etag_until_values_change() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let common::DemoSite { origin, .. } = &common::demo_site(&ca, "demo").await;
+    let today = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::get("Pacific/Auckland").unwrap()).date();
+    let day = today.checked_sub(jiff::ToSpan::days(3)).unwrap().to_string();
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let kim = server.sign_up(&format!("kim-etag-{name}@example.com")).await;
+        let (_, added, _) =
+            server.send(&kim, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" }))).await;
+        let id = added["site"]["id"].as_i64().unwrap();
+        let get = |etag: Option<&str>| {
+            let mut request = server
+                .http
+                .get(format!("{}/api/dashboard", server.base))
+                .header("cookie", kim.cookie.as_deref().unwrap());
+            if let Some(etag) = etag {
+                request = request.header("if-none-match", etag);
+            }
+            request.send()
+        };
+        let first = get(None).await.unwrap();
+        assert_eq!(first.status(), StatusCode::OK, "{name}");
+        assert_eq!(first.headers()["cache-control"], "private, no-cache", "{name}");
+        let etag = first.headers()["etag"].to_str().unwrap().to_owned();
+        let again = get(Some(&etag)).await.unwrap();
+        assert_eq!(again.status(), StatusCode::NOT_MODIFIED, "{name}");
+        assert_eq!(again.headers()["etag"], etag.as_str(), "{name}");
+        assert!(again.bytes().await.unwrap().is_empty(), "{name}: no body with a 304");
+
+        let backfill = format!("/api/vault/{id}/backfill");
+        let (status, summary, _) =
+            server.send(&kim, Method::POST, &backfill, Some(json!({ "from": day, "to": day }))).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {summary}");
+        let changed = get(Some(&etag)).await.unwrap();
+        assert_eq!(changed.status(), StatusCode::OK, "{name}: new values, a new dashboard");
+        assert_ne!(changed.headers()["etag"], etag.as_str(), "{name}");
+        let body: Value = changed.json().await.unwrap();
+        assert!(body.to_string().contains(&day), "{name}: the backfilled day is there: {body}");
+    }
+}

@@ -250,6 +250,8 @@ pub(crate) async fn set_time_zone(state: &AppState, user_id: i64, form: TimeZone
     check_time_zone(&form.time_zone).map_err(|e| bad("time_zone", e))?;
     state.store.set_time_zone(user_id, &form.time_zone).await?;
     state.tokens.forget_user(user_id);
+    // Periods are the user's days: the kept dashboards are of the old zone.
+    state.gateway.forget(user_id);
     Ok(form)
 }
 

@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::extract::{Path, Query};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -73,10 +73,28 @@ struct Window {
 
 /// Every metric with its recent values (?days=N), the latest and its trend, and the slots they share
 #[utoipa::path(get, path = "/api/dashboard", params(Window), responses(
-    (status = 200, description = "The dashboard data", body = Dashboard),
+    (status = 200, description = "The dashboard data, with an ETag", body = Dashboard),
+    (status = 304, description = "Not modified since the ETag sent in If-None-Match"),
     (status = 400, description = "`days` out of range", body = ErrorBody),
 ))]
-async fn dashboard(api: Api, Query(window): Query<Window>) -> Result<Json<Dashboard>, ApiError> {
+async fn dashboard(api: Api, Query(window): Query<Window>, headers: HeaderMap) -> Result<Response, ApiError> {
     let days = window.days.unwrap_or(service::DEFAULT_DAYS);
-    service::dashboard_data(&api.state, &api.user, days).await.map(Json)
+    let cache = &api.state.dashboards;
+    let rendered = match cache.get(api.user.id, days) {
+        Some(kept) => kept,
+        None => {
+            let started = std::time::Instant::now();
+            let data = service::dashboard_data(&api.state, &api.user, days).await?;
+            let body = serde_json::to_vec(&data).map_err(ApiError::internal)?;
+            cache.keep(api.user.id, days, body, started)
+        }
+    };
+    // `no-cache`: a client may keep it, but asks again (and gets 304 while it holds).
+    let caching =
+        [(header::ETAG, rendered.etag.clone()), (header::CACHE_CONTROL, HeaderValue::from_static("private, no-cache"))];
+    if rendered.matches(headers.get(header::IF_NONE_MATCH)) {
+        return Ok((StatusCode::NOT_MODIFIED, caching).into_response());
+    }
+    let json = [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))];
+    Ok((caching, json, rendered.body.clone()).into_response())
 }

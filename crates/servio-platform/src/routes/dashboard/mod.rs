@@ -4,6 +4,7 @@
 //! [`pages`] are its two faces.
 
 pub mod api;
+pub mod cache;
 pub mod pages;
 pub mod service;
 

@@ -1,0 +1,122 @@
+//! Rendered dashboards kept per user and window, each with its `ETag`: a dashboard is asked
+//! for far more often than it changes (a user's values change when a collection stores one).
+//!
+//! An entry goes when the user's values, catalogue or credentials change, in this process or
+//! in another sharing the database (the gateway's change notices), and after [`KEPT`] in any
+//! case, since what a dashboard says also moves with the clock (the latest due period, "retrying
+//! at"). The `ETag` is a digest of the body, so it is the same on every process: a client
+//! revalidating through a load balancer gets `304 Not Modified` wherever it lands.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::http::HeaderValue;
+use sha2::{Digest, Sha256};
+
+use crate::gateway::Change;
+
+/// How long an entry is used at most.
+pub const KEPT: Duration = Duration::from_secs(30);
+
+/// Entries beyond this many are swept of expired ones, which bounds memory.
+const LIMIT: usize = 10_000;
+
+/// A rendered dashboard.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The JSON body.
+    pub body: Bytes,
+    /// Its entity tag: a digest of the body, quoted.
+    pub etag: HeaderValue,
+}
+
+impl Rendered {
+    fn of(body: Vec<u8>) -> Rendered {
+        let digest = Sha256::digest(&body);
+        let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
+        let etag = HeaderValue::from_str(&format!("\"{hex}\"")).unwrap_or(HeaderValue::from_static("\"\""));
+        Rendered { body: Bytes::from(body), etag }
+    }
+
+    /// Whether an `If-None-Match` header names this version (or `*`).
+    pub fn matches(&self, if_none_match: Option<&HeaderValue>) -> bool {
+        let Some(tags) = if_none_match.and_then(|value| value.to_str().ok()) else { return false };
+        let own = self.etag.to_str().unwrap_or_default();
+        tags.split(',').map(str::trim).any(|tag| tag == "*" || tag.trim_start_matches("W/") == own)
+    }
+}
+
+/// The kept dashboards, by user and window (days).
+#[derive(Debug, Default)]
+pub struct DashboardCache {
+    entries: Mutex<HashMap<(i64, u32), Kept>>,
+}
+
+/// A rendered dashboard and when its data was read.
+type Kept = (Instant, Arc<Rendered>);
+
+impl DashboardCache {
+    /// The dashboard kept for `user_id` over `days`, while fresh.
+    pub fn get(&self, user_id: i64, days: u32) -> Option<Arc<Rendered>> {
+        let entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        entries.get(&(user_id, days)).filter(|(at, _)| at.elapsed() < KEPT).map(|(_, rendered)| rendered.clone())
+    }
+
+    /// Keeps `body` as the dashboard of `user_id` over `days`, rendered at `since` (before the
+    /// data was read, so that a change made while it was being read is not hidden for long);
+    /// answers it with its tag.
+    pub fn keep(&self, user_id: i64, days: u32, body: Vec<u8>, since: Instant) -> Arc<Rendered> {
+        let rendered = Arc::new(Rendered::of(body));
+        let mut entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if entries.len() >= LIMIT {
+            entries.retain(|_, (at, _)| at.elapsed() < KEPT);
+        }
+        entries.insert((user_id, days), (since, rendered.clone()));
+        rendered
+    }
+
+    /// Drops what a change makes stale: the user's entries, or all of them when changes may
+    /// have gone unheard (`None`).
+    pub fn forget(&self, change: Option<Change>) {
+        let mut entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match change {
+            Some(change) => entries.retain(|(user_id, _), _| *user_id != change.user_id()),
+            None => entries.clear(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_drops_only_its_users_entries_and_etags_follow_the_body() {
+        let cache = DashboardCache::default();
+        let first = cache.keep(1, 28, b"{\"a\":1}".to_vec(), Instant::now());
+        cache.keep(2, 28, b"{\"a\":1}".to_vec(), Instant::now());
+        assert_eq!(cache.get(2, 28).unwrap().etag, first.etag, "the same body, the same tag");
+        assert!(cache.get(1, 7).is_none());
+        cache.forget(Some(Change::Values(1)));
+        assert!(cache.get(1, 28).is_none());
+        assert!(cache.get(2, 28).is_some());
+        let second = cache.keep(1, 28, b"{\"a\":2}".to_vec(), Instant::now());
+        assert_ne!(second.etag, first.etag);
+        assert!(second.matches(Some(&second.etag)));
+        cache.forget(None);
+        assert!(cache.get(2, 28).is_none());
+    }
+
+    #[test]
+    fn if_none_match_lists_weak_tags_and_stars() {
+        let rendered = Rendered::of(b"{}".to_vec());
+        let tag = rendered.etag.to_str().unwrap().to_owned();
+        for header in [tag.clone(), format!("W/{tag}"), format!("\"other\", {tag}"), "*".to_owned()] {
+            assert!(rendered.matches(Some(&HeaderValue::from_str(&header).unwrap())), "{header}");
+        }
+        assert!(!rendered.matches(Some(&HeaderValue::from_static("\"other\""))));
+        assert!(!rendered.matches(None));
+    }
+}
