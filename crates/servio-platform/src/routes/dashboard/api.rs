@@ -79,16 +79,11 @@ struct Window {
 ))]
 async fn dashboard(api: Api, Query(window): Query<Window>, headers: HeaderMap) -> Result<Response, ApiError> {
     let days = window.days.unwrap_or(service::DEFAULT_DAYS);
-    let cache = &api.state.dashboards;
-    let rendered = match cache.get(api.user.id, days) {
-        Some(kept) => kept,
-        None => {
-            let started = std::time::Instant::now();
-            let data = service::dashboard_data(&api.state, &api.user, days).await?;
-            let body = serde_json::to_vec(&data).map_err(ApiError::internal)?;
-            cache.keep(api.user.id, days, body, started)
-        }
+    let render = || async {
+        let data = service::dashboard_data(&api.state, &api.user, days).await?;
+        serde_json::to_vec(&data).map_err(ApiError::internal)
     };
+    let rendered = api.state.dashboards.get_or_render(api.user.id, days, render).await?;
     // `no-cache`: a client may keep it, but asks again (and gets 304 while it holds).
     let caching =
         [(header::ETAG, rendered.etag.clone()), (header::CACHE_CONTROL, HeaderValue::from_static("private, no-cache"))];

@@ -52,7 +52,13 @@ impl Rendered {
 #[derive(Debug, Default)]
 pub struct DashboardCache {
     entries: Mutex<HashMap<(i64, u32), Kept>>,
+    /// One render at a time per user and window: when an entry expires under load, the
+    /// requests that find it gone wait for one render instead of each making its own.
+    renders: Mutex<HashMap<(i64, u32), Gate>>,
 }
+
+/// Held while one dashboard renders.
+type Gate = Arc<tokio::sync::Mutex<()>>;
 
 /// A rendered dashboard and when its data was read.
 type Kept = (Instant, Arc<Rendered>);
@@ -62,6 +68,33 @@ impl DashboardCache {
     pub fn get(&self, user_id: i64, days: u32) -> Option<Arc<Rendered>> {
         let entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         entries.get(&(user_id, days)).filter(|(at, _)| at.elapsed() < KEPT).map(|(_, rendered)| rendered.clone())
+    }
+
+    /// The dashboard of `user_id` over `days`: the kept one, or the one `render` makes (its
+    /// JSON body), kept. Concurrent callers for the same dashboard share one render.
+    pub async fn get_or_render<F, Fut, E>(&self, user_id: i64, days: u32, render: F) -> Result<Arc<Rendered>, E>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Vec<u8>, E>>,
+    {
+        if let Some(kept) = self.get(user_id, days) {
+            return Ok(kept);
+        }
+        let gate = {
+            let mut renders = self.renders.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if renders.len() >= LIMIT {
+                renders.retain(|_, gate| Arc::strong_count(gate) > 1);
+            }
+            renders.entry((user_id, days)).or_default().clone()
+        };
+        let _turn = gate.lock().await;
+        // Rendered while this one waited.
+        if let Some(kept) = self.get(user_id, days) {
+            return Ok(kept);
+        }
+        let started = Instant::now();
+        let body = render().await?;
+        Ok(self.keep(user_id, days, body, started))
     }
 
     /// Keeps `body` as the dashboard of `user_id` over `days`, rendered at `since` (before the
@@ -107,6 +140,33 @@ mod tests {
         assert!(second.matches(Some(&second.etag)));
         cache.forget(None);
         assert!(cache.get(2, 28).is_none());
+    }
+
+    /// A stampede: many requests find the dashboard gone at once; one renders, all get it.
+    #[tokio::test]
+    async fn concurrent_misses_share_one_render() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let cache = Arc::new(DashboardCache::default());
+        let renders = Arc::new(AtomicUsize::new(0));
+        let waiting: Vec<_> = (0..16)
+            .map(|_| {
+                let (cache, renders) = (cache.clone(), renders.clone());
+                tokio::spawn(async move {
+                    let render = || async {
+                        renders.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        Ok::<_, ()>(b"{}".to_vec())
+                    };
+                    cache.get_or_render(5, 28, render).await.unwrap().etag.clone()
+                })
+            })
+            .collect();
+        let mut tags = Vec::new();
+        for task in waiting {
+            tags.push(task.await.unwrap());
+        }
+        assert_eq!(renders.load(Ordering::SeqCst), 1);
+        assert!(tags.windows(2).all(|pair| pair[0] == pair[1]));
     }
 
     #[test]
