@@ -13,12 +13,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use servio_demo_site::DemoAuth;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 const KEY: &str = "0707070707070707070707070707070707070707070707070707070707070707";
 const SITE_TOKEN: &str = "balancer-site-token";
-const VERSION: &str = "2025-11-25";
 
 /// A `servio` process, killed when dropped, its output in a file.
 struct Process {
@@ -49,14 +47,8 @@ async fn serve(dir: &Path, name: &str, url: &str, ca: &str) -> (Process, String)
     let args = ["serve", "--addr", "127.0.0.1:0", "--database-url", url, "--allow-local", "--ca-cert", ca];
     let (mut command, log) = servio(dir, name, &args);
     let mut child = command.stdout(Stdio::piped()).spawn().expect("the servio binary");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await.unwrap().unwrap();
-    let address = first
-        .as_deref()
-        .and_then(|line| line.strip_prefix("Servio platform on http://"))
-        .and_then(|rest| rest.split(' ').next())
-        .unwrap_or_else(|| panic!("{name} printed {first:?}"))
-        .to_owned();
+    let url = common::served_url(&mut child).await;
+    let address = url.trim_start_matches("http://").to_owned();
     (Process { child, log }, address)
 }
 
@@ -118,7 +110,8 @@ where
     }
 }
 
-/// One JSON-RPC message to `/mcp` through the balancer; the messages of its answer.
+/// One JSON-RPC message to `/mcp` through the balancer: the status and the messages of its
+/// answer.
 async fn rpc(
     http: &reqwest::Client,
     base: &str,
@@ -126,20 +119,8 @@ async fn rpc(
     session: Option<&str>,
     message: &Value,
 ) -> (u16, Vec<Value>) {
-    let mut request = http
-        .post(format!("{base}/mcp"))
-        .bearer_auth(token)
-        .header("accept", "application/json, text/event-stream")
-        .json(message);
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session).header("mcp-protocol-version", VERSION);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    let messages =
-        text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok());
-    (status, messages.collect())
+    let (status, _, messages) = servio_platform::testing::mcp_post(http, base, token, session, message).await;
+    (status.as_u16(), messages)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -167,27 +148,7 @@ async fn two_serves_and_two_workers_behind_haproxy_survive_losing_a_serve() {
 
     // Sign up and make a token through the balancer: the session lives in the database, so
     // the second request may land on the other process.
-    let signed_up = http
-        .post(format!("{lb}/api/signup"))
-        .json(&json!({ "email": "lb@example.com", "password": "a long enough password", "time_zone": "UTC" }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(signed_up.status(), 201);
-    let cookie = signed_up.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
-    let body: Value = signed_up.json().await.unwrap();
-    let created: Value = http
-        .post(format!("{lb}/api/tokens"))
-        .header("cookie", &cookie)
-        .header("x-csrf-token", body["csrf_token"].as_str().unwrap())
-        .json(&json!({ "name": "lb" }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = created["token"].as_str().unwrap().to_owned();
+    let (_, token) = common::sign_up_with_token(&http, &lb, "lb@example.com", "a long enough password").await;
     let added = http
         .post(format!("{lb}/api/vault"))
         .bearer_auth(&token)
@@ -208,17 +169,10 @@ async fn two_serves_and_two_workers_behind_haproxy_survive_losing_a_serve() {
 
     // One MCP session, its requests spread over both processes.
     let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": VERSION, "capabilities": {}, "clientInfo": { "name": "lb-test", "version": "0" } } });
-    let opened = http
-        .post(format!("{lb}/mcp"))
-        .bearer_auth(&token)
-        .header("accept", "application/json, text/event-stream")
-        .json(&initialize)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(opened.status(), 200);
-    let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+        "protocolVersion": servio_platform::testing::MCP_VERSION, "capabilities": {}, "clientInfo": { "name": "lb-test", "version": "0" } } });
+    let (status, session, _) = servio_platform::testing::mcp_post(&http, &lb, &token, None, &initialize).await;
+    assert_eq!(status, 200);
+    let session = session.expect("a session id");
     let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
     let (status, _) = rpc(&http, &lb, &token, Some(&session), &initialized).await;
     assert!((200..300).contains(&status), "{status}");
@@ -227,7 +181,7 @@ async fn two_serves_and_two_workers_behind_haproxy_survive_losing_a_serve() {
         json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
                 "params": { "name": name, "arguments": { "from": "2026-08-20", "to": "2026-08-20" } } })
     };
-    let calls_work = |from: u64| {
+    let calls_work = |http: &reqwest::Client, from: u64| {
         let (http, lb, token, session) = (http.clone(), lb.clone(), token.clone(), session.clone());
         let calls: Vec<Value> = (from..from + 4).map(call).collect();
         async move {
@@ -239,15 +193,20 @@ async fn two_serves_and_two_workers_behind_haproxy_survive_losing_a_serve() {
             }
         }
     };
-    calls_work(10).await;
+    calls_work(&http, 10).await;
     for (process, name) in [(&serve_a, "a"), (&serve_b, "b")] {
         let log = process.log_text();
         assert!(log.contains("route=\"/mcp\""), "serve {name} answered part of the session:\n{log}");
     }
 
-    // One serve dies without a word; the balancer takes it out, and the session goes on.
+    // One serve dies without a word; the balancer's checks take it out (two failed checks half
+    // a second apart), and the session goes on through the other. A client whose request was
+    // in flight on the dead process, or on a connection the balancer closed with it, sees that
+    // one request fail and asks again on a new connection, as this one does.
     serve_a.child.kill().await.unwrap();
-    calls_work(20).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let http = reqwest::Client::new();
+    calls_work(&http, 20).await;
     let (status, listed) =
         rpc(&http, &lb, &token, Some(&session), &json!({ "jsonrpc": "2.0", "id": 30, "method": "tools/list" })).await;
     assert_eq!(status, 200);

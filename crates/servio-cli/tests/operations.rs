@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use servio_demo_site::{DemoAuth, Misbehaviour};
 use servio_store::Store;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 const KEY: &str = "0707070707070707070707070707070707070707070707070707070707070707";
@@ -51,14 +50,7 @@ impl Serve {
             command.env(name, value);
         }
         let mut child = command.spawn().expect("the servio binary");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await.unwrap().unwrap();
-        let url = first
-            .as_deref()
-            .and_then(|line| line.strip_prefix("Servio platform on "))
-            .and_then(|rest| rest.split(' ').next())
-            .unwrap_or_else(|| panic!("serve printed {first:?}"))
-            .to_owned();
+        let url = common::served_url(&mut child).await;
         Serve { child, url, log, data_dir }
     }
 
@@ -90,26 +82,8 @@ struct User {
 }
 
 async fn sign_up(http: &reqwest::Client, url: &str) -> User {
-    let response = http
-        .post(format!("{url}/api/signup"))
-        .json(&json!({ "email": "ops@example.com", "password": PASSWORD, "time_zone": "UTC" }))
-        .send()
-        .await
-        .unwrap();
-    let cookie = response.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
-    let body: Value = response.json().await.unwrap();
-    let token: Value = http
-        .post(format!("{url}/api/tokens"))
-        .header("cookie", &cookie)
-        .header("x-csrf-token", body["csrf_token"].as_str().unwrap())
-        .json(&json!({ "name": "ops" }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    User { token: token["token"].as_str().unwrap().to_owned(), cookie }
+    let (cookie, token) = common::sign_up_with_token(http, url, "ops@example.com", PASSWORD).await;
+    User { token, cookie }
 }
 
 /// Adds the demo site to the user's vault; returns the prefixed name of `forum.searchThreads`.

@@ -656,16 +656,7 @@ mod tests {
         let gateway = Gateway::default();
         gateway.flush().await;
         for at in 0..3000 {
-            let call = ToolCall {
-                id: 0,
-                user_id: user.id,
-                site_id: None,
-                tool: "a_tool".into(),
-                called_at: at,
-                status: "ok".into(),
-                duration_ms: 1.0,
-                arguments: None,
-            };
+            let call = servio_store::testing::tool_call(user.id, "a_tool", at);
             gateway.log(&store, call);
         }
         gateway.flush().await;
@@ -683,16 +674,7 @@ mod tests {
     }
 
     fn entry(user_id: i64, tool: &str) -> ToolCall {
-        ToolCall {
-            id: 0,
-            user_id,
-            site_id: None,
-            tool: tool.to_owned(),
-            called_at: 1,
-            status: "ok".to_owned(),
-            duration_ms: 1.0,
-            arguments: None,
-        }
+        servio_store::testing::tool_call(user_id, tool, 1)
     }
 
     /// Regression: one row the store refused lost its whole batch, other users' entries with it

@@ -3,51 +3,12 @@
 //! answers only its owner whatever the method, unreadable params and bodies get the errors the
 //! specification names, and the owner's `DELETE` is a success a client can read as one.
 
-use reqwest::{Method, RequestBuilder, Response, StatusCode};
+use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 
 mod common;
-use common::Server;
 
-/// The protocol revision these tests speak.
-const VERSION: &str = "2025-11-25";
-
-/// A user's API token on `server`, after signing up as `email`.
-async fn token_of(server: &Server, email: &str) -> String {
-    let browser = server.sign_up(email).await;
-    let (status, created, _) = server.send(&browser, Method::POST, "/api/tokens", Some(json!({ "name": "mcp" }))).await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    created["token"].as_str().unwrap().to_owned()
-}
-
-/// A request to `/mcp` with `token`, on `session` when given, accepting both answer types.
-fn mcp(server: &Server, method: Method, token: &str, session: Option<&str>) -> RequestBuilder {
-    let mut request = server
-        .http
-        .request(method, format!("{}/mcp", server.base))
-        .bearer_auth(token)
-        .header("accept", "application/json, text/event-stream");
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session).header("mcp-protocol-version", VERSION);
-    }
-    request
-}
-
-fn initialize() -> Value {
-    json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": VERSION, "capabilities": {}, "clientInfo": { "name": "test", "version": "0" } } })
-}
-
-/// Opens a session for `token` and returns its id.
-async fn open_session(server: &Server, token: &str) -> String {
-    let response = mcp(server, Method::POST, token, None).json(&initialize()).send().await.unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-    let response = mcp(server, Method::POST, token, Some(&session)).json(&initialized).send().await.unwrap();
-    assert!(response.status().is_success(), "{}", response.status());
-    session
-}
+use common::{initialize, mcp, open_session, token_of};
 
 /// The JSON-RPC messages of an answer, whether JSON or a stream of server-sent events.
 async fn messages(response: Response) -> Vec<Value> {

@@ -104,36 +104,12 @@ async fn upkeep_prunes_the_logs_past_their_retention() {
         let store = &server.state.store;
         let now = servio_platform::now();
         let user = store.create_user(&format!("keep-{backend}@example.com"), "h", "UTC", 0).await.unwrap();
-        let fetched = servio_store::FetchedManifest {
-            origin: "https://keep.example",
-            manifest_url: "https://keep.example/servio.json",
-            manifest: "{}",
-            etag: None,
-            last_modified: None,
-        };
-        let site = store.save_site(&fetched, 0).await.unwrap().id;
+        let site = servio_store::testing::site(store.as_ref(), "https://keep.example").await;
         for (day, age_days) in [(0, 40), (1, 10)] {
-            let slot = Slot {
-                user_id: user.id,
-                site_id: site,
-                metric_key: "m",
-                granularity: "day",
-                period_start: day * DAY,
-                period_end: (day + 1) * DAY,
-                start_date: "1970-01-01",
-            };
+            let slot = Slot { metric_key: "m", ..servio_store::testing::day_slot(user.id, site, day, "1970-01-01") };
             let at = now - age_days * DAY;
             store.record_result(&slot, &CollectionResult::Failed { reason: "no" }, at).await.unwrap();
-            let call = ToolCall {
-                id: 0,
-                user_id: user.id,
-                site_id: Some(site),
-                tool: "t".into(),
-                called_at: at,
-                status: "ok".into(),
-                duration_ms: 1.0,
-                arguments: None,
-            };
+            let call = ToolCall { site_id: Some(site), ..servio_store::testing::tool_call(user.id, "t", at) };
             store.log_tool_calls(&[call]).await.unwrap();
         }
         let mut state = server.state.clone();

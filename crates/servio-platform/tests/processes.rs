@@ -11,7 +11,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::json;
 use servio_platform::testing::{Server, client, serve, state};
 
-const VERSION: &str = "2025-11-25";
+mod common;
 
 /// Two platforms on one fresh schema, each listening to the other's notices.
 async fn two_processes(url: &str) -> [Server; 2] {
@@ -28,54 +28,35 @@ async fn two_processes(url: &str) -> [Server; 2] {
     servers.try_into().unwrap_or_else(|_| unreachable!())
 }
 
-async fn token_of(server: &Server, email: &str) -> (i64, String) {
-    let browser = server.sign_up(email).await;
-    let (status, created, _) = server.send(&browser, Method::POST, "/api/tokens", Some(json!({ "name": "mcp" }))).await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    let (_, me, _) = server.send(&browser, Method::GET, "/api/me", None).await;
-    (me["user"]["id"].as_i64().unwrap(), created["token"].as_str().unwrap().to_owned())
+/// The user id and an API token of `email`, signed up on `server`.
+async fn user_and_token(server: &Server, email: &str) -> (i64, String) {
+    let token = common::token_of(server, email).await;
+    let user = server.state.store.user_by_email(email).await.unwrap().expect("signed up");
+    (user.id, token)
 }
 
-fn mcp(server: &Server, method: Method, token: &str, session: Option<&str>) -> reqwest::RequestBuilder {
-    let mut request = server
-        .http
-        .request(method, format!("{}/mcp", server.base))
-        .bearer_auth(token)
-        .header("accept", "application/json, text/event-stream");
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session).header("mcp-protocol-version", VERSION);
+/// The shared database's URL, or `None` (and a word that the test is skipped) without one.
+fn shared_database() -> Option<String> {
+    let url = std::env::var("SERVIO_TEST_DATABASE_URL").ok();
+    if url.is_none() {
+        eprintln!("skipped: several processes need PostgreSQL (SERVIO_TEST_DATABASE_URL is not set)");
     }
-    request
-}
-
-async fn open_session(server: &Server, token: &str) -> String {
-    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": VERSION, "capabilities": {}, "clientInfo": { "name": "test", "version": "0" } } });
-    let response = mcp(server, Method::POST, token, None).json(&initialize).send().await.unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-    let response = mcp(server, Method::POST, token, Some(&session)).json(&initialized).send().await.unwrap();
-    assert!(response.status().is_success(), "{}", response.status());
-    session
+    url
 }
 
 async fn list_tools(server: &Server, token: &str, session: &str) -> (StatusCode, String) {
     let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
-    let response = mcp(server, Method::POST, token, Some(session)).json(&list).send().await.unwrap();
+    let response = common::mcp(server, Method::POST, token, Some(session)).json(&list).send().await.unwrap();
     (response.status(), response.text().await.unwrap())
 }
 
 #[tokio::test]
 async fn a_session_opened_on_one_process_is_served_by_another_for_its_owner_only() {
-    let Ok(url) = std::env::var("SERVIO_TEST_DATABASE_URL") else {
-        eprintln!("skipped: several processes need PostgreSQL (SERVIO_TEST_DATABASE_URL is not set)");
-        return;
-    };
+    let Some(url) = shared_database() else { return };
     let [one, other] = two_processes(&url).await;
-    let (_, ana) = token_of(&one, "ana-processes@example.com").await;
-    let (_, ben) = token_of(&one, "ben-processes@example.com").await;
-    let session = open_session(&one, &ana).await;
+    let (_, ana) = user_and_token(&one, "ana-processes@example.com").await;
+    let (_, ben) = user_and_token(&one, "ben-processes@example.com").await;
+    let session = common::open_session(&one, &ana).await;
 
     let (status, listed) = list_tools(&other, &ana, &session).await;
     assert_eq!(status, StatusCode::OK, "the other process serves the session: {listed}");
@@ -87,21 +68,18 @@ async fn a_session_opened_on_one_process_is_served_by_another_for_its_owner_only
 
     // Ended through one process, the session is gone from the store: a third process could
     // not take it over (the first keeps it in memory, for its owner, until it idles out).
-    let ended = mcp(&other, Method::DELETE, &ana, Some(&session)).send().await.unwrap();
+    let ended = common::mcp(&other, Method::DELETE, &ana, Some(&session)).send().await.unwrap();
     assert!(ended.status().is_success(), "{}", ended.status());
     assert_eq!(other.state.store.mcp_session(&session).await.unwrap(), None);
 }
 
 #[tokio::test]
 async fn a_change_made_through_one_process_reaches_the_mcp_stream_held_by_another() {
-    let Ok(url) = std::env::var("SERVIO_TEST_DATABASE_URL") else {
-        eprintln!("skipped: several processes need PostgreSQL (SERVIO_TEST_DATABASE_URL is not set)");
-        return;
-    };
+    let Some(url) = shared_database() else { return };
     let [holder, changer] = two_processes(&url).await;
-    let (user_id, token) = token_of(&holder, "cai-processes@example.com").await;
-    let session = open_session(&holder, &token).await;
-    let mut stream = mcp(&holder, Method::GET, &token, Some(&session)).send().await.unwrap();
+    let (user_id, token) = user_and_token(&holder, "cai-processes@example.com").await;
+    let session = common::open_session(&holder, &token).await;
+    let mut stream = common::mcp(&holder, Method::GET, &token, Some(&session)).send().await.unwrap();
     assert_eq!(stream.status(), StatusCode::OK);
     // Let the session hear `notifications/initialized` and subscribe to changes.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -124,12 +102,9 @@ async fn a_change_made_through_one_process_reaches_the_mcp_stream_held_by_anothe
 
 #[tokio::test]
 async fn values_stored_through_one_process_drop_the_dashboard_another_keeps() {
-    let Ok(url) = std::env::var("SERVIO_TEST_DATABASE_URL") else {
-        eprintln!("skipped: several processes need PostgreSQL (SERVIO_TEST_DATABASE_URL is not set)");
-        return;
-    };
+    let Some(url) = shared_database() else { return };
     let [keeper, collector] = two_processes(&url).await;
-    let (user_id, token) = token_of(&keeper, "dee-processes@example.com").await;
+    let (user_id, token) = user_and_token(&keeper, "dee-processes@example.com").await;
     let dashboard = keeper.http.get(format!("{}/api/dashboard", keeper.base)).bearer_auth(&token).send().await.unwrap();
     assert_eq!(dashboard.status(), StatusCode::OK);
     let days = servio_platform::routes::dashboard::service::DEFAULT_DAYS;

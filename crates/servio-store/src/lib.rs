@@ -541,10 +541,10 @@ pub trait Store: Send + Sync {
     /// own); `None` on SQLite, where there are no others to hear.
     async fn changes(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Heard>>, StoreError>;
     // MCP sessions, which any process may serve.
-    /// Records that `user_id` opened the MCP session `id`.
-    async fn set_mcp_session_owner(&self, id: &str, user_id: i64, now: i64) -> Result<(), StoreError>;
-    /// Keeps the MCP session `id`'s state (the client's `initialize` parameters, JSON).
-    async fn set_mcp_session_state(&self, id: &str, state: &str, now: i64) -> Result<(), StoreError>;
+    /// Keeps what is known of the MCP session `id`: `session.user_id`, who opened it, and
+    /// `session.state`, the client's `initialize` parameters (JSON); a `None` keeps what was
+    /// kept before (the SDK saves the state, and the platform the owner, each in its own time).
+    async fn keep_mcp_session(&self, id: &str, session: &McpSession, now: i64) -> Result<(), StoreError>;
     /// The owner and state of the MCP session `id`, when it exists.
     async fn mcp_session(&self, id: &str) -> Result<Option<McpSession>, StoreError>;
     /// Forgets the MCP session `id`.

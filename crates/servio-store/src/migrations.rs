@@ -14,25 +14,31 @@ use std::borrow::Cow;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AssertSqlSafe, SqlSafeStr};
 
-/// Every migration: version, description (as sqlx derived it from the file name), template.
-const TEMPLATES: &[(i64, &str, &str)] = &[
-    (1, "accounts", include_str!("../migrations/0001_accounts.sql")),
-    (2, "vault", include_str!("../migrations/0002_vault.sql")),
-    (3, "versions", include_str!("../migrations/0003_versions.sql")),
-    (4, "directory", include_str!("../migrations/0004_directory.sql")),
-    (5, "collection", include_str!("../migrations/0005_collection.sql")),
-    (6, "retry after", include_str!("../migrations/0006_retry_after.sql")),
-    (7, "jobs", include_str!("../migrations/0007_jobs.sql")),
-    (8, "gateway", include_str!("../migrations/0008_gateway.sql")),
-    (9, "session idle", include_str!("../migrations/0009_session_idle.sql")),
-    (10, "oauth attempts", include_str!("../migrations/0010_oauth_attempts.sql")),
-    (11, "attempt duration", include_str!("../migrations/0011_attempt_duration.sql")),
-    (12, "mcp sessions", include_str!("../migrations/0012_mcp_sessions.sql")),
-];
+/// The migrations' templates by file stem, `NNNN_name`: the version is the number and the
+/// description the name with spaces (as sqlx derives them from a file name). rustfmt leaves a
+/// braced macro's input as written: a few stems a line.
+macro_rules! templates {
+    ($($stem:literal)*) => {
+        &[$(($stem, include_str!(concat!("../migrations/", $stem, ".sql")))),*]
+    };
+}
+
+/// Every migration, in order.
+const TEMPLATES: &[(&str, &str)] = templates! {
+    "0001_accounts" "0002_vault" "0003_versions" "0004_directory" "0005_collection" "0006_retry_after"
+    "0007_jobs" "0008_gateway" "0009_session_idle" "0010_oauth_attempts" "0011_attempt_duration"
+    "0012_mcp_sessions"
+};
+
+/// A migration's version and description, from its file stem.
+fn version_and_description(stem: &str) -> (i64, String) {
+    let (number, name) = stem.split_once('_').unwrap_or((stem, ""));
+    (number.parse().unwrap_or(0), name.replace('_', " "))
+}
 
 /// The version of the last migration this build knows.
 pub(crate) fn latest() -> i64 {
-    TEMPLATES.last().map_or(0, |(version, _, _)| *version)
+    TEMPLATES.last().map_or(0, |(stem, _)| version_and_description(stem).0)
 }
 
 /// A backend's spelling of the template words.
@@ -100,10 +106,11 @@ fn render(template: &str, dialect: Dialect) -> String {
 fn migrator(dialect: Dialect) -> Migrator {
     let migrations = TEMPLATES
         .iter()
-        .map(|&(version, description, template)| {
+        .map(|&(stem, template)| {
+            let (version, description) = version_and_description(stem);
             // Only our own templates are rendered; nothing comes from outside.
             let sql = AssertSqlSafe(render(template, dialect)).into_sql_str();
-            Migration::new(version, Cow::Borrowed(description), MigrationType::Simple, sql, false)
+            Migration::new(version, Cow::Owned(description), MigrationType::Simple, sql, false)
         })
         .collect();
     Migrator::with_migrations(migrations)
@@ -182,6 +189,19 @@ mod tests {
     fn shipped_checksums(dialect: Dialect) -> Vec<(i64, String)> {
         let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
         migrator(dialect).iter().take(SHIPPED.len()).map(|m| (m.version, hex(&m.checksum))).collect()
+    }
+
+    /// Versions count up from 1 without a gap, and descriptions are what databases recorded.
+    #[test]
+    fn stems_give_consecutive_versions_and_the_recorded_descriptions() {
+        let parsed: Vec<(i64, String)> =
+            super::TEMPLATES.iter().map(|(stem, _)| super::version_and_description(stem)).collect();
+        for (index, (version, _)) in parsed.iter().enumerate() {
+            assert_eq!(*version, index as i64 + 1);
+        }
+        assert_eq!(parsed[5].1, "retry after");
+        assert_eq!(parsed[9].1, "oauth attempts");
+        assert_eq!(super::latest(), parsed.len() as i64);
     }
 
     /// A changed byte in an applied migration makes every existing database refuse to open; new

@@ -952,28 +952,15 @@ macro_rules! shared_store {
                 $dialect::changes(self).await
             }
 
-            #[tracing::instrument(level = "debug", skip(self, id))]
-            async fn set_mcp_session_owner(&self, id: &str, user_id: i64, now: i64) -> Result<(), StoreError> {
-                bind!(
-                    sqlx::query(
-                        "INSERT INTO mcp_sessions (id, user_id, created_at) VALUES ($1, $2, $3)
-                         ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id"
-                    ),
-                    id, user_id, now
-                )
-                .execute(&self.pool)
-                .await?;
-                Ok(())
-            }
-
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn set_mcp_session_state(&self, id: &str, state: &str, now: i64) -> Result<(), StoreError> {
+            async fn keep_mcp_session(&self, id: &str, session: &McpSession, now: i64) -> Result<(), StoreError> {
                 bind!(
                     sqlx::query(
-                        "INSERT INTO mcp_sessions (id, state, created_at) VALUES ($1, $2, $3)
-                         ON CONFLICT (id) DO UPDATE SET state = excluded.state"
+                        "INSERT INTO mcp_sessions (id, user_id, state, created_at) VALUES ($1, $2, $3, $4)
+                         ON CONFLICT (id) DO UPDATE SET user_id = COALESCE(excluded.user_id, mcp_sessions.user_id),
+                             state = COALESCE(excluded.state, mcp_sessions.state)"
                     ),
-                    id, state, now
+                    id, session.user_id, session.state.as_deref(), now
                 )
                 .execute(&self.pool)
                 .await?;

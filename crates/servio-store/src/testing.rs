@@ -55,3 +55,43 @@ pub async fn postgres_sharing(url: &str, count: usize) -> Vec<PgStore> {
     }
     stores
 }
+
+/// A call-log entry of `user_id` at `called_at`: `ok`, of a tool named `tool`, on no site.
+pub fn tool_call(user_id: i64, tool: &str, called_at: i64) -> crate::ToolCall {
+    crate::ToolCall {
+        id: 0,
+        user_id,
+        site_id: None,
+        tool: tool.to_owned(),
+        called_at,
+        status: "ok".to_owned(),
+        duration_ms: 1.0,
+        arguments: None,
+    }
+}
+
+/// The slot of day `day` (0 is 1970-01-01) of the daily metric `sales.revenue.daily`, with
+/// `date` as its start date.
+pub fn day_slot(user_id: i64, site_id: i64, day: i64, date: &str) -> crate::Slot<'_> {
+    crate::Slot {
+        user_id,
+        site_id,
+        metric_key: "sales.revenue.daily",
+        granularity: "day",
+        period_start: day * 86_400,
+        period_end: (day + 1) * 86_400,
+        start_date: date,
+    }
+}
+
+/// A site at `origin` with an empty manifest, saved at time 0; its id.
+pub async fn site(store: &dyn Store, origin: &str) -> i64 {
+    let fetched = crate::FetchedManifest {
+        origin,
+        manifest_url: &format!("{origin}/servio.json"),
+        manifest: "{}",
+        etag: None,
+        last_modified: None,
+    };
+    store.save_site(&fetched, 0).await.expect("a site").id
+}

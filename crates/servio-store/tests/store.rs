@@ -2,6 +2,7 @@
 //! schema of its own when `SERVIO_TEST_DATABASE_URL` is set (CI sets it; elsewhere those runs
 //! say they are skipped).
 
+use servio_store::testing::day_slot;
 use servio_store::{Session, SqliteStore, Store};
 
 struct Backend {
@@ -412,26 +413,21 @@ async fn a_token_use_is_recorded_to_the_minute() {
 /// A user and a site to hang jobs on, and the slot of `day` (0, 1, ...) of one metric.
 async fn job_owner(store: &dyn Store, email: &str) -> (i64, i64) {
     let user = store.create_user(email, "h", "UTC", 0).await.unwrap();
-    let fetched = servio_store::FetchedManifest {
-        origin: &format!("https://{}", email.replace('@', ".")),
-        manifest_url: "https://j.example/servio.json",
-        manifest: "{}",
-        etag: None,
-        last_modified: None,
-    };
-    (user.id, store.save_site(&fetched, 0).await.unwrap().id)
+    (user.id, servio_store::testing::site(store, &format!("https://{}", email.replace('@', "."))).await)
 }
 
-fn day_slot(user_id: i64, site_id: i64, day: i64, date: &str) -> servio_store::Slot<'_> {
-    servio_store::Slot {
-        user_id,
-        site_id,
-        metric_key: "sales.revenue.daily",
-        granularity: "day",
-        period_start: day * 86_400,
-        period_end: (day + 1) * 86_400,
-        start_date: date,
-    }
+/// Enqueues a job due at once for each of `days` of one metric, ending at `deadline`.
+async fn enqueue_days(
+    store: &dyn Store,
+    (user, site): (i64, i64),
+    days: std::ops::Range<i64>,
+    date: &str,
+    deadline: i64,
+) {
+    let jobs: Vec<servio_store::NewJob> = days
+        .map(|day| servio_store::NewJob { slot: day_slot(user, site, day, date), not_before: 0, deadline })
+        .collect();
+    store.enqueue_jobs(&jobs, 0).await.unwrap();
 }
 
 fn claim(owner: &str, now: i64, lease: i64, limit: i64) -> servio_store::JobClaim<'_> {
@@ -579,13 +575,9 @@ async fn retries_come_back_after_their_backoff_and_other_results_end_the_job() {
 /// immediate transaction per claim).
 #[tokio::test]
 async fn concurrent_claims_share_out_the_jobs_without_overlap() {
-    use servio_store::NewJob;
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "max@example.com").await;
-        let jobs: Vec<NewJob> = (0..60)
-            .map(|day| NewJob { slot: day_slot(user, site, day, "2026-01-01"), not_before: 0, deadline: 1 })
-            .collect();
-        store.enqueue_jobs(&jobs, 0).await.unwrap();
+        enqueue_days(store.as_ref(), (user, site), 0..60, "2026-01-01", 1).await;
         let owners = ["a", "b", "c", "d", "e", "f"];
         let requests = owners.map(|owner| claim(owner, 10, 30, 7));
         let [a, b, c, d, e, f] = requests.each_ref().map(|request| store.claim_jobs(request));
@@ -806,13 +798,10 @@ async fn site_health_counts_across_users_and_hides_what_few_stand_behind() {
 /// finished ones stay as they are. The gauges count them on the way.
 #[tokio::test]
 async fn handed_back_jobs_are_claimed_at_once_and_fence_out_their_old_holder() {
-    use servio_store::{CollectionResult, Completion, JobGauges, NewJob};
+    use servio_store::{CollectionResult, Completion, JobGauges};
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "ren@example.com").await;
-        let jobs: Vec<NewJob> = (0..3)
-            .map(|day| NewJob { slot: day_slot(user, site, day, "2026-08-20"), not_before: 0, deadline: 10_000 })
-            .collect();
-        store.enqueue_jobs(&jobs, 0).await.unwrap();
+        enqueue_days(store.as_ref(), (user, site), 0..3, "2026-08-20", 10_000).await;
         let gauges = store.job_gauges(10, 5).await.unwrap();
         assert_eq!(gauges, JobGauges { pending: 3, claimed: 0, overdue: 3 }, "{name}: due since 0, held by no one");
         let held = store.claim_jobs(&claim("stopping", 10, 600, 2)).await.unwrap();
@@ -851,7 +840,7 @@ async fn a_database_with_every_migration_is_ready() {
 /// cut-off, a batch at a time and the oldest first; recent rows and pending jobs stay.
 #[tokio::test]
 async fn pruning_deletes_old_rows_in_batches_and_keeps_recent_ones() {
-    use servio_store::{CollectionResult, Completion, NewJob, Pruned, ToolCall};
+    use servio_store::{CollectionResult, Completion, Pruned, ToolCall};
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "pia@example.com").await;
         for (day, at) in [(0, 100), (1, 200), (2, 300), (3, 10_000)] {
@@ -860,22 +849,10 @@ async fn pruning_deletes_old_rows_in_batches_and_keeps_recent_ones() {
         }
         let calls: Vec<ToolCall> = [100, 200, 300, 10_000]
             .into_iter()
-            .map(|called_at| ToolCall {
-                id: 0,
-                user_id: user,
-                site_id: Some(site),
-                tool: "t".into(),
-                called_at,
-                status: "ok".into(),
-                duration_ms: 1.0,
-                arguments: None,
-            })
+            .map(|called_at| ToolCall { site_id: Some(site), ..servio_store::testing::tool_call(user, "t", called_at) })
             .collect();
         store.log_tool_calls(&calls).await.unwrap();
-        let jobs: Vec<NewJob> = (10..12)
-            .map(|day| NewJob { slot: day_slot(user, site, day, "2026-08-21"), not_before: 0, deadline: 10_000 })
-            .collect();
-        store.enqueue_jobs(&jobs, 0).await.unwrap();
+        enqueue_days(store.as_ref(), (user, site), 10..12, "2026-08-21", 10_000).await;
         let claimed = store.claim_jobs(&claim("w", 50, 30, 1)).await.unwrap();
         let done = Completion { job: &claimed[0], result: CollectionResult::Abandoned, duration_ms: None };
         store.complete_jobs(&[done], 100).await.unwrap();
@@ -904,10 +881,12 @@ async fn mcp_sessions_keep_their_owner_and_state() {
     use servio_store::{McpSession, Pruned};
     for Backend { name, store, .. } in backends().await {
         let user = store.create_user("mo@example.com", "h", "UTC", 0).await.unwrap();
-        store.set_mcp_session_state("s-1", r#"{"protocolVersion":"2025-06-18"}"#, 10).await.unwrap();
-        store.set_mcp_session_owner("s-1", user.id, 11).await.unwrap();
-        store.set_mcp_session_owner("s-2", user.id, 500).await.unwrap();
-        store.set_mcp_session_state("s-2", "{}", 501).await.unwrap();
+        let owner = McpSession { user_id: Some(user.id), state: None };
+        let state = |text: &str| McpSession { user_id: None, state: Some(text.into()) };
+        store.keep_mcp_session("s-1", &state(r#"{"protocolVersion":"2025-06-18"}"#), 10).await.unwrap();
+        store.keep_mcp_session("s-1", &owner, 11).await.unwrap();
+        store.keep_mcp_session("s-2", &owner, 500).await.unwrap();
+        store.keep_mcp_session("s-2", &state("{}"), 501).await.unwrap();
         let one = store.mcp_session("s-1").await.unwrap();
         let expected = McpSession { user_id: Some(user.id), state: Some(r#"{"protocolVersion":"2025-06-18"}"#.into()) };
         assert_eq!(one, Some(expected), "{name}");

@@ -43,3 +43,44 @@ pub async fn start(token: &str, auth: DemoAuth) -> Demo {
     let running = serve_https_on(listener, &ca, site.router()).await.unwrap();
     Demo { origin, ca_file, ca_pem: ca.ca_pem, site, dir, _running: running }
 }
+
+/// Signs `email` up with `password` on the platform at `base` (UTC), and makes them an API
+/// token; answers the session cookie (`name=value`) and the token.
+pub async fn sign_up_with_token(http: &reqwest::Client, base: &str, email: &str, password: &str) -> (String, String) {
+    let signed_up = http
+        .post(format!("{base}/api/signup"))
+        .json(&serde_json::json!({ "email": email, "password": password, "time_zone": "UTC" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_up.status(), 201, "signing up {email}");
+    let cookie = signed_up.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+    let body: serde_json::Value = signed_up.json().await.unwrap();
+    let created: serde_json::Value = http
+        .post(format!("{base}/api/tokens"))
+        .header("cookie", &cookie)
+        .header("x-csrf-token", body["csrf_token"].as_str().unwrap())
+        .json(&serde_json::json!({ "name": "test" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    (cookie, created["token"].as_str().unwrap().to_owned())
+}
+
+/// The address `servio serve` listens on (`http://…`), from the first line of its piped
+/// standard output.
+pub async fn served_url(child: &mut tokio::process::Child) -> String {
+    use tokio::io::AsyncBufReadExt;
+    let stdout = child.stdout.take().expect("serve's standard output, piped");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let first = tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line()).await.unwrap().unwrap();
+    first
+        .as_deref()
+        .and_then(|line| line.strip_prefix("Servio platform on "))
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("serve printed {first:?}"))
+        .to_owned()
+}

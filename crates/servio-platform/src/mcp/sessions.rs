@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use rmcp::transport::streamable_http_server::session::store::{SessionState, SessionStore, SessionStoreError};
-use servio_store::Store;
+use servio_store::{McpSession, Store};
 
 /// The SDK's session store over ours.
 pub(super) struct StoredSessions(pub(super) Arc<dyn Store>);
@@ -21,8 +21,8 @@ impl SessionStore for StoredSessions {
     }
 
     async fn store(&self, id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
-        let text = serde_json::to_string(state)?;
-        Ok(self.0.set_mcp_session_state(id, &text, crate::now()).await?)
+        let session = McpSession { user_id: None, state: Some(serde_json::to_string(state)?) };
+        Ok(self.0.keep_mcp_session(id, &session, crate::now()).await?)
     }
 
     async fn delete(&self, id: &str) -> Result<(), SessionStoreError> {

@@ -119,7 +119,8 @@ impl Owners {
     }
 
     async fn record(&self, session: String, user_id: i64) {
-        if let Err(error) = self.store.set_mcp_session_owner(&session, user_id, crate::now()).await {
+        let owner = servio_store::McpSession { user_id: Some(user_id), state: None };
+        if let Err(error) = self.store.keep_mcp_session(&session, &owner, crate::now()).await {
             // The session still works on this process; another cannot take it over.
             tracing::error!(%error, "keeping an MCP session's owner failed");
         }

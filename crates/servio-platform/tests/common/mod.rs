@@ -2,7 +2,7 @@
 
 #![allow(dead_code)] // Each test file uses part of this.
 
-use reqwest::{Method, StatusCode};
+use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::{Value, json};
 #[allow(unused_imports)] // Each test file uses part of this.
 pub use servio_platform::testing::{Browser, Server, browser, servers, servers_with};
@@ -130,4 +130,44 @@ impl PageSession {
         form.extend_from_slice(fields);
         request(&self.http, "POST", &format!("{}{path}", self.base), Some(&self.cookie), &form).await
     }
+}
+
+/// The MCP protocol revision the tests speak.
+pub const VERSION: &str = "2025-11-25";
+
+/// A user's API token on `server`, after signing up as `email`.
+pub async fn token_of(server: &Server, email: &str) -> String {
+    let browser = server.sign_up(email).await;
+    let (status, created, _) = server.send(&browser, Method::POST, "/api/tokens", Some(json!({ "name": "mcp" }))).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    created["token"].as_str().unwrap().to_owned()
+}
+
+/// A request to `/mcp` with `token`, on `session` when given, accepting both answer types.
+pub fn mcp(server: &Server, method: Method, token: &str, session: Option<&str>) -> RequestBuilder {
+    let mut request = server
+        .http
+        .request(method, format!("{}/mcp", server.base))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream");
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session).header("mcp-protocol-version", VERSION);
+    }
+    request
+}
+
+pub fn initialize() -> Value {
+    json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {}, "clientInfo": { "name": "test", "version": "0" } } })
+}
+
+/// Opens a session for `token` and returns its id.
+pub async fn open_session(server: &Server, token: &str) -> String {
+    let response = mcp(server, Method::POST, token, None).json(&initialize()).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let response = mcp(server, Method::POST, token, Some(&session)).json(&initialized).send().await.unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    session
 }
