@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use servio_collector::{Collector, Credentials, WorkerConfig};
+use servio_platform::gateway::{announce, context_notice, new_values_notices};
 
 use crate::cli::WorkerArgs;
 use crate::platform::{KeyFile, backend};
@@ -30,24 +31,10 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
         let credentials = Credentials::new(store.clone(), client.clone(), Arc::new(secrets), Arc::new(oauth));
         // A renewed OAuth token is what the platform's gateways must not keep using.
         let announcing = store.clone();
-        credentials.on_change(move |change| {
-            let store = announcing.clone();
-            tokio::spawn(async move {
-                if let Err(error) = servio_platform::gateway::announce_context(store.as_ref(), change.user_id).await {
-                    tracing::warn!(%error, "announcing a renewed credential failed; the gateways see it within seconds");
-                }
-            });
-        });
+        credentials.on_change(move |change| announce(announcing.clone(), context_notice(change.user_id)));
         let collector = Collector::new(store.clone(), client, Arc::new(credentials));
         // New values are what the platform's kept dashboards must not keep showing.
-        collector.on_stored(move |users| {
-            let (store, users) = (store.clone(), users.to_vec());
-            tokio::spawn(async move {
-                if let Err(error) = servio_platform::gateway::announce_values(store.as_ref(), &users).await {
-                    tracing::warn!(%error, "announcing new values failed; dashboards show them within seconds");
-                }
-            });
-        });
+        collector.on_stored(move |users| announce(store.clone(), new_values_notices(users)));
         let owner = args.id.clone().unwrap_or_else(|| servio_collector::process_owner("worker"));
         let config = WorkerConfig {
             owner: owner.clone(),

@@ -131,19 +131,29 @@ fn values_notices(sender: &str, users: &[i64]) -> Vec<String> {
     notices
 }
 
-/// Announces that `user_id`'s credentials changed, for a process without a gateway (a worker
-/// that renewed an OAuth token), so that the gateways drop what they keep of them.
-pub async fn announce_context(store: &dyn Store, user_id: i64) -> Result<(), StoreError> {
-    store.announce(&Change::Context(user_id).announcement("worker")).await
+/// The notice that `user_id`'s credentials changed, from a process without a gateway (a
+/// worker that renewed an OAuth token), so that the gateways drop what they keep of them.
+pub fn context_notice(user_id: i64) -> Vec<String> {
+    vec![Change::Context(user_id).announcement("worker")]
 }
 
-/// Announces that `users` have new values, for a process without a gateway (a worker), so that
-/// the platform's processes drop the dashboards they keep of them.
-pub async fn announce_values(store: &dyn Store, users: &[i64]) -> Result<(), StoreError> {
-    for notice in values_notices("worker", users) {
-        store.announce(&notice).await?;
-    }
-    Ok(())
+/// The notices that `users` have new values, from a process without a gateway (a worker), so
+/// that the platform's processes drop the dashboards they keep of them.
+pub fn new_values_notices(users: &[i64]) -> Vec<String> {
+    values_notices("worker", users)
+}
+
+/// Sends `notices` to the other processes sharing `store`, in the background and in order. A
+/// notice that fails is logged: the others see the change when what they keep expires.
+pub fn announce(store: Arc<dyn Store>, notices: Vec<String>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    runtime.spawn(async move {
+        for notice in notices {
+            if let Err(error) = store.announce(&notice).await {
+                tracing::warn!(%error, notice, "announcing a change to the other processes failed");
+            }
+        }
+    });
 }
 
 impl Gateway {
@@ -167,16 +177,7 @@ impl Gateway {
         for user_id in users {
             self.apply(Change::Values(*user_id));
         }
-        let Some(store) = self.announcer.get().cloned() else { return };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let notices = values_notices(&self.id, users);
-        runtime.spawn(async move {
-            for notice in notices {
-                if let Err(error) = store.announce(&notice).await {
-                    tracing::warn!(%error, "announcing new values to the other processes failed");
-                }
-            }
-        });
+        self.send(values_notices(&self.id, users));
     }
 
     /// Calls `hook` with every change, made here or heard from another process, and with
@@ -226,15 +227,13 @@ impl Gateway {
     }
 
     fn announce(&self, change: Change) {
-        let Some(store) = self.announcer.get().cloned() else { return };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let text = change.announcement(&self.id);
-        runtime.spawn(async move {
-            if let Err(error) = store.announce(&text).await {
-                // The others see the change when what they keep expires (CONTEXT_TTL).
-                tracing::warn!(%error, ?change, "announcing a change to the other processes failed");
-            }
-        });
+        self.send(vec![change.announcement(&self.id)]);
+    }
+
+    fn send(&self, notices: Vec<String>) {
+        if let Some(store) = self.announcer.get() {
+            announce(store.clone(), notices);
+        }
     }
 
     fn kept(&self, user_id: i64) -> Option<Arc<UserContext>> {
