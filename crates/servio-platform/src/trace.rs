@@ -32,7 +32,9 @@ pub async fn observe(mut request: Request, next: Next) -> Response {
     let id = request_id(&request);
     request.headers_mut().insert(REQUEST_ID.clone(), id.clone());
     let method = request.method().clone();
-    let route = request.extensions().get::<MatchedPath>().map_or(UNMATCHED, MatchedPath::as_str).to_owned();
+    // The matched path holds its text in an `Arc`: cloning it copies no text.
+    let matched = request.extensions().get::<MatchedPath>().cloned();
+    let route = matched.as_ref().map_or(UNMATCHED, MatchedPath::as_str);
     let span = tracing::info_span!("request", %method, route, request_id = id.to_str().unwrap_or_default());
     let started = Instant::now();
     let mut response = next.run(request).instrument(span.clone()).await;
@@ -47,7 +49,7 @@ pub async fn observe(mut request: Request, next: Next) -> Response {
             tracing::info!(status, duration_ms, "answered");
         }
     });
-    crate::metrics::request(&method, &route, status, latency);
+    crate::metrics::request(&method, route, status, latency);
     response.headers_mut().insert(REQUEST_ID.clone(), id);
     response
 }
