@@ -273,29 +273,20 @@ struct LoadedEntry {
     zone: TimeZone,
 }
 
-/// Loads the vault entry of a (user, site) for its jobs; `Err` with the resolution of all its
-/// jobs when they cannot be done.
-async fn load_entry(
-    collector: &Collector,
-    user_id: i64,
-    site_id: i64,
-) -> Result<Result<LoadedEntry, Resolution>, StoreError> {
-    let (Some(user), Some(entry)) =
-        (collector.store.user(user_id).await?, collector.store.vault_entry(user_id, site_id).await?)
-    else {
-        return Ok(Err(Resolution::Abandoned));
-    };
-    let checked = collector.manifests.get(site_id, acting_manifest(&entry));
+/// What the jobs of a (user, site) need from its vault `entry`; `Err` with the resolution of
+/// all its jobs when they cannot be done.
+async fn load_entry(collector: &Collector, user: User, entry: VaultEntry) -> Result<LoadedEntry, Resolution> {
+    let checked = collector.manifests.get(entry.site.id, acting_manifest(&entry));
     let Some(checked) = checked.filter(|checked| checked.brief.is_some()) else {
-        return Ok(Err(Resolution::Failed("the site's manifest no longer has a valid brief".into())));
+        return Err(Resolution::Failed("the site's manifest no longer has a valid brief".into()));
     };
     let zone = match servio_manifest::period::zone(&user.time_zone) {
         Ok(zone) => zone,
-        Err(error) => return Ok(Err(Resolution::Failed(format!("the user's time zone: {error}")))),
+        Err(error) => return Err(Resolution::Failed(format!("the user's time zone: {error}"))),
     };
     let sealed = entry.credential.as_deref();
     let token = collector.credentials.fresh_bearer(user.id, &entry.site, &checked.manifest, sealed).await;
-    Ok(Ok(LoadedEntry { user, entry, checked, token, zone }))
+    Ok(LoadedEntry { user, entry, checked, token, zone })
 }
 
 /// The period a job was planned for, resolved again in the user's zone; `None` when the zone
@@ -358,13 +349,17 @@ async fn resolve(
 /// The context of each (user, site) that jobs belong to.
 type Contexts = HashMap<(i64, i64), Result<Arc<LoadedEntry>, Resolution>>;
 
-/// Loads the context of every (user, site) among `jobs`, once each.
+/// Loads the context of every (user, site) among `jobs`, once each, their vault entries in
+/// one query: a pair no longer in a vault (the site was removed, the account deleted) has
+/// nothing to do.
 async fn contexts(collector: &Collector, jobs: &[Job]) -> Result<Contexts, StoreError> {
-    let mut contexts = Contexts::new();
-    for job in jobs {
-        if let std::collections::hash_map::Entry::Vacant(slot) = contexts.entry((job.user_id, job.site_id)) {
-            slot.insert(load_entry(collector, job.user_id, job.site_id).await?.map(Arc::new));
-        }
+    let mut pairs: Vec<(i64, i64)> = jobs.iter().map(|job| (job.user_id, job.site_id)).collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let mut contexts: Contexts = pairs.iter().map(|pair| (*pair, Err(Resolution::Abandoned))).collect();
+    for (user, entry) in collector.store.entries_of(&pairs).await? {
+        let pair = (user.id, entry.site.id);
+        contexts.insert(pair, load_entry(collector, user, entry).await.map(Arc::new));
     }
     Ok(contexts)
 }
@@ -576,6 +571,12 @@ const MAX_IN_FLIGHT: usize = 4096;
 /// The most results committed in one transaction.
 const COMMIT_GROUP: usize = 1024;
 
+/// Results a commit waits for, up to [`COMMIT_LINGER`], before it is made.
+const COMMIT_AT_LEAST: usize = 128;
+
+/// How long a commit of fewer than [`COMMIT_AT_LEAST`] results waits for more.
+const COMMIT_LINGER: Duration = Duration::from_millis(5);
+
 /// Claimed jobs with their contexts, on their way to be called.
 type Batch = (Vec<Job>, Contexts);
 
@@ -592,7 +593,10 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
     let grace = config.grace;
     let room = Arc::new(Semaphore::new(in_flight));
     let cut = CancellationToken::new();
-    let (results, received) = mpsc::channel::<Done>(in_flight);
+    // Room for a whole group: results queue while a commit is made, so calls go on meanwhile
+    // and the next commit takes them all (with room for only `in_flight`, calls waited and
+    // groups averaged 31 jobs; each commit's statement has a cost of its own).
+    let (results, received) = mpsc::channel::<Done>(COMMIT_GROUP);
     let committer = tokio::spawn(commit_results(collector.clone(), received, total).in_current_span());
     // One batch waits while another is being called: claims overlap calls, and a worker holds
     // at most two batches it has not started.
@@ -706,6 +710,17 @@ async fn call(
 async fn commit_results(collector: Collector, mut received: mpsc::Receiver<Done>, total: Arc<Mutex<Summary>>) {
     let mut group = Vec::with_capacity(COMMIT_GROUP);
     while received.recv_many(&mut group, COMMIT_GROUP).await > 0 {
+        // A small group waits a moment for more: each commit's statement costs the database
+        // the same again whatever its size.
+        let linger = tokio::time::sleep(COMMIT_LINGER);
+        tokio::pin!(linger);
+        while group.len() < COMMIT_AT_LEAST {
+            let room = COMMIT_GROUP - group.len();
+            tokio::select! {
+                added = received.recv_many(&mut group, room) => if added == 0 { break },
+                () = &mut linger => break,
+            }
+        }
         match commit(&collector, &group, Timestamp::now()).await {
             Ok(done) => total.lock().unwrap_or_else(|e| e.into_inner()).merge(&done),
             // Their jobs stay claimed; other claims take them over when their leases end.

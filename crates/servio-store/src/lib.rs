@@ -466,6 +466,10 @@ pub trait Store: Send + Sync {
     async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError>;
     /// Every vault entry of every user, as (user, entry), for the collector.
     async fn all_vault_entries(&self) -> Result<Vec<(User, VaultEntry)>, StoreError>;
+    /// The vault entries of `pairs` (user id, site id) with their users, in one query for up
+    /// to a thousand pairs: a worker loads those of a claimed batch at once. A pair no longer
+    /// in a vault (or whose user is gone) is left out; the order is the database's.
+    async fn entries_of(&self, pairs: &[(i64, i64)]) -> Result<Vec<(User, VaultEntry)>, StoreError>;
     /// Whether a slot needs no more work: a value is stored, or an attempt ended for good
     /// (`dropped` or `failed`; transient failures are logged as `retry` and do not count).
     async fn slot_settled(

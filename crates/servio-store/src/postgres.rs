@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 
 use crate::jobs::JOB_COLUMNS;
 use crate::shared::{SiteValue, SiteValues};
-use crate::{Completion, Heard, Job, JobClaim, NewJob, StoreError};
+use crate::{Completion, Heard, Job, JobClaim, NewJob, Pruned, StoreError};
 
 /// The store in PostgreSQL.
 pub struct PgStore {
@@ -152,13 +152,14 @@ pub(crate) async fn enqueue_jobs(pool: &PgPool, jobs: &[NewJob<'_>], now: i64) -
 /// Claims due jobs with `FOR UPDATE SKIP LOCKED`.
 pub(crate) async fn claim_jobs(pool: &PgPool, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError> {
     // SKIP LOCKED: rows another claimer is taking right now are passed over, not waited
-    // for; the outer UPDATE then re-checks them under the row lock it holds. A claim moves
-    // `not_before` to its lease's end: held jobs then sort after every due one, so a claim
-    // stops at the first job not due instead of stepping over every job held by others.
+    // for; the outer UPDATE then re-checks them under the row lock it holds. A claim changes
+    // no indexed column (unlike SQLite's, it leaves `not_before`), so that with the room the
+    // table's fill factor leaves it is a HOT update: no index entry written. Claims step over
+    // the jobs others hold (a few hundred at most), which costs less (BENCHMARKS.md).
     let due = "state = 'pending' AND not_before <= $3 AND (lease_expires IS NULL OR lease_expires <= $3)";
     let only = if claim.only.is_some() { "AND user_id = $5 AND site_id = $6" } else { "" };
     let sql = format!(
-        "UPDATE jobs SET fence = fence + 1, lease_owner = $1, lease_expires = $2, not_before = $2, updated_at = $3
+        "UPDATE jobs SET fence = fence + 1, lease_owner = $1, lease_expires = $2, updated_at = $3
          WHERE id IN (SELECT id FROM jobs WHERE {due} {only} ORDER BY not_before, id LIMIT $4 FOR UPDATE SKIP LOCKED)
          RETURNING {JOB_COLUMNS}"
     );
@@ -237,4 +238,17 @@ pub(crate) async fn complete_jobs(
     // By job and fence: a job claimed again by the same worker may be in a batch twice.
     let matched: std::collections::HashSet<(i64, i64)> = matched.into_iter().collect();
     Ok(completions.iter().map(|c| matched.contains(&(c.job.id, c.job.fence))).collect())
+}
+
+/// The statement pruning `what`. The attempt log has no primary key index here (one index
+/// less to write per collection): its oldest rows are found through the block range index on
+/// `attempted_at` and deleted by their physical address, `ctid`.
+pub(crate) fn prune_sql(what: Pruned) -> &'static str {
+    match what {
+        Pruned::Attempts => {
+            "DELETE FROM collection_attempts WHERE ctid = ANY(ARRAY(
+                 SELECT ctid FROM collection_attempts WHERE attempted_at < $1 LIMIT $2))"
+        }
+        _ => what.sql(),
+    }
 }

@@ -53,6 +53,21 @@ impl EntryOfUser {
     }
 }
 
+/// The most (user, site) pairs [`Store::entries_of`] asks for in one query: twice as many
+/// bound ids at most, well within both backends' limits.
+const ENTRIES_AT_ONCE: usize = 1_000;
+
+/// The distinct user ids and site ids of `pairs`.
+fn distinct_ids(pairs: &[(i64, i64)]) -> (Vec<i64>, Vec<i64>) {
+    let mut users: Vec<i64> = pairs.iter().map(|(user, _)| *user).collect();
+    let mut sites: Vec<i64> = pairs.iter().map(|(_, site)| *site).collect();
+    for ids in [&mut users, &mut sites] {
+        ids.sort_unstable();
+        ids.dedup();
+    }
+    (users, sites)
+}
+
 /// What a backend's `values_of` returns: each value with its site.
 pub(crate) type SiteValues = Result<Vec<(i64, StoredValue)>, StoreError>;
 
@@ -119,6 +134,18 @@ macro_rules! user_columns {
 macro_rules! site_columns {
     () => {
         "s.id, s.origin, s.manifest_url, s.manifest, s.etag, s.last_modified, s.fetched_at, s.stale_error"
+    };
+}
+
+/// Every vault entry with its user's and its site's columns, as [`EntryOfUser`] reads them.
+macro_rules! entries_of_users {
+    () => {
+        concat!(
+            "SELECT u.id AS user_id, u.email, u.password_hash, u.time_zone, u.created_at AS user_created, ",
+            site_columns!(),
+            ", v.credential, v.approved_manifest
+             FROM vault v JOIN users u ON u.id = v.user_id JOIN sites s ON s.id = v.site_id"
+        )
     };
 }
 
@@ -317,7 +344,15 @@ macro_rules! shared_store {
 
             #[tracing::instrument(level = "debug", skip_all)]
             async fn delete_user(&self, user_id: i64) -> Result<bool, StoreError> {
-                let done = sqlx::query("DELETE FROM users WHERE id = $1").bind(user_id).execute(&self.pool).await?;
+                let mut tx = self.pool.begin().await?;
+                // The account first: its cascade deletes the jobs, waiting for any completion
+                // holding one, so that the values and attempts deleted next include what it
+                // wrote (on PostgreSQL they have no foreign keys to cascade through).
+                let done = sqlx::query("DELETE FROM users WHERE id = $1").bind(user_id).execute(&mut *tx).await?;
+                for sql in ["DELETE FROM collection_attempts WHERE user_id = $1", "DELETE FROM metric_values WHERE user_id = $1"] {
+                    sqlx::query(sql).bind(user_id).execute(&mut *tx).await?;
+                }
+                tx.commit().await?;
                 Ok(done.rows_affected() > 0)
             }
 
@@ -750,14 +785,38 @@ macro_rules! shared_store {
 
             #[tracing::instrument(level = "debug", skip_all)]
             async fn all_vault_entries(&self) -> Result<Vec<(User, VaultEntry)>, StoreError> {
-                let sql = concat!(
-                    "SELECT u.id AS user_id, u.email, u.password_hash, u.time_zone, u.created_at AS user_created, ",
-                    site_columns!(),
-                    ", v.credential, v.approved_manifest
-                     FROM vault v JOIN users u ON u.id = v.user_id JOIN sites s ON s.id = v.site_id ORDER BY u.id, s.id"
-                );
+                let sql = concat!(entries_of_users!(), " ORDER BY u.id, s.id");
                 let rows: Vec<EntryOfUser> = sqlx::query_as(sql).fetch_all(&self.pool).await?;
                 Ok(rows.into_iter().map(EntryOfUser::into_pair).collect())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all, fields(pairs = pairs.len()))]
+            async fn entries_of(&self, pairs: &[(i64, i64)]) -> Result<Vec<(User, VaultEntry)>, StoreError> {
+                let mut found = Vec::new();
+                for chunk in pairs.chunks(ENTRIES_AT_ONCE) {
+                    let (users, sites) = distinct_ids(chunk);
+                    // Numbered marks, which both backends read: the users' ids, then the sites'.
+                    let marks = |from: usize, n: usize| (from..from + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+                    let sql = format!(
+                        "{} WHERE v.user_id IN ({}) AND v.site_id IN ({})",
+                        entries_of_users!(),
+                        marks(1, users.len()),
+                        marks(users.len() + 1, sites.len())
+                    );
+                    // Only marks are formatted in; every value is bound.
+                    let mut query = sqlx::query_as::<_, EntryOfUser>(sqlx::AssertSqlSafe(sql));
+                    for id in users.iter().chain(&sites) {
+                        query = query.bind(*id);
+                    }
+                    let rows = query.fetch_all(&self.pool).await?;
+                    // The lists match every user with every site: keep the pairs asked for.
+                    found.extend(
+                        rows.into_iter()
+                            .map(EntryOfUser::into_pair)
+                            .filter(|(user, entry)| chunk.contains(&(user.id, entry.site.id))),
+                    );
+                }
+                Ok(found)
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
@@ -940,7 +999,7 @@ macro_rules! shared_store {
 
             #[tracing::instrument(level = "debug", skip(self))]
             async fn prune(&self, what: Pruned, before: i64, limit: i64) -> Result<u64, StoreError> {
-                let done = bind!(sqlx::query(what.sql()), before, limit).execute(&self.pool).await?;
+                let done = bind!(sqlx::query($dialect::prune_sql(what)), before, limit).execute(&self.pool).await?;
                 Ok(done.rows_affected())
             }
 

@@ -9,7 +9,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 
 use crate::jobs::JOB_COLUMNS;
 use crate::shared::SiteValues;
-use crate::{Completion, Job, JobClaim, NewJob, StoreError, StoredValue};
+use crate::{Completion, Job, JobClaim, NewJob, Pruned, StoreError, StoredValue};
 
 /// The store in SQLite.
 pub struct SqliteStore {
@@ -164,8 +164,9 @@ pub(crate) async fn enqueue_jobs(pool: &SqlitePool, jobs: &[NewJob<'_>], now: i6
 /// Claims due jobs in one immediate transaction.
 pub(crate) async fn claim_jobs(pool: &SqlitePool, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError> {
     // SQLite has one writer at a time: an immediate transaction takes the write lock before
-    // it reads, so two claimers can never pick the same rows. As on PostgreSQL, a claim
-    // moves `not_before` to its lease's end, so held jobs sort after the due ones.
+    // it reads, so two claimers can never pick the same rows. A claim moves `not_before` to
+    // its lease's end, so held jobs sort after the due ones (SQLite has no HOT updates to
+    // keep, unlike PostgreSQL's claims).
     let (user_id, site_id) = claim.only.unwrap_or_default();
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     // Only a constant text is formatted in; every value is bound.
@@ -231,4 +232,9 @@ pub(crate) async fn announce(_: &SqliteStore, _: &str) -> Result<(), StoreError>
 /// One process owns an SQLite database: there is nobody else to hear.
 pub(crate) async fn changes(_: &SqliteStore) -> Result<Option<tokio::sync::mpsc::Receiver<crate::Heard>>, StoreError> {
     Ok(None)
+}
+
+/// The statement pruning `what`: the shared one.
+pub(crate) fn prune_sql(what: Pruned) -> &'static str {
+    what.sql()
 }

@@ -686,6 +686,45 @@ async fn a_user_lists_their_sessions_and_ends_all_but_this_one() {
 
 /// Removing a site from a vault deletes what was collected for that user from it; deleting an
 /// account deletes everything of the user's and nothing of anyone else's.
+/// A worker loads the vault entries of a claimed batch at once: exactly the pairs asked for
+/// that are in a vault, with their users, however the users and sites cross.
+#[tokio::test]
+async fn entries_of_many_pairs_come_in_one_call() {
+    use servio_store::testing::site;
+    for Backend { name, store, .. } in backends().await {
+        let (a, b) = (site(&*store, "https://a.example").await, site(&*store, "https://b.example").await);
+        let mut users = Vec::new();
+        for email in ["u1@example.com", "u2@example.com", "u3@example.com"] {
+            users.push(store.create_user(email, "h", "Europe/Paris", 0).await.unwrap().id);
+        }
+        let (u1, u2, u3) = (users[0], users[1], users[2]);
+        for (user, site) in [(u1, a), (u1, b), (u2, a), (u2, b), (u3, b)] {
+            store.add_to_vault(user, site, 0).await.unwrap();
+        }
+        store.set_credential(u2, a, Some(b"sealed")).await.unwrap();
+        // (u1, b) and (u2, b) are in vaults but not asked for; (u3, a) is asked for but in none.
+        let asked = [(u1, a), (u2, a), (u3, b), (u3, a)];
+        let mut found: Vec<(i64, i64, String, Option<Vec<u8>>)> = store
+            .entries_of(&asked)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(user, entry)| (user.id, entry.site.id, user.time_zone, entry.credential))
+            .collect();
+        found.sort();
+        let zone = || "Europe/Paris".to_owned();
+        let mut expected =
+            vec![(u1, a, zone(), None), (u2, a, zone(), Some(b"sealed".to_vec())), (u3, b, zone(), None)];
+        expected.sort();
+        assert_eq!(found, expected, "{name}");
+        assert!(store.entries_of(&[]).await.unwrap().is_empty(), "{name}: none asked");
+        // More pairs than one query takes: every one is found.
+        let many: Vec<(i64, i64)> = (0..2_500).map(|i| if i == 1_700 { (u2, b) } else { (u1, a) }).collect();
+        let found = store.entries_of(&many).await.unwrap();
+        assert!(found.iter().any(|(user, entry)| (user.id, entry.site.id) == (u2, b)), "{name}: past the first query");
+    }
+}
+
 #[tokio::test]
 async fn removal_and_account_deletion_take_the_users_data_with_them() {
     use servio_store::{CollectionResult, FetchedManifest};
