@@ -28,6 +28,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// mimalloc rather than glibc's malloc: a worker's collection and a request's answer allocate
+/// and free many small buffers across threads (HTTP, TLS, JSON), where glibc's arenas took a
+/// seventh of a worker's CPU (BENCHMARKS.md, "Cost per collection").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use cli::{BriefCommand, Cli, Command};
 
 /// How a command ended; maps to the documented exit codes.
