@@ -13,6 +13,7 @@
 @postgres ALTER TABLE jobs SET (fillfactor = 50);
 -- The attempt log is append-only: its primary key index was used only to prune the oldest
 -- rows, which a block range index on the time finds at a fraction of the cost to keep (the
--- ids stay, from their sequence: the listing of a user's attempts orders by them).
+-- ids stay, from their sequence: the listing of a user's attempts orders by them). The index is
+-- built in one pass over the log, which holds writes to it meanwhile: upgrade between rounds.
 @postgres ALTER TABLE collection_attempts DROP CONSTRAINT collection_attempts_pkey;
 @postgres CREATE INDEX collection_attempts_time ON collection_attempts USING brin (attempted_at);
