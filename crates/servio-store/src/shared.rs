@@ -794,6 +794,7 @@ macro_rules! shared_store {
             async fn entries_of(&self, pairs: &[(i64, i64)]) -> Result<Vec<(User, VaultEntry)>, StoreError> {
                 let mut found = Vec::new();
                 for chunk in pairs.chunks(ENTRIES_AT_ONCE) {
+                    let asked: std::collections::HashSet<&(i64, i64)> = chunk.iter().collect();
                     let (users, sites) = distinct_ids(chunk);
                     // Numbered marks, which both backends read: the users' ids, then the sites'.
                     let marks = |from: usize, n: usize| (from..from + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
@@ -813,7 +814,7 @@ macro_rules! shared_store {
                     found.extend(
                         rows.into_iter()
                             .map(EntryOfUser::into_pair)
-                            .filter(|(user, entry)| chunk.contains(&(user.id, entry.site.id))),
+                            .filter(|(user, entry)| asked.contains(&(user.id, entry.site.id))),
                     );
                 }
                 Ok(found)

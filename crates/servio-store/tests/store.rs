@@ -684,8 +684,6 @@ async fn a_user_lists_their_sessions_and_ends_all_but_this_one() {
     }
 }
 
-/// Removing a site from a vault deletes what was collected for that user from it; deleting an
-/// account deletes everything of the user's and nothing of anyone else's.
 /// A worker loads the vault entries of a claimed batch at once: exactly the pairs asked for
 /// that are in a vault, with their users, however the users and sites cross.
 #[tokio::test]
@@ -725,6 +723,8 @@ async fn entries_of_many_pairs_come_in_one_call() {
     }
 }
 
+/// Removing a site from a vault deletes what was collected for that user from it; deleting an
+/// account deletes everything of the user's and nothing of anyone else's.
 #[tokio::test]
 async fn removal_and_account_deletion_take_the_users_data_with_them() {
     use servio_store::{CollectionResult, FetchedManifest};
