@@ -7,12 +7,13 @@
 //! **everything** that acts for them (gateway calls, scheduled collection, collect-now,
 //! backfills, OAuth refresh and Connect) uses the manifest they approved. [`acting_manifest`] is
 //! the one place that answers "which manifest acts for this user", so no path can pick another.
-//! A change that needs no approval (a new tool, a new version number) is approved for everyone
-//! who had approved the version before it, when the refresh stores it.
+//! A change that needs no approval (a removed tool, a new version number) is approved for
+//! everyone who had approved the version before it, when the refresh stores it; a removed tool
+//! goes at once even while other changes wait ([`still_offered`]).
 
 use serde_json::Value;
 use servio_manifest::diff::Diff;
-use servio_manifest::{CheckOptions, Report, Site, check};
+use servio_manifest::{CheckOptions, Manifest, Report, Site, check};
 use servio_store::VaultEntry;
 
 /// The text of the manifest that acts for the user of `entry`: the one they approved.
@@ -22,6 +23,13 @@ use servio_store::VaultEntry;
 /// always used.
 pub fn acting_manifest(entry: &VaultEntry) -> &str {
     entry.approved_manifest.as_deref().unwrap_or(&entry.site.manifest)
+}
+
+/// Whether the tool `name` of the approved manifest is still offered, given the site's newest
+/// manifest `latest`: a tool the site removed goes at once, whatever else waits for approval
+/// (interpretation §9). Without a readable newest manifest, the approved tools stay.
+pub fn still_offered(latest: Option<&Manifest>, name: &str) -> bool {
+    latest.is_none_or(|latest| latest.tool(name).is_some())
 }
 
 /// What changed between the manifest a user approved and the newest one, and whether it waits

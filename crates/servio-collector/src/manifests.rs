@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use servio_manifest::schema::{ArgumentValidator, UnusableSchema};
-use servio_manifest::{Brief, CheckOptions, Manifest};
+use servio_manifest::{Brief, CheckOptions, Diagnostic, Manifest};
 
 /// Versions of one site's manifest kept at once.
 pub const VERSIONS_PER_SITE: usize = 4;
@@ -28,6 +28,8 @@ pub struct CheckedManifest {
     pub manifest: Manifest,
     /// The brief, when the manifest has a valid one (else there is nothing to collect).
     pub brief: Option<Brief>,
+    /// Why the brief is ignored, when it is (each error as `servio check` words it).
+    pub brief_errors: Vec<Diagnostic>,
     validators: Vec<OnceLock<Result<ArgumentValidator, UnusableSchema>>>,
 }
 
@@ -43,7 +45,7 @@ impl CheckedManifest {
         let report = servio_manifest::check(text.as_bytes(), &CheckOptions::default());
         let manifest = report.manifest?;
         let validators = manifest.tools.iter().map(|_| OnceLock::new()).collect();
-        Some(CheckedManifest { manifest, brief: report.brief, validators })
+        Some(CheckedManifest { manifest, brief: report.brief, brief_errors: report.brief_errors, validators })
     }
 
     /// The argument validator of the manifest's tool at `index`, compiled on first use; an

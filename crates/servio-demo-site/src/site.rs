@@ -112,7 +112,12 @@ pub struct Site {
     endpoints: Arc<Mutex<Endpoints>>,
     /// The request log, while recording (off by default: benchmarks drive this site hard).
     seen: Arc<Mutex<Option<Vec<SeenRequest>>>>,
+    /// An edit of the served manifest, applied last (tests: tools added or removed, scopes).
+    edit: Arc<Mutex<Option<ManifestEdit>>>,
 }
+
+/// An edit a test makes to the manifest this site serves, as a site owner editing it would.
+pub type ManifestEdit = Arc<dyn Fn(&mut Value) + Send + Sync>;
 
 /// Endpoints the manifest names instead of this site's own, as a site taken over would.
 #[derive(Debug, Clone, Default)]
@@ -148,6 +153,7 @@ impl Site {
             revenue_unit: Arc::default(),
             endpoints: Arc::default(),
             seen: Arc::default(),
+            edit: Arc::default(),
         })
     }
 
@@ -190,6 +196,13 @@ impl Site {
     /// own), so refresh tokens would be posted there.
     pub fn set_token_url(&self, token_url: Option<&str>) {
         self.endpoints.lock().unwrap_or_else(|e| e.into_inner()).token_url = token_url.map(str::to_owned);
+    }
+
+    /// Applies `edit` to the manifest served from now on, after every other switch (`None`: no
+    /// edit), as a site owner changing their manifest would: tools added, removed or reworded,
+    /// scopes widened.
+    pub fn edit_manifest(&self, edit: Option<ManifestEdit>) {
+        *self.edit.lock().unwrap_or_else(|e| e.into_inner()) = edit;
     }
 
     /// Starts keeping a log of every request received, empty from now on (again empty when
@@ -256,6 +269,9 @@ impl Site {
                 "token_url": endpoints.token_url.unwrap_or_else(|| format!("{origin}/oauth/token")),
                 "scopes": ["read", "write"],
             });
+        }
+        if let Some(edit) = self.edit.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            edit(&mut manifest);
         }
         manifest
     }

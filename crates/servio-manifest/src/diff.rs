@@ -1,8 +1,11 @@
 //! What changed between two versions of a manifest, for people and for approval.
 //!
-//! A tool whose description or schema changed, or a changed `server.url` or OAuth endpoint, is
-//! how an AI is tricked into doing something else; the platform holds such changes back until
-//! the user approves them. [`Diff::needs_approval`] says whether one is there.
+//! A new tool, a tool whose description or schema changed, or a changed `server.url`, OAuth
+//! endpoint or scope is how an AI is tricked into doing something else (or a credential sent
+//! elsewhere); the platform holds such changes back until the user approves them
+//! (interpretation §9). [`Diff::needs_approval`] says whether one is there; only a removed tool
+//! goes at once. Descriptions come with a word diff ([`words`]) and schemas with a JSON diff by
+//! pointer ([`SchemaChange`]), so that a person sees exactly what they are asked to approve.
 
 use serde_json::Value;
 
@@ -28,7 +31,34 @@ pub enum ToolChange {
     Schema {
         /// The tool.
         name: String,
+        /// What changed, by JSON Pointer into the schema.
+        changes: Vec<SchemaChange>,
     },
+}
+
+/// One difference between two versions of a schema: the value at `pointer` before and after
+/// (`None` where there was none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaChange {
+    /// Where, as a JSON Pointer into the schema (`/properties/limit/maximum`).
+    pub pointer: String,
+    /// The value before, if there was one.
+    pub before: Option<Value>,
+    /// The value after, if there is one.
+    pub after: Option<Value>,
+}
+
+impl SchemaChange {
+    /// The change in one line, for people.
+    pub fn line(&self) -> String {
+        let at = if self.pointer.is_empty() { "(the whole schema)" } else { self.pointer.as_str() };
+        match (&self.before, &self.after) {
+            (None, Some(after)) => format!("{at} added: {after}"),
+            (Some(before), None) => format!("{at} removed (was {before})"),
+            (Some(before), Some(after)) => format!("{at}: {before} → {after}"),
+            (None, None) => format!("{at} unchanged"),
+        }
+    }
 }
 
 impl ToolChange {
@@ -36,13 +66,18 @@ impl ToolChange {
     pub fn tool(&self) -> &str {
         match self {
             ToolChange::Added(name) | ToolChange::Removed(name) => name,
-            ToolChange::Description { name, .. } | ToolChange::Schema { name } => name,
+            ToolChange::Description { name, .. } | ToolChange::Schema { name, .. } => name,
         }
     }
 
     /// True for changes to an existing tool's meaning (description or schema).
     pub fn alters_a_tool(&self) -> bool {
         matches!(self, ToolChange::Description { .. } | ToolChange::Schema { .. })
+    }
+
+    /// True for every change but a removal: a new tool is a capability the user never granted.
+    pub fn needs_approval(&self) -> bool {
+        !matches!(self, ToolChange::Removed(_))
     }
 }
 
@@ -51,8 +86,8 @@ impl ToolChange {
 pub struct Diff {
     /// Tool changes, in the newer manifest's order (removals last).
     pub tools: Vec<ToolChange>,
-    /// Changed endpoints: `server.url`, `auth.authorization_url`, `auth.token_url`, or the auth
-    /// type, as "what: before → after".
+    /// Changed endpoints and grants: `server.url`, `auth.authorization_url`, `auth.token_url`,
+    /// `auth.scopes` or the auth type, as "what: before → after".
     pub endpoints: Vec<String>,
     /// Other changes people may want to see (name, version, description).
     pub other: Vec<String>,
@@ -64,14 +99,23 @@ impl Diff {
         self.tools.is_empty() && self.endpoints.is_empty() && self.other.is_empty()
     }
 
-    /// True when the change must be approved before it is used: an altered tool or endpoint.
+    /// True when the change must be approved before it is used: a new or altered tool, an
+    /// endpoint or a scope.
     pub fn needs_approval(&self) -> bool {
-        !self.endpoints.is_empty() || self.tools.iter().any(ToolChange::alters_a_tool)
+        !self.endpoints.is_empty() || self.tools.iter().any(ToolChange::needs_approval)
     }
 
-    /// The tools held back until approval: those whose description or schema changed.
+    /// The tools held back until approval: those whose description or schema changed (offered
+    /// as approved meanwhile).
     pub fn held_back_tools(&self) -> Vec<&str> {
-        self.tools.iter().filter(|c| c.alters_a_tool()).map(ToolChange::tool).collect()
+        let mut held: Vec<&str> = self.tools.iter().filter(|c| c.alters_a_tool()).map(ToolChange::tool).collect();
+        held.dedup();
+        held
+    }
+
+    /// The new tools, offered to nobody until approved.
+    pub fn new_tools(&self) -> Vec<&str> {
+        self.tools.iter().filter(|c| matches!(c, ToolChange::Added(_))).map(ToolChange::tool).collect()
     }
 
     /// One line per change, for people.
@@ -85,7 +129,10 @@ impl Diff {
                 ToolChange::Description { name, before, after } => {
                     format!("tool {name}: description changed from {before:?} to {after:?}")
                 }
-                ToolChange::Schema { name } => format!("tool {name}: input_schema changed"),
+                ToolChange::Schema { name, changes } => {
+                    let what: Vec<String> = changes.iter().map(SchemaChange::line).collect();
+                    format!("tool {name}: input_schema changed: {}", what.join("; "))
+                }
             })
             .collect();
         lines.extend(self.endpoints.iter().cloned());
@@ -108,8 +155,10 @@ pub fn diff(old: &Manifest, new: &Manifest) -> Diff {
                         after: tool.description.clone(),
                     });
                 }
-                if !same_json(&before.input_schema, &tool.input_schema) {
-                    result.tools.push(ToolChange::Schema { name: tool.name.clone() });
+                let mut changes = Vec::new();
+                schema_changes(&mut String::new(), &before.input_schema, &tool.input_schema, &mut changes);
+                if !changes.is_empty() {
+                    result.tools.push(ToolChange::Schema { name: tool.name.clone(), changes });
                 }
             }
         }
@@ -130,6 +179,7 @@ pub fn diff(old: &Manifest, new: &Manifest) -> Diff {
     endpoint("auth.type", Some(old_auth.0.into()), Some(new_auth.0.into()));
     endpoint("auth.authorization_url", old_auth.1, new_auth.1);
     endpoint("auth.token_url", old_auth.2, new_auth.2);
+    endpoint("auth.scopes", old_auth.3, new_auth.3);
     for (what, before, after) in [
         ("name", &old.name, &new.name),
         ("version", &old.version, &new.version),
@@ -142,24 +192,95 @@ pub fn diff(old: &Manifest, new: &Manifest) -> Diff {
     result
 }
 
-fn auth_parts(auth: &Auth) -> (&'static str, Option<String>, Option<String>) {
+/// The parts of `auth` whose change needs approval: the type, both endpoints and the scopes
+/// (the grant the user's token carries, asked for on the next Connect).
+type AuthParts = (&'static str, Option<String>, Option<String>, Option<String>);
+
+fn auth_parts(auth: &Auth) -> AuthParts {
     match auth {
-        Auth::Bearer => ("bearer", None, None),
-        Auth::OAuth2 { authorization_url, token_url, .. } => {
-            ("oauth2", Some(authorization_url.to_string()), Some(token_url.to_string()))
+        Auth::Bearer => ("bearer", None, None, None),
+        Auth::OAuth2 { authorization_url, token_url, scopes } => {
+            let mut scopes = scopes.clone();
+            scopes.sort();
+            scopes.dedup();
+            let scopes = format!("[{}]", scopes.join(", "));
+            ("oauth2", Some(authorization_url.to_string()), Some(token_url.to_string()), Some(scopes))
         }
     }
 }
 
-/// JSON equality regardless of member order (schemas are compared by meaning, not layout).
-fn same_json(a: &Value, b: &Value) -> bool {
+/// Appends to `out` every difference between the schemas `a` and `b` under `pointer`: members
+/// compared by name regardless of order (schemas are compared by meaning, not layout), arrays
+/// element by element, anything else as a whole.
+fn schema_changes(pointer: &mut String, a: &Value, b: &Value, out: &mut Vec<SchemaChange>) {
+    let change = |pointer: &str, before: Option<&Value>, after: Option<&Value>| SchemaChange {
+        pointer: pointer.to_owned(),
+        before: before.cloned(),
+        after: after.cloned(),
+    };
+    let len = pointer.len();
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+            for (name, before) in x {
+                crate::pointer::push_escaped(pointer, name);
+                match y.get(name) {
+                    Some(after) => schema_changes(pointer, before, after, out),
+                    None => out.push(change(pointer, Some(before), None)),
+                }
+                pointer.truncate(len);
+            }
+            for (name, after) in y.iter().filter(|(name, _)| !x.contains_key(*name)) {
+                crate::pointer::push_escaped(pointer, name);
+                out.push(change(pointer, None, Some(after)));
+                pointer.truncate(len);
+            }
         }
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same_json(v, w)),
-        _ => a == b,
+        (Value::Array(x), Value::Array(y)) => {
+            for index in 0..x.len().max(y.len()) {
+                pointer.push_str(&format!("/{index}"));
+                match (x.get(index), y.get(index)) {
+                    (Some(before), Some(after)) => schema_changes(pointer, before, after, out),
+                    (before, after) => out.push(change(pointer, before, after)),
+                }
+                pointer.truncate(len);
+            }
+        }
+        _ if a != b => out.push(change(pointer, Some(a), Some(b))),
+        _ => {}
     }
+}
+
+/// One part of a word diff: text kept, removed or added.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextPart {
+    /// In both.
+    Same(String),
+    /// Only before.
+    Removed(String),
+    /// Only after.
+    Added(String),
+}
+
+/// The word diff from `before` to `after` (the `similar` crate's Patience diff over words and
+/// the spaces between them), adjacent parts of one kind joined.
+pub fn words(before: &str, after: &str) -> Vec<TextPart> {
+    let diff = similar::TextDiff::configure().algorithm(similar::Algorithm::Patience).diff_words(before, after);
+    let mut parts: Vec<TextPart> = Vec::new();
+    for change in diff.iter_all_changes() {
+        let text = change.value();
+        let part = match change.tag() {
+            similar::ChangeTag::Equal => TextPart::Same(text.to_owned()),
+            similar::ChangeTag::Delete => TextPart::Removed(text.to_owned()),
+            similar::ChangeTag::Insert => TextPart::Added(text.to_owned()),
+        };
+        match (parts.last_mut(), part) {
+            (Some(TextPart::Same(last)), TextPart::Same(text))
+            | (Some(TextPart::Removed(last)), TextPart::Removed(text))
+            | (Some(TextPart::Added(last)), TextPart::Added(text)) => last.push_str(&text),
+            (_, part) => parts.push(part),
+        }
+    }
+    parts
 }
 
 #[cfg(test)]
@@ -210,20 +331,79 @@ mod tests {
         new["server"]["url"] = "https://evil.example/api".into();
         new["tools"].as_array_mut().unwrap().push(serde_json::json!({"name": "shop.refund", "description": "Refund one order in full to the buyer's card.", "input_schema": {"type": "object"}}));
         let d = diff(&manifest(base()), &manifest(new));
+        let required =
+            SchemaChange { pointer: "/required".into(), before: None, after: Some(serde_json::json!(["day"])) };
         assert_eq!(
             d.tools,
-            [ToolChange::Schema { name: "shop.listOrders".into() }, ToolChange::Added("shop.refund".into())]
+            [
+                ToolChange::Schema { name: "shop.listOrders".into(), changes: vec![required] },
+                ToolChange::Added("shop.refund".into())
+            ]
         );
         assert_eq!(d.endpoints, ["server.url: https://shop.example/api → https://evil.example/api"]);
         assert!(d.needs_approval());
     }
 
     #[test]
-    fn added_and_removed_tools_alone_need_no_approval() {
+    fn a_removed_tool_alone_needs_no_approval_a_new_one_does() {
         let mut new = base();
         new["tools"].as_array_mut().unwrap().remove(1);
-        let d = diff(&manifest(base()), &manifest(new));
+        let d = diff(&manifest(base()), &manifest(new.clone()));
         assert_eq!(d.tools, [ToolChange::Removed("shop.listOrders".into())]);
         assert!(!d.needs_approval());
+        new["tools"].as_array_mut().unwrap().push(serde_json::json!({"name": "shop.createDiscountCode",
+            "description": "Create a discount code for any amount off.", "input_schema": {"type": "object"}}));
+        let d = diff(&manifest(base()), &manifest(new));
+        assert!(d.needs_approval(), "a new tool is a capability the user never granted");
+        assert_eq!(d.new_tools(), ["shop.createDiscountCode"]);
+        assert!(d.held_back_tools().is_empty());
+    }
+
+    #[test]
+    fn schemas_differ_by_pointer() {
+        let before = serde_json::json!({"type": "object", "properties": {"limit": {"type": "integer", "maximum": 50},
+            "a/b": {"enum": ["x", "y"]}}});
+        let after = serde_json::json!({"type": "object", "properties": {"limit": {"type": "integer", "maximum": 5000},
+            "a/b": {"enum": ["x"]}, "all": {"type": "boolean"}}});
+        let mut changes = Vec::new();
+        schema_changes(&mut String::new(), &before, &after, &mut changes);
+        let lines: Vec<String> = changes.iter().map(SchemaChange::line).collect();
+        assert_eq!(
+            lines,
+            [
+                "/properties/limit/maximum: 50 → 5000",
+                "/properties/a~1b/enum/1 removed (was \"y\")",
+                "/properties/all added: {\"type\":\"boolean\"}",
+            ]
+        );
+    }
+
+    #[test]
+    fn scopes_are_part_of_auth() {
+        let oauth = |scopes: serde_json::Value| {
+            let mut m = base();
+            m["auth"] = serde_json::json!({"type": "oauth2", "authorization_url": "https://shop.example/authorize",
+                "token_url": "https://shop.example/token", "scopes": scopes});
+            manifest(m)
+        };
+        let d = diff(&oauth(serde_json::json!(["read"])), &oauth(serde_json::json!(["read", "write", "admin"])));
+        assert_eq!(d.endpoints, ["auth.scopes: [read] → [admin, read, write]"]);
+        assert!(d.needs_approval());
+        assert!(
+            diff(&oauth(serde_json::json!(["write", "read"])), &oauth(serde_json::json!(["read", "write"]))).is_empty()
+        );
+    }
+
+    #[test]
+    fn descriptions_differ_by_words() {
+        let parts = words("Summarise sales for a date range.", "Summarise and delete sales for a date range.");
+        assert_eq!(
+            parts,
+            [
+                TextPart::Same("Summarise ".into()),
+                TextPart::Added("and delete ".into()),
+                TextPart::Same("sales for a date range.".into())
+            ]
+        );
     }
 }

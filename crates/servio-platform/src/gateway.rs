@@ -117,15 +117,16 @@ impl Change {
     }
 }
 
-/// The notices telling that `users` have new values: `SENDER values ID,ID,…`, as few as fit.
-fn values_notices(sender: &str, users: &[i64]) -> Vec<String> {
+/// The notices telling that `users` had a change of `word` (`catalogue`, `values`):
+/// `SENDER WORD ID,ID,…`, as few as fit.
+fn batched_notices(sender: &str, word: &str, users: &[i64]) -> Vec<String> {
     let mut notices = Vec::new();
     let mut notice = String::new();
     for user_id in users {
         if notice.len() > NOTICE_LIMIT {
             notices.push(std::mem::take(&mut notice));
         }
-        notice.push_str(&if notice.is_empty() { format!("{sender} values {user_id}") } else { format!(",{user_id}") });
+        notice.push_str(&if notice.is_empty() { format!("{sender} {word} {user_id}") } else { format!(",{user_id}") });
     }
     notices.extend((!notice.is_empty()).then_some(notice));
     notices
@@ -140,7 +141,7 @@ pub fn context_notice(user_id: i64) -> Vec<String> {
 /// The notices that `users` have new values, from a process without a gateway (a worker), so
 /// that the platform's processes drop the dashboards they keep of them.
 pub fn new_values_notices(users: &[i64]) -> Vec<String> {
-    values_notices("worker", users)
+    batched_notices("worker", "values", users)
 }
 
 /// Sends `notices` to the other processes sharing `store`, in the background and in order. A
@@ -164,6 +165,14 @@ impl Gateway {
         self.announce(Change::Catalogue(user_id));
     }
 
+    /// [`Gateway::catalogue_changed`] for many users at once, in as few notices as fit.
+    pub fn catalogues_changed(&self, users: &[i64]) {
+        for user_id in users {
+            self.apply(Change::Catalogue(*user_id));
+        }
+        self.send(batched_notices(&self.id, "catalogue", users));
+    }
+
     /// Drops what is kept of `user_id` (after a change of their credentials or log setting),
     /// here and in the other processes sharing the database.
     pub fn forget(&self, user_id: i64) {
@@ -177,7 +186,7 @@ impl Gateway {
         for user_id in users {
             self.apply(Change::Values(*user_id));
         }
-        self.send(values_notices(&self.id, users));
+        self.send(batched_notices(&self.id, "values", users));
     }
 
     /// Calls `hook` with every change, made here or heard from another process, and with
@@ -414,11 +423,18 @@ async fn read_catalogue(state: &AppState, user: &User) -> Result<Catalogue, Stor
         }
     }
     let addresses: Vec<Option<Site>> = sites.iter().map(|(entry, _)| Site::parse(&entry.site.origin).ok()).collect();
+    // A tool the site removed goes at once, even while its other changes wait for approval.
+    let latest: Vec<Option<Arc<CheckedManifest>>> =
+        sites.iter().map(|(entry, _)| state.collector.manifests().get(entry.site.id, &entry.site.manifest)).collect();
     let mut pairs = Vec::new();
     let mut places = Vec::new();
     for (index, (address, (_, parsed))) in addresses.iter().zip(&sites).enumerate() {
         let Some(address) = address else { continue };
+        let latest = latest[index].as_deref().map(|checked| &checked.manifest);
         for (tool_index, tool) in parsed.manifest.tools.iter().enumerate() {
+            if !crate::approval::still_offered(latest, &tool.name) {
+                continue;
+            }
             pairs.push((address, tool.name.as_str()));
             places.push((index, tool_index));
         }
@@ -637,7 +653,7 @@ mod tests {
         assert_eq!(Change::heard(&text, "b"), [Change::Catalogue(7)]);
         assert!(Change::heard(&text, "a").is_empty(), "one's own notice");
         let users: Vec<i64> = (1_000_000..1_003_000).collect();
-        let notices = values_notices("a", &users);
+        let notices = batched_notices("a", "values", &users);
         assert!(notices.len() > 1 && notices.iter().all(|n| n.len() <= NOTICE_LIMIT + 20), "{}", notices.len());
         let heard: Vec<i64> = notices.iter().flat_map(|n| Change::heard(n, "b")).map(Change::user_id).collect();
         assert_eq!(heard, users);

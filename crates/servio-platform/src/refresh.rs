@@ -82,14 +82,27 @@ async fn refresh_once(state: &AppState, site: &SiteRecord) -> Result<Outcome, se
     };
     let record = state.store.save_site(&fetched, now()).await?;
     // A change that needs no approval acts at once for everyone who had approved the version
-    // before it; any other waits for each user (see `crate::approval`).
+    // before it; any other waits for each user (see `crate::approval`). Exactly the text judged
+    // here is approved, whatever another process has saved since.
     if changed && !Pending::between(&site.origin, &site.manifest, &text).needs_approval() {
-        state.store.advance_approvals(site.id, &site.manifest).await?;
+        state.store.advance_approvals(site.id, &site.manifest, &text).await?;
+    }
+    if changed {
+        catalogues_changed(state, site.id).await?;
     }
     if let Some(manifest) = &report.manifest {
         crate::routes::directory::recheck_listing(state, record.id, &record.origin, manifest).await?;
     }
     Ok(if changed { Outcome::Changed } else { Outcome::Unchanged })
+}
+
+/// Tells every user of the site, here and in the other processes, that their catalogue may have
+/// changed: an advanced approval changes it, a removed tool leaves it at once, and a change
+/// waiting for approval changes what their pages say.
+async fn catalogues_changed(state: &AppState, site_id: i64) -> Result<(), servio_store::StoreError> {
+    let users = state.store.site_users(site_id).await?;
+    state.gateway.catalogues_changed(&users);
+    Ok(())
 }
 
 async fn stale(state: &AppState, site: &SiteRecord, reason: String) -> Result<Outcome, servio_store::StoreError> {

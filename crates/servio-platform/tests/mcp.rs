@@ -3,22 +3,12 @@
 //! answers only its owner whatever the method, unreadable params and bodies get the errors the
 //! specification names, and the owner's `DELETE` is a success a client can read as one.
 
-use reqwest::{Method, Response, StatusCode};
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 mod common;
 
-use common::{initialize, mcp, open_session, token_of};
-
-/// The JSON-RPC messages of an answer, whether JSON or a stream of server-sent events.
-async fn messages(response: Response) -> Vec<Value> {
-    let text = response.text().await.unwrap();
-    text.lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .chain(text.trim_start().starts_with('{').then_some(text.as_str()))
-        .filter_map(|data| serde_json::from_str(data.trim()).ok())
-        .collect()
-}
+use common::{initialize, mcp, messages, open_session, token_of};
 
 /// Regression: a page on another origin reached `/mcp` (200); the transport requires a 403,
 /// before the token is even looked at. Same-origin and no-`Origin` requests still pass.

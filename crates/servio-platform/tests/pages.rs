@@ -294,6 +294,47 @@ async fn collection_refreshes_an_expired_oauth_token() {
     }
 }
 
+/// Interpretation §9: scopes are part of `auth`. A site that widens its scopes waits for the
+/// user's approval, and meanwhile "Connect" asks for the approved scopes only; once approved,
+/// for the new ones.
+#[tokio::test]
+async fn wider_scopes_wait_for_approval_and_connect_asks_for_the_approved_ones() {
+    let (ca, origin, _running, http, site) = oauth_demo_site(std::time::Duration::from_secs(600)).await;
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        site.edit_manifest(None);
+        let email = format!("scopes-{name}@example.com");
+        let (cookie, site_path, _) = connect_with_oauth(&http, &server, name, &origin, &email).await;
+        let (_, entry) = server.vault_entry_of(&email).await;
+        site.edit_manifest(Some(std::sync::Arc::new(|manifest: &mut serde_json::Value| {
+            manifest["auth"]["scopes"] = serde_json::json!(["read", "write", "admin", "delete_everything"]);
+        })));
+        let refreshed = servio_platform::refresh::refresh_site(&server.state, &entry.site).await.unwrap();
+        assert_eq!(refreshed, servio_platform::refresh::Outcome::Changed, "{name}");
+
+        let scope_asked = |cookie: String, site_path: String| {
+            let (http, url) = (http.clone(), format!("{}{site_path}/connect", server.base));
+            async move {
+                let to_site = request(&http, "GET", &url, Some(&cookie), &[]).await;
+                let authorize: url::Url = to_site.location.expect("off to the site").parse().unwrap();
+                authorize.query_pairs().find(|(k, _)| k == "scope").map(|(_, v)| v.into_owned()).unwrap_or_default()
+            }
+        };
+        let page = request(&http, "GET", &format!("{}{site_path}", server.base), Some(&cookie), &[]).await;
+        assert!(page.html.contains("Changes waiting for your approval"), "{name}");
+        assert!(page.html.contains("auth.scopes: [read, write] → [admin, delete_everything, read, write]"), "{name}");
+        assert_eq!(scope_asked(cookie.clone(), site_path.clone()).await, "read write", "{name}: the approved scopes");
+
+        let version = page.html.split("name=\"version\" value=\"").nth(1).unwrap().split('"').next().unwrap();
+        let form = [("csrf_token", csrf(&page.html)), ("version", version.to_owned())];
+        let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let approved =
+            request(&http, "POST", &format!("{}{site_path}/approve", server.base), Some(&cookie), &form).await;
+        assert_eq!(approved.status, StatusCode::SEE_OTHER, "{name}: {}", approved.html);
+        assert_eq!(scope_asked(cookie, site_path).await, "read write admin delete_everything", "{name}");
+    }
+    site.edit_manifest(None);
+}
+
 /// Regression (issue 12): with a `token_url` moved to another origin and not yet approved,
 /// collection with an expired access token posted the user's refresh token to the new
 /// `token_url`. The approved one refreshes it; the other origin hears nothing.

@@ -173,7 +173,8 @@ async fn a_changed_tool_is_held_back_until_approved() {
         let (_, versions, _) = server.send(&dan, Method::GET, &format!("{path}/versions"), None).await;
         assert!(versions["versions"][0]["changes"][0].as_str().unwrap().contains("shop.getSalesSummary"), "{name}");
 
-        let (_, approved, _) = server.send(&dan, Method::POST, &format!("{path}/approve"), None).await;
+        let version = json!({ "version": site["pending"]["version"] });
+        let (_, approved, _) = server.send(&dan, Method::POST, &format!("{path}/approve"), Some(version)).await;
         assert_eq!(approved["site"]["pending"]["needs_approval"], false, "{name}");
 
         // The site fails: the platform keeps the manifest it has and says why.

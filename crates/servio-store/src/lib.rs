@@ -135,6 +135,23 @@ pub struct VaultEntry {
     /// The manifest the user approved (the one current when they added the site, until they
     /// approve another).
     pub approved_manifest: Option<String>,
+    /// The site's version the user chose to keep their approved manifest against ("keep the
+    /// approved version"): its changes are not offered again until the site changes again.
+    pub kept_version: Option<i64>,
+}
+
+/// What an approval (or keeping the approved version) came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Done.
+    Done,
+    /// The site is not in the user's vault.
+    NotInVault,
+    /// The version named is no longer the site's current one; `current` is.
+    NotCurrent {
+        /// The site's current version.
+        current: Option<Version>,
+    },
 }
 
 /// One stored version of a site's manifest.
@@ -402,8 +419,19 @@ pub trait Store: Send + Sync {
     /// Takes a site out of a user's vault, with what was collected for them from it (values,
     /// attempts, jobs); false when it was not there.
     async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError>;
-    /// Approves, for this user, the site's current manifest; false when not in their vault.
-    async fn approve(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError>;
+    /// Approves, for this user, the version `version_id` of the site's manifest, only while it
+    /// is the site's current one (checked in the same statement): a user approves the text they
+    /// were shown, never one saved since.
+    async fn approve(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval, StoreError>;
+    /// Keeps the user's approved manifest and stops offering the changes up to `version_id`,
+    /// the site's current version (guarded as [`Store::approve`]), until the site changes again.
+    async fn keep_approved(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval, StoreError>;
+    /// The site's current version: the newest, whose text is the site's manifest.
+    async fn current_version(&self, site_id: i64) -> Result<Option<Version>, StoreError>;
+    /// The users who have the site in their vault.
+    async fn site_users(&self, site_id: i64) -> Result<Vec<i64>, StoreError>;
+    /// The current version of every site in the user's vault, as (site id, version id).
+    async fn current_versions(&self, user_id: i64) -> Result<Vec<(i64, i64)>, StoreError>;
     /// Keeps a "Connect" attempt; expired attempts go, and the user's oldest beyond `keep`.
     async fn create_oauth_attempt(&self, attempt: &OAuthAttempt, keep: i64, now: i64) -> Result<(), StoreError>;
     /// Takes (and so ends) the attempt of `user_id` with this state hash, unless expired.
@@ -413,9 +441,10 @@ pub trait Store: Send + Sync {
         user_id: i64,
         now: i64,
     ) -> Result<Option<OAuthAttempt>, StoreError>;
-    /// Approves the site's current manifest for every user whose approved manifest is
-    /// `previous` (a change that needs no approval); returns how many.
-    async fn advance_approvals(&self, site_id: i64, previous: &str) -> Result<u64, StoreError>;
+    /// Approves `judged`, a text of the site's manifest whose change from `previous` needs no
+    /// approval, for every user whose approved manifest is `previous` (exactly these texts,
+    /// whatever the site's row holds by now); returns those users.
+    async fn advance_approvals(&self, site_id: i64, previous: &str, judged: &str) -> Result<Vec<i64>, StoreError>;
     /// The versions of a site's manifest, newest first.
     async fn versions(&self, site_id: i64) -> Result<Vec<Version>, StoreError>;
     /// Records that a refresh failed; the last valid manifest stays in use.

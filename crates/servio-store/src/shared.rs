@@ -12,8 +12,8 @@
 
 use crate::{ApiToken, PgStore, SqliteStore, postgres, sqlite};
 use crate::{
-    Attempt, Claim, CollectionResult, Completion, FetchedManifest, Found, Heard, Job, JobClaim, JobCounts, JobGauges,
-    LAST_USED_PRECISION, Listing, McpSession, NewJob, OAuthAttempt, PoolUse, Pruned, Readiness, Retries,
+    Approval, Attempt, Claim, CollectionResult, Completion, FetchedManifest, Found, Heard, Job, JobClaim, JobCounts,
+    JobGauges, LAST_USED_PRECISION, Listing, McpSession, NewJob, OAuthAttempt, PoolUse, Pruned, Readiness, Retries,
     SESSION_USE_PRECISION, Sealer, Session, SessionInfo, SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue,
     ToolCall, User, VaultEntry, Version, error::conflict,
 };
@@ -143,7 +143,7 @@ macro_rules! entries_of_users {
         concat!(
             "SELECT u.id AS user_id, u.email, u.password_hash, u.time_zone, u.created_at AS user_created, ",
             site_columns!(),
-            ", v.credential, v.approved_manifest
+            ", v.credential, v.approved_manifest, v.kept_version
              FROM vault v JOIN users u ON u.id = v.user_id JOIN sites s ON s.id = v.site_id"
         )
     };
@@ -189,6 +189,24 @@ macro_rules! shared_store {
                     .await?;
                 }
                 Ok(record)
+            }
+
+            /// Runs an approval's `sql` (binds: user, site, version), guarded by the version
+            /// being the site's current one, and says what it came to.
+            async fn decide(&self, sql: &'static str, user_id: i64, site_id: i64, version_id: i64)
+                -> Result<Approval, StoreError> {
+                let done = bind!(sqlx::query(sql), user_id, site_id, version_id).execute(&self.pool).await?;
+                if done.rows_affected() > 0 {
+                    return Ok(Approval::Done);
+                }
+                let sql = "SELECT site_id FROM vault WHERE user_id = $1 AND site_id = $2";
+                let in_vault: Option<i64> =
+                    bind!(sqlx::query_scalar(sql), user_id, site_id).fetch_optional(&self.pool).await?;
+                if in_vault.is_none() {
+                    return Ok(Approval::NotInVault);
+                }
+                let current = self.current_version(site_id).await?;
+                Ok(Approval::NotCurrent { current })
             }
 
             /// Stores one value of `slot` on `conn`, replacing an earlier one.
@@ -469,7 +487,7 @@ macro_rules! shared_store {
                 let sql = concat!(
                     "SELECT ",
                     site_columns!(),
-                    ", v.credential, v.approved_manifest
+                    ", v.credential, v.approved_manifest, v.kept_version
                      FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 AND v.site_id = $2"
                 );
                 Ok(bind!(sqlx::query_as(sql), user_id, site_id).fetch_optional(&self.pool).await?)
@@ -510,17 +528,43 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn approve(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError> {
-                let done = bind!(
-                    sqlx::query(
-                        "UPDATE vault SET approved_manifest = (SELECT manifest FROM sites WHERE id = $1)
-                         WHERE user_id = $2 AND site_id = $1",
-                    ),
-                    site_id, user_id
-                )
-                .execute(&self.pool)
-                .await?;
-                Ok(done.rows_affected() > 0)
+            async fn approve(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval, StoreError> {
+                // The version must still be the site's current one in the same statement: a
+                // user approves the text they were shown, never one saved since.
+                let sql = "UPDATE vault SET approved_manifest =
+                               (SELECT manifest FROM site_versions WHERE id = $3 AND site_id = $2),
+                           kept_version = NULL
+                           WHERE user_id = $1 AND site_id = $2
+                             AND $3 = (SELECT max(id) FROM site_versions WHERE site_id = $2)";
+                self.decide(sql, user_id, site_id, version_id).await
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn keep_approved(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval, StoreError> {
+                let sql = "UPDATE vault SET kept_version = $3
+                           WHERE user_id = $1 AND site_id = $2
+                             AND $3 = (SELECT max(id) FROM site_versions WHERE site_id = $2)";
+                self.decide(sql, user_id, site_id, version_id).await
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn current_version(&self, site_id: i64) -> Result<Option<Version>, StoreError> {
+                let sql =
+                    "SELECT id, fetched_at, manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC LIMIT 1";
+                Ok(sqlx::query_as(sql).bind(site_id).fetch_optional(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn current_versions(&self, user_id: i64) -> Result<Vec<(i64, i64)>, StoreError> {
+                let sql = "SELECT v.site_id, max(sv.id) FROM vault v JOIN site_versions sv ON sv.site_id = v.site_id
+                           WHERE v.user_id = $1 GROUP BY v.site_id";
+                Ok(sqlx::query_as(sql).bind(user_id).fetch_all(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn site_users(&self, site_id: i64) -> Result<Vec<i64>, StoreError> {
+                let sql = "SELECT user_id FROM vault WHERE site_id = $1 ORDER BY user_id";
+                Ok(sqlx::query_scalar(sql).bind(site_id).fetch_all(&self.pool).await?)
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
@@ -568,17 +612,13 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn advance_approvals(&self, site_id: i64, previous: &str) -> Result<u64, StoreError> {
-                let done = bind!(
-                    sqlx::query(
-                        "UPDATE vault SET approved_manifest = (SELECT manifest FROM sites WHERE id = $1)
-                         WHERE site_id = $1 AND approved_manifest = $2",
-                    ),
-                    site_id, previous
-                )
-                .execute(&self.pool)
-                .await?;
-                Ok(done.rows_affected())
+            async fn advance_approvals(&self, site_id: i64, previous: &str, judged: &str)
+                -> Result<Vec<i64>, StoreError> {
+                // `judged` itself, not whatever the site's row holds by now: another process may
+                // have saved a newer text, which nobody has judged for these users.
+                let sql = "UPDATE vault SET approved_manifest = $3
+                           WHERE site_id = $1 AND approved_manifest = $2 RETURNING user_id";
+                Ok(bind!(sqlx::query_scalar(sql), site_id, previous, judged).fetch_all(&self.pool).await?)
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
@@ -843,7 +883,7 @@ macro_rules! shared_store {
                 let sql = concat!(
                     "SELECT ",
                     site_columns!(),
-                    ", v.credential, v.approved_manifest
+                    ", v.credential, v.approved_manifest, v.kept_version
                      FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 ORDER BY v.added_at, s.id"
                 );
                 Ok(sqlx::query_as(sql).bind(user_id).fetch_all(&self.pool).await?)

@@ -3,7 +3,7 @@
 //! say they are skipped).
 
 use servio_store::testing::day_slot;
-use servio_store::{Session, SqliteStore, Store};
+use servio_store::{Approval, Session, SqliteStore, Store};
 
 struct Backend {
     name: &'static str,
@@ -133,11 +133,13 @@ async fn vaults_hold_sites_per_user_with_their_credentials() {
         let entry = store.vault_entry(eve.id, site.id).await.unwrap().unwrap();
         assert_eq!(entry.credential, Some(vec![1, 2, 3]), "{name}");
         assert_eq!(entry.approved_manifest.as_deref(), Some("{\"name\": \"v1\"}"), "{name}: approved as added");
-        assert_eq!(store.versions(site.id).await.unwrap().len(), 2, "{name}");
-        assert!(store.approve(eve.id, site.id).await.unwrap(), "{name}");
+        let versions = store.versions(site.id).await.unwrap();
+        assert_eq!(versions.len(), 2, "{name}");
+        assert_eq!(store.approve(eve.id, site.id, versions[0].id).await.unwrap(), Approval::Done, "{name}");
         let entry = store.vault_entry(eve.id, site.id).await.unwrap().unwrap();
         assert_eq!(entry.approved_manifest.as_deref(), Some("{\"name\": \"v2\"}"), "{name}: approved the current one");
-        assert!(!store.approve(fay.id, site.id).await.unwrap(), "{name}: not hers");
+        let refused = store.approve(fay.id, site.id, versions[0].id).await.unwrap();
+        assert_eq!(refused, Approval::NotInVault, "{name}: not hers");
         store.mark_stale(site.id, "503 from the site").await.unwrap();
         assert_eq!(store.vault(eve.id).await.unwrap()[0].stale_error.as_deref(), Some("503 from the site"), "{name}");
         assert_eq!(store.sites_due(21, 10).await.unwrap().len(), 1, "{name}");
@@ -151,6 +153,60 @@ async fn vaults_hold_sites_per_user_with_their_credentials() {
         assert!(!store.remove_from_vault(fay.id, site.id).await.unwrap(), "{name}");
         assert!(store.remove_from_vault(eve.id, site.id).await.unwrap(), "{name}");
         assert!(store.vault(eve.id).await.unwrap().is_empty(), "{name}");
+    }
+}
+
+/// Interpretation §9: an approval names the version the user reviewed, and a refresh advances
+/// approvals to exactly the text it judged, whatever another process saved meanwhile.
+#[tokio::test]
+async fn approvals_are_bound_to_the_text_judged() {
+    use servio_store::FetchedManifest;
+    for Backend { name, store, .. } in backends().await {
+        let gus = store.create_user("gus@example.com", "h", "UTC", 0).await.unwrap();
+        let hal = store.create_user("hal@example.com", "h", "UTC", 0).await.unwrap();
+        let fetched = |manifest| FetchedManifest {
+            origin: "https://race.example",
+            manifest_url: "https://race.example/.well-known/servio.json",
+            manifest,
+            etag: None,
+            last_modified: None,
+        };
+        let site = store.save_site(&fetched("v1"), 10).await.unwrap();
+        for user in [&gus, &hal] {
+            store.add_to_vault(user.id, site.id, 11).await.unwrap();
+        }
+        // A refresh judged v2 (no approval needed), but another process saved v3 (a new
+        // server.url) before the refresh advanced the approvals.
+        store.save_site(&fetched("v2"), 20).await.unwrap();
+        store.save_site(&fetched("v3"), 21).await.unwrap();
+        let advanced = store.advance_approvals(site.id, "v1", "v2").await.unwrap();
+        assert_eq!(advanced, [gus.id, hal.id], "{name}");
+        let approved = store.vault_entry(gus.id, site.id).await.unwrap().unwrap().approved_manifest;
+        assert_eq!(approved.as_deref(), Some("v2"), "{name}: exactly the judged text, not the site's newest");
+        assert!(store.advance_approvals(site.id, "v1", "v2").await.unwrap().is_empty(), "{name}: guarded by v1");
+
+        // Approving names a version: one that is no longer current is refused, with the current.
+        let versions = store.versions(site.id).await.unwrap();
+        let (v3, v2) = (versions[0].id, versions[1].id);
+        let refused = store.approve(gus.id, site.id, v2).await.unwrap();
+        assert!(matches!(&refused, Approval::NotCurrent { current: Some(c) } if c.id == v3), "{name}: {refused:?}");
+        let entry = store.vault_entry(gus.id, site.id).await.unwrap().unwrap();
+        assert_eq!(entry.approved_manifest.as_deref(), Some("v2"), "{name}: a refusal changes nothing");
+        assert_eq!(store.current_version(site.id).await.unwrap().map(|v| v.id), Some(v3), "{name}");
+
+        // Keeping the approved version records the version set aside, until approval.
+        assert_eq!(store.keep_approved(hal.id, site.id, v3).await.unwrap(), Approval::Done, "{name}");
+        let entry = store.vault_entry(hal.id, site.id).await.unwrap().unwrap();
+        assert_eq!((entry.approved_manifest.as_deref(), entry.kept_version), (Some("v2"), Some(v3)), "{name}");
+        assert_eq!(store.current_versions(hal.id).await.unwrap(), [(site.id, v3)], "{name}");
+        assert_eq!(store.approve(hal.id, site.id, v3).await.unwrap(), Approval::Done, "{name}");
+        let entry = store.vault_entry(hal.id, site.id).await.unwrap().unwrap();
+        assert_eq!((entry.approved_manifest.as_deref(), entry.kept_version), (Some("v3"), None), "{name}");
+        assert_eq!(store.site_users(site.id).await.unwrap(), [gus.id, hal.id], "{name}");
+        let other = store.save_site(&FetchedManifest { origin: "https://other.example", ..fetched("o1") }, 30).await;
+        let other_version = store.current_version(other.unwrap().id).await.unwrap().unwrap().id;
+        let refused = store.approve(gus.id, site.id, other_version).await.unwrap();
+        assert!(matches!(refused, Approval::NotCurrent { .. }), "{name}: another site's version");
     }
 }
 

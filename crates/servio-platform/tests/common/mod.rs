@@ -137,10 +137,34 @@ pub const VERSION: &str = "2025-11-25";
 
 /// A user's API token on `server`, after signing up as `email`.
 pub async fn token_of(server: &Server, email: &str) -> String {
-    let browser = server.sign_up(email).await;
-    let (status, created, _) = server.send(&browser, Method::POST, "/api/tokens", Some(json!({ "name": "mcp" }))).await;
+    token_of_browser(server, &server.sign_up(email).await).await
+}
+
+/// A new API token of the user signed in as `browser`.
+pub async fn token_of_browser(server: &Server, browser: &Browser) -> String {
+    let (status, created, _) = server.send(browser, Method::POST, "/api/tokens", Some(json!({ "name": "mcp" }))).await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     created["token"].as_str().unwrap().to_owned()
+}
+
+/// The JSON-RPC messages of an answer, whether JSON or a stream of server-sent events.
+pub async fn messages(response: reqwest::Response) -> Vec<Value> {
+    let text = response.text().await.unwrap();
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .chain(text.trim_start().starts_with('{').then_some(text.as_str()))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect()
+}
+
+/// The names of the tools MCP lists to the owner of `token`, in a session of its own.
+pub async fn mcp_tool_names(server: &Server, token: &str) -> Vec<String> {
+    let session = open_session(server, token).await;
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    let response = mcp(server, Method::POST, token, Some(&session)).json(&list).send().await.unwrap();
+    let answer = messages(response).await.into_iter().find(|m| m["id"] == 2).expect("an answer to tools/list");
+    let tools = answer["result"]["tools"].as_array().unwrap_or_else(|| panic!("{answer}")).iter();
+    tools.map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
 }
 
 /// A request to `/mcp` with `token`, on `session` when given, accepting both answer types.

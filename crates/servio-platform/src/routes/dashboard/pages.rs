@@ -93,6 +93,7 @@ struct DashboardPage {
     ranges: Vec<RangeLink>,
     cards: Vec<Card>,
     statuses: Vec<SiteStatus>,
+    attention: Vec<super::service::SiteAttention>,
 }
 
 /// What a page needs to know of "now", in the user's zone.
@@ -122,7 +123,7 @@ impl Today {
 async fn page(State(state): State<AppState>, user: PageUser, Query(view): Query<View>) -> Result<Response, ApiError> {
     let range = view.range.filter(|r| RANGES.contains(r)).unwrap_or(DEFAULT_RANGE);
     let today = Today::of(&user.user)?;
-    let dashboard = dashboard_data(&state, &user.user, range + COMPARISON_DAYS).await?;
+    let mut dashboard = dashboard_data(&state, &user.user, range + COMPARISON_DAYS).await?;
     let mut attempts = HashMap::new();
     for metric in &dashboard.metrics {
         if let std::collections::hash_map::Entry::Vacant(entry) = attempts.entry(metric.site.id) {
@@ -130,12 +131,14 @@ async fn page(State(state): State<AppState>, user: PageUser, Query(view): Query<
         }
     }
     let statuses = statuses(&dashboard, &attempts, &today);
+    let attention = std::mem::take(&mut dashboard.attention);
     let page = DashboardPage {
         layout: Layout::of(Some(&user)),
         time_zone: user.user.time_zone.clone(),
         ranges: RANGES.iter().map(|&days| RangeLink { days, current: days == range }).collect(),
         cards: cards(dashboard, &attempts, &today, range)?,
         statuses,
+        attention,
     };
     Ok(render(&page))
 }

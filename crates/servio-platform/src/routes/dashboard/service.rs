@@ -13,10 +13,12 @@ use serde_json::value::RawValue;
 use servio_collector::manifests::CheckedManifest;
 use servio_collector::plan::Planner;
 use servio_collector::trend::{Trend, comparison_start, trend};
+use servio_store::VaultEntry;
 use utoipa::ToSchema;
 
 use crate::AppState;
 use crate::error::ApiError;
+use crate::routes::vault::service::{BriefError, changes_waiting};
 use crate::slots::{SiteMetric, Slot, slots};
 
 /// A range of dates to collect.
@@ -154,6 +156,21 @@ pub struct Dashboard {
     /// The metrics grouped as the dashboard shows them (added later, so older clients can
     /// ignore it), see [`crate::slots`].
     pub slots: Vec<Slot>,
+    /// Sites that need the user: changes waiting for their approval, or a brief that is ignored
+    /// (none of its metrics collected), with why.
+    pub attention: Vec<SiteAttention>,
+}
+
+/// A site of the vault that needs the user's attention.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SiteAttention {
+    /// The site.
+    pub site: SiteData,
+    /// Whether changes wait for the user's approval (the approved version acts meanwhile).
+    pub changes_waiting: bool,
+    /// Why the brief of the manifest acting for the user is ignored, so that none of its metrics
+    /// are collected; empty when it is not.
+    pub brief_errors: Vec<BriefError>,
 }
 
 /// A metric of a site with its recent values.
@@ -242,11 +259,12 @@ pub struct Point {
     pub value: f64,
 }
 
-/// A site's checked manifest when its brief is valid, from the collector's manifest cache
-/// (checking every manifest on every dashboard request was an eighth of its CPU in the
-/// benchmark).
-fn checked_brief(state: &AppState, site: &servio_store::SiteRecord) -> Option<Arc<CheckedManifest>> {
-    state.collector.manifests().get(site.id, &site.manifest).filter(|checked| checked.brief.is_some())
+/// The checked manifest that acts for the user of `entry` (the one they approved, as every
+/// other path uses) when its brief is valid, from the collector's manifest cache (checking
+/// every manifest on every dashboard request was an eighth of its CPU in the benchmark).
+fn checked_brief(state: &AppState, entry: &VaultEntry) -> Option<Arc<CheckedManifest>> {
+    let acting = crate::approval::acting_manifest(entry);
+    state.collector.manifests().get(entry.site.id, acting).filter(|checked| checked.brief.is_some())
 }
 
 /// The dashboard data of `user`, with the values of the last `days` days.
@@ -263,9 +281,11 @@ pub(crate) async fn dashboard_data(
     let mut metrics = Vec::new();
     let mut for_slots = Vec::new();
     let mut checked = Vec::new();
-    for site in state.store.vault(user.id).await? {
-        if let Some(valid) = checked_brief(state, &site) {
-            checked.push((site, valid));
+    let entries = state.store.vault_entries(user.id).await?;
+    let attention = attention(state, user.id, &entries).await?;
+    for entry in entries {
+        if let Some(valid) = checked_brief(state, &entry) {
+            checked.push((entry.site, valid));
         }
     }
     // Every metric's recent values in one query: one query per metric was most of a request.
@@ -323,5 +343,26 @@ pub(crate) async fn dashboard_data(
         }
     }
     let slots = slots(&for_slots);
-    Ok(Dashboard { time_zone: user.time_zone.clone(), metrics, slots })
+    Ok(Dashboard { time_zone: user.time_zone.clone(), metrics, slots, attention })
+}
+
+/// The sites of `entries` that need the user: changes waiting for approval (looked at only for
+/// sites whose newest manifest is not the approved one), or an ignored brief.
+async fn attention(state: &AppState, user_id: i64, entries: &[VaultEntry]) -> Result<Vec<SiteAttention>, ApiError> {
+    let changed = entries.iter().any(|entry| crate::approval::acting_manifest(entry) != entry.site.manifest);
+    let versions: HashMap<i64, i64> =
+        if changed { state.store.current_versions(user_id).await?.into_iter().collect() } else { HashMap::new() };
+    let mut attention = Vec::new();
+    for entry in entries {
+        let acting = crate::approval::acting_manifest(entry);
+        let Some(checked) = state.collector.manifests().get(entry.site.id, acting) else { continue };
+        let changes_waiting = changes_waiting(entry, versions.get(&entry.site.id).copied());
+        let brief_errors: Vec<BriefError> = checked.brief_errors.iter().map(BriefError::from).collect();
+        if changes_waiting || !brief_errors.is_empty() {
+            let site = &entry.site;
+            let site = SiteData { id: site.id, origin: site.origin.clone(), name: checked.manifest.name.clone() };
+            attention.push(SiteAttention { site, changes_waiting, brief_errors });
+        }
+    }
+    Ok(attention)
 }

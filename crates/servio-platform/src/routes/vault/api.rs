@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::service::{self, AddSite, Credential, RefreshAnswer, SiteAnswer, SiteList, VersionList};
+use super::service::{self, AddSite, Credential, Decision, RefreshAnswer, SiteAnswer, SiteList, Verdict, VersionList};
 use crate::AppState;
 use crate::auth::Api;
 use crate::error::{ApiError, ErrorBody};
@@ -21,6 +21,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(set_credential))
         .routes(routes!(refresh))
         .routes(routes!(approve))
+        .routes(routes!(keep))
         .routes(routes!(versions))
 }
 
@@ -45,7 +46,7 @@ async fn add(api: Api, JsonBody(form): JsonBody<AddSite>) -> Result<Response, Ap
 #[utoipa::path(get, path = "/api/vault/{id}", responses((status = 200, description = "The site", body = SiteAnswer)))]
 async fn show(api: Api, Path(id): Path<i64>) -> Result<Json<SiteAnswer>, ApiError> {
     let entry = service::entry(&api.state, api.user.id, id).await?;
-    Ok(Json(SiteAnswer { site: service::entry_view(&entry) }))
+    Ok(Json(SiteAnswer { site: service::view_of(&api.state, &entry).await? }))
 }
 
 /// Take a site out of the vault
@@ -73,11 +74,31 @@ async fn refresh(api: Api, Path(id): Path<i64>) -> Result<Json<RefreshAnswer>, A
     service::refresh(&api.state, api.user.id, id).await.map(Json)
 }
 
-/// Approve the site's current manifest
-#[utoipa::path(post, path = "/api/vault/{id}/approve", responses((status = 200, description = "The site, nothing pending", body = SiteAnswer)))]
-async fn approve(api: Api, Path(id): Path<i64>) -> Result<Json<SiteAnswer>, ApiError> {
-    let entry = service::approve(&api.state, api.user.id, id).await?;
-    Ok(Json(SiteAnswer { site: service::entry_view(&entry) }))
+/// Approve a version of the site's manifest: the current one, named as `pending.version` gives it
+#[utoipa::path(post, path = "/api/vault/{id}/approve", request_body = Decision, responses(
+    (status = 200, description = "The site, acting with the approved version", body = SiteAnswer),
+    (status = 409, description = "The version named is no longer the site's current one: what changed since", body = ErrorBody),
+))]
+async fn approve(
+    api: Api,
+    Path(id): Path<i64>,
+    JsonBody(form): JsonBody<Decision>,
+) -> Result<Json<SiteAnswer>, ApiError> {
+    decide(api, id, form, Verdict::Approve).await
+}
+
+/// Keep the approved version: the changes up to the named (current) version are not offered again until the site changes again
+#[utoipa::path(post, path = "/api/vault/{id}/keep", request_body = Decision, responses(
+    (status = 200, description = "The site, still acting with the approved version", body = SiteAnswer),
+    (status = 409, description = "The version named is no longer the site's current one: what changed since", body = ErrorBody),
+))]
+async fn keep(api: Api, Path(id): Path<i64>, JsonBody(form): JsonBody<Decision>) -> Result<Json<SiteAnswer>, ApiError> {
+    decide(api, id, form, Verdict::Keep).await
+}
+
+async fn decide(api: Api, id: i64, form: Decision, verdict: Verdict) -> Result<Json<SiteAnswer>, ApiError> {
+    let entry = service::decide(&api.state, api.user.id, id, form.version, verdict).await?;
+    Ok(Json(SiteAnswer { site: service::view_of(&api.state, &entry).await? }))
 }
 
 /// Every version of the manifest with what changed

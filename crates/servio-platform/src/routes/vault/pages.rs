@@ -14,7 +14,6 @@ use super::service::{self, SiteSummary, SiteView};
 use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
-use crate::routes::accounts::pages::NoFields;
 use crate::routes::dashboard::pages::{Today, last_error, status_line};
 use crate::routes::pages::{Layout, render, table, timestamp};
 
@@ -124,6 +123,20 @@ struct VersionRow {
     id: i64,
     fetched: String,
     changes: String,
+    marks: &'static str,
+}
+
+/// The changes waiting for approval, as the site page shows them.
+struct ApprovalCard {
+    /// The version the buttons name.
+    version: i64,
+    /// Whether the user kept the approved version against it.
+    kept: bool,
+    tools: Vec<service::ToolChangeView>,
+    endpoints: Vec<String>,
+    brief_changed: bool,
+    /// Name, version number, description.
+    other: Vec<String>,
 }
 
 /// The site's collection: its status in words, its last error, how many jobs are still to do
@@ -144,10 +157,11 @@ struct SitePage {
     site: SiteView,
     collection: Collection,
     name: String,
-    pending: Vec<String>,
+    approval: Option<ApprovalCard>,
     errors: Vec<String>,
     warnings: Vec<String>,
     brief_status: String,
+    brief_errors: Vec<String>,
     metrics: Vec<MetricRow>,
     versions: Vec<VersionRow>,
 }
@@ -172,26 +186,53 @@ impl SitePage {
             granularity: m.granularity.as_str(),
             unit: m.unit.clone().unwrap_or_default(),
         });
-        let pending = match site.pending.take() {
-            Some(pending) if pending.needs_approval => pending.changes,
-            _ => Vec::new(),
+        let approval = match site.pending.take() {
+            Some(pending) if pending.needs_approval => pending.version.map(|version| ApprovalCard {
+                version,
+                kept: pending.kept,
+                other: other_changes(&pending),
+                tools: pending.tools,
+                endpoints: pending.endpoints,
+                brief_changed: pending.brief_changed,
+            }),
+            _ => None,
         };
         SitePage {
             layout: Layout::of(Some(user)),
             name: site.name.clone().unwrap_or_default(),
-            pending,
+            approval,
             errors: diagnostics(&report.errors),
             warnings: diagnostics(&report.warnings),
             brief_status: format!("Brief: {}", report.brief_status.as_str()),
+            brief_errors: service::BriefError::of(report).iter().map(service::BriefError::line).collect(),
             metrics: metrics.collect(),
             collection,
             versions: versions
                 .into_iter()
-                .map(|v| VersionRow { id: v.id, fetched: timestamp(v.fetched_at), changes: v.changes.join("; ") })
+                .map(|v| VersionRow {
+                    id: v.id,
+                    fetched: timestamp(v.fetched_at),
+                    changes: v.changes.join("; "),
+                    marks: match (v.current, v.approved) {
+                        (true, true) => "current, approved",
+                        (true, false) => "current",
+                        (false, true) => "approved",
+                        (false, false) => "",
+                    },
+                })
                 .collect(),
             site,
         }
     }
+}
+
+/// The pending changes that are neither tools nor endpoints nor the brief (name, version number,
+/// description): the lines of `pending` not said otherwise on the card.
+fn other_changes(pending: &service::PendingView) -> Vec<String> {
+    let said = |line: &&String| {
+        line.starts_with("tool ") || pending.endpoints.contains(line) || line.starts_with("brief changed")
+    };
+    pending.changes.iter().filter(|line| !said(line)).cloned().collect()
 }
 
 /// What the site page says of the action just done (`?done=`): a fixed message, so a link
@@ -203,6 +244,7 @@ enum Done {
     Backfill,
     NothingToBackfill,
     Approved,
+    Kept,
     Refreshed,
     Token,
 }
@@ -213,7 +255,8 @@ impl Done {
             Done::Collected => "Collected what was due: the status below says when, and any error.",
             Done::Backfill => "Backfill queued: the periods are collected in the background.",
             Done::NothingToBackfill => "Nothing to backfill: every period in that range is collected or queued.",
-            Done::Approved => "Changes approved.",
+            Done::Approved => "Changes approved: the new version acts for you from now on.",
+            Done::Kept => "You keep the approved version; these changes are not offered again until the site changes.",
             Done::Refreshed => "Manifest fetched again.",
             Done::Token => "Token saved.",
         }
@@ -236,7 +279,7 @@ async fn site_page(
 ) -> Result<Response, ApiError> {
     let entry = service::entry(&state, user.user.id, id).await?;
     let versions = service::versions(&state, user.user.id, id).await.map(|list| list.versions).unwrap_or_default();
-    let view = service::entry_view(&entry);
+    let view = service::view_of(&state, &entry).await?;
     let today = Today::of(&user.user)?;
     let tried = state.store.attempts(user.user.id, id, ATTEMPTS_READ).await?;
     let brief = view.report.report.brief.as_ref();
@@ -260,8 +303,10 @@ fn back_to_site(id: i64, done: &str) -> Response {
 #[derive(Debug, Clone, Copy, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum SiteAction {
-    /// Approve the manifest's pending changes.
+    /// Approve the manifest's pending changes (the version the form names).
     Approve,
+    /// Keep the approved version against the one the form names.
+    Keep,
     /// Fetch the manifest again now.
     Refresh,
     /// Collect the due periods now.
@@ -270,16 +315,35 @@ enum SiteAction {
     Remove,
 }
 
+/// A site action's form: approving and keeping name the version the page showed.
+#[derive(Deserialize)]
+struct ActionForm {
+    #[serde(default)]
+    version: Option<String>,
+}
+
+impl ActionForm {
+    fn version(&self) -> Result<i64, ApiError> {
+        self.version.as_deref().and_then(|v| v.trim().parse().ok()).ok_or_else(|| {
+            ApiError::BadRequest("the form names no version to approve: reload the site's page and try again".into())
+        })
+    }
+}
+
 async fn act(
     State(state): State<AppState>,
     Path((id, action)): Path<(i64, SiteAction)>,
-    posted: PageForm<NoFields>,
+    posted: PageForm<ActionForm>,
 ) -> Result<Response, ApiError> {
     let user = &posted.user.user;
     match action {
         SiteAction::Approve => {
-            service::approve(&state, user.id, id).await?;
+            service::decide(&state, user.id, id, posted.form.version()?, service::Verdict::Approve).await?;
             Ok(back_to_site(id, "approved"))
+        }
+        SiteAction::Keep => {
+            service::decide(&state, user.id, id, posted.form.version()?, service::Verdict::Keep).await?;
+            Ok(back_to_site(id, "kept"))
         }
         SiteAction::Refresh => {
             service::refresh(&state, user.id, id).await?;

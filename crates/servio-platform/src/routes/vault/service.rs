@@ -7,12 +7,13 @@
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 use servio_client::{DiscoveryError, discover};
+use servio_manifest::diff::{TextPart, ToolChange, words};
 use servio_manifest::report_json::to_json;
 use servio_manifest::{Report, Site};
-use servio_store::{FetchedManifest, SiteRecord, VaultEntry};
+use servio_store::{Approval, FetchedManifest, SiteRecord, VaultEntry, Version};
 use utoipa::ToSchema;
 
-use crate::approval::{Pending, acting_manifest, report_of};
+use crate::approval::{Pending, acting_manifest, report_of, still_offered};
 use crate::error::ApiError;
 use crate::{AppState, now};
 use servio_collector::credentials::Credential as SiteCredential;
@@ -46,6 +47,54 @@ pub struct SiteSummary {
     pub tools: usize,
     /// Why the last refresh failed, while the last valid manifest stays in use.
     pub stale_error: Option<String>,
+    /// Whether changes of the site wait for the user's approval (and were not set aside with
+    /// "keep the approved version").
+    pub changes_waiting: bool,
+    /// Whether the brief of the manifest acting for the user is `used`, `ignored` or `absent`.
+    #[schema(value_type = String)]
+    pub brief: &'static str,
+    /// Why the brief is ignored (each error as `servio check` words it); empty otherwise.
+    pub brief_errors: Vec<BriefError>,
+}
+
+/// One reason a brief is ignored, as `servio check` words it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct BriefError {
+    /// The rule's code (`servio explain CODE` documents it).
+    pub code: String,
+    /// Where, as a JSON Pointer into the manifest.
+    pub pointer: String,
+    /// What is wrong.
+    pub message: String,
+    /// How to mend it, where the rule says.
+    pub help: Option<String>,
+}
+
+impl From<&servio_manifest::Diagnostic> for BriefError {
+    fn from(d: &servio_manifest::Diagnostic) -> BriefError {
+        BriefError {
+            code: d.code.as_str().to_owned(),
+            pointer: d.pointer.as_str().to_owned(),
+            message: d.message.clone(),
+            help: d.help.clone(),
+        }
+    }
+}
+
+impl BriefError {
+    /// The brief errors of `report`.
+    pub fn of(report: &Report) -> Vec<BriefError> {
+        report.brief_errors.iter().map(BriefError::from).collect()
+    }
+
+    /// The error in one line, for people: `B012 /brief/metrics/0/valuePath: message (help)`.
+    pub fn line(&self) -> String {
+        let at = if self.pointer.is_empty() { "(the whole manifest)" } else { self.pointer.as_str() };
+        match &self.help {
+            Some(help) => format!("{} at {at}: {} ({help})", self.code, self.message),
+            None => format!("{} at {at}: {}", self.code, self.message),
+        }
+    }
 }
 
 /// The user's vault.
@@ -91,10 +140,117 @@ impl Serialize for ReportView {
 pub struct PendingView {
     /// Whether anything does.
     pub needs_approval: bool,
+    /// The site's current version: the one to name when approving (or keeping the approved
+    /// version against it). Absent when the site has no stored version yet.
+    pub version: Option<i64>,
+    /// Whether the user chose to keep their approved version against this one: nothing is
+    /// offered again until the site changes again.
+    pub kept: bool,
     /// What changed, for people.
     pub changes: Vec<String>,
     /// Tools whose description or schema changed: the approved ones stay in use.
     pub held_back_tools: Vec<String>,
+    /// New tools: offered to nobody until approved.
+    pub new_tools: Vec<String>,
+    /// Changed endpoints and grants (`server.url`, OAuth endpoints and scopes, the auth type),
+    /// as "what: before → after".
+    pub endpoints: Vec<String>,
+    /// Whether the brief changed (the metrics collected, or how).
+    pub brief_changed: bool,
+    /// Each changed tool, with its description's word diff and its schema's changes by pointer.
+    pub tools: Vec<ToolChangeView>,
+}
+
+/// How one tool changed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolChangeView {
+    /// The tool's name in the manifest.
+    pub name: String,
+    /// `added`, `removed`, `description` or `schema`.
+    #[schema(value_type = String)]
+    pub change: &'static str,
+    /// For a changed description: the word diff, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub description_diff: Vec<TextPartView>,
+    /// For a changed schema: each difference by JSON Pointer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub schema_diff: Vec<SchemaChangeView>,
+}
+
+/// One part of a word diff.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TextPartView {
+    /// `same`, `removed` or `added`.
+    #[schema(value_type = String)]
+    pub op: &'static str,
+    /// The words.
+    pub text: String,
+}
+
+/// One difference of a schema.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SchemaChangeView {
+    /// Where, as a JSON Pointer into the schema.
+    pub pointer: String,
+    /// The value before, absent when there was none.
+    #[schema(value_type = Option<Object>)]
+    pub before: Option<Value>,
+    /// The value after, absent when there is none.
+    #[schema(value_type = Option<Object>)]
+    pub after: Option<Value>,
+}
+
+impl ToolChangeView {
+    /// The view of `change`; a new tool shows its whole description and schema (from `latest`)
+    /// as added, since that is what the user is asked to grant.
+    fn of(change: &ToolChange, latest: Option<&servio_manifest::Manifest>) -> ToolChangeView {
+        let mut view = ToolChangeView {
+            name: change.tool().to_owned(),
+            change: "added",
+            description_diff: Vec::new(),
+            schema_diff: Vec::new(),
+        };
+        match change {
+            ToolChange::Added(name) => {
+                if let Some(tool) = latest.and_then(|m| m.tool(name)) {
+                    view.description_diff = vec![TextPartView { op: "added", text: tool.description.clone() }];
+                    let whole = SchemaChangeView {
+                        pointer: String::new(),
+                        before: None,
+                        after: Some(tool.input_schema.clone()),
+                    };
+                    view.schema_diff = vec![whole];
+                }
+            }
+            ToolChange::Removed(_) => view.change = "removed",
+            ToolChange::Description { before, after, .. } => {
+                view.change = "description";
+                view.description_diff = words(before, after).into_iter().map(TextPartView::of).collect();
+            }
+            ToolChange::Schema { changes, .. } => {
+                view.change = "schema";
+                view.schema_diff = changes
+                    .iter()
+                    .map(|c| SchemaChangeView {
+                        pointer: c.pointer.clone(),
+                        before: c.before.clone(),
+                        after: c.after.clone(),
+                    })
+                    .collect();
+            }
+        }
+        view
+    }
+}
+
+impl TextPartView {
+    fn of(part: TextPart) -> TextPartView {
+        match part {
+            TextPart::Same(text) => TextPartView { op: "same", text },
+            TextPart::Removed(text) => TextPartView { op: "removed", text },
+            TextPart::Added(text) => TextPartView { op: "added", text },
+        }
+    }
 }
 
 /// A site with its manifest's details and report; for a vault site, what waits for approval.
@@ -165,8 +321,12 @@ pub struct RefreshAnswer {
 /// One stored version of a manifest.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct VersionView {
-    /// The version's id.
+    /// The version's id: the one to name when approving it, while it is the current one.
     pub id: i64,
+    /// Whether it is the site's current version.
+    pub current: bool,
+    /// Whether it is the version acting for the user (the one they approved).
+    pub approved: bool,
     /// When it was fetched (Unix seconds).
     pub fetched_at: i64,
     /// What changed from the version before, for people.
@@ -218,22 +378,47 @@ fn site_view(record: &SiteRecord, report: Report, source: &str, has_credential: 
     }
 }
 
-/// A vault entry for its owner: the site, its report, and what changed since they approved.
-/// Tools whose description or schema changed are marked `held_back` until approved.
-pub(crate) fn entry_view(entry: &VaultEntry) -> SiteView {
-    let report = report_of(&entry.site.origin, &entry.site.manifest);
+/// A vault entry for its owner, as it acts for them: the approved manifest's report and tools
+/// (a changed tool shown as approved and marked `held_back`, a removed one gone), and what
+/// changed since they approved, against the site's current version `version`.
+pub(crate) fn entry_view(entry: &VaultEntry, version: Option<i64>) -> SiteView {
+    let acting = acting_manifest(entry);
+    let report = report_of(&entry.site.origin, acting);
+    let latest = report_of(&entry.site.origin, &entry.site.manifest).manifest;
     let mut view = site_view(&entry.site, report, &entry.site.manifest_url, entry.credential.is_some());
-    let pending = Pending::between(&entry.site.origin, acting_manifest(entry), &entry.site.manifest);
+    view.tools.retain(|tool| still_offered(latest.as_ref(), &tool.name));
+    let pending = Pending::between(&entry.site.origin, acting, &entry.site.manifest);
     let held: Vec<&str> = pending.diff.held_back_tools();
     for tool in &mut view.tools {
         tool.held_back = Some(held.contains(&tool.name.as_str()));
     }
     view.pending = Some(PendingView {
         needs_approval: pending.needs_approval(),
+        version,
+        kept: version.is_some() && entry.kept_version == version,
         changes: pending.lines(),
         held_back_tools: held.iter().map(|name| (*name).to_owned()).collect(),
+        new_tools: pending.diff.new_tools().iter().map(|name| (*name).to_owned()).collect(),
+        endpoints: pending.diff.endpoints.clone(),
+        brief_changed: pending.brief_changed,
+        tools: pending.diff.tools.iter().map(|change| ToolChangeView::of(change, latest.as_ref())).collect(),
     });
     view
+}
+
+/// [`entry_view`] against the site's current version, read from the store.
+pub(crate) async fn view_of(state: &AppState, entry: &VaultEntry) -> Result<SiteView, ApiError> {
+    let version = state.store.current_version(entry.site.id).await?.map(|v| v.id);
+    Ok(entry_view(entry, version))
+}
+
+/// Whether changes of the site wait for the user: changes that need approval, not set aside
+/// with "keep the approved version" against the site's current version `version`.
+pub(crate) fn changes_waiting(entry: &VaultEntry, version: Option<i64>) -> bool {
+    let acting = acting_manifest(entry);
+    acting != entry.site.manifest
+        && entry.kept_version.is_none_or(|kept| Some(kept) != version)
+        && Pending::between(&entry.site.origin, acting, &entry.site.manifest).needs_approval()
 }
 
 fn discovery_error(error: DiscoveryError) -> ApiError {
@@ -244,19 +429,26 @@ fn discovery_error(error: DiscoveryError) -> ApiError {
     }
 }
 
-/// The user's vault.
+/// The user's vault, each site as it acts for them: its name and tools from the approved
+/// manifest, whether changes wait for approval and whether its brief is ignored, and why.
 pub(crate) async fn list(state: &AppState, user_id: i64) -> Result<SiteList, ApiError> {
-    let sites = state.store.vault(user_id).await?;
-    let sites = sites
+    let entries = state.store.vault_entries(user_id).await?;
+    let versions: std::collections::HashMap<i64, i64> =
+        state.store.current_versions(user_id).await?.into_iter().collect();
+    let sites = entries
         .into_iter()
-        .map(|record| {
-            let report = report_of(&record.origin, &record.manifest);
+        .map(|entry| {
+            let report = report_of(&entry.site.origin, acting_manifest(&entry));
+            let changes_waiting = changes_waiting(&entry, versions.get(&entry.site.id).copied());
             SiteSummary {
-                id: record.id,
+                id: entry.site.id,
                 name: report.manifest.as_ref().map(|m| m.name.clone()),
                 tools: report.manifest.as_ref().map_or(0, |m| m.tools.len()),
-                origin: record.origin,
-                stale_error: record.stale_error,
+                origin: entry.site.origin,
+                stale_error: entry.site.stale_error,
+                changes_waiting,
+                brief: report.brief_status.as_str(),
+                brief_errors: BriefError::of(&report),
             }
         })
         .collect();
@@ -331,23 +523,80 @@ pub(crate) async fn refresh(state: &AppState, user_id: i64, id: i64) -> Result<R
         crate::refresh::Outcome::Changed => RefreshView::Changed,
         crate::refresh::Outcome::Stale(reason) => RefreshView::Stale { reason },
     };
-    Ok(RefreshAnswer { refresh, site: entry_view(&after) })
+    Ok(RefreshAnswer { refresh, site: view_of(state, &after).await? })
 }
 
-/// Approves the current manifest of the user's vault site `id`.
-pub(crate) async fn approve(state: &AppState, user_id: i64, id: i64) -> Result<VaultEntry, ApiError> {
-    let approved = state.store.approve(user_id, id).await?;
-    state.gateway.catalogue_changed(user_id);
-    if !approved {
-        return Err(ApiError::NotFound);
+/// Which version an approval names.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct Decision {
+    /// The id of the version approved (or kept against): the site's current one, as the site's
+    /// `pending.version` and the versions list give it.
+    pub version: i64,
+}
+
+/// What to do with the changes waiting for approval.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Verdict {
+    /// Approve the version: it acts for the user from now on.
+    Approve,
+    /// Keep the approved version, and stop offering this one until the site changes again.
+    Keep,
+}
+
+/// Approves version `version` of the user's vault site `id`, or keeps the approved manifest
+/// against it. Refused with 409 when `version` is no longer the site's current one, saying what
+/// changed since: the user approves what they reviewed, never a newer text.
+pub(crate) async fn decide(
+    state: &AppState,
+    user_id: i64,
+    id: i64,
+    version: i64,
+    verdict: Verdict,
+) -> Result<VaultEntry, ApiError> {
+    let decided = match verdict {
+        Verdict::Approve => state.store.approve(user_id, id, version).await?,
+        Verdict::Keep => state.store.keep_approved(user_id, id, version).await?,
+    };
+    match decided {
+        Approval::Done => {}
+        Approval::NotInVault => return Err(ApiError::NotFound),
+        Approval::NotCurrent { current } => return Err(moved_on(state, user_id, id, version, current).await?),
+    }
+    if let Verdict::Approve = verdict {
+        state.gateway.catalogue_changed(user_id);
     }
     entry(state, user_id, id).await
+}
+
+/// The 409 of an approval naming version `named` when `current` is the site's current one: what
+/// changed from the named version (or, when it is not this site's, from the approved one).
+async fn moved_on(
+    state: &AppState,
+    user_id: i64,
+    id: i64,
+    named: i64,
+    current: Option<Version>,
+) -> Result<ApiError, ApiError> {
+    let entry = entry(state, user_id, id).await?;
+    let Some(current) = current else {
+        return Ok(ApiError::Conflict("the site has no stored version to approve yet: refresh it first".into()));
+    };
+    let versions = state.store.versions(entry.site.id).await?;
+    let from = versions.iter().find(|v| v.id == named).map_or(acting_manifest(&entry), |v| v.manifest.as_str());
+    let changes = Pending::between(&entry.site.origin, from, &current.manifest).lines();
+    let since = if versions.iter().any(|v| v.id == named) { "it" } else { "the version you approved" };
+    Ok(ApiError::Conflict(format!(
+        "version {named} is not the site's current version ({} is): since {since}, {}; review the changes again",
+        current.id,
+        if changes.is_empty() { "nothing that needs approval changed".to_owned() } else { changes.join("; ") }
+    )))
 }
 
 /// The versions of a vault site, newest first, each with what changed.
 pub(crate) async fn versions(state: &AppState, user_id: i64, id: i64) -> Result<VersionList, ApiError> {
     let entry = entry(state, user_id, id).await?;
     let versions = state.store.versions(entry.site.id).await?;
+    let acting = acting_manifest(&entry);
     let parsed: Vec<Option<servio_manifest::Manifest>> =
         versions.iter().map(|v| report_of(&entry.site.origin, &v.manifest).manifest).collect();
     let versions = versions
@@ -359,7 +608,13 @@ pub(crate) async fn versions(state: &AppState, user_id: i64, id: i64) -> Result<
                 (None, _) if i + 1 == versions.len() => vec!["first version".to_owned()],
                 _ => Vec::new(),
             };
-            VersionView { id: version.id, fetched_at: version.fetched_at, changes }
+            VersionView {
+                id: version.id,
+                current: i == 0,
+                approved: version.manifest == acting,
+                fetched_at: version.fetched_at,
+                changes,
+            }
         })
         .collect();
     Ok(VersionList { versions })
