@@ -319,6 +319,11 @@ impl TokenCache {
     pub fn forget_user(&self, user_id: i64) {
         self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).retain(|_, (_, user)| user.id != user_id);
     }
+
+    /// Drops every kept token (when notices from other processes may have been missed).
+    pub fn forget_all(&self) {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clear();
+    }
 }
 
 #[cfg(test)]

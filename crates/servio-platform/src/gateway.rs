@@ -37,7 +37,7 @@ const LOG_BATCH: usize = 256;
 pub struct Gateway {
     contexts: Mutex<HashMap<i64, (Instant, Arc<UserContext>)>>,
     log: OnceLock<mpsc::UnboundedSender<LogEntry>>,
-    changes: broadcast::Sender<i64>,
+    changes: broadcast::Sender<Change>,
     /// Where changes are announced to the other processes sharing the database.
     announcer: OnceLock<Arc<dyn Store>>,
     /// This gateway's name in its notices, so that it knows its own when it hears them.
@@ -71,6 +71,8 @@ pub enum Change {
     Context(i64),
     /// The user has new values (the dashboard).
     Values(i64),
+    /// Some of the user's API tokens were revoked: MCP streams opened with one of them end.
+    Access(i64),
 }
 
 /// The longest notice sent: PostgreSQL takes up to 8,000 bytes.
@@ -79,7 +81,8 @@ const NOTICE_LIMIT: usize = 7000;
 impl Change {
     /// Whose change it is.
     pub fn user_id(self) -> i64 {
-        let (Change::Catalogue(user_id) | Change::Context(user_id) | Change::Values(user_id)) = self;
+        let (Change::Catalogue(user_id) | Change::Context(user_id) | Change::Values(user_id) | Change::Access(user_id)) =
+            self;
         user_id
     }
 
@@ -88,6 +91,7 @@ impl Change {
             Change::Catalogue(_) => "catalogue",
             Change::Context(_) => "context",
             Change::Values(_) => "values",
+            Change::Access(_) => "access",
         }
     }
 
@@ -111,6 +115,7 @@ impl Change {
             "catalogue" => Change::Catalogue,
             "context" => Change::Context,
             "values" => Change::Values,
+            "access" => Change::Access,
             _ => return Vec::new(),
         };
         users.split(',').filter_map(|id| id.parse().ok()).map(change).collect()
@@ -163,6 +168,13 @@ impl Gateway {
     pub fn catalogue_changed(&self, user_id: i64) {
         self.apply(Change::Catalogue(user_id));
         self.announce(Change::Catalogue(user_id));
+    }
+
+    /// Tells the MCP streams of `user_id`, here and in the other processes, that some of the
+    /// user's API tokens were revoked: a stream opened with one of them ends.
+    pub fn access_revoked(&self, user_id: i64) {
+        self.apply(Change::Access(user_id));
+        self.announce(Change::Access(user_id));
     }
 
     /// [`Gateway::catalogue_changed`] for many users at once, in as few notices as fit.
@@ -220,9 +232,9 @@ impl Gateway {
         if !matches!(change, Change::Values(_)) {
             self.contexts.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(&change.user_id());
         }
-        if let Change::Catalogue(user_id) = change {
+        if let Change::Catalogue(_) | Change::Access(_) = change {
             // No receiver just means no MCP client is connected here.
-            let _ = self.changes.send(user_id);
+            let _ = self.changes.send(change);
         }
         self.tell_hooks(Some(change));
     }
@@ -258,8 +270,8 @@ impl Gateway {
         contexts.insert(user_id, (Instant::now(), context));
     }
 
-    /// Notices of changed catalogues, by user id.
-    pub fn subscribe(&self) -> broadcast::Receiver<i64> {
+    /// Notices of changed catalogues and revoked access, for MCP streams.
+    pub fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.changes.subscribe()
     }
 

@@ -114,13 +114,21 @@ impl AppState {
         gateway.on_change(move |change| stale.forget(change));
         let told = gateway.clone();
         collector.on_stored(move |users| told.values_changed(users));
+        // API tokens revoked here or in another process are not reused from what is kept.
+        let tokens = Arc::<auth::TokenCache>::default();
+        let revoked = tokens.clone();
+        gateway.on_change(move |change| match change {
+            Some(gateway::Change::Access(user_id)) => revoked.forget_user(user_id),
+            None => revoked.forget_all(),
+            Some(_) => {}
+        });
         AppState {
             store: collector.store().clone(),
             client: collector.client().clone(),
             oauth,
             collector,
             gateway,
-            tokens: Arc::default(),
+            tokens,
             throttle: Arc::default(),
             stopping: Stopping::default(),
             retention: upkeep::Retention::default(),

@@ -22,6 +22,8 @@ use rmcp::model::{
     Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::transport::common::server_side_http::SessionId;
+use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -47,8 +49,11 @@ pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
     let sessions = Arc::new(LocalSessionManager::default());
     let own_origins = transport::own_origins(&state.oauth.public_url);
     let factory_state = state.clone();
+    let factory_sessions = sessions.clone();
     let mcp = StreamableHttpService::new(
-        move || Ok(McpGateway { state: factory_state.clone(), owner: Arc::default() }),
+        move || {
+            Ok(McpGateway { state: factory_state.clone(), owner: Arc::default(), sessions: factory_sessions.clone() })
+        },
         sessions.clone(),
         config,
     );
@@ -64,14 +69,15 @@ pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
         .layer(from_fn_with_state(own_origins, transport::refuse_foreign_origin))
 }
 
+/// The bearer token of a request's headers.
+fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    Some(value.strip_prefix("Bearer ")?.trim())
+}
+
 /// Resolves the bearer API token to its user, or answers 401 before the SDK runs.
 async fn require_user(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    let token = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim);
+    let token = bearer(request.headers());
     let user = match token {
         Some(token) => state.tokens.user(&state, &crate::accounts::token_hash(token)).await,
         None => Ok(None),
@@ -100,6 +106,8 @@ struct McpGateway {
     state: AppState,
     /// The user who opened the session.
     owner: Arc<OnceLock<i64>>,
+    /// The sessions of this process, so that a session whose token was revoked can be ended.
+    sessions: Arc<LocalSessionManager>,
 }
 
 impl McpGateway {
@@ -171,24 +179,61 @@ impl ServerHandler for McpGateway {
         Err(unreadable(&request))
     }
 
+    /// Tells the client of every change of its user's catalogue, as long as the API token the
+    /// session was opened with still works: once it is revoked (here or in another process)
+    /// the session ends and its streams with it.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let Ok(user) = self.user(&context.extensions) else { return };
+        let Some(parts) = context.extensions.get::<Parts>() else { return };
+        let Some(token) = bearer(&parts.headers).map(crate::accounts::token_hash) else { return };
+        let session: Option<SessionId> =
+            parts.headers.get("mcp-session-id").and_then(|id| id.to_str().ok()).map(SessionId::from);
         let mut changes = self.state.gateway.subscribe();
-        let peer = context.peer;
+        let (peer, state, sessions) = (context.peer, self.state.clone(), self.sessions.clone());
         tokio::spawn(async move {
             loop {
-                match changes.recv().await {
-                    Ok(changed) if changed != user.id => continue,
-                    // A lagging receiver may have missed this user's notice: send one anyway.
-                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        if peer.notify_tool_list_changed().await.is_err() {
-                            return; // The session is gone.
-                        }
-                    }
+                let change = match changes.recv().await {
+                    Ok(change) if change.user_id() != user.id => continue,
+                    Ok(change) => Some(change),
+                    // A lagging receiver may have missed this user's notice: act as if told.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                };
+                if !token_works(&state, &token, user.id).await {
+                    end_session(&state, &sessions, session.as_ref()).await;
+                    return;
+                }
+                if matches!(change, Some(gateway::Change::Access(_))) {
+                    continue;
+                }
+                if peer.notify_tool_list_changed().await.is_err() {
+                    return; // The session is gone.
                 }
             }
         });
+    }
+}
+
+/// Whether the API token with hash `token` still belongs to `user_id`. A store that cannot
+/// answer keeps the stream (the next notice asks again).
+async fn token_works(state: &AppState, token: &str, user_id: i64) -> bool {
+    match state.tokens.user(state, token).await {
+        Ok(found) => found.is_some_and(|user| user.id == user_id),
+        Err(error) => {
+            tracing::warn!(user_id, %error, "checking an MCP stream's token failed; the stream stays");
+            true
+        }
+    }
+}
+
+/// Ends a session whose token was revoked: here, and in the store so that no process restores it.
+async fn end_session(state: &AppState, sessions: &LocalSessionManager, session: Option<&SessionId>) {
+    let Some(id) = session else { return };
+    if let Err(error) = sessions.close_session(id).await {
+        tracing::warn!(%error, "ending an MCP session whose token was revoked failed");
+    }
+    if let Err(error) = state.store.delete_mcp_session(id).await {
+        tracing::warn!(%error, "forgetting an MCP session whose token was revoked failed");
     }
 }
 

@@ -112,6 +112,17 @@ impl Server {
         (status, body, set_cookie)
     }
 
+    /// The HTML of the page at `path` as `who` sees it (its session cookie); panics unless 200.
+    pub async fn page(&self, who: &Browser, path: &str) -> String {
+        let mut request = self.http.get(format!("{}{path}", self.base));
+        if let Some(cookie) = &who.cookie {
+            request = request.header("cookie", cookie);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        response.text().await.unwrap()
+    }
+
     /// The user signed up as `email` and their only vault entry, from the store.
     pub async fn vault_entry_of(&self, email: &str) -> (servio_store::User, servio_store::VaultEntry) {
         let entries = self.state.store.all_vault_entries().await.unwrap();

@@ -69,8 +69,15 @@ async fn a_user_manages_their_account_from_its_page() {
         let short =
             laptop.post("/account/password", &[("current_password", PASSWORD), ("new_password", "short")]).await;
         assert!(short.status == StatusCode::BAD_REQUEST && short.html.contains("new_password"), "{name}");
-        let changed = laptop.post("/account/password", &[("current_password", PASSWORD), ("new_password", new)]).await;
-        assert_eq!(changed.location.as_deref(), Some("/account?done=password"), "{name}");
+        // An API token made by whoever knew the old password: kept unless the box is ticked.
+        let issued = laptop.post("/ai/tokens", &[("name", "intruder")]).await;
+        let intruder = format!("svt_{}", issued.html.split("<code>svt_").nth(1).unwrap().split('<').next().unwrap());
+        let page = laptop.get("/account").await;
+        assert!(page.html.contains("Also revoke my API tokens (intruder)"), "{name}: says which would stay");
+        let change = [("current_password", PASSWORD), ("new_password", new), ("revoke_api_tokens", "on")];
+        let changed = laptop.post("/account/password", &change).await;
+        assert_eq!(changed.location.as_deref(), Some("/account?done=password_and_tokens"), "{name}");
+        assert_eq!(me(intruder).await, StatusCode::UNAUTHORIZED, "{name}: ticked, revoked with the change");
         assert!(!signed_in(&base, &phone).await, "{name}: the phone is signed out");
         assert!(signed_in(&base, &laptop.cookie).await, "{name}: this browser stays");
         assert!(sign_in(&base, &email, PASSWORD).await.is_none(), "{name}: the old password");
@@ -78,7 +85,7 @@ async fn a_user_manages_their_account_from_its_page() {
 
         // Sign out everywhere: this browser and the others.
         let ended = laptop.post("/account/sign_out_everywhere", &[]).await;
-        assert_eq!(ended.location.as_deref(), Some("/signin"), "{name}");
+        assert_eq!(ended.location.as_deref(), Some("/signin?signed_out=everywhere&tokens_kept=0"), "{name}");
         for cookie in [&laptop.cookie, &phone] {
             assert!(!signed_in(&base, cookie).await, "{name}: signed out everywhere");
         }

@@ -6,6 +6,8 @@
 //! An approval names the version the user reviewed; a new tool waits like a changed one, a
 //! removed tool goes at once, and AI clients hear of every change of their catalogue.
 
+use std::time::Duration;
+
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use servio_demo_site::LocalCa;
@@ -283,4 +285,91 @@ async fn an_approval_of_a_version_that_is_no_longer_current_is_refused() {
     }
     honest.site.set_server_url(None);
     honest.site.edit_manifest(None);
+}
+
+/// Point 7 of issue 24: a refresh that changes users' catalogues without their approval (a
+/// removed tool) tells their AI clients, whoever made the refresh (here the periodic one).
+#[tokio::test]
+async fn a_refresh_tells_ai_clients_their_catalogue_changed() {
+    let (demo, servers) = common::demo_and_servers("demo-token").await;
+    for (name, server) in servers {
+        demo.site.edit_manifest(None);
+        let who = server.sign_up(&format!("told-{name}@example.com")).await;
+        let body = json!({ "url": demo.origin, "token": "demo-token" });
+        let (_, added, _) = server.send(&who, Method::POST, "/api/vault", Some(body)).await;
+        let id = added["site"]["id"].as_i64().unwrap();
+        let token = common::token_of_browser(&server, &who).await;
+        let mut stream = common::listen(&server, &token).await;
+
+        edit_tools(&demo.site, |tools| tools.retain(|t| t["name"] != "forum.createPost"));
+        let site = server.state.store.site(id).await.unwrap().unwrap();
+        let outcome = servio_platform::refresh::refresh_site(&server.state, &site).await.unwrap();
+        assert_eq!(outcome, servio_platform::refresh::Outcome::Changed, "{name}");
+        let heard = common::hear(&mut stream, "notifications/tools/list_changed", Duration::from_secs(10)).await;
+        assert!(heard.text.contains("notifications/tools/list_changed"), "{name}: {heard:?}");
+    }
+    demo.site.edit_manifest(None);
+}
+
+/// Point 8 of issue 24: the dashboard shows the metrics of the manifest the user approved, as
+/// every other path uses, not those of the site's newest one; a change waiting says so there.
+#[tokio::test]
+async fn the_dashboard_shows_the_acting_manifest_and_what_waits() {
+    let (demo, servers) = common::demo_and_servers("demo-token").await;
+    for (name, server) in servers {
+        demo.site.edit_manifest(None);
+        let who = server.sign_up(&format!("acting-{name}@example.com")).await;
+        let body = json!({ "url": demo.origin, "token": "demo-token" });
+        let (_, added, _) = server.send(&who, Method::POST, "/api/vault", Some(body)).await;
+        let id = added["site"]["id"].as_i64().unwrap();
+        demo.site.edit_manifest(Some(std::sync::Arc::new(|m: &mut Value| {
+            m["brief"]["metrics"][1]["key"] = "shop.refunds.daily".into();
+        })));
+        let site = refresh(&server, &who, id).await;
+        assert_eq!(site["pending"]["brief_changed"], true, "{name}: {site}");
+        let (_, dashboard, _) = server.send(&who, Method::GET, "/api/dashboard", None).await;
+        let keys: Vec<&str> =
+            dashboard["metrics"].as_array().unwrap().iter().map(|m| m["key"].as_str().unwrap()).collect();
+        assert_eq!(keys, ["sales.revenue.daily", "sales.orders.daily"], "{name}: the approved brief");
+        assert_eq!(dashboard["attention"][0]["changes_waiting"], true, "{name}: {dashboard}");
+        let page = server.page(&who, "/dashboard").await;
+        assert!(page.contains("changed its manifest") && page.contains(&format!("/vault/{id}#approval")), "{name}");
+    }
+    demo.site.edit_manifest(None);
+}
+
+/// Point 4 of issue 24: a site whose brief is ignored says why where the user looks: the site
+/// page (every error as `servio check` words it), the vault list and the dashboard.
+#[tokio::test]
+async fn an_ignored_brief_says_why_where_the_user_looks() {
+    let (demo, servers) = common::demo_and_servers("demo-token").await;
+    for (name, server) in servers {
+        demo.site.edit_manifest(Some(std::sync::Arc::new(|m: &mut Value| {
+            m["brief"]["metrics"][0]["valuePath"] = "$.data.totals.revenue".into();
+        })));
+        let who = server.sign_up(&format!("ignored-{name}@example.com")).await;
+        let body = json!({ "url": demo.origin, "token": "demo-token" });
+        let (status, added, _) = server.send(&who, Method::POST, "/api/vault", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{name}: {added}");
+        let id = added["site"]["id"].as_i64().unwrap();
+
+        let (_, vault, _) = server.send(&who, Method::GET, "/api/vault", None).await;
+        let listed = &vault["sites"][0];
+        assert_eq!(listed["brief"], "ignored", "{name}: {listed}");
+        let error = &listed["brief_errors"][0];
+        assert_eq!(error["pointer"], "/brief/metrics/0/valuePath", "{name}: {error}");
+        assert!(error["code"].as_str().unwrap().starts_with('B') && error["help"].is_string(), "{name}: {error}");
+        let vault_page = server.page(&who, "/vault").await;
+        assert!(vault_page.contains("brief ignored"), "{name}");
+
+        let site_page = server.page(&who, &format!("/vault/{id}")).await;
+        assert!(site_page.contains("brief is ignored") && site_page.contains("/brief/metrics/0/valuePath"), "{name}");
+        assert!(!site_page.contains("Valid, no warnings"), "{name}: the report says the brief is ignored");
+
+        let (_, dashboard, _) = server.send(&who, Method::GET, "/api/dashboard", None).await;
+        assert_eq!(dashboard["attention"][0]["brief_errors"][0]["pointer"], "/brief/metrics/0/valuePath", "{name}");
+        let page = server.page(&who, "/dashboard").await;
+        assert!(page.contains("none of its metrics are collected"), "{name}");
+    }
+    demo.site.edit_manifest(None);
 }

@@ -121,3 +121,39 @@ async fn a_body_that_is_not_json_rpc_is_a_bad_request() {
         assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE, "{name}: a wrong content type");
     }
 }
+
+/// Point 1 of issue 24: revocation reaches open streams. An MCP stream opened with a token that
+/// is then revoked ends, and hears no more of the user's changes; "sign out everywhere" and a
+/// password change revoke API tokens when asked, and otherwise say which still work.
+#[tokio::test]
+async fn a_revoked_token_ends_its_streams_and_sign_outs_say_which_tokens_stay() {
+    use std::time::Duration;
+    for (name, server) in common::servers(None).await {
+        let who = server.sign_up(&format!("revoked-stream-{name}@example.com")).await;
+        let token = common::token_of_browser(&server, &who).await;
+        let mut stream = common::listen(&server, &token).await;
+        let (_, tokens, _) = server.send(&who, Method::GET, "/api/tokens", None).await;
+        let id = tokens["tokens"][0]["id"].as_i64().unwrap();
+        let (status, _, _) = server.send(&who, Method::DELETE, &format!("/api/tokens/{id}"), None).await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{name}");
+        let user = server.state.store.user_by_email(&format!("revoked-stream-{name}@example.com")).await.unwrap();
+        server.state.gateway.catalogue_changed(user.unwrap().id);
+        let heard = common::hear(&mut stream, "notifications/tools/list_changed", Duration::from_secs(10)).await;
+        assert!(!heard.text.contains("list_changed"), "{name}: a revoked token's stream heard: {heard:?}");
+        assert!(heard.ended, "{name}: the stream ended");
+
+        // Signing out everywhere keeps API tokens unless asked, and says which stay.
+        let kept = common::token_of_browser(&server, &who).await;
+        let (status, ended, _) = server.send(&who, Method::DELETE, "/api/sessions", None).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {ended}");
+        assert_eq!(ended["api_tokens_kept"][0]["name"], "mcp", "{name}: {ended}");
+        let program = common::Browser { bearer: Some(kept.clone()), ..Default::default() };
+        let (status, _, _) = server.send(&program, Method::GET, "/api/tools", None).await;
+        assert_eq!(status, StatusCode::OK, "{name}: kept");
+        let path = "/api/sessions?revoke_api_tokens=true";
+        let (status, ended, _) = server.send(&program, Method::DELETE, path, None).await;
+        assert_eq!((status, &ended["api_tokens_revoked"]), (StatusCode::OK, &json!(1)), "{name}: {ended}");
+        let (status, _, _) = server.send(&program, Method::GET, "/api/tools", None).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{name}: revoked");
+    }
+}

@@ -394,6 +394,8 @@ pub trait Store: Send + Sync {
     async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>, StoreError>;
     /// Deletes one of a user's API tokens; false when there was none.
     async fn delete_api_token(&self, user_id: i64, id: i64) -> Result<bool, StoreError>;
+    /// Deletes every API token of a user; how many there were.
+    async fn delete_api_tokens(&self, user_id: i64) -> Result<u64, StoreError>;
 
     /// Records a site's manifest (creating the site, or replacing its manifest), clearing any
     /// stale mark.

@@ -430,6 +430,12 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
+            async fn delete_api_tokens(&self, user_id: i64) -> Result<u64, StoreError> {
+                let done = sqlx::query("DELETE FROM api_tokens WHERE user_id = $1").bind(user_id).execute(&self.pool).await?;
+                Ok(done.rows_affected())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
             async fn save_site(&self, fetched: &FetchedManifest<'_>, now: i64) -> Result<SiteRecord, StoreError> {
                 let mut tx = self.pool.begin().await?;
                 let record = Self::save_site_on(&mut tx, fetched, now).await?;

@@ -195,3 +195,46 @@ pub async fn open_session(server: &Server, token: &str) -> String {
     assert!(response.status().is_success(), "{}", response.status());
     session
 }
+
+/// Opens an MCP session for `token` with its event stream (`GET`), once the session has
+/// subscribed to changes.
+pub async fn listen(server: &Server, token: &str) -> reqwest::Response {
+    let session = open_session(server, token).await;
+    let stream = mcp(server, Method::GET, token, Some(&session)).send().await.unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    // Let the session hear `notifications/initialized` and subscribe to changes.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    stream
+}
+
+/// What an event stream brought within a time.
+#[derive(Debug)]
+pub struct Heard {
+    /// Everything received.
+    pub text: String,
+    /// Whether the stream ended (the server closed it).
+    pub ended: bool,
+}
+
+/// Reads `stream` until `needle` arrives, the stream ends, or `wait` passes.
+pub async fn hear(stream: &mut reqwest::Response, needle: &str, wait: std::time::Duration) -> Heard {
+    let mut heard = Heard { text: String::new(), ended: false };
+    let _ = tokio::time::timeout(wait, async {
+        loop {
+            match stream.chunk().await {
+                Ok(Some(chunk)) => {
+                    heard.text.push_str(&String::from_utf8_lossy(&chunk));
+                    if heard.text.contains(needle) {
+                        return;
+                    }
+                }
+                Ok(None) | Err(_) => {
+                    heard.ended = true;
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    heard
+}

@@ -78,6 +78,7 @@ enum Done {
     TimeZone,
     Revoked,
     Password,
+    PasswordAndTokens,
 }
 
 impl Done {
@@ -85,7 +86,14 @@ impl Done {
         match self {
             Done::TimeZone => "Time zone saved: periods are now worked out in it.",
             Done::Revoked => "Token revoked: it no longer works.",
-            Done::Password => "Password changed. Every other session is signed out.",
+            Done::Password => {
+                "Password changed. Every other session is signed out; the API tokens listed below still work: \
+                 revoke any that may be in the wrong hands."
+            }
+            Done::PasswordAndTokens => {
+                "Password changed. Every other session is signed out and every API token revoked: AI clients need a \
+                 new token."
+            }
         }
     }
 }
@@ -204,25 +212,29 @@ struct AccountForm {
     current_password: String,
     #[serde(default)]
     new_password: String,
+    /// The checkbox "also revoke my API tokens" (`on` when ticked).
+    #[serde(default)]
+    revoke_api_tokens: Option<String>,
 }
 
 async fn act(State(state): State<AppState>, Path(action): Path<Action>, posted: PageForm<AccountForm>) -> Response {
     let PageForm { user, form } = posted;
-    let AccountForm { time_zone, current_password, new_password } = form;
+    let revoke_api_tokens = form.revoke_api_tokens.is_some();
+    let AccountForm { time_zone, current_password, new_password, .. } = form;
     let (done_to, failed): (Result<Response, ApiError>, fn(String) -> FormError) = match action {
         Action::TimeZone => (
             service::set_time_zone(&state, user.user.id, TimeZone { time_zone }).await.map(|_| done("time_zone")),
             FormError::Zone,
         ),
         Action::Password => {
-            let change = PasswordChange { current_password, new_password };
+            let change = PasswordChange { current_password, new_password, revoke_api_tokens };
             let changed = service::change_password(&state, &user.user, &user.token_hash, &change).await;
-            (changed.map(|()| done("password")), FormError::Password)
+            let what = if revoke_api_tokens { "password_and_tokens" } else { "password" };
+            (changed.map(|_| done(what)), FormError::Password)
         }
         Action::SignOutEverywhere => {
-            (service::sign_out_everywhere(&state, user.user.id).await.map(|_| signed_out("/signin")), |_| {
-                FormError::None
-            })
+            let ended = service::sign_out_everywhere(&state, user.user.id, revoke_api_tokens).await;
+            (ended.map(|ended| signed_out(&signed_out_page(&ended))), |_| FormError::None)
         }
         Action::Delete => {
             let deleted = service::delete_account(&state, &user.user, &CurrentPassword { current_password }).await;
@@ -235,6 +247,12 @@ async fn act(State(state): State<AppState>, Path(action): Path<Action>, posted: 
         Err(ApiError::BadRequest(message)) => account_view(&state, &user, None, failed(message)).await,
         Err(error) => error.into_response(),
     }
+}
+
+/// The sign-in page after "sign out everywhere", saying how many API tokens still work (their
+/// names are not for a page without a session).
+fn signed_out_page(ended: &service::AccessEnded) -> String {
+    format!("/signin?signed_out=everywhere&tokens_kept={}", ended.api_tokens_kept.len())
 }
 
 /// A redirect to `to` that ends the session in the browser too.

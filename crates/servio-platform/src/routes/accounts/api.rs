@@ -2,7 +2,7 @@
 //! caller's profile and time zone, and personal API tokens (shown once, stored hashed).
 
 use axum::Json;
-use axum::extract::Path;
+use axum::extract::{Path, Query};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use servio_store::User;
@@ -10,8 +10,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::service::{
-    self, Attempt, CurrentPassword, IssuedToken, NewToken, PasswordChange, SessionItem, SessionView, SignIn, SignUp,
-    TimeZone, TokenList, expired_cookie,
+    self, AccessEnded, Attempt, CurrentPassword, IssuedToken, NewToken, PasswordChange, RevokeTokens, SessionItem,
+    SessionView, SignIn, SignUp, TimeZone, TokenList, expired_cookie,
 };
 use crate::AppState;
 use crate::auth::{Api, Caller, Via};
@@ -136,15 +136,14 @@ fn session_hash(via: &Via) -> &str {
     }
 }
 
-/// Change the password; the current one is required, and every other session ends
+/// Change the password; the current one is required, every other session ends, and API tokens are revoked when asked (`revoke_api_tokens`)
 #[utoipa::path(put, path = "/api/me/password", request_body = PasswordChange, responses(
-    (status = 204, description = "Changed; other sessions ended"),
+    (status = 200, description = "Changed; other sessions ended; which API tokens still work", body = AccessEnded),
     (status = 400, description = "The current password is wrong, or the new one too short", body = ErrorBody),
     (status = 429, description = "Too many wrong passwords for this account", body = ErrorBody),
 ))]
-async fn change_password(api: Api, JsonBody(form): JsonBody<PasswordChange>) -> Result<StatusCode, ApiError> {
-    service::change_password(&api.state, &api.user, session_hash(&api.via), &form).await?;
-    Ok(StatusCode::NO_CONTENT)
+async fn change_password(api: Api, JsonBody(form): JsonBody<PasswordChange>) -> Result<Json<AccessEnded>, ApiError> {
+    service::change_password(&api.state, &api.user, session_hash(&api.via), &form).await.map(Json)
 }
 
 /// Delete the account and everything of it (vault, credentials, values, tokens, sessions)
@@ -165,11 +164,13 @@ async fn list_sessions(api: Api) -> Result<Json<Vec<SessionItem>>, ApiError> {
     service::sessions(&api.state, api.user.id, session_hash(&api.via)).await.map(Json)
 }
 
-/// Sign out everywhere: every session of the user ends, this one included
-#[utoipa::path(delete, path = "/api/sessions", responses((status = 204, description = "Every session ended")))]
-async fn sign_out_everywhere(api: Api) -> Result<Response, ApiError> {
-    service::sign_out_everywhere(&api.state, api.user.id).await?;
-    let mut response = StatusCode::NO_CONTENT.into_response();
+/// Sign out everywhere: every session of the user ends, this one included; with `revoke_api_tokens=true` every API token too
+#[utoipa::path(delete, path = "/api/sessions", params(RevokeTokens), responses(
+    (status = 200, description = "Every session ended; which API tokens still work", body = AccessEnded),
+))]
+async fn sign_out_everywhere(api: Api, Query(revoke): Query<RevokeTokens>) -> Result<Response, ApiError> {
+    let ended = service::sign_out_everywhere(&api.state, api.user.id, revoke.revoke_api_tokens).await?;
+    let mut response = Json(ended).into_response();
     response.headers_mut().insert(header::SET_COOKIE, expired_cookie());
     Ok(response)
 }

@@ -49,10 +49,19 @@ impl SignInPage {
 #[derive(serde::Deserialize)]
 struct SignInQuery {
     deleted: Option<u8>,
+    signed_out: Option<String>,
+    tokens_kept: Option<u64>,
 }
 
 async fn sign_in_page(axum::extract::Query(query): axum::extract::Query<SignInQuery>) -> Response {
-    let notice = query.deleted.map(|_| "Your account and everything in it are deleted.");
+    let signed_out = query.signed_out.map(|_| match query.tokens_kept {
+        Some(1..) => {
+            "Signed out everywhere. Your API tokens still work, so AI clients using them keep their access: \
+             sign in and revoke them on the account page if they may be in the wrong hands."
+        }
+        _ => "Signed out everywhere.",
+    });
+    let notice = query.deleted.map(|_| "Your account and everything in it are deleted.").or(signed_out);
     render(&SignInPage::new(None, notice))
 }
 

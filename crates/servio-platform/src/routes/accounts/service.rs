@@ -278,11 +278,48 @@ pub(crate) async fn tokens(state: &AppState, user_id: i64) -> Result<TokenList, 
     Ok(TokenList { tokens })
 }
 
-/// Deletes one of the user's API tokens; "not found" when it is not theirs.
+/// Deletes one of the user's API tokens; "not found" when it is not theirs. MCP streams opened
+/// with it end, in every process.
 pub(crate) async fn delete_token(state: &AppState, user_id: i64, id: i64) -> Result<(), ApiError> {
     let deleted = state.store.delete_api_token(user_id, id).await?;
     state.tokens.forget_user(user_id);
+    state.gateway.access_revoked(user_id);
     if deleted { Ok(()) } else { Err(ApiError::NotFound) }
+}
+
+/// What signing out everywhere or changing the password did to the user's access.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AccessEnded {
+    /// Browser sessions ended.
+    pub sessions_ended: u64,
+    /// API tokens revoked (only when asked: `revoke_api_tokens`).
+    pub api_tokens_revoked: u64,
+    /// API tokens that still work: AI clients and scripts holding them keep their access.
+    pub api_tokens_kept: Vec<TokenView>,
+}
+
+/// Whether to revoke the API tokens too (`?revoke_api_tokens=true`).
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+pub struct RevokeTokens {
+    /// Also revoke every API token of the user (AI clients using them lose access).
+    #[serde(default)]
+    pub revoke_api_tokens: bool,
+}
+
+/// Revokes every API token of the user when `revoke` says so; what was revoked and what stays.
+async fn end_api_tokens(
+    state: &AppState,
+    user_id: i64,
+    revoke: bool,
+    sessions_ended: u64,
+) -> Result<AccessEnded, ApiError> {
+    let api_tokens_revoked = if revoke { state.store.delete_api_tokens(user_id).await? } else { 0 };
+    if api_tokens_revoked > 0 {
+        state.tokens.forget_user(user_id);
+        state.gateway.access_revoked(user_id);
+    }
+    let api_tokens_kept = tokens(state, user_id).await?.tokens;
+    Ok(AccessEnded { sessions_ended, api_tokens_revoked, api_tokens_kept })
 }
 
 /// A new password, with the current one.
@@ -292,6 +329,10 @@ pub struct PasswordChange {
     pub current_password: String,
     /// The new password, at least 10 characters.
     pub new_password: String,
+    /// Also revoke every API token (whoever knew the old password may have made one); by
+    /// default they keep working, and the answer lists them.
+    #[serde(default)]
+    pub revoke_api_tokens: bool,
 }
 
 /// The current password, confirming an account deletion.
@@ -326,21 +367,22 @@ async fn confirm_password(state: &AppState, user: &User, password: &str) -> Resu
 }
 
 /// Changes the user's password (the current one required) and ends every other session of
-/// theirs: whoever knew the old password is signed out. `keep` is the hash of the session
-/// asking, if a session asks.
+/// theirs: whoever knew the old password is signed out. API tokens are revoked too when the
+/// form asks; the answer says which still work. `keep` is the hash of the session asking, if a
+/// session asks.
 pub(crate) async fn change_password(
     state: &AppState,
     user: &User,
     keep: &str,
     form: &PasswordChange,
-) -> Result<(), ApiError> {
+) -> Result<AccessEnded, ApiError> {
     confirm_password(state, user, &form.current_password).await?;
     check_password(&form.new_password).map_err(|e| bad("new_password", e))?;
     let password = form.new_password.clone();
     let hash = state.throttle.hashing.run(move || hash_password(&password)).await?.map_err(ApiError::internal)?;
     state.store.set_password_hash(user.id, &hash).await?;
-    state.store.delete_sessions(user.id, keep).await?;
-    Ok(())
+    let ended = state.store.delete_sessions(user.id, keep).await?;
+    end_api_tokens(state, user.id, form.revoke_api_tokens, ended).await
 }
 
 /// The user's live sessions, newest first, the asking one (hashed as `current`) marked.
@@ -357,9 +399,11 @@ pub(crate) async fn sessions(state: &AppState, user_id: i64, current: &str) -> R
         .collect())
 }
 
-/// Ends every session of the user, the asking one included: "sign out everywhere".
-pub(crate) async fn sign_out_everywhere(state: &AppState, user_id: i64) -> Result<u64, ApiError> {
-    Ok(state.store.delete_sessions(user_id, "").await?)
+/// Ends every session of the user, the asking one included: "sign out everywhere"; with
+/// `revoke`, every API token too. Says which API tokens still work.
+pub(crate) async fn sign_out_everywhere(state: &AppState, user_id: i64, revoke: bool) -> Result<AccessEnded, ApiError> {
+    let ended = state.store.delete_sessions(user_id, "").await?;
+    end_api_tokens(state, user_id, revoke, ended).await
 }
 
 /// Deletes the account (the current password required) and everything of the user's: sessions,
@@ -370,6 +414,7 @@ pub(crate) async fn delete_account(state: &AppState, user: &User, form: &Current
         return Err(ApiError::NotFound);
     }
     state.tokens.forget_user(user.id);
+    state.gateway.access_revoked(user.id);
     state.gateway.catalogue_changed(user.id);
     Ok(())
 }
