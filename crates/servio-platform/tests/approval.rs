@@ -170,6 +170,9 @@ async fn a_new_tool_waits_for_approval() {
         let site = refresh(&server, &who, id).await;
         let listed = tool_names(&server, &who, &demo.origin).await;
         assert!(!listed.contains(&"forum.getThread".to_owned()), "{name}: a removed tool goes at once: {listed:?}");
+        let (_, vault, _) = server.send(&who, Method::GET, "/api/vault", None).await;
+        let summary = &vault["sites"][0];
+        assert_eq!((&summary["tools"], &summary["changes_waiting"]), (&json!(listed.len()), &json!(true)), "{name}");
         assert_eq!(site["pending"]["needs_approval"], true, "{name}: {site}");
         assert_eq!(site["pending"]["new_tools"], json!(["shop.createDiscountCode"]), "{name}");
         let change = &site["pending"]["tools"][0];

@@ -43,7 +43,7 @@ pub struct SiteSummary {
     pub origin: String,
     /// The manifest's name.
     pub name: Option<String>,
-    /// How many tools the manifest declares.
+    /// How many tools AI clients are offered (the approved manifest's, less any the site removed).
     pub tools: usize,
     /// Why the last refresh failed, while the last valid manifest stays in use.
     pub stale_error: Option<String>,
@@ -193,9 +193,11 @@ pub struct SchemaChangeView {
     /// Where, as a JSON Pointer into the schema.
     pub pointer: String,
     /// The value before, absent when there was none.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub before: Option<Value>,
     /// The value after, absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub after: Option<Value>,
 }
@@ -440,10 +442,14 @@ pub(crate) async fn list(state: &AppState, user_id: i64) -> Result<SiteList, Api
         .map(|entry| {
             let report = report_of(&entry.site.origin, acting_manifest(&entry));
             let changes_waiting = changes_waiting(&entry, versions.get(&entry.site.id).copied());
+            let latest = state.collector.manifests().get(entry.site.id, &entry.site.manifest);
+            let latest = latest.as_deref().map(|checked| &checked.manifest);
+            let offered =
+                |m: &servio_manifest::Manifest| m.tools.iter().filter(|tool| still_offered(latest, &tool.name)).count();
             SiteSummary {
                 id: entry.site.id,
                 name: report.manifest.as_ref().map(|m| m.name.clone()),
-                tools: report.manifest.as_ref().map_or(0, |m| m.tools.len()),
+                tools: report.manifest.as_ref().map_or(0, offered),
                 origin: entry.site.origin,
                 stale_error: entry.site.stale_error,
                 changes_waiting,
