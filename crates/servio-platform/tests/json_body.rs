@@ -19,6 +19,8 @@ const BODY_ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/vault"),
     ("PUT", "/api/vault/{id}/credential"),
     ("POST", "/api/vault/{id}/backfill"),
+    ("POST", "/api/vault/{id}/approve"),
+    ("POST", "/api/vault/{id}/keep"),
     ("PUT", "/api/me/password"),
     ("DELETE", "/api/me"),
     ("POST", "/api/directory/claims"),

@@ -118,3 +118,22 @@ async fn values_stored_through_one_process_drop_the_dashboard_another_keeps() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Issue 24: revoking an API token through one process ends the MCP stream another process
+/// holds for it, and that stream hears none of the user's later changes.
+#[tokio::test]
+async fn a_token_revoked_through_one_process_ends_the_stream_another_holds() {
+    let Some(url) = shared_database() else { return };
+    let [holder, changer] = two_processes(&url).await;
+    let who = holder.sign_up("dee-processes@example.com").await;
+    let token = common::token_of_browser(&holder, &who).await;
+    let mut stream = common::listen(&holder, &token).await;
+    let (_, tokens, _) = changer.send(&who, Method::GET, "/api/tokens", None).await;
+    let id = tokens["tokens"][0]["id"].as_i64().unwrap();
+    let (status, _, _) = changer.send(&who, Method::DELETE, &format!("/api/tokens/{id}"), None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let user = changer.state.store.user_by_email("dee-processes@example.com").await.unwrap().unwrap();
+    changer.state.gateway.catalogue_changed(user.id);
+    let heard = common::hear(&mut stream, "notifications/tools/list_changed", Duration::from_secs(10)).await;
+    assert!(!heard.text.contains("list_changed") && heard.ended, "the stream ended, told nothing: {heard:?}");
+}

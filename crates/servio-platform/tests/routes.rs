@@ -22,6 +22,7 @@ fn body_for(path: &str) -> Option<Value> {
         p if p.ends_with("/backfill") || p.ends_with("/jobs") => json!({ "from": "2026-08-01", "to": "2026-08-02" }),
         "/api/me/password" => json!({ "current_password": "wrong", "new_password": "a long new password" }),
         "/api/me" => json!({ "current_password": "wrong" }),
+        p if p.ends_with("/approve") || p.ends_with("/keep") => json!({ "version": 1 }),
         _ => json!({}),
     })
 }

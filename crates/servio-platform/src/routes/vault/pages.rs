@@ -337,13 +337,15 @@ async fn act(
 ) -> Result<Response, ApiError> {
     let user = &posted.user.user;
     match action {
-        SiteAction::Approve => {
-            service::decide(&state, user.id, id, posted.form.version()?, service::Verdict::Approve).await?;
-            Ok(back_to_site(id, "approved"))
-        }
-        SiteAction::Keep => {
-            service::decide(&state, user.id, id, posted.form.version()?, service::Verdict::Keep).await?;
-            Ok(back_to_site(id, "kept"))
+        SiteAction::Approve | SiteAction::Keep => {
+            // Another user's site is "not found" whatever the form says.
+            service::entry(&state, user.id, id).await?;
+            let (verdict, done) = match action {
+                SiteAction::Approve => (service::Verdict::Approve, "approved"),
+                _ => (service::Verdict::Keep, "kept"),
+            };
+            service::decide(&state, user.id, id, posted.form.version()?, verdict).await?;
+            Ok(back_to_site(id, done))
         }
         SiteAction::Refresh => {
             service::refresh(&state, user.id, id).await?;
