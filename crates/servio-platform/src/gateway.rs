@@ -166,39 +166,45 @@ impl Gateway {
     /// Tells connected MCP clients of `user_id` that their catalogue changed, here and in the
     /// other processes sharing the database.
     pub fn catalogue_changed(&self, user_id: i64) {
-        self.apply(Change::Catalogue(user_id));
-        self.announce(Change::Catalogue(user_id));
+        self.changed(Change::Catalogue(user_id));
     }
 
     /// Tells the MCP streams of `user_id`, here and in the other processes, that some of the
     /// user's API tokens were revoked: a stream opened with one of them ends.
     pub fn access_revoked(&self, user_id: i64) {
-        self.apply(Change::Access(user_id));
-        self.announce(Change::Access(user_id));
-    }
-
-    /// [`Gateway::catalogue_changed`] for many users at once, in as few notices as fit.
-    pub fn catalogues_changed(&self, users: &[i64]) {
-        for user_id in users {
-            self.apply(Change::Catalogue(*user_id));
-        }
-        self.send(batched_notices(&self.id, "catalogue", users));
+        self.changed(Change::Access(user_id));
     }
 
     /// Drops what is kept of `user_id` (after a change of their credentials or log setting),
     /// here and in the other processes sharing the database.
     pub fn forget(&self, user_id: i64) {
-        self.apply(Change::Context(user_id));
-        self.announce(Change::Context(user_id));
+        self.changed(Change::Context(user_id));
+    }
+
+    /// [`Gateway::catalogue_changed`] for many users at once, in as few notices as fit.
+    pub fn catalogues_changed(&self, users: &[i64]) {
+        self.all_changed(Change::Catalogue, users);
     }
 
     /// Tells the dashboards of `users` that they have new values, here and in the other
     /// processes sharing the database.
     pub fn values_changed(&self, users: &[i64]) {
+        self.all_changed(Change::Values, users);
+    }
+
+    /// Applies `change` here and announces it to the other processes.
+    fn changed(&self, change: Change) {
+        self.apply(change);
+        self.announce(change);
+    }
+
+    /// Applies the change `of` each of `users` here, and announces them in as few notices as fit.
+    fn all_changed(&self, of: fn(i64) -> Change, users: &[i64]) {
+        let Some(word) = users.first().map(|first| of(*first).word()) else { return };
         for user_id in users {
-            self.apply(Change::Values(*user_id));
+            self.apply(of(*user_id));
         }
-        self.send(batched_notices(&self.id, "values", users));
+        self.send(batched_notices(&self.id, word, users));
     }
 
     /// Calls `hook` with every change, made here or heard from another process, and with

@@ -107,6 +107,16 @@ async fn call_sales_summary(server: &common::Server, who: &common::Browser, orig
     (status, body)
 }
 
+/// A new user, `email`, with the site at `origin` in their vault (its bearer `token` stored);
+/// their browser and the site's id.
+async fn with_site(server: &common::Server, email: &str, origin: &str, token: &str) -> (common::Browser, i64) {
+    let who = server.sign_up(email).await;
+    let body = json!({ "url": origin, "token": token });
+    let (status, added, _) = server.send(&who, Method::POST, "/api/vault", Some(body)).await;
+    assert_eq!(status, StatusCode::CREATED, "{added}");
+    (who, added["site"]["id"].as_i64().unwrap())
+}
+
 /// The site `id` of `who`'s vault, as the API shows it.
 async fn site_of(server: &common::Server, who: &common::Browser, id: i64) -> Value {
     let (status, shown, _) = server.send(who, Method::GET, &format!("/api/vault/{id}"), None).await;
@@ -158,10 +168,7 @@ async fn a_new_tool_waits_for_approval() {
     let (demo, servers) = common::demo_and_servers("demo-token").await;
     for (name, server) in servers {
         demo.site.edit_manifest(None);
-        let who = server.sign_up(&format!("new-tool-{name}@example.com")).await;
-        let body = json!({ "url": demo.origin, "token": "demo-token" });
-        let (_, added, _) = server.send(&who, Method::POST, "/api/vault", Some(body)).await;
-        let id = added["site"]["id"].as_i64().unwrap();
+        let (who, id) = with_site(&server, &format!("new-tool-{name}@example.com"), &demo.origin, "demo-token").await;
         // A new tool, and a removed one in the same change.
         edit_tools(&demo.site, |tools| {
             tools.push(discount_tool());
@@ -211,10 +218,7 @@ async fn a_tool_removed_then_added_back_waits_for_approval() {
     let (demo, servers) = common::demo_and_servers("demo-token").await;
     for (name, server) in servers {
         demo.site.edit_manifest(None);
-        let who = server.sign_up(&format!("readd-{name}@example.com")).await;
-        let body = json!({ "url": demo.origin, "token": "demo-token" });
-        let (_, added, _) = server.send(&who, Method::POST, "/api/vault", Some(body)).await;
-        let id = added["site"]["id"].as_i64().unwrap();
+        let (who, id) = with_site(&server, &format!("readd-{name}@example.com"), &demo.origin, "demo-token").await;
         let post = "forum.createPost".to_owned();
         assert!(tool_names(&server, &who, &demo.origin).await.contains(&post), "{name}");
 
@@ -250,10 +254,8 @@ async fn an_approval_of_a_version_that_is_no_longer_current_is_refused() {
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         honest.site.edit_manifest(None);
         honest.site.set_server_url(None);
-        let who = server.sign_up(&format!("stale-approval-{name}@example.com")).await;
-        let body = json!({ "url": honest.origin, "token": "honest-token" });
-        let (_, added, _) = server.send(&who, Method::POST, "/api/vault", Some(body)).await;
-        let id = added["site"]["id"].as_i64().unwrap();
+        let (who, id) =
+            with_site(&server, &format!("stale-approval-{name}@example.com"), &honest.origin, "honest-token").await;
         honest.site.edit_manifest(Some(std::sync::Arc::new(|m: &mut Value| {
             m["tools"][0]["description"] = "Search the forum's threads by words, newest first, at most 50.".into();
         })));
@@ -297,10 +299,7 @@ async fn a_refresh_tells_ai_clients_their_catalogue_changed() {
     let (demo, servers) = common::demo_and_servers("demo-token").await;
     for (name, server) in servers {
         demo.site.edit_manifest(None);
-        let who = server.sign_up(&format!("told-{name}@example.com")).await;
-        let body = json!({ "url": demo.origin, "token": "demo-token" });
-        let (_, added, _) = server.send(&who, Method::POST, "/api/vault", Some(body)).await;
-        let id = added["site"]["id"].as_i64().unwrap();
+        let (who, id) = with_site(&server, &format!("told-{name}@example.com"), &demo.origin, "demo-token").await;
         let token = common::token_of_browser(&server, &who).await;
         let mut stream = common::listen(&server, &token).await;
 
@@ -321,10 +320,7 @@ async fn the_dashboard_shows_the_acting_manifest_and_what_waits() {
     let (demo, servers) = common::demo_and_servers("demo-token").await;
     for (name, server) in servers {
         demo.site.edit_manifest(None);
-        let who = server.sign_up(&format!("acting-{name}@example.com")).await;
-        let body = json!({ "url": demo.origin, "token": "demo-token" });
-        let (_, added, _) = server.send(&who, Method::POST, "/api/vault", Some(body)).await;
-        let id = added["site"]["id"].as_i64().unwrap();
+        let (who, id) = with_site(&server, &format!("acting-{name}@example.com"), &demo.origin, "demo-token").await;
         demo.site.edit_manifest(Some(std::sync::Arc::new(|m: &mut Value| {
             m["brief"]["metrics"][1]["key"] = "shop.refunds.daily".into();
         })));
@@ -350,11 +346,7 @@ async fn an_ignored_brief_says_why_where_the_user_looks() {
         demo.site.edit_manifest(Some(std::sync::Arc::new(|m: &mut Value| {
             m["brief"]["metrics"][0]["valuePath"] = "$.data.totals.revenue".into();
         })));
-        let who = server.sign_up(&format!("ignored-{name}@example.com")).await;
-        let body = json!({ "url": demo.origin, "token": "demo-token" });
-        let (status, added, _) = server.send(&who, Method::POST, "/api/vault", Some(body)).await;
-        assert_eq!(status, StatusCode::CREATED, "{name}: {added}");
-        let id = added["site"]["id"].as_i64().unwrap();
+        let (who, id) = with_site(&server, &format!("ignored-{name}@example.com"), &demo.origin, "demo-token").await;
 
         let (_, vault, _) = server.send(&who, Method::GET, "/api/vault", None).await;
         let listed = &vault["sites"][0];
