@@ -253,6 +253,13 @@ impl Summary {
 /// How long after a period is due its collection keeps being retried.
 pub const DEADLINE: jiff::SignedDuration = jiff::SignedDuration::from_hours(24);
 
+/// Until when a transient failure of `period` is retried: [`DEADLINE`] after it is due (its
+/// end and settle delay); `None` for a period that never ends.
+pub fn retry_deadline(period: &Period) -> Option<jiff::Timestamp> {
+    let due = period.end.checked_add(crate::plan::settle_delay(period.granularity)).ok()?;
+    due.checked_add(DEADLINE).ok()
+}
+
 impl Collector {
     /// Calls `tool` with `args`, checked by its compiled validator; a tool the manifest lacks,
     /// or whose schema cannot be used, fails with the reason.
