@@ -378,3 +378,42 @@ pub(crate) fn count_collection(result: &servio_store::CollectionResult<'_>, comm
     };
     metrics::counter!("servio_collections_total", "outcome" => outcome).increment(1);
 }
+
+#[cfg(test)]
+mod tests {
+    use servio_client::CallError;
+    use servio_manifest::ValuePath;
+
+    use super::{CollectionOutcome, judge};
+
+    /// The one classification (§7, §8) the collector and `servio brief test` share: what each
+    /// answer comes to, and whether the platform tries it again.
+    #[test]
+    fn answers_are_judged_once_for_everyone() {
+        let path = ValuePath::parse("total").expect("a path");
+        let failed = |status: u16| -> Result<Vec<u8>, CallError> {
+            let retry_after = (status == 503).then(|| jiff::Timestamp::from_second(1_000).expect("an instant"));
+            Err(CallError::Failed { status, body: "no".into(), retry_after })
+        };
+        let transient = |answer: &Result<Vec<u8>, CallError>| {
+            let reading = judge(answer, &path);
+            match reading.outcome {
+                CollectionOutcome::Failed { transient, .. } => Some((transient, reading.retry_at)),
+                _ => None,
+            }
+        };
+        assert_eq!(transient(&failed(500)), Some((true, None)));
+        assert_eq!(transient(&failed(503)), Some((true, Some(1_000))), "Retry-After is kept");
+        assert_eq!(transient(&failed(429)), Some((true, None)));
+        assert_eq!(transient(&failed(404)), Some((false, None)));
+        assert_eq!(transient(&failed(401)), Some((false, None)));
+        assert_eq!(transient(&Err(CallError::BadSchema("broken".into()))), Some((false, None)));
+        let dropped = judge(&Err(CallError::NotJson("text/html".into())), &path).outcome;
+        assert!(matches!(dropped, CollectionOutcome::Dropped(_)), "{dropped:?}");
+        let dropped = judge(&Ok(br#"{"total": "no sales"}"#.to_vec()), &path);
+        assert!(matches!(dropped.outcome, CollectionOutcome::Dropped(_)));
+        assert_eq!(dropped.raw.as_deref(), Some("\"no sales\""), "the raw value is kept for audit");
+        let stored = judge(&Ok(br#"{"total": "$2,340.00"}"#.to_vec()), &path);
+        assert_eq!(stored.outcome, CollectionOutcome::Stored(2340.0));
+    }
+}
