@@ -84,13 +84,7 @@ struct DueSlot {
 impl DueSlot {
     /// The slot `metric` of `site_id` fills for `user` over `period`, due at `due` and
     /// collected until `deadline`.
-    fn new(
-        user: &User,
-        site_id: i64,
-        metric: &servio_manifest::Metric,
-        period: &Period,
-        (due, deadline): (i64, i64),
-    ) -> DueSlot {
+    fn new(user: &User, site_id: i64, metric: &Metric, period: &Period, (due, deadline): (i64, i64)) -> DueSlot {
         DueSlot {
             user_id: user.id,
             site_id,
@@ -549,7 +543,8 @@ impl Collector {
                 .filter(|p| !jobs.iter().any(|j| j.metric_key == p.metric_key && j.period_key == p.period_key))
                 .count();
             let mut summary = work_jobs(self, jobs, now).await?;
-            summary.waiting = waiting;
+            // Those not claimed, and those claimed whose period has not ended in the zone yet.
+            summary.waiting += waiting;
             Ok(summary)
         }
         .instrument(span)

@@ -249,7 +249,9 @@ pub(crate) async fn complete_jobs(
     .bind(attempts.iter().map(|a| a.and_then(|a| a.retry_at)).collect::<Vec<Option<i64>>>())
     .bind(now)
     .bind(completions.iter().map(|c| c.duration_ms).collect::<Vec<Option<f64>>>())
-    // The period as collected: a job resolves its key in the user's zone when it is done.
+    // The period as collected: a job resolves its key in the user's zone when it is done. (An
+    // hour value from before period keys is not deleted here, as `store_value_on` does: a job
+    // is planned only for a slot it does not settle.)
     .bind(completions.iter().map(|c| c.job.period_start).collect::<Vec<i64>>())
     .bind(completions.iter().map(|c| c.job.period_end).collect::<Vec<i64>>())
     .fetch_all(pool)

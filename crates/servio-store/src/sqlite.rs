@@ -71,7 +71,7 @@ pub(crate) async fn values_of(pool: &SqlitePool, user_id: i64, metrics: &[(i64, 
     // One row per metric, its values aggregated into a JSON array: sqlx hands SQLite rows
     // over one channel message each, which made 3,100 rows cost most of a dashboard
     // request. `quote` renders a REAL with as many digits as it takes to read back the
-    // same double. Two IN lists over the primary key's columns let SQLite seek each
+    // same double. Two IN lists over the columns of `metric_values_since` let SQLite seek each
     // (site, key) combination; combinations nobody asked for are dropped below.
     let mut sites: Vec<i64> = metrics.iter().map(|(site, _)| *site).collect();
     let mut keys: Vec<&str> = metrics.iter().map(|(_, key)| *key).collect();
