@@ -401,5 +401,20 @@ async fn a_job_planned_before_a_zone_change_collects_its_date_in_the_new_zone() 
         assert_eq!(summary_calls(), values.len(), "{name}: {done:?}");
         let (_, progress, _) = server.send(&dee, Method::GET, &format!("/api/vault/{id}/jobs"), None).await;
         assert_eq!(progress["pending"], 2, "{name}: the jobs wait: {progress}");
+
+        // Collect-now claims Pago Pago's own latest date and, when they are due sooner, the two
+        // jobs planned in Kiritimati, which wait: waiting, not failed.
+        let ed = server.sign_up(&format!("ed-{name}@example.com")).await;
+        move_to(ed.clone(), "Pacific/Kiritimati").await;
+        let id = add(ed.clone()).await;
+        move_to(ed.clone(), "Pacific/Pago_Pago").await;
+        let pago_pago = jiff::tz::TimeZone::get("Pacific/Pago_Pago").unwrap();
+        let there = servio_collector::plan::latest_due(Day, &pago_pago, jiff::Timestamp::now()).unwrap().start_date;
+        let (_, now, _) = server.send(&ed, Method::POST, &format!("/api/vault/{id}/collect"), None).await;
+        assert_eq!(now["failed"], 0, "{name}: {now}");
+        if there.tomorrow().unwrap() == planned {
+            // Kiritimati's jobs are due first: claimed, not asked; Pago Pago's not claimed.
+            assert_eq!((now["stored"].as_u64(), now["waiting"].as_u64()), (Some(0), Some(4)), "{name}: {now}");
+        }
     }
 }
