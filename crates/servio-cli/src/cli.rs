@@ -418,10 +418,12 @@ pub enum BriefCommand {
     /// A malformed value path exits 2.
     Extract(ExtractArgs),
     /// Dry-run a site's brief: resolve each metric's period, call the tool, read the value and
-    /// say whether a platform would store it, and what, or drop it, and why.
+    /// say what a platform would do: store it, and what; drop it, and why; record a failure;
+    /// or, for a 5xx or 429, retry it until the period's deadline (24 hours after it is due),
+    /// shown in the zone. Metrics with the same tool and arguments are one request.
     ///
     /// Nothing is stored anywhere. Exit 0 when every metric would be stored, 1 when any would
-    /// be dropped or the brief is absent or ignored, 2 when the site cannot be reached.
+    /// not be (or the brief is absent or ignored), 2 when the site cannot be reached.
     Test(BriefTestArgs),
 }
 

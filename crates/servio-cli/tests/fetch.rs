@@ -125,5 +125,51 @@ async fn brief_test_shows_what_would_be_stored() {
 
     let out = test(&[]).await;
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("dropped: the site answered 401"));
+    // Judged as the platform judges it: a 401 is a permanent failure, logged and not retried.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("failed: the tool answered 401"));
+}
+
+/// Issue 24, point 10: the dry run called a `5xx` "dropped", while the platform retries it as
+/// transient until the period's deadline (§8: 24 hours after it is due). It now says so, with
+/// the deadline in the dry run's zone; an answer that is not JSON stays dropped.
+#[tokio::test]
+async fn brief_test_says_when_the_platform_would_retry() {
+    use servio_demo_site::{DemoAuth, Misbehaviour};
+    let demo = common::start("t0k3n", DemoAuth::Bearer).await;
+    let ca = demo.ca_file.to_str().unwrap();
+    let args = ["--ca-cert", ca, "--date", "2026-08-20", "--timezone", "America/Los_Angeles", "--token", "t0k3n"];
+    let test = || servio(&[&["brief", "test", demo.origin.as_str()][..], &args[..]].concat());
+    let tool = "/api/servio/tools/shop.getSalesSummary";
+
+    demo.site.set_misbehaviour(tool, Some(Misbehaviour::ServerError));
+    let out = test().await;
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Los Angeles' 2026-08-20 ends at midnight, is due an hour later, and is retried for 24 hours.
+    let retried = "verdict: would be retried until 01:00 on 2026-08-22 (America/Los_Angeles): the tool answered 500";
+    assert_eq!(stdout.matches(retried).count(), 2, "{stdout}");
+    assert!(!stdout.contains("dropped"), "{stdout}");
+
+    demo.site.set_misbehaviour(tool, Some(Misbehaviour::Body("no sales".into())));
+    let stdout = String::from_utf8_lossy(&test().await.stdout).into_owned();
+    assert_eq!(stdout.matches("verdict: dropped: valuePath").count(), 2, "{stdout}");
+    demo.site.set_misbehaviour(tool, None);
+}
+
+/// Issue 24, point 6 (§5): the demo's revenue and orders share a tool and its arguments; the
+/// dry run asks the site once for both, as the platform does, and says so.
+#[tokio::test]
+async fn brief_test_asks_once_for_metrics_that_share_a_call() {
+    use servio_demo_site::DemoAuth;
+    let demo = common::start("t0k3n", DemoAuth::Bearer).await;
+    let ca = demo.ca_file.to_str().unwrap();
+    demo.site.record_requests();
+    let out =
+        servio(&["brief", "test", &demo.origin, "--ca-cert", ca, "--date", "2026-08-20", "--token", "t0k3n"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let calls = demo.site.requests().iter().filter(|r| r.path.ends_with("/shop.getSalesSummary")).count();
+    assert_eq!(calls, 1, "one request for both metrics");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("(one request with sales.revenue.daily)"), "{stdout}");
+    assert_eq!(stdout.matches("verdict: stored as").count(), 2, "{stdout}");
 }

@@ -3,12 +3,19 @@
 //! fence ([`crate::jobs`]), a backfill writes it at once ([`Collector::backfill`]), and the
 //! attempt is logged whatever happens. A dropped value is never stored (so never shown as
 //! zero); its reason is in the log.
+//!
+//! Metrics of a brief whose tool and resolved arguments are the same for a period share one
+//! call (interpretation §5): [`shared_calls`] groups them, the site is asked once, and
+//! [`judge`] reads each metric's value from that one answer. [`judge`] is also the one
+//! classification of an answer (stored, dropped, a permanent or a transient failure) that
+//! `servio brief test` shows, so that the dry run judges as the platform does.
 
 use jiff::civil::Date;
+use serde_json::Value;
 use servio_client::{CallError, ToolCall};
-use servio_manifest::Metric;
 use servio_manifest::period::{Period, PlaceholderValues};
 use servio_manifest::value::extract;
+use servio_manifest::{Metric, ValuePath};
 use servio_store::{CollectionResult, SiteRecord, Slot, User, VaultEntry};
 use tracing::Instrument;
 
@@ -63,6 +70,11 @@ impl Reading {
         }
     }
 
+    /// Whether the platform tries this again later (a transient failure, §8).
+    pub fn is_transient(&self) -> bool {
+        matches!(self.outcome, CollectionOutcome::Failed { transient: true, .. })
+    }
+
     fn failed(reason: String, transient: bool) -> Reading {
         Reading {
             outcome: CollectionOutcome::Failed { reason, transient },
@@ -77,8 +89,65 @@ impl Reading {
     }
 }
 
-/// The slot `metric` of `site` fills for `user` over `period`.
-fn slot<'a>(user: &User, site: &SiteRecord, metric: &'a Metric, period: &Period, start_date: &'a str) -> Slot<'a> {
+/// What a site's answer to a call means for a metric whose value is at `value_path`: the one
+/// classification of §7 and §8, for the collector and `servio brief test` alike. A value is
+/// stored, or dropped with its reason (no number there, or an answer that is not JSON); a
+/// failure is transient (no answer: connect, timeout; or `5xx`, `429`, with the site's
+/// `Retry-After`) and retried until the period's deadline, or permanent (any other status, or
+/// a call that could not be made: unknown tool, invalid arguments, an unusable schema).
+pub fn judge(answer: &Result<Vec<u8>, CallError>, value_path: &ValuePath) -> Reading {
+    match answer {
+        Ok(body) => match extract(body, value_path) {
+            Ok(found) => Reading {
+                outcome: CollectionOutcome::Stored(found.value),
+                raw: Some(found.raw),
+                retry_at: None,
+                duration_ms: None,
+            },
+            Err(dropped) => Reading::dropped(format!("valuePath {value_path}: {}", dropped.reason), dropped.raw),
+        },
+        Err(CallError::Failed { status, body, retry_after }) if *status >= 500 || *status == 429 => Reading {
+            retry_at: retry_after.map(|t| t.as_second()),
+            ..Reading::failed(format!("the tool answered {status}: {body}"), true)
+        },
+        Err(CallError::Failed { status, body, .. }) => {
+            Reading::failed(format!("the tool answered {status}: {body}"), false)
+        }
+        Err(CallError::NotJson(detail)) => Reading::dropped(format!("the response is not JSON: {detail}"), None),
+        Err(error @ CallError::Request(_)) => Reading::failed(error.to_string(), true),
+        Err(error) => Reading::failed(error.to_string(), false),
+    }
+}
+
+/// What makes two calls the same: the tool, its resolved arguments, and the period's instants.
+type SameCall<'a> = (&'a str, &'a Value, (i64, i64));
+
+/// The calls that `calls` (each a tool, its resolved arguments and the period) come to: the
+/// indexes of the calls that are the same, grouped in the order they first appear. One call
+/// per group answers them all (§5: the metrics of a brief with the same tool and resolved
+/// arguments for a period share one call).
+pub fn shared_calls<'a>(calls: impl IntoIterator<Item = (&'a str, &'a Value, &'a Period)>) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(SameCall<'_>, Vec<usize>)> = Vec::new();
+    for (index, (tool, args, period)) in calls.into_iter().enumerate() {
+        let call = (tool, args, (period.start.as_second(), period.end.as_second()));
+        // A brief has a few metrics: a scan costs less than hashing arguments.
+        match groups.iter_mut().find(|(seen, _)| *seen == call) {
+            Some((_, members)) => members.push(index),
+            None => groups.push((call, vec![index])),
+        }
+    }
+    groups.into_iter().map(|(_, members)| members).collect()
+}
+
+/// The slot `metric` of `site` fills for `user` over `period`, whose start date and key are
+/// `start_date` and `period_key`.
+fn slot<'a>(
+    user: &User,
+    site: &SiteRecord,
+    metric: &'a Metric,
+    period: &Period,
+    (start_date, period_key): (&'a str, &'a str),
+) -> Slot<'a> {
     Slot {
         user_id: user.id,
         site_id: site.id,
@@ -87,6 +156,7 @@ fn slot<'a>(user: &User, site: &SiteRecord, metric: &'a Metric, period: &Period,
         period_start: period.start.as_second(),
         period_end: period.end.as_second(),
         start_date,
+        period_key,
     }
 }
 
@@ -102,19 +172,40 @@ pub(crate) struct Bearer<'a> {
     pub(crate) token: Option<&'a str>,
 }
 
-/// One collection to make: `metric` of the site `bearer` calls, for `user` over `period`.
+/// One call to make for `user`: `tool` of the site `bearer` calls, with `args` (a period's,
+/// resolved), for every metric that shares it.
 #[derive(Clone, Copy)]
-pub(crate) struct MetricCall<'a> {
+pub(crate) struct ToolAsk<'a> {
     /// Whose.
     pub(crate) user: &'a User,
     /// The manifest acting for them.
     pub(crate) checked: &'a CheckedManifest,
     /// The site and the token it is called with.
     pub(crate) bearer: Bearer<'a>,
-    /// The metric of the brief.
-    pub(crate) metric: &'a Metric,
-    /// The period, in the user's zone.
-    pub(crate) period: &'a Period,
+    /// The tool, unprefixed.
+    pub(crate) tool: &'a str,
+    /// The resolved arguments.
+    pub(crate) args: &'a Value,
+}
+
+/// A site's answer to one call, for each metric that shares the call to read its value from.
+pub(crate) struct Answer {
+    /// The body, or why there is none.
+    pub(crate) body: Result<Vec<u8>, CallError>,
+    /// How long the site took to answer (milliseconds, a renewal's second call included).
+    pub(crate) duration_ms: f64,
+}
+
+impl Answer {
+    /// What the answer means for `metric`.
+    pub(crate) fn reading(&self, metric: &Metric) -> Reading {
+        Reading { duration_ms: Some(self.duration_ms), ..judge(&self.body, &metric.value_path) }
+    }
+}
+
+/// The arguments of `metric` for `period` in the user's zone named `zone_name`.
+pub(crate) fn args_of(metric: &Metric, period: &Period, zone_name: &str) -> Value {
+    metric.args_for(&PlaceholderValues::for_period(period, zone_name))
 }
 
 /// Counts of a collection run.
@@ -162,6 +253,13 @@ impl Summary {
 /// How long after a period is due its collection keeps being retried.
 pub const DEADLINE: jiff::SignedDuration = jiff::SignedDuration::from_hours(24);
 
+/// Until when a transient failure of `period` is retried: [`DEADLINE`] after it is due (its
+/// end and settle delay); `None` for a period that never ends.
+pub fn retry_deadline(period: &Period) -> Option<jiff::Timestamp> {
+    let due = period.end.checked_add(crate::plan::settle_delay(period.granularity)).ok()?;
+    due.checked_add(DEADLINE).ok()
+}
+
 impl Collector {
     /// Calls `tool` with `args`, checked by its compiled validator; a tool the manifest lacks,
     /// or whose schema cannot be used, fails with the reason.
@@ -180,71 +278,48 @@ impl Collector {
         ToolCall { manifest: &checked.manifest, name: tool, args, token }.send(&self.client, validator).await
     }
 
-    /// Calls the tool of `metric` for `period` in the user's zone and reads the value; writes
-    /// nothing. A `401` to an OAuth token renews it once and calls again
-    /// ([`crate::Credentials::send_with_renewal`]).
+    /// Calls a tool with its arguments and the user's credential, once for every metric that
+    /// shares the call; writes nothing. A `401` to an OAuth token renews it once and calls
+    /// again ([`crate::Credentials::send_with_renewal`]).
     #[tracing::instrument(
         level = "debug",
         name = "collection",
         skip_all,
-        fields(user_id = call.user.id, site_id = call.bearer.site.id, metric_key = %call.metric.key)
+        fields(user_id = ask.user.id, site_id = ask.bearer.site.id, tool = %ask.tool)
     )]
-    pub(crate) async fn read_metric(&self, call: MetricCall<'_>) -> Reading {
-        let MetricCall { user, checked, bearer, metric, period } = call;
-        let args = metric.args_for(&PlaceholderValues::for_period(period, &user.time_zone));
-        let send = |token: Option<String>| {
-            let args = &args;
-            async move { self.call_tool(checked, &metric.tool, args, token.as_deref()).await }
-        };
+    pub(crate) async fn ask(&self, ask: ToolAsk<'_>) -> Answer {
+        let ToolAsk { user, checked, bearer, tool, args } = ask;
+        let send = |token: Option<String>| async move { self.call_tool(checked, tool, args, token.as_deref()).await };
         let (site, sealed) = (bearer.site, bearer.sealed);
         let started = std::time::Instant::now();
         let sent =
             self.credentials.send_with_renewal(user.id, site, &checked.manifest, sealed, bearer.token, send).await;
-        let duration_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+        let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         if let Retried::RenewalFailed(error) = &sent.retried {
             // The 401 stays the answer, logged as such.
             tracing::warn!(site = %site.origin, error = %error.chain(), "renewing the OAuth token failed");
         }
-        let reading = match sent.result {
-            Ok(body) => match extract(&body, &metric.value_path) {
-                Ok(found) => Reading {
-                    outcome: CollectionOutcome::Stored(found.value),
-                    raw: Some(found.raw),
-                    retry_at: None,
-                    duration_ms: None,
-                },
-                Err(dropped) => {
-                    Reading::dropped(format!("valuePath {}: {}", metric.value_path, dropped.reason), dropped.raw)
-                }
-            },
-            Err(CallError::Failed { status, body, retry_after }) if status >= 500 || status == 429 => Reading {
-                retry_at: retry_after.map(|t| t.as_second()),
-                ..Reading::failed(format!("the tool answered {status}: {body}"), true)
-            },
-            Err(CallError::Failed { status, body, .. }) => {
-                Reading::failed(format!("the tool answered {status}: {body}"), false)
-            }
-            Err(CallError::NotJson(detail)) => Reading::dropped(format!("the response is not JSON: {detail}"), None),
-            Err(error @ CallError::Request(_)) => Reading::failed(error.to_string(), true),
-            Err(error) => Reading::failed(error.to_string(), false),
-        };
-        Reading { duration_ms, ..reading }
+        Answer { body: sent.result, duration_ms }
     }
 
-    /// Collects `metric` of `site` for `user` over `period`, logging the attempt as made `at`;
-    /// writes directly, without a job (backfills).
-    async fn collect_and_write(&self, call: MetricCall<'_>, at: jiff::Timestamp) -> Result<CollectionOutcome, Error> {
-        let start_date = call.period.start_date.to_string();
-        let slot = slot(call.user, call.bearer.site, call.metric, call.period, &start_date);
-        let at = at.as_second();
-        let result = self.read_metric(call).await;
-        let written = result.to_write(None);
-        self.store.record_result(&slot, &written, at).await?;
+    /// Writes what `reading` of `metric` of `site` for `user` over `period` came to, its
+    /// attempt logged as made `at`, directly, without a job (backfills).
+    async fn write_reading(
+        &self,
+        (user, site): (&User, &SiteRecord),
+        (metric, period): (&Metric, &Period),
+        reading: Reading,
+        at: jiff::Timestamp,
+    ) -> Result<CollectionOutcome, Error> {
+        let (start_date, period_key) = (period.start_date.to_string(), period.key());
+        let slot = slot(user, site, metric, period, (&start_date, &period_key));
+        let written = reading.to_write(None);
+        self.store.record_result(&slot, &written, at.as_second()).await?;
         count_collection(&written, true);
         if written.value().is_some() {
-            self.stored(vec![call.user.id]);
+            self.stored(vec![user.id]);
         }
-        Ok(result.outcome)
+        Ok(reading.outcome)
     }
 
     /// Collects every metric of the brief acting for `user` at their vault `entry`, for every
@@ -260,14 +335,29 @@ impl Collector {
             let sealed = entry.credential.as_deref();
             let token = self.credentials.fresh_bearer(user.id, &entry.site, &checked.manifest, sealed).await;
             let bearer = Bearer { site: &entry.site, sealed, token: token.as_deref() };
-            let mut summary = Summary::default();
+            // Every (metric, period) to collect, with its arguments: metrics that share a call
+            // for a period are answered by one.
+            let mut wanted: Vec<(&Metric, Period, Value)> = Vec::new();
             for metric in &brief.metrics {
                 let periods =
                     crate::plan::periods_between(metric.granularity, first, last, &zone).map_err(Error::Period)?;
-                for period in periods.iter().filter(|p| crate::plan::is_due(p, jiff::Timestamp::now())) {
-                    let now = jiff::Timestamp::now();
-                    let call = MetricCall { user, checked: &checked, bearer, metric, period };
-                    let outcome = self.collect_and_write(call, now).await?;
+                for period in periods.into_iter().filter(|p| crate::plan::is_due(p, jiff::Timestamp::now())) {
+                    let args = args_of(metric, &period, &user.time_zone);
+                    wanted.push((metric, period, args));
+                }
+            }
+            let mut summary = Summary::default();
+            for members in
+                shared_calls(wanted.iter().map(|(metric, period, args)| (metric.tool.as_str(), args, period)))
+            {
+                let (metric, _, args) = &wanted[members[0]];
+                let ask = ToolAsk { user, checked: &checked, bearer, tool: &metric.tool, args };
+                let answer = self.ask(ask).await;
+                let now = jiff::Timestamp::now();
+                for index in members {
+                    let (metric, period, _) = &wanted[index];
+                    let outcome =
+                        self.write_reading((user, &entry.site), (metric, period), answer.reading(metric), now).await?;
                     summary.add(&outcome);
                 }
             }
@@ -287,4 +377,43 @@ pub(crate) fn count_collection(result: &servio_store::CollectionResult<'_>, comm
         None => return,
     };
     metrics::counter!("servio_collections_total", "outcome" => outcome).increment(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use servio_client::CallError;
+    use servio_manifest::ValuePath;
+
+    use super::{CollectionOutcome, judge};
+
+    /// The one classification (§7, §8) the collector and `servio brief test` share: what each
+    /// answer comes to, and whether the platform tries it again.
+    #[test]
+    fn answers_are_judged_once_for_everyone() {
+        let path = ValuePath::parse("total").expect("a path");
+        let failed = |status: u16| -> Result<Vec<u8>, CallError> {
+            let retry_after = (status == 503).then(|| jiff::Timestamp::from_second(1_000).expect("an instant"));
+            Err(CallError::Failed { status, body: "no".into(), retry_after })
+        };
+        let transient = |answer: &Result<Vec<u8>, CallError>| {
+            let reading = judge(answer, &path);
+            match reading.outcome {
+                CollectionOutcome::Failed { transient, .. } => Some((transient, reading.retry_at)),
+                _ => None,
+            }
+        };
+        assert_eq!(transient(&failed(500)), Some((true, None)));
+        assert_eq!(transient(&failed(503)), Some((true, Some(1_000))), "Retry-After is kept");
+        assert_eq!(transient(&failed(429)), Some((true, None)));
+        assert_eq!(transient(&failed(404)), Some((false, None)));
+        assert_eq!(transient(&failed(401)), Some((false, None)));
+        assert_eq!(transient(&Err(CallError::BadSchema("broken".into()))), Some((false, None)));
+        let dropped = judge(&Err(CallError::NotJson("text/html".into())), &path).outcome;
+        assert!(matches!(dropped, CollectionOutcome::Dropped(_)), "{dropped:?}");
+        let dropped = judge(&Ok(br#"{"total": "no sales"}"#.to_vec()), &path);
+        assert!(matches!(dropped.outcome, CollectionOutcome::Dropped(_)));
+        assert_eq!(dropped.raw.as_deref(), Some("\"no sales\""), "the raw value is kept for audit");
+        let stored = judge(&Ok(br#"{"total": "$2,340.00"}"#.to_vec()), &path);
+        assert_eq!(stored.outcome, CollectionOutcome::Stored(2340.0));
+    }
 }

@@ -11,15 +11,16 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use servio_manifest::Brief;
+use serde_json::Value;
 use servio_manifest::period::{Granularity, Period};
+use servio_manifest::{Brief, Metric};
 use servio_store::{CollectionResult, Completion, Job, JobClaim, NewJob, StoreError, User, VaultEntry};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::approval::acting_manifest;
-use crate::collect::{Bearer, CollectionOutcome, DEADLINE, MetricCall, Reading, Summary};
+use crate::collect::{Bearer, DEADLINE, Reading, Summary, ToolAsk, args_of, shared_calls};
 use crate::manifests::CheckedManifest;
 use crate::plan::{Planner, next_retry, periods_between, settle_delay};
 use crate::{Collector, Error};
@@ -75,25 +76,44 @@ struct DueSlot {
     period_start: i64,
     period_end: i64,
     start_date: String,
+    period_key: String,
     due: i64,
     deadline: i64,
 }
 
 impl DueSlot {
-    fn new_job(&self) -> NewJob<'_> {
-        NewJob {
-            slot: servio_store::Slot {
-                user_id: self.user_id,
-                site_id: self.site_id,
-                metric_key: &self.metric_key,
-                granularity: self.granularity,
-                period_start: self.period_start,
-                period_end: self.period_end,
-                start_date: &self.start_date,
-            },
-            not_before: self.due,
-            deadline: self.deadline,
+    /// The slot `metric` of `site_id` fills for `user` over `period`, due at `due` and
+    /// collected until `deadline`.
+    fn new(user: &User, site_id: i64, metric: &Metric, period: &Period, (due, deadline): (i64, i64)) -> DueSlot {
+        DueSlot {
+            user_id: user.id,
+            site_id,
+            metric_key: metric.key.clone(),
+            granularity: metric.granularity.as_str(),
+            period_start: period.start.as_second(),
+            period_end: period.end.as_second(),
+            start_date: period.start_date.to_string(),
+            period_key: period.key(),
+            due,
+            deadline,
         }
+    }
+
+    fn slot(&self) -> servio_store::Slot<'_> {
+        servio_store::Slot {
+            user_id: self.user_id,
+            site_id: self.site_id,
+            metric_key: &self.metric_key,
+            granularity: self.granularity,
+            period_start: self.period_start,
+            period_end: self.period_end,
+            start_date: &self.start_date,
+            period_key: &self.period_key,
+        }
+    }
+
+    fn new_job(&self) -> NewJob<'_> {
+        NewJob { slot: self.slot(), not_before: self.due, deadline: self.deadline }
     }
 }
 
@@ -120,19 +140,10 @@ async fn plan_entry(
         if now > deadline {
             continue;
         }
-        let settled = collector.store.slot_settled(user.id, site_id, &metric.key, period.start.as_second()).await?;
-        if !settled {
-            planned.push(DueSlot {
-                user_id: user.id,
-                site_id,
-                metric_key: metric.key.clone(),
-                granularity: metric.granularity.as_str(),
-                period_start: period.start.as_second(),
-                period_end: period.end.as_second(),
-                start_date: period.start_date.to_string(),
-                due: due.as_second(),
-                deadline: deadline.as_second(),
-            });
+        let slot = DueSlot::new(user, site_id, metric, &period, (due.as_second(), deadline.as_second()));
+        // Settled under the key: the same local period collected under another zone counts.
+        if !collector.store.slot_settled(&slot.slot()).await? {
+            planned.push(slot);
         }
     }
     Ok(planned)
@@ -212,21 +223,10 @@ impl Collector {
         for metric in &brief.metrics {
             let periods = periods_between(metric.granularity, first, last, &zone).map_err(Error::Period)?;
             for period in periods.iter().filter(|p| crate::plan::is_due(p, now)) {
-                let start = period.start.as_second();
-                if self.store.slot_settled(user.id, entry.site.id, &metric.key, start).await? {
-                    continue;
+                let slot = DueSlot::new(user, entry.site.id, metric, period, (now.as_second(), deadline));
+                if !self.store.slot_settled(&slot.slot()).await? {
+                    queued.push(slot);
                 }
-                queued.push(DueSlot {
-                    user_id: user.id,
-                    site_id: entry.site.id,
-                    metric_key: metric.key.clone(),
-                    granularity: metric.granularity.as_str(),
-                    period_start: start,
-                    period_end: period.end.as_second(),
-                    start_date: period.start_date.to_string(),
-                    due: now.as_second(),
-                    deadline,
-                });
             }
         }
         Ok(enqueue(self, &queued, now).await?)
@@ -237,10 +237,14 @@ impl Collector {
 #[derive(Debug, Clone)]
 enum Resolution {
     /// The site was asked; with a transient failure, `not_before` is when to try again
-    /// (`None`: not before the deadline, so the job fails).
-    Answered { answer: Reading, not_before: Option<i64> },
+    /// (`None`: not before the deadline, so the job fails). `period` is the period asked for,
+    /// its first instant and end, as resolved in the user's zone when it was asked.
+    Answered { answer: Reading, not_before: Option<i64>, period: (i64, i64) },
     /// The job cannot be done any more, for this reason (logged).
     Failed(String),
+    /// The period has not ended yet in the user's zone, which changed since it was planned
+    /// (the same local date ends later there): the job waits until `due`, the reason logged.
+    NotDue { reason: String, due: i64 },
     /// Nothing to do or to log: the site left the vault, or the period ran out untried.
     Abandoned,
 }
@@ -256,8 +260,11 @@ impl Resolution {
 
     fn result(&self) -> CollectionResult<'_> {
         match self {
-            Resolution::Answered { answer, not_before } => answer.to_write(*not_before),
+            Resolution::Answered { answer, not_before, .. } => answer.to_write(*not_before),
             Resolution::Failed(reason) => CollectionResult::Failed { reason },
+            Resolution::NotDue { reason, due } => {
+                CollectionResult::Retry { reason, retry_at: None, not_before: Some(*due) }
+            }
             Resolution::Abandoned => CollectionResult::Abandoned,
         }
     }
@@ -289,61 +296,124 @@ async fn load_entry(collector: &Collector, user: User, entry: VaultEntry) -> Res
     Ok(LoadedEntry { user, entry, checked, token, zone })
 }
 
-/// The period a job was planned for, resolved again in the user's zone; `None` when the zone
-/// changed since, so that the job's start no longer begins a period there.
+/// The period of a job, its key resolved in the user's zone as it is now: the same local
+/// period the job was planned for, even when the zone changed since (then its instants are
+/// the new zone's, and so are the value's). A job planned before keys (an hour keyed by its
+/// instant) is found by its instant. `None` when that period does not occur in the zone now.
 fn job_period(job: &Job, granularity: Granularity, zone: &TimeZone) -> Option<Period> {
+    if let Some(period) = Period::from_key(granularity, &job.period_key, zone) {
+        return Some(period);
+    }
     let date: jiff::civil::Date = job.start_date.parse().ok()?;
     periods_between(granularity, date, date, zone).ok()?.into_iter().find(|p| p.start.as_second() == job.period_start)
 }
 
 /// When a slot that just failed transiently may be tried again: the backoff over its failures
 /// so far (from the attempt log, this one included), never before a site's `Retry-After`;
-/// `None` when that is past the job's deadline.
+/// `None` when that is past `deadline`, the job's in the user's zone.
 async fn retry_not_before(
     collector: &Collector,
     job: &Job,
-    now: Timestamp,
+    (now, deadline): (Timestamp, i64),
     retry_at: Option<i64>,
 ) -> Result<Option<i64>, StoreError> {
     let prior = collector.store.retries(&job.slot()).await?;
     let failures = u32::try_from(prior.failures.saturating_add(1)).unwrap_or(u32::MAX);
     let asked = prior.retry_at.max(retry_at).and_then(|t| Timestamp::from_second(t).ok());
     let next = next_retry(failures, now, asked).as_second();
-    Ok((next <= job.deadline).then_some(next))
+    Ok((next <= deadline).then_some(next))
 }
 
-/// Does one job: asks the site, unless the job can no longer be done.
-async fn resolve(
-    collector: &Collector,
-    context: &LoadedEntry,
-    job: &Job,
-    now: Timestamp,
-) -> Result<Resolution, StoreError> {
-    if now.as_second() > job.deadline {
-        return Ok(Resolution::Abandoned);
-    }
+/// What a job asks: its metric for its period with the arguments resolved, and the job's
+/// deadline in the user's zone.
+struct Prepared<'a> {
+    metric: &'a Metric,
+    period: Period,
+    args: Value,
+    deadline: i64,
+}
+
+/// What a job needs asked, or, when it cannot be asked now, its resolution.
+fn prepare<'a>(context: &'a LoadedEntry, job: &Job, now: Timestamp) -> Result<Prepared<'a>, Resolution> {
     let metrics = context.checked.brief.iter().flat_map(|brief| &brief.metrics);
     let Some(metric) = metrics.into_iter().find(|m| m.key == job.metric_key) else {
-        return Ok(Resolution::Failed(format!("the brief no longer has the metric {}", job.metric_key)));
+        return Err(Resolution::Failed(format!("the brief no longer has the metric {}", job.metric_key)));
     };
     let period = (metric.granularity.as_str() == job.granularity)
         .then(|| job_period(job, metric.granularity, &context.zone))
         .flatten();
     let Some(period) = period else {
         let reason = format!("the period of {} no longer exists in {}", job.start_date, context.user.time_zone);
-        return Ok(Resolution::Failed(reason));
+        return Err(Resolution::Failed(reason));
     };
+    // Planned in another zone, the same local period may end later here: it is due, and its
+    // deadline falls, where it ends now.
+    let due = period.end.checked_add(settle_delay(period.granularity)).map_or(i64::MAX, |due| due.as_second());
+    let deadline = job.deadline.max(due.saturating_add(DEADLINE.as_secs()));
+    if now.as_second() > deadline {
+        return Err(Resolution::Abandoned);
+    }
+    if now.as_second() < due {
+        let reason = format!("{} has not ended yet in {}", job.start_date, context.user.time_zone);
+        return Err(Resolution::NotDue { reason, due });
+    }
+    let args = args_of(metric, &period, &context.user.time_zone);
+    Ok(Prepared { metric, period, args, deadline })
+}
+
+/// Does the jobs of one (user, site) in `context`: the site is asked once per call they share
+/// (§5), the calls at once, unless a job can no longer be done. Resolutions in job order.
+async fn resolve(
+    collector: &Collector,
+    context: &LoadedEntry,
+    jobs: &[Job],
+    now: Timestamp,
+) -> Result<Vec<Resolution>, StoreError> {
+    let prepared: Vec<Result<Prepared, Resolution>> = jobs.iter().map(|job| prepare(context, job, now)).collect();
+    let asked: Vec<(usize, &Prepared)> =
+        prepared.iter().enumerate().filter_map(|(index, ready)| Some((index, ready.as_ref().ok()?))).collect();
+    let groups = shared_calls(asked.iter().map(|(_, ready)| (ready.metric.tool.as_str(), &ready.args, &ready.period)));
     let entry = &context.entry;
     let bearer = Bearer { site: &entry.site, sealed: entry.credential.as_deref(), token: context.token.as_deref() };
-    let call = MetricCall { user: &context.user, checked: &context.checked, bearer, metric, period: &period };
-    let answer = collector.read_metric(call).await;
-    let not_before = match &answer.outcome {
-        CollectionOutcome::Failed { transient: true, .. } => {
-            retry_not_before(collector, job, now, answer.retry_at).await?
+    let answers = futures_util::future::join_all(groups.iter().map(|members| {
+        let first = asked[members[0]].1;
+        let tool = &first.metric.tool;
+        collector.ask(ToolAsk { user: &context.user, checked: &context.checked, bearer, tool, args: &first.args })
+    }))
+    .await;
+    let mut resolutions: Vec<Option<Resolution>> = prepared.iter().map(|ready| ready.as_ref().err().cloned()).collect();
+    for (members, answer) in groups.iter().zip(&answers) {
+        for &member in members {
+            let (index, ready) = asked[member];
+            let reading = answer.reading(ready.metric);
+            let not_before = match reading.is_transient() {
+                true => retry_not_before(collector, &jobs[index], (now, ready.deadline), reading.retry_at).await?,
+                false => None,
+            };
+            let period = (ready.period.start.as_second(), ready.period.end.as_second());
+            resolutions[index] = Some(Resolution::Answered { answer: reading, not_before, period });
         }
-        _ => None,
-    };
-    Ok(Resolution::Answered { answer, not_before })
+    }
+    // Every job is either prepared for a call or resolved already.
+    Ok(resolutions.into_iter().map(|resolution| resolution.unwrap_or(Resolution::Abandoned)).collect())
+}
+
+/// The jobs of `jobs` that are the same (user, site, period key), in the order their first job
+/// appears: those whose metrics may share a call.
+fn by_period(jobs: Vec<Job>) -> Vec<Vec<Job>> {
+    let mut groups: Vec<Vec<Job>> = Vec::new();
+    let mut index: HashMap<(i64, i64, String), usize> = HashMap::new();
+    for job in jobs {
+        let key = (job.user_id, job.site_id, job.period_key.clone());
+        match index.get(&key) {
+            Some(&at) => groups[at].push(job),
+            None => {
+                index.insert(key, groups.len());
+                groups.push(vec![job]);
+            }
+        }
+    }
+    groups
 }
 
 /// The context of each (user, site) that jobs belong to.
@@ -364,17 +434,30 @@ async fn contexts(collector: &Collector, jobs: &[Job]) -> Result<Contexts, Store
     Ok(contexts)
 }
 
-/// Does one job in its (user, site) context, or gives it the resolution of all that pair's jobs.
+/// Does the jobs of one (user, site) in their context, or gives them the resolution of all
+/// that pair's jobs; each job with what it came to, its period the one asked for.
 async fn resolve_in(
     collector: &Collector,
     context: &Result<Arc<LoadedEntry>, Resolution>,
-    job: &Job,
+    jobs: Vec<Job>,
     now: Timestamp,
-) -> Result<Resolution, StoreError> {
-    match context {
-        Ok(context) => resolve(collector, context, job, now).await,
-        Err(resolution) => Ok(resolution.clone()),
-    }
+) -> Result<Vec<Done>, StoreError> {
+    let resolutions = match context {
+        Ok(context) => resolve(collector, context, &jobs, now).await?,
+        Err(resolution) => vec![resolution.clone(); jobs.len()],
+    };
+    Ok(jobs
+        .into_iter()
+        .zip(resolutions)
+        .map(|(mut job, resolution)| {
+            // The value and the attempt are written for the period asked for, which is the
+            // planned one in another zone when the user's zone changed since.
+            if let Resolution::Answered { period: (start, end), .. } = resolution {
+                (job.period_start, job.period_end) = (start, end);
+            }
+            (job, resolution)
+        })
+        .collect())
 }
 
 /// A claimed job with what it came to, to commit.
@@ -390,13 +473,15 @@ async fn commit(collector: &Collector, done: &[Done], now: Timestamp) -> Result<
     let committed = collector.store.complete_jobs(&completions, now.as_second()).await?;
     let mut summary = Summary::default();
     let mut users = Vec::new();
-    for (completion, committed) in completions.iter().zip(committed) {
+    for ((completion, committed), (_, resolution)) in completions.iter().zip(committed).zip(done) {
         crate::collect::count_collection(&completion.result, committed);
         if committed && completion.result.value().is_some() {
             users.push(completion.job.user_id);
         }
         match (&completion.result, committed) {
             (_, false) => summary.fenced_out += 1,
+            // Not asked: the period has not ended in the user's zone yet.
+            _ if matches!(resolution, Resolution::NotDue { .. }) => summary.waiting += 1,
             (CollectionResult::Stored { .. }, true) => summary.stored += 1,
             (CollectionResult::Dropped { .. }, true) => summary.dropped += 1,
             (CollectionResult::Failed { .. } | CollectionResult::Retry { .. }, true) => summary.failed += 1,
@@ -411,13 +496,16 @@ async fn commit(collector: &Collector, done: &[Done], now: Timestamp) -> Result<
 /// transaction. `now` is the clock of attempts and deadlines.
 async fn work_jobs(collector: &Collector, jobs: Vec<Job>, now: Timestamp) -> Result<Summary, StoreError> {
     let contexts = contexts(collector, &jobs).await?;
-    let resolutions = futures_util::future::join_all(
-        jobs.iter().map(|job| resolve_in(collector, &contexts[&(job.user_id, job.site_id)], job, now)),
-    )
-    .await
-    .into_iter()
-    .collect::<Result<Vec<Resolution>, StoreError>>()?;
-    let done: Vec<Done> = jobs.into_iter().zip(resolutions).collect();
+    let groups = by_period(jobs);
+    let resolved = futures_util::future::join_all(groups.into_iter().map(|group| {
+        let context = &contexts[&(group[0].user_id, group[0].site_id)];
+        resolve_in(collector, context, group, now)
+    }))
+    .await;
+    let mut done: Vec<Done> = Vec::new();
+    for group in resolved {
+        done.extend(group?);
+    }
     commit(collector, &done, now).await
 }
 
@@ -452,10 +540,11 @@ impl Collector {
             let jobs = self.store.claim_jobs(&claim).await?;
             let waiting = planned
                 .iter()
-                .filter(|p| !jobs.iter().any(|j| j.metric_key == p.metric_key && j.period_start == p.period_start))
+                .filter(|p| !jobs.iter().any(|j| j.metric_key == p.metric_key && j.period_key == p.period_key))
                 .count();
             let mut summary = work_jobs(self, jobs, now).await?;
-            summary.waiting = waiting;
+            // Those not claimed, and those claimed whose period has not ended in the zone yet.
+            summary.waiting += waiting;
             Ok(summary)
         }
         .instrument(span)
@@ -582,7 +671,9 @@ type Batch = (Vec<Job>, Contexts);
 
 /// Claims and works jobs until `stop`, as three tasks joined by queues: [`claim_batches`]
 /// claims a batch while the one before is being called; the calls run up to
-/// `config.in_flight` at once, each a task that queues its result; [`commit_results`] commits
+/// `config.in_flight` at once, the jobs of one (user, site, period) in a task that asks the
+/// site once per call they share and queues their results (holding a permit per job, so at
+/// most `in_flight` calls); [`commit_results`] commits
 /// the results in groups while calls go on. So neither a claim nor a durable commit leaves the
 /// calls waiting, and one commit flushes for many jobs. On `stop` no batch is claimed and no
 /// call started any more (the jobs claimed but not called stay held, for [`hand_back`]); calls
@@ -604,17 +695,19 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
     let claimer = tokio::spawn(claim_batches(collector.clone(), config, stop.clone(), claimed).in_current_span());
     let mut stopping = stop.clone();
     'batches: while let Some((jobs, contexts)) = batches.recv().await {
-        for job in jobs {
+        for group in by_period(jobs) {
+            // A permit per job, as many as all at most: a group makes no more calls than it has jobs.
+            let permits = u32::try_from(group.len()).unwrap_or(u32::MAX).min(all);
             let permit = tokio::select! {
                 // The semaphore is never closed, so this always holds.
-                Ok(permit) = room.clone().acquire_owned() => permit,
+                Ok(permit) = room.clone().acquire_many_owned(permits) => permit,
                 () = stopped(&mut stopping) => break 'batches,
             };
             if *stop.borrow() {
                 break 'batches;
             }
-            let context = contexts[&(job.user_id, job.site_id)].clone();
-            let task = call(collector.clone(), context, job, permit, results.clone(), cut.clone());
+            let context = contexts[&(group[0].user_id, group[0].site_id)].clone();
+            let task = call(collector.clone(), context, group, permit, results.clone(), cut.clone());
             tokio::spawn(task.in_current_span());
         }
     }
@@ -679,28 +772,31 @@ async fn claim_batch(collector: &Collector, config: &WorkerConfig) -> Result<Bat
     Ok((jobs, contexts))
 }
 
-/// Does one claimed job and queues its result for the committer, holding `permit` (one of the
-/// calls in flight) until then; when `cut` is cancelled first, it leaves the job held (for
-/// [`hand_back`]).
+/// Does the claimed jobs of one (user, site, period) and queues their results for the
+/// committer, holding `permit` (calls in flight) until then; when `cut` is cancelled first, it
+/// leaves the jobs held (for [`hand_back`]).
 async fn call(
     collector: Collector,
     context: Result<Arc<LoadedEntry>, Resolution>,
-    job: Job,
+    jobs: Vec<Job>,
     permit: OwnedSemaphorePermit,
     results: mpsc::Sender<Done>,
     cut: CancellationToken,
 ) {
+    let first = jobs.first().map(|job| job.id);
     let resolved = tokio::select! {
-        resolved = resolve_in(&collector, &context, &job, Timestamp::now()) => resolved,
+        resolved = resolve_in(&collector, &context, jobs, Timestamp::now()) => resolved,
         () = cut.cancelled() => return,
     };
     match resolved {
-        Ok(resolution) => {
-            // The receiver lives until every permit is back, so this is never refused.
-            let _ = results.send((job, resolution)).await;
+        Ok(done) => {
+            for one in done {
+                // The receiver lives until every permit is back, so this is never refused.
+                let _ = results.send(one).await;
+            }
         }
-        // The job stays claimed; another claim takes it over when its lease ends.
-        Err(error) => tracing::warn!(job_id = job.id, %error, "a collection job is left to its lease"),
+        // The jobs stay claimed; another claim takes them over when their leases end.
+        Err(error) => tracing::warn!(job_id = first, %error, "collection jobs are left to their leases"),
     }
     drop(permit);
 }

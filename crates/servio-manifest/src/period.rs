@@ -89,6 +89,36 @@ impl Period {
     pub fn end_time(&self) -> String {
         rfc3339(self.end, &self.time_zone)
     }
+
+    /// The period's key (interpretation §8): its local start as resolved, the same text in
+    /// any zone for the same local period. Day, week and month: the start date
+    /// (`2026-08-17`); hour: the date and clock hour (`2026-11-01T01`), and for the second
+    /// occurrence of a clock hour the clocks repeat, `#2` after it (`2026-11-01T01#2`), so a
+    /// repeated hour stays two periods (§6). A value is kept per key: collecting the same
+    /// local period under another zone replaces it.
+    pub fn key(&self) -> String {
+        if self.granularity != Granularity::Hour {
+            return self.start_date.to_string();
+        }
+        let local = self.start.to_zoned_datetime(self.time_zone.clone());
+        let clock = local.datetime();
+        // A fold reads the same clock twice; the later instant is the second occurrence.
+        let first = self.time_zone.to_ambiguous_timestamp(clock).earlier().unwrap_or(self.start);
+        let repeat = if first < self.start { "#2" } else { "" };
+        format!("{}T{:02}{repeat}", local.date(), local.hour())
+    }
+
+    /// The period of `granularity` whose [`Period::key`] is `key`, resolved in `zone`: the
+    /// same local period in another zone than it was keyed in. `None` when the key is not
+    /// one, or names an hour that does not occur there.
+    pub fn from_key(granularity: Granularity, key: &str, zone: &TimeZone) -> Option<Period> {
+        let date: Date = key.get(..10)?.parse().ok()?;
+        if granularity != Granularity::Hour {
+            let period = resolve(granularity, date, 0, zone).ok()?;
+            return (period.key() == key).then_some(period);
+        }
+        hours_of_day(date, zone).ok()?.into_iter().find(|period| period.key() == key)
+    }
 }
 
 fn rfc3339(instant: Timestamp, zone: &TimeZone) -> String {
@@ -372,6 +402,38 @@ mod tests {
 
     fn s(a: &str, b: &str, c: &str, d: &str) -> (String, String, String, String) {
         (a.into(), b.into(), c.into(), d.into())
+    }
+
+    /// A zone change maps the same local period onto the same key; a repeated hour is two.
+    #[test]
+    fn keys_name_local_periods() {
+        let auckland = zone("Pacific/Auckland").unwrap();
+        let new_york = zone("America/New_York").unwrap();
+        let day = |tz: &TimeZone| resolve(Granularity::Day, date(2026, 8, 20), 0, tz).unwrap();
+        assert_eq!(day(&auckland).key(), "2026-08-20");
+        assert_eq!(day(&auckland).key(), day(&new_york).key());
+        assert_ne!(day(&auckland).start, day(&new_york).start);
+        let week = resolve(Granularity::Week, date(2026, 8, 20), 0, &auckland).unwrap();
+        assert_eq!(week.key(), "2026-08-17");
+        let month = resolve(Granularity::Month, date(2026, 8, 20), 0, &auckland).unwrap();
+        assert_eq!(month.key(), "2026-08-01");
+        // New York falls back on 2026-11-01: 01:00 is two hours, 25 in the day.
+        let hours = hours_of_day(date(2026, 11, 1), &new_york).unwrap();
+        let keys: Vec<String> = hours.iter().map(Period::key).collect();
+        assert_eq!(keys.len(), 25);
+        assert_eq!(keys[..4], ["2026-11-01T00", "2026-11-01T01", "2026-11-01T01#2", "2026-11-01T02"]);
+        // Spring forward on 2026-03-08: 02:00 never occurs.
+        let spring: Vec<String> = hours_of_day(date(2026, 3, 8), &new_york).unwrap().iter().map(Period::key).collect();
+        assert_eq!(spring[..3], ["2026-03-08T00", "2026-03-08T01", "2026-03-08T03"]);
+        for (key, period) in keys.iter().zip(&hours) {
+            assert_eq!(Period::from_key(Granularity::Hour, key, &new_york).as_ref(), Some(period));
+        }
+        let in_auckland = Period::from_key(Granularity::Hour, "2026-11-01T01#2", &auckland);
+        assert_eq!(in_auckland, None, "Auckland does not repeat that hour");
+        let moved = Period::from_key(Granularity::Day, "2026-08-20", &new_york).unwrap();
+        assert_eq!(moved, day(&new_york));
+        assert_eq!(Period::from_key(Granularity::Week, "2026-08-20", &new_york), None, "not a week's start");
+        assert_eq!(Period::from_key(Granularity::Day, "2026-08-20@1787", &new_york), None);
     }
 
     #[test]

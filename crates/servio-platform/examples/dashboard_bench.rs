@@ -134,6 +134,7 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
                     period_start: *start,
                     period_end: *end,
                     start_date: date,
+                    period_key: date,
                 };
                 // Deterministic, varied figures with cents.
                 let value = ((day * 37 + metric_index * 101 + site_index * 13) % 5_000) as f64 + 0.25;

@@ -216,6 +216,7 @@ pub async fn seed_collections(
                     period_start: *start,
                     period_end: *end,
                     start_date: date,
+                    period_key: date,
                 };
                 jobs.push(servio_store::NewJob { slot, not_before: 0, deadline: now.as_second() + 86_400 });
                 slots.push((user.id, key.to_string(), date.clone()));

@@ -58,6 +58,8 @@ pub struct Job {
     pub period_end: i64,
     /// The period's first local date.
     pub start_date: String,
+    /// The period's key: one job per (user, site, key, metric).
+    pub period_key: String,
     /// After this instant a transient failure ends the job as failed.
     pub deadline: i64,
 }
@@ -73,6 +75,7 @@ impl Job {
             period_start: self.period_start,
             period_end: self.period_end,
             start_date: &self.start_date,
+            period_key: &self.period_key,
         }
     }
 }
@@ -128,7 +131,7 @@ impl CollectionResult<'_> {
 
 /// The columns a [`Job`] is read from.
 pub(crate) const JOB_COLUMNS: &str =
-    "id, fence, user_id, site_id, metric_key, granularity, period_start, period_end, start_date, deadline";
+    "id, fence, user_id, site_id, metric_key, granularity, period_start, period_end, start_date, period_key, deadline";
 
 /// How many jobs are in each state, and how often jobs were claimed again.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

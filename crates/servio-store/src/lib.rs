@@ -228,6 +228,19 @@ pub struct Slot<'a> {
     pub period_end: i64,
     /// The period's first local date.
     pub start_date: &'a str,
+    /// The period's key, its local start as collected (`servio_manifest::period::Period::key`):
+    /// the slot holds one value per key, so the same local period collected under another zone
+    /// replaces the value (interpretation §8).
+    pub period_key: &'a str,
+}
+
+impl Slot<'_> {
+    /// The key an hour value collected before keys existed has (migration 0014): its start
+    /// date and first instant, `2026-11-01@1793512800`. Its zone was not recorded, so its
+    /// clock hour is unknown; a new value of the hour starting at that instant replaces it.
+    pub(crate) fn legacy_key(&self) -> String {
+        format!("{}@{}", self.start_date, self.period_start)
+    }
 }
 
 /// A stored value.
@@ -480,7 +493,7 @@ pub trait Store: Send + Sync {
     /// through this; jobs through [`Store::complete_jobs`], which writes the same under the
     /// job's fence.
     async fn record_result(&self, slot: &Slot<'_>, result: &CollectionResult<'_>, now: i64) -> Result<(), StoreError>;
-    /// The transient failures of a slot so far.
+    /// The transient failures of a slot (its period key) so far.
     async fn retries(&self, slot: &Slot<'_>) -> Result<Retries, StoreError>;
     /// A user's values of one metric of one site whose period starts at or after `since`, oldest first.
     async fn values(
@@ -501,15 +514,10 @@ pub trait Store: Send + Sync {
     /// to a thousand pairs: a worker loads those of a claimed batch at once. A pair no longer
     /// in a vault (or whose user is gone) is left out; the order is the database's.
     async fn entries_of(&self, pairs: &[(i64, i64)]) -> Result<Vec<(User, VaultEntry)>, StoreError>;
-    /// Whether a slot needs no more work: a value is stored, or an attempt ended for good
-    /// (`dropped` or `failed`; transient failures are logged as `retry` and do not count).
-    async fn slot_settled(
-        &self,
-        user_id: i64,
-        site_id: i64,
-        metric_key: &str,
-        period_start: i64,
-    ) -> Result<bool, StoreError>;
+    /// Whether a slot needs no more work: a value is stored for its period key, or an attempt
+    /// for that key ended for good (`dropped` or `failed`; transient failures are logged as
+    /// `retry` and do not count). The same local period under another zone is the same slot.
+    async fn slot_settled(&self, slot: &Slot<'_>) -> Result<bool, StoreError>;
 
     /// Every site of a user's vault with its credential and approved manifest, oldest first.
     async fn vault_entries(&self, user_id: i64) -> Result<Vec<VaultEntry>, StoreError>;
@@ -540,7 +548,9 @@ pub trait Store: Send + Sync {
     async fn enqueue_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64, StoreError>;
     /// Claims up to `claim.limit` pending jobs due at `claim.now` and not leased (or whose
     /// lease has expired), soonest first, leasing them to `claim.owner` and incrementing each
-    /// one's fence. Jobs another claimer holds are skipped, never waited for.
+    /// one's fence, and with them every other such job of the same (user, site, period key):
+    /// the metrics of a period that share a call are claimed together (so a batch may hold a
+    /// few more than `claim.limit`). Jobs another claimer holds are skipped, never waited for.
     async fn claim_jobs(&self, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError>;
     /// Completes claimed jobs in one transaction: for each, only while its fence is still the
     /// job's, sets the job's new state and writes its result (value and attempt); one whose

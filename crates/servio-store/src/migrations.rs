@@ -27,7 +27,7 @@ macro_rules! templates {
 const TEMPLATES: &[(&str, &str)] = templates! {
     "0001_accounts" "0002_vault" "0003_versions" "0004_directory" "0005_collection" "0006_retry_after"
     "0007_jobs" "0008_gateway" "0009_session_idle" "0010_oauth_attempts" "0011_attempt_duration"
-    "0012_mcp_sessions" "0013_lean_collection_writes" "0016_approval_versions"
+    "0012_mcp_sessions" "0013_lean_collection_writes" "0014_period_keys" "0016_approval_versions"
 };
 
 /// A migration's version and description, from its file stem.
@@ -128,6 +128,8 @@ pub(crate) fn postgres() -> Migrator {
 
 #[cfg(test)]
 mod tests {
+    use sqlx::migrate::{Migration, Migrator};
+
     use super::{Dialect, migrator};
 
     /// SHA-384 of each migration as the backends shipped it before the templates (version,
@@ -202,6 +204,76 @@ mod tests {
         assert_eq!(parsed[5].1, "retry after");
         assert_eq!(parsed[9].1, "oauth attempts");
         assert_eq!(super::latest(), parsed.len() as i64);
+    }
+
+    /// The rows a database has before migration 0014: a user, a site, two values of the local
+    /// date 2026-08-20 collected under two zones (the later one collected last), an hour value,
+    /// and two jobs of that date under the two zones.
+    const BEFORE_KEYS: &str = "
+        INSERT INTO users (id, email, password_hash, time_zone, created_at) VALUES (1, 'a@example.com', 'h', 'UTC', 0);
+        INSERT INTO sites (id, origin, manifest_url, manifest, fetched_at) VALUES (1, 'https://s', 'https://s/m', '{}', 0);
+        INSERT INTO metric_values
+            (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
+        VALUES (1, 1, 'm.daily', 'day', 1787184000, 1787270400, '2026-08-20', 1.0, '1', 100),
+               (1, 1, 'm.daily', 'day', 1787227200, 1787313600, '2026-08-20', 2.0, '2', 200),
+               (1, 1, 'm.daily', 'day', 1787270400, 1787356800, '2026-08-21', 3.0, '3', 150),
+               (1, 1, 'm.hourly', 'hour', 1787184000, 1787187600, '2026-08-20', 4.0, '4', 100);
+        INSERT INTO jobs (id, user_id, site_id, metric_key, granularity, period_start, period_end, start_date, state,
+                          not_before, deadline, created_at, updated_at)
+        VALUES (7, 1, 1, 'm.daily', 'day', 1787184000, 1787270400, '2026-08-20', 'done', 0, 9, 0, 0),
+               (8, 1, 1, 'm.daily', 'day', 1787227200, 1787313600, '2026-08-20', 'pending', 0, 9, 0, 0);";
+
+    /// The migrations before 0014, then [`BEFORE_KEYS`], then the rest, on `pool`; what the
+    /// values and the jobs then are.
+    async fn migrate_across_keys<DB>(
+        pool: &sqlx::Pool<DB>,
+        dialect: Dialect,
+    ) -> (Vec<(String, f64)>, Vec<(i64, String)>)
+    where
+        DB: sqlx::Database,
+        <DB as sqlx::Database>::Connection: sqlx::migrate::Migrate,
+        <DB as sqlx::Database>::Arguments: sqlx::IntoArguments<DB>,
+        for<'c> &'c mut <DB as sqlx::Database>::Connection: sqlx::Executor<'c, Database = DB>,
+        for<'c> &'c sqlx::Pool<DB>: sqlx::Executor<'c, Database = DB>,
+        for<'r> (String, f64): sqlx::FromRow<'r, DB::Row>,
+        for<'r> (i64, String): sqlx::FromRow<'r, DB::Row>,
+    {
+        let before: Vec<Migration> = migrator(dialect).iter().filter(|m| m.version < 14).cloned().collect();
+        Migrator::with_migrations(before).run(pool).await.expect("the migrations before 0014");
+        sqlx::raw_sql(BEFORE_KEYS).execute(pool).await.expect("rows from before");
+        migrator(dialect).run(pool).await.expect("migration 0014");
+        let values = sqlx::query_as("SELECT period_key, value FROM metric_values ORDER BY period_key")
+            .fetch_all(pool)
+            .await
+            .expect("values");
+        let jobs = sqlx::query_as("SELECT id, period_key FROM jobs ORDER BY id").fetch_all(pool).await.expect("jobs");
+        (values, jobs)
+    }
+
+    /// Issue 24: the same local date collected under two zones was two values; migration 0014
+    /// keeps the newest, keys values and jobs by the local date, and an hour by date and
+    /// instant (its zone is not recorded), on both backends.
+    #[tokio::test]
+    async fn period_keys_keep_the_newest_value_of_a_local_date() {
+        let want_values: Vec<(String, f64)> =
+            vec![("2026-08-20".into(), 2.0), ("2026-08-20@1787184000".into(), 4.0), ("2026-08-21".into(), 3.0)];
+        let want_jobs: Vec<(i64, String)> = vec![(8, "2026-08-20".into())];
+        let sqlite = sqlx::sqlite::SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect("sqlite::memory:")
+            .await
+            .expect("SQLite in memory");
+        let found = migrate_across_keys(&sqlite, Dialect::Sqlite).await;
+        assert_eq!(found, (want_values.clone(), want_jobs.clone()), "sqlite");
+        let Ok(url) = std::env::var("SERVIO_TEST_DATABASE_URL") else { return };
+        let schema = crate::testing::fresh_schema(&url).await;
+        let options: sqlx::postgres::PgConnectOptions = url.parse().expect("a PostgreSQL URL");
+        let postgres = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.options([("search_path", schema.as_str())]))
+            .await
+            .expect("the test schema");
+        assert_eq!(migrate_across_keys(&postgres, Dialect::Postgres).await, (want_values, want_jobs), "postgres");
     }
 
     /// A changed byte in an applied migration makes every existing database refuse to open; new

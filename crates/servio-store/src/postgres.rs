@@ -123,10 +123,11 @@ pub(crate) async fn enqueue_jobs(pool: &PgPool, jobs: &[NewJob<'_>], now: i64) -
     let text = |f: &dyn Fn(&NewJob<'_>) -> String| jobs.iter().map(f).collect::<Vec<String>>();
     let inserted = sqlx::query(
         "INSERT INTO jobs (user_id, site_id, metric_key, granularity, period_start, period_end, start_date,
-                           not_before, deadline, created_at, updated_at)
+                           not_before, deadline, period_key, created_at, updated_at)
          SELECT *, $10::BIGINT, $10::BIGINT FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[],
-                                                $5::BIGINT[], $6::BIGINT[], $7::TEXT[], $8::BIGINT[], $9::BIGINT[])
-         ON CONFLICT (user_id, site_id, metric_key, period_start) DO NOTHING",
+                                                $5::BIGINT[], $6::BIGINT[], $7::TEXT[], $8::BIGINT[], $9::BIGINT[],
+                                                $11::TEXT[])
+         ON CONFLICT (user_id, site_id, period_key, metric_key) DO NOTHING",
     )
     .bind(column(&|j| j.slot.user_id))
     .bind(column(&|j| j.slot.site_id))
@@ -138,6 +139,7 @@ pub(crate) async fn enqueue_jobs(pool: &PgPool, jobs: &[NewJob<'_>], now: i64) -
     .bind(column(&|j| j.not_before))
     .bind(column(&|j| j.deadline))
     .bind(now)
+    .bind(text(&|j| j.slot.period_key.to_owned()))
     .execute(pool)
     .await?;
     // Claims must walk the pending index in order and stop after a batch. With statistics
@@ -156,11 +158,24 @@ pub(crate) async fn claim_jobs(pool: &PgPool, claim: &JobClaim<'_>) -> Result<Ve
     // no indexed column (unlike SQLite's, it leaves `not_before`), so that with the room the
     // table's fill factor leaves it is a HOT update: no index entry written. Claims step over
     // the jobs others hold (a few hundred at most), which costs less (BENCHMARKS.md).
+    // The due jobs of the seeds' periods that no one holds come with them, so that metrics
+    // sharing a call are in one batch (found through the unique index, which leads with the
+    // user, site and period key).
     let due = "state = 'pending' AND not_before <= $3 AND (lease_expires IS NULL OR lease_expires <= $3)";
     let only = if claim.only.is_some() { "AND user_id = $5 AND site_id = $6" } else { "" };
     let sql = format!(
-        "UPDATE jobs SET fence = fence + 1, lease_owner = $1, lease_expires = $2, updated_at = $3
-         WHERE id IN (SELECT id FROM jobs WHERE {due} {only} ORDER BY not_before, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+        "WITH seeds AS (
+             SELECT id, user_id, site_id, period_key FROM jobs WHERE {due} {only}
+             ORDER BY not_before, id LIMIT $4 FOR UPDATE SKIP LOCKED
+         ),
+         siblings AS (
+             SELECT id FROM jobs
+             WHERE {due} AND (user_id, site_id, period_key) IN (SELECT user_id, site_id, period_key FROM seeds)
+               AND id NOT IN (SELECT id FROM seeds)
+             FOR UPDATE SKIP LOCKED
+         )
+         UPDATE jobs SET fence = fence + 1, lease_owner = $1, lease_expires = $2, updated_at = $3
+         WHERE id IN (SELECT id FROM seeds UNION ALL SELECT id FROM siblings)
          RETURNING {JOB_COLUMNS}"
     );
     // Only constant texts are formatted in; every value is bound.
@@ -192,32 +207,33 @@ pub(crate) async fn complete_jobs(
     let matched: Vec<(i64, i64)> = sqlx::query_as(
         "WITH c AS (
              SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[], $5::DOUBLE PRECISION[],
-                                  $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::BIGINT[], $11::DOUBLE PRECISION[])
+                                  $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::BIGINT[], $11::DOUBLE PRECISION[],
+                                  $12::BIGINT[], $13::BIGINT[])
                  WITH ORDINALITY AS c(id, fence, state, not_before, value, outcome, reason, raw, retry_at,
-                                      duration_ms, n)
+                                      duration_ms, period_start, period_end, n)
          ),
          done AS (
              UPDATE jobs AS j SET state = c.state, not_before = COALESCE(c.not_before, j.not_before),
                                   lease_owner = NULL, lease_expires = NULL, updated_at = $10
              FROM c WHERE j.id = c.id AND j.fence = c.fence
-             RETURNING j.id, j.fence, j.user_id, j.site_id, j.metric_key, j.granularity, j.period_start, j.period_end,
-                       j.start_date
+             RETURNING j.id, j.fence, j.user_id, j.site_id, j.metric_key, j.granularity, j.start_date, j.period_key
          ),
          stored AS (
              INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end,
-                                        start_date, value, raw, collected_at)
-             SELECT d.user_id, d.site_id, d.metric_key, d.granularity, d.period_start, d.period_end,
-                    d.start_date, c.value, c.raw, $10
+                                        start_date, value, raw, collected_at, period_key)
+             SELECT d.user_id, d.site_id, d.metric_key, d.granularity, c.period_start, c.period_end,
+                    d.start_date, c.value, c.raw, $10, d.period_key
              FROM done d JOIN c ON (c.id, c.fence) = (d.id, d.fence) WHERE c.value IS NOT NULL
-             ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
+             ON CONFLICT (user_id, site_id, metric_key, period_key) DO UPDATE SET
                  value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at,
-                 period_end = excluded.period_end
+                 granularity = excluded.granularity, period_start = excluded.period_start,
+                 period_end = excluded.period_end, start_date = excluded.start_date
          ),
          logged AS (
              INSERT INTO collection_attempts (user_id, site_id, metric_key, period_start, start_date,
-                                              attempted_at, outcome, reason, raw, retry_at, duration_ms)
-             SELECT d.user_id, d.site_id, d.metric_key, d.period_start, d.start_date, $10, c.outcome,
-                    c.reason, c.raw, c.retry_at, c.duration_ms
+                                              attempted_at, outcome, reason, raw, retry_at, duration_ms, period_key)
+             SELECT d.user_id, d.site_id, d.metric_key, c.period_start, d.start_date, $10, c.outcome,
+                    c.reason, c.raw, c.retry_at, c.duration_ms, d.period_key
              FROM done d JOIN c ON (c.id, c.fence) = (d.id, d.fence) WHERE c.outcome IS NOT NULL ORDER BY c.n
          )
          SELECT id, fence FROM done",
@@ -233,6 +249,11 @@ pub(crate) async fn complete_jobs(
     .bind(attempts.iter().map(|a| a.and_then(|a| a.retry_at)).collect::<Vec<Option<i64>>>())
     .bind(now)
     .bind(completions.iter().map(|c| c.duration_ms).collect::<Vec<Option<f64>>>())
+    // The period as collected: a job resolves its key in the user's zone when it is done. (An
+    // hour value from before period keys is not deleted here, as `store_value_on` does: a job
+    // is planned only for a slot it does not settle.)
+    .bind(completions.iter().map(|c| c.job.period_start).collect::<Vec<i64>>())
+    .bind(completions.iter().map(|c| c.job.period_end).collect::<Vec<i64>>())
     .fetch_all(pool)
     .await?;
     // By job and fence: a job claimed again by the same worker may be in a batch twice.

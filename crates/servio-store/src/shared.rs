@@ -85,21 +85,38 @@ impl SiteValue {
     }
 }
 
-/// Stores one value, replacing an earlier one of its slot.
+/// Stores one value, replacing the value of its period key (the same local period, whatever
+/// zone it was collected in: its instants become the new ones).
 /// Binds: user, site, metric key, granularity, period start, period end, start date, value,
-/// raw, collected at.
+/// raw, collected at, period key.
 const STORE_VALUE: &str = "INSERT INTO metric_values
-         (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-     ON CONFLICT (user_id, site_id, metric_key, period_start) DO UPDATE SET
-         value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at, period_end = excluded.period_end";
+         (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at,
+          period_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+     ON CONFLICT (user_id, site_id, metric_key, period_key) DO UPDATE SET
+         value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at,
+         granularity = excluded.granularity, period_start = excluded.period_start, period_end = excluded.period_end,
+         start_date = excluded.start_date";
+
+/// Deletes an hour value of a slot stored before period keys (see `Slot::legacy_key`), which a
+/// new value of that hour replaces. Binds: user, site, metric key, legacy key.
+const DELETE_LEGACY_VALUE: &str =
+    "DELETE FROM metric_values WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_key = $4";
 
 /// Logs one attempt. Binds: user, site, metric key, period start, start date, attempted at,
-/// outcome, reason, raw, retry at.
+/// outcome, reason, raw, retry at, duration, period key.
 const LOG_ATTEMPT: &str = "INSERT INTO collection_attempts
          (user_id, site_id, metric_key, period_start, start_date, attempted_at, outcome, reason, raw, retry_at,
-          duration_ms)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+          duration_ms, period_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+
+/// Whether an attempt row is one of the slot's: by its period key, or, logged before keys, by
+/// the period's instant. Binds: period key as `$4`, period start as `$5`.
+macro_rules! attempt_of_slot {
+    () => {
+        "(period_key = $4 OR (period_key IS NULL AND period_start = $5))"
+    };
+}
 
 /// Every listed site, by name: a search with no words. Binds: limit.
 const ALL_LISTED: &str = concat!(
@@ -209,7 +226,8 @@ macro_rules! shared_store {
                 Ok(Approval::NotCurrent { current })
             }
 
-            /// Stores one value of `slot` on `conn`, replacing an earlier one.
+            /// Stores one value of `slot` on `conn`, replacing the one of its period key (and,
+            /// for an hour, one stored before keys at the same instant).
             async fn store_value_on(
                 conn: &mut <$db as sqlx::Database>::Connection,
                 slot: &Slot<'_>,
@@ -217,10 +235,15 @@ macro_rules! shared_store {
                 raw: &str,
                 now: i64,
             ) -> Result<(), StoreError> {
+                if slot.granularity == "hour" {
+                    bind!(sqlx::query(DELETE_LEGACY_VALUE), slot.user_id, slot.site_id, slot.metric_key, slot.legacy_key())
+                        .execute(&mut *conn)
+                        .await?;
+                }
                 bind!(
                     sqlx::query(STORE_VALUE),
                     slot.user_id, slot.site_id, slot.metric_key, slot.granularity, slot.period_start, slot.period_end,
-                    slot.start_date, value, raw, now
+                    slot.start_date, value, raw, now, slot.period_key
                 )
                 .execute(&mut *conn)
                 .await?;
@@ -250,7 +273,7 @@ macro_rules! shared_store {
                 bind!(
                     sqlx::query(LOG_ATTEMPT),
                     slot.user_id, slot.site_id, slot.metric_key, slot.period_start, slot.start_date, now,
-                    attempt.outcome.as_str(), attempt.reason, attempt.raw, attempt.retry_at, duration_ms
+                    attempt.outcome.as_str(), attempt.reason, attempt.raw, attempt.retry_at, duration_ms, slot.period_key
                 )
                 .execute(&mut *conn)
                 .await?;
@@ -742,11 +765,12 @@ macro_rules! shared_store {
             #[tracing::instrument(level = "debug", skip_all)]
             async fn retries(&self, slot: &Slot<'_>) -> Result<Retries, StoreError> {
                 let (failures, last_at, retry_at) = bind!(
-                    sqlx::query_as(
+                    sqlx::query_as(concat!(
                         "SELECT count(*), max(attempted_at), max(retry_at) FROM collection_attempts
-                         WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start = $4 AND outcome = 'retry'",
-                    ),
-                    slot.user_id, slot.site_id, slot.metric_key, slot.period_start
+                         WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND outcome = 'retry' AND ",
+                        attempt_of_slot!()
+                    )),
+                    slot.user_id, slot.site_id, slot.metric_key, slot.period_key, slot.period_start
                 )
                 .fetch_one(&self.pool)
                 .await?;
@@ -867,17 +891,18 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn slot_settled(&self, user_id: i64, site_id: i64, metric_key: &str, period_start: i64)
-                -> Result<bool, StoreError> {
+            async fn slot_settled(&self, slot: &Slot<'_>) -> Result<bool, StoreError> {
                 let settled: i64 = bind!(
-                    sqlx::query_scalar(
+                    sqlx::query_scalar(concat!(
                         "SELECT (SELECT count(*) FROM metric_values
-                                 WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start = $4)
+                                 WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_key IN ($4, $6))
                               + (SELECT count(*) FROM collection_attempts
-                                 WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start = $4
-                                   AND (outcome = 'dropped' OR outcome = 'failed'))",
-                    ),
-                    user_id, site_id, metric_key, period_start
+                                 WHERE user_id = $1 AND site_id = $2 AND metric_key = $3
+                                   AND (outcome = 'dropped' OR outcome = 'failed') AND ",
+                        attempt_of_slot!(),
+                        ")"
+                    )),
+                    slot.user_id, slot.site_id, slot.metric_key, slot.period_key, slot.period_start, slot.legacy_key()
                 )
                 .fetch_one(&self.pool)
                 .await?;

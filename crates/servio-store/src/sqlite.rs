@@ -71,7 +71,7 @@ pub(crate) async fn values_of(pool: &SqlitePool, user_id: i64, metrics: &[(i64, 
     // One row per metric, its values aggregated into a JSON array: sqlx hands SQLite rows
     // over one channel message each, which made 3,100 rows cost most of a dashboard
     // request. `quote` renders a REAL with as many digits as it takes to read back the
-    // same double. Two IN lists over the primary key's columns let SQLite seek each
+    // same double. Two IN lists over the columns of `metric_values_since` let SQLite seek each
     // (site, key) combination; combinations nobody asked for are dropped below.
     let mut sites: Vec<i64> = metrics.iter().map(|(site, _)| *site).collect();
     let mut keys: Vec<&str> = metrics.iter().map(|(_, key)| *key).collect();
@@ -139,9 +139,9 @@ pub(crate) async fn enqueue_jobs(pool: &SqlitePool, jobs: &[NewJob<'_>], now: i6
         let slot = &new.slot;
         inserted += sqlx::query(
             "INSERT INTO jobs (user_id, site_id, metric_key, granularity, period_start, period_end, start_date,
-                               not_before, deadline, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
-             ON CONFLICT (user_id, site_id, metric_key, period_start) DO NOTHING",
+                               not_before, deadline, created_at, updated_at, period_key)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11)
+             ON CONFLICT (user_id, site_id, period_key, metric_key) DO NOTHING",
         )
         .bind(slot.user_id)
         .bind(slot.site_id)
@@ -153,6 +153,7 @@ pub(crate) async fn enqueue_jobs(pool: &SqlitePool, jobs: &[NewJob<'_>], now: i6
         .bind(new.not_before)
         .bind(new.deadline)
         .bind(now)
+        .bind(slot.period_key)
         .execute(&mut *tx)
         .await?
         .rows_affected();
@@ -166,16 +167,19 @@ pub(crate) async fn claim_jobs(pool: &SqlitePool, claim: &JobClaim<'_>) -> Resul
     // SQLite has one writer at a time: an immediate transaction takes the write lock before
     // it reads, so two claimers can never pick the same rows. A claim moves `not_before` to
     // its lease's end, so held jobs sort after the due ones (SQLite has no HOT updates to
-    // keep, unlike PostgreSQL's claims).
+    // keep, unlike PostgreSQL's claims). The due jobs of the periods of the first `limit`
+    // come with them, so that metrics sharing a call are in one batch (see `Store::claim_jobs`).
     let (user_id, site_id) = claim.only.unwrap_or_default();
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    // Only a constant text is formatted in; every value is bound.
+    let due = "state = 'pending' AND not_before <= $3 AND (lease_expires IS NULL OR lease_expires <= $3)";
+    // Only constant texts are formatted in; every value is bound.
     let jobs = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "UPDATE jobs SET fence = fence + 1, lease_owner = $1, lease_expires = $2, not_before = $2, updated_at = $3
          WHERE id IN (SELECT id FROM jobs
-                      WHERE state = 'pending' AND not_before <= $3 AND (lease_expires IS NULL OR lease_expires <= $3)
-                        AND ($5 OR (user_id = $6 AND site_id = $7))
-                      ORDER BY not_before, id LIMIT $4)
+                      WHERE {due} AND (user_id, site_id, period_key) IN (
+                          SELECT user_id, site_id, period_key FROM jobs
+                          WHERE {due} AND ($5 OR (user_id = $6 AND site_id = $7))
+                          ORDER BY not_before, id LIMIT $4))
          RETURNING {JOB_COLUMNS}"
     )))
     .bind(claim.owner)

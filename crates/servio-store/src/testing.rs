@@ -71,7 +71,7 @@ pub fn tool_call(user_id: i64, tool: &str, called_at: i64) -> crate::ToolCall {
 }
 
 /// The slot of day `day` (0 is 1970-01-01) of the daily metric `sales.revenue.daily`, with
-/// `date` as its start date.
+/// `date` as its start date and key.
 pub fn day_slot(user_id: i64, site_id: i64, day: i64, date: &str) -> crate::Slot<'_> {
     crate::Slot {
         user_id,
@@ -81,6 +81,7 @@ pub fn day_slot(user_id: i64, site_id: i64, day: i64, date: &str) -> crate::Slot
         period_start: day * 86_400,
         period_end: (day + 1) * 86_400,
         start_date: date,
+        period_key: date,
     }
 }
 

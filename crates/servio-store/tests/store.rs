@@ -285,10 +285,11 @@ async fn one_value_per_slot_and_every_attempt_logged() {
             period_start: 1_000,
             period_end: 87_400,
             start_date: "2026-08-20",
+            period_key: "2026-08-20",
         };
         store.record_result(&slot, &CollectionResult::Stored { value: 2340.0, raw: "\"$2,340.00\"" }, 5).await.unwrap();
         store.record_result(&slot, &CollectionResult::Stored { value: 2341.5, raw: "2341.5" }, 6).await.unwrap();
-        let later = Slot { period_start: 87_400, start_date: "2026-08-21", ..slot.clone() };
+        let later = Slot { period_start: 87_400, start_date: "2026-08-21", period_key: "2026-08-21", ..slot.clone() };
         let dropped = CollectionResult::Dropped { reason: "the value is null", raw: Some("null") };
         store.record_result(&later, &dropped, 7).await.unwrap();
 
@@ -330,6 +331,7 @@ async fn retries_count_transient_failures_of_one_slot() {
             period_start: 1_000,
             period_end: 87_400,
             start_date: "2026-08-20",
+            period_key: "2026-08-20",
         };
         assert_eq!(store.retries(&slot).await.unwrap(), Retries::default(), "{name}");
         let retry = |reason, retry_at| CollectionResult::Retry { reason, retry_at, not_before: None };
@@ -337,7 +339,7 @@ async fn retries_count_transient_failures_of_one_slot() {
         store.record_result(&slot, &retry("connection refused", None), 400).await.unwrap();
         let dropped = CollectionResult::Dropped { reason: "not a number", raw: Some("\"n/a\"") };
         store.record_result(&slot, &dropped, 500).await.unwrap();
-        let other = Slot { period_start: 87_400, start_date: "2026-08-21", ..slot.clone() };
+        let other = Slot { period_start: 87_400, start_date: "2026-08-21", period_key: "2026-08-21", ..slot.clone() };
         store.record_result(&other, &retry("the tool answered 429", Some(5_000)), 600).await.unwrap();
 
         let retries = store.retries(&slot).await.unwrap();
@@ -380,6 +382,7 @@ async fn many_values_are_stored_in_one_go() {
                     period_start: start,
                     period_end: start + 86_400,
                     start_date: date,
+                    period_key: date,
                 };
                 (slot, i as f64, "n")
             })
@@ -428,6 +431,7 @@ async fn values_of_several_metrics_in_one_query() {
                     period_start: start,
                     period_end: start + 86_400,
                     start_date: &dates[day],
+                    period_key: &dates[day],
                 };
                 values.push((slot, *value, "\"x\" \n,]"));
             }
@@ -480,8 +484,11 @@ async fn enqueue_days(
     date: &str,
     deadline: i64,
 ) {
-    let jobs: Vec<servio_store::NewJob> = days
-        .map(|day| servio_store::NewJob { slot: day_slot(user, site, day, date), not_before: 0, deadline })
+    // A period key per day (one job per key): the date with the day's number.
+    let dates: Vec<(i64, String)> = days.map(|day| (day, format!("{date}/{day}"))).collect();
+    let jobs: Vec<servio_store::NewJob> = dates
+        .iter()
+        .map(|(day, date)| servio_store::NewJob { slot: day_slot(user, site, *day, date), not_before: 0, deadline })
         .collect();
     store.enqueue_jobs(&jobs, 0).await.unwrap();
 }
@@ -495,9 +502,10 @@ async fn enqueueing_a_slot_twice_keeps_one_job_and_claims_wait_for_not_before() 
     use servio_store::NewJob;
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "jo@example.com").await;
+        let dates = ["2026-08-20", "2026-08-21", "2026-08-22"];
         let jobs: Vec<NewJob> = (0..3)
             .map(|day| NewJob {
-                slot: day_slot(user, site, day, "2026-08-20"),
+                slot: day_slot(user, site, day, dates[day as usize]),
                 not_before: 100 + day,
                 deadline: 10_000,
             })
@@ -846,7 +854,8 @@ async fn site_health_counts_across_users_and_hides_what_few_stand_behind() {
         let attempt = |user_id: i64, site_id: i64, day: i64, result: CollectionResult<'static>, ms: f64, at: i64| {
             let store = &store;
             async move {
-                let slot = day_slot(user_id, site_id, day, "2026-01-02");
+                let date = format!("2026-01-{:02}", day + 1);
+                let slot = day_slot(user_id, site_id, day, &date);
                 store.enqueue_jobs(&[NewJob { slot, not_before: 0, deadline: i64::MAX }], 0).await.unwrap();
                 let claim =
                     JobClaim { owner: "w", now: at, lease_until: at + 60, limit: 1, only: Some((user_id, site_id)) };
@@ -1013,4 +1022,94 @@ async fn changes_announced_by_one_process_are_heard_by_the_others_on_its_schema(
     assert_eq!(next, Some(Heard::Change("catalogue 42".into())));
     let other = tokio::time::timeout(std::time::Duration::from_millis(500), not_heard.recv()).await;
     assert!(other.is_err(), "another schema's platform heard {other:?}");
+}
+
+/// Issue 24: the same local date collected under two zones made two values ("10 of 6 days").
+/// A value is kept per period key: collecting the key again under another zone replaces the
+/// value, instants included; the slot is settled under either zone; a job of the key is one
+/// job whatever zone plans it.
+#[tokio::test]
+async fn one_value_per_period_key_whatever_the_zone() {
+    use servio_store::{CollectionResult, NewJob, Slot};
+    for Backend { name, store, .. } in backends().await {
+        let (user, site) = job_owner(store.as_ref(), "zed@example.com").await;
+        // 2026-08-20 in Pacific/Auckland, then in America/New_York.
+        let auckland =
+            Slot { period_start: 1_787_140_800, period_end: 1_787_227_200, ..day_slot(user, site, 0, "2026-08-20") };
+        let new_york = Slot { period_start: 1_787_198_400, period_end: 1_787_284_800, ..auckland.clone() };
+        store.record_result(&auckland, &CollectionResult::Stored { value: 1.0, raw: "1" }, 10).await.unwrap();
+        assert!(store.slot_settled(&new_york).await.unwrap(), "{name}: the date has a value");
+        store.record_result(&new_york, &CollectionResult::Stored { value: 2.0, raw: "2" }, 20).await.unwrap();
+        let values = store.values(user, site, "sales.revenue.daily", 0).await.unwrap();
+        let got: Vec<(&str, i64, f64)> =
+            values.iter().map(|v| (v.start_date.as_str(), v.period_start, v.value)).collect();
+        assert_eq!(got, [("2026-08-20", new_york.period_start, 2.0)], "{name}: replaced, with the new instants");
+        assert_eq!(store.attempts(user, site, 10).await.unwrap().len(), 2, "{name}: the log keeps both");
+        let got = store.values_of(user, &[(site, "sales.revenue.daily")], 0).await.unwrap();
+        assert_eq!(got.len(), 1, "{name}: the dashboard's query too");
+
+        // A date dropped under one zone is settled under another.
+        let next = Slot { period_key: "2026-08-21", start_date: "2026-08-21", ..new_york.clone() };
+        let dropped = CollectionResult::Dropped { reason: "no number", raw: None };
+        store.record_result(&next, &dropped, 30).await.unwrap();
+        assert!(store.slot_settled(&Slot { period_start: 7, ..next.clone() }).await.unwrap(), "{name}");
+
+        // One job per key: planning the date under the other zone finds the job it has.
+        let job = |slot: &Slot<'static>| NewJob { slot: slot.clone(), not_before: 0, deadline: 1_000 };
+        let (a, b) = (
+            Slot { period_key: "2026-08-22", ..auckland.clone() },
+            Slot { period_key: "2026-08-22", ..new_york.clone() },
+        );
+        assert_eq!(store.enqueue_jobs(&[job(&a)], 0).await.unwrap(), 1, "{name}");
+        assert_eq!(store.enqueue_jobs(&[job(&b)], 0).await.unwrap(), 0, "{name}: the same local date");
+    }
+}
+
+/// An hour value from before period keys (migration 0014 keyed it `DATE@INSTANT`, its zone
+/// unknown) settles its hour and is replaced by a new value of the hour at that instant.
+#[tokio::test]
+async fn an_hour_value_from_before_keys_is_replaced_by_its_hour() {
+    use servio_store::{CollectionResult, Slot};
+    for Backend { name, store, .. } in backends().await {
+        let (user, site) = job_owner(store.as_ref(), "hal9@example.com").await;
+        let hour = Slot {
+            metric_key: "visits.hourly",
+            granularity: "hour",
+            period_start: 3_600,
+            period_end: 7_200,
+            period_key: "1970-01-01@3600",
+            ..day_slot(user, site, 0, "1970-01-01")
+        };
+        store.store_values(&[(hour.clone(), 1.0, "1")], 5).await.unwrap();
+        let keyed = Slot { period_key: "1970-01-01T01", ..hour.clone() };
+        assert!(store.slot_settled(&keyed).await.unwrap(), "{name}: settled by the value from before");
+        store.record_result(&keyed, &CollectionResult::Stored { value: 2.0, raw: "2" }, 6).await.unwrap();
+        let values = store.values(user, site, "visits.hourly", 0).await.unwrap();
+        assert_eq!(values.iter().map(|v| v.value).collect::<Vec<_>>(), [2.0], "{name}: replaced, not beside it");
+    }
+}
+
+/// The jobs of one (user, site, period) are claimed together, however the limit falls: the
+/// metrics that share a call are in one batch.
+#[tokio::test]
+async fn a_claim_takes_the_other_jobs_of_its_periods() {
+    use servio_store::{NewJob, Slot};
+    for Backend { name, store, .. } in backends().await {
+        let (user, site) = job_owner(store.as_ref(), "sib@example.com").await;
+        let dates = ["2026-08-20", "2026-08-21"];
+        let mut jobs = Vec::new();
+        for (day, date) in dates.iter().enumerate() {
+            for key in ["sales.revenue.daily", "sales.orders.daily"] {
+                let slot = Slot { metric_key: key, ..day_slot(user, site, day as i64, date) };
+                jobs.push(NewJob { slot, not_before: 0, deadline: 1_000 });
+            }
+        }
+        assert_eq!(store.enqueue_jobs(&jobs, 0).await.unwrap(), 4, "{name}");
+        let first = store.claim_jobs(&claim("a", 10, 30, 1)).await.unwrap();
+        let keys: Vec<(&str, &str)> = first.iter().map(|j| (j.period_key.as_str(), j.metric_key.as_str())).collect();
+        assert_eq!(keys.len(), 2, "{name}: a limit of one brings its period's other job: {keys:?}");
+        assert!(keys.iter().all(|(key, _)| *key == "2026-08-20"), "{name}: {keys:?}");
+        let next = store.claim_jobs(&claim("b", 10, 30, 10)).await.unwrap();
+        assert!(next.iter().all(|j| j.period_key == "2026-08-21") && next.len() == 2, "{name}");
+    }
 }
