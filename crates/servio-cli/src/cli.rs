@@ -295,7 +295,7 @@ pub struct DemoSiteArgs {
     #[arg(long, env = "SERVIO_DEMO_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Make a path misbehave: PATH=slow:MILLIS, PATH=500, PATH=huge:BYTES, PATH=wrong-type,
-    /// PATH=html or PATH=redirect-loop. Repeatable.
+    /// PATH=html, PATH=redirect-loop or PATH=redirect:URL (a 307 to URL). Repeatable.
     #[arg(long = "misbehave", value_name = "PATH=MODE")]
     pub misbehave: Vec<String>,
     #[command(flatten)]
