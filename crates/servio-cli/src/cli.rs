@@ -54,7 +54,9 @@ pub enum Command {
     /// web pages and a JSON API, and the AI gateway (MCP at /mcp).
     ///
     /// Stores everything in an embedded SQLite file in --data-dir, or in PostgreSQL with
-    /// --database-url postgres://...; migrations are applied at start.
+    /// --database-url postgres://...; migrations are applied at start. Site credentials are
+    /// sealed with the platform's key: SERVIO_SECRET_KEY, or secret.key in --data-dir. A key
+    /// other than the one the database was first used with is refused at start (exit 2).
     Serve(ServeArgs),
     /// Collect metrics as one of many workers sharing the platform's database.
     ///
@@ -64,7 +66,7 @@ pub enum Command {
     /// stalled is taken over when its lease expires, and a result is committed only by the
     /// worker holding the job's current lease, so every value is stored exactly once. Site
     /// credentials are opened with the platform's key: SERVIO_SECRET_KEY, or secret.key in
-    /// --data-dir.
+    /// --data-dir; a key other than the database's is refused at start (exit 2).
     Worker(WorkerArgs),
     /// Run the demo site over HTTPS: a forum and a shop with a brief, behind a bearer token.
     ///
@@ -293,7 +295,7 @@ pub struct DemoSiteArgs {
     #[arg(long, env = "SERVIO_DEMO_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Make a path misbehave: PATH=slow:MILLIS, PATH=500, PATH=huge:BYTES, PATH=wrong-type,
-    /// PATH=html or PATH=redirect-loop. Repeatable.
+    /// PATH=html, PATH=redirect-loop or PATH=redirect:URL (a 307 to URL). Repeatable.
     #[arg(long = "misbehave", value_name = "PATH=MODE")]
     pub misbehave: Vec<String>,
     #[command(flatten)]

@@ -12,7 +12,7 @@ use servio_manifest::period::Granularity;
 use servio_platform::{AppState, router};
 
 use crate::cli::DemoArgs;
-use crate::platform::KeyFile;
+use crate::platform::{KeyFile, check_key};
 use crate::running::{Background, serve_until_signal};
 use crate::{Failure, Outcome};
 
@@ -50,6 +50,7 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
     let database_url = platform.database_url(data_dir)?;
     let store = servio_store::open(&database_url).await?;
     let secrets = platform.secrets(data_dir, KeyFile::Create)?;
+    check_key(store.as_ref(), &secrets).await?;
     let client = platform.client(true, Some(&ca.ca_pem))?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await

@@ -77,6 +77,21 @@ impl PlatformArgs {
     }
 }
 
+/// Refuses `secrets` when they are not the key `store`'s credentials were sealed with
+/// (`servio_collector::key_check`), saying what to do; keeps the key's check value in a
+/// database that has none.
+pub async fn check_key(store: &dyn servio_store::Store, secrets: &Secrets) -> anyhow::Result<()> {
+    match servio_collector::key_check::check_key(store, secrets, servio_collector::now()).await {
+        Ok(_) => Ok(()),
+        Err(error @ servio_collector::Error::KeyMismatch) => Err(anyhow::anyhow!(
+            "{error}\nhelp: start it with the key this database was used with before (SERVIO_SECRET_KEY, or \
+             secret.key in the --data-dir of the process that first used it), or give it a database of its own \
+             (--database-url)"
+        )),
+        Err(error) => Err(anyhow::anyhow!("checking the secret key against the database: {}", error.chain())),
+    }
+}
+
 /// The name of the database's backend, for the line a command prints when it starts.
 pub fn backend(url: &str) -> &'static str {
     if url.starts_with("sqlite:") { "SQLite" } else { "PostgreSQL" }

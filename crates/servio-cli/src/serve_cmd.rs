@@ -9,7 +9,7 @@ use servio_platform::upkeep::Retention;
 use servio_platform::{AppState, router};
 
 use crate::cli::ServeArgs;
-use crate::platform::{KeyFile, backend};
+use crate::platform::{KeyFile, backend, check_key};
 use crate::running::{Background, serve_metrics, serve_until_signal};
 use crate::{Failure, Outcome};
 
@@ -22,11 +22,12 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     runtime.block_on(async {
         let store = servio_store::open(&url).await.context("opening the database")?;
+        let secrets = platform.secrets(&data_dir, KeyFile::Create)?;
+        check_key(store.as_ref(), &secrets).await?;
         let listener =
             tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("listening on {}", args.addr))?;
         let local = listener.local_addr()?;
         println!("Servio platform on http://{local} ({})", backend(&url));
-        let secrets = platform.secrets(&data_dir, KeyFile::Create)?;
         // The platform fetches user-supplied URLs: the public guard, unless told otherwise.
         let client = platform.client(false, None)?;
         let oauth = platform.oauth(format!("http://{local}"))?;

@@ -11,7 +11,7 @@ use servio_collector::{Collector, Credentials, WorkerConfig};
 use servio_platform::gateway::{announce, context_notice, new_values_notices};
 
 use crate::cli::WorkerArgs;
-use crate::platform::{KeyFile, backend};
+use crate::platform::{KeyFile, backend, check_key};
 use crate::running::{serve_metrics, shutdown_signal};
 use crate::{Failure, Outcome};
 
@@ -24,6 +24,7 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     runtime.block_on(async {
         let store = servio_store::open(&url).await.context("opening the database")?;
+        check_key(store.as_ref(), &secrets).await?;
         let client = platform.client(false, None)?;
         // OAuth renewals name the platform's callback URL.
         let oauth = platform.oauth("http://127.0.0.1:8080".into())?;

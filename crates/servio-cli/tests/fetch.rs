@@ -173,3 +173,34 @@ async fn brief_test_asks_once_for_metrics_that_share_a_call() {
     assert!(stdout.contains("(one request with sales.revenue.daily)"), "{stdout}");
     assert_eq!(stdout.matches("verdict: stored as").count(), 2, "{stdout}");
 }
+
+/// Regression (issue 24, point 5): integers beyond 64 bits reached the site as rounded floats
+/// (`-18446744073709551600` as `-1.8446744073709552e+19`). `servio call` sends the numbers of
+/// `--json` and `--arg` as they were written, as the site's request log shows.
+#[tokio::test]
+async fn call_sends_numbers_digit_for_digit() {
+    use servio_demo_site::DemoAuth;
+    // The numbers of the JSON-Schema-Test-Suite's bignum cases, and a long decimal.
+    let numbers = [
+        "12345678910111213141516171819202122232425262728293031",
+        "-12345678910111213141516171819202122232425262728293031",
+        "98249283749234923498293171823948729348710298301928331",
+        "18446744073709551600",
+        "-18446744073709551600",
+        "972783798187987123879878123.188781371",
+        "-972783798187987123879878123.188781371",
+        "3.14159265358979323846264338327950288419716939937510582097494459",
+    ];
+    let demo = common::start("t0k3n", DemoAuth::Bearer).await;
+    demo.site.record_requests();
+    let json = format!(r#"{{"from":"2026-08-20","to":"2026-08-20","numbers":[{}]}}"#, numbers.join(","));
+    let args = ["call", &demo.origin, "--ca-cert", &demo.ca_arg(), "shop.getSalesSummary", "--token", "t0k3n"];
+    let out =
+        servio(&[&args[..], &["--json", &json, "--arg", "long=-0.1000000000000000055511151231257827"]].concat()).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let calls: Vec<_> = demo.site.requests().into_iter().filter(|r| r.method == "POST").collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let body = String::from_utf8(calls[0].body.clone()).unwrap();
+    let want = format!("{},\"long\":-0.1000000000000000055511151231257827}}", json.trim_end_matches('}'));
+    assert_eq!(body, want);
+}

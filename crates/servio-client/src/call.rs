@@ -148,9 +148,7 @@ pub async fn post_tool(
     }
     let url = tool_url(server_url, tool);
     let body = serde_json::to_vec(args).map_err(|e| CallError::BadSchema(e.to_string()))?;
-    let limits = client.config().call_limits();
-    let fetched =
-        client.send_within(Method::POST, &url, headers, Some(body), limits).await.map_err(CallError::Request)?;
+    let fetched = client.send_call(Method::POST, &url, headers, Some(body)).await.map_err(CallError::Request)?;
     if !fetched.status.is_success() {
         return Err(CallError::Failed {
             status: fetched.status.as_u16(),

@@ -150,29 +150,12 @@ fn is_json(fetched: &Fetched) -> bool {
 
 /// Finds the manifest of the site `input` (an origin or any URL on it).
 pub async fn discover(client: &Client, input: &str) -> Result<Discovered, DiscoveryError> {
-    let origin = origin_of(input)?;
-    let mut attempts = Vec::new();
-    for path in PATHS {
-        let url = origin.join(path).map_err(|e| DiscoveryError::BadInput(e.to_string()))?;
-        let fetched = client
-            .get_json(&url, HeaderMap::new())
-            .await
-            .map_err(|error| DiscoveryError::Request { url: Box::new(url.clone()), error })?;
-        if fetched.status.is_server_error() {
-            return Err(DiscoveryError::ServerError { url: Box::new(url), status: fetched.status });
-        }
-        if fetched.status == StatusCode::OK && is_json(&fetched) {
-            let validators = Validators::from_response(&fetched);
-            return Ok(Discovered { origin, url: fetched.url, body: fetched.body, validators });
-        }
-        let answer = match (fetched.status, fetched.media_type()) {
-            (StatusCode::OK, Some(kind)) => format!("200 OK with {kind}, not application/json"),
-            (StatusCode::OK, None) => "200 OK without a Content-Type".to_owned(),
-            (status, _) => status.to_string(),
-        };
-        attempts.push(Attempt { path, answer });
+    match search(client, origin_of(input)?, None).await? {
+        Refreshed::Changed(found) => Ok(*found),
+        // Nothing was asked conditionally, so nothing can be "not modified" (a `304` to an
+        // unconditional request is one more path that did not serve the manifest).
+        Refreshed::NotModified => Err(DiscoveryError::NotFound(Vec::new())),
     }
-    Err(DiscoveryError::NotFound(attempts))
 }
 
 /// The result of a conditional refresh.
@@ -184,27 +167,65 @@ pub enum Refreshed {
     Changed(Box<Discovered>),
 }
 
-/// Fetches a known manifest URL again with its validators.
+/// Looks for the manifest of `origin` again, from its own paths in order as discovery does,
+/// every time: a manifest last served through a redirect (to another origin, say) is not
+/// asked for there again, so a site that stops redirecting is read at its own paths.
+/// `url` is where the manifest was last served and `validators` its `ETag` and
+/// `Last-Modified`: they are sent only with the path they belong to, the path that served
+/// `url` itself without a redirect.
 pub async fn refresh(
     client: &Client,
     origin: &Url,
     url: &Url,
     validators: &Validators,
 ) -> Result<Refreshed, DiscoveryError> {
-    let fetched = client
-        .get_json(url, validators.headers())
-        .await
-        .map_err(|error| DiscoveryError::Request { url: Box::new(url.clone()), error })?;
-    match fetched.status {
-        StatusCode::NOT_MODIFIED => Ok(Refreshed::NotModified),
-        status if status.is_server_error() => Err(DiscoveryError::ServerError { url: Box::new(url.clone()), status }),
-        StatusCode::OK if is_json(&fetched) => Ok(Refreshed::Changed(Box::new(Discovered {
-            origin: origin.clone(),
-            url: fetched.url.clone(),
-            validators: Validators::from_response(&fetched),
-            body: fetched.body,
-        }))),
-        // The manifest moved or went away: look for it from the start.
-        _ => discover(client, origin.as_str()).await.map(|found| Refreshed::Changed(Box::new(found))),
+    search(client, origin.clone(), Some((url, validators))).await
+}
+
+/// Tries the paths of `origin` in order (interpretation §1); `stored` is where the manifest
+/// was last served and its validators, for a conditional request of that path.
+async fn search(
+    client: &Client,
+    origin: Url,
+    stored: Option<(&Url, &Validators)>,
+) -> Result<Refreshed, DiscoveryError> {
+    let mut attempts = Vec::new();
+    for path in PATHS {
+        let url = origin.join(path).map_err(|e| DiscoveryError::BadInput(e.to_string()))?;
+        let validators = stored.filter(|(served, _)| **served == url).map(|(_, validators)| validators);
+        let mut fetched = get(client, &url, validators).await?;
+        if fetched.status == StatusCode::NOT_MODIFIED && validators.is_some() {
+            if fetched.url == url {
+                return Ok(Refreshed::NotModified);
+            }
+            // The path redirects now, and its target answered validators that were never its
+            // own: ask again without them.
+            fetched = get(client, &url, None).await?;
+        }
+        if fetched.status.is_server_error() {
+            return Err(DiscoveryError::ServerError { url: Box::new(url), status: fetched.status });
+        }
+        if fetched.status == StatusCode::OK && is_json(&fetched) {
+            let validators = Validators::from_response(&fetched);
+            return Ok(Refreshed::Changed(Box::new(Discovered {
+                origin,
+                url: fetched.url,
+                body: fetched.body,
+                validators,
+            })));
+        }
+        let answer = match (fetched.status, fetched.media_type()) {
+            (StatusCode::OK, Some(kind)) => format!("200 OK with {kind}, not application/json"),
+            (StatusCode::OK, None) => "200 OK without a Content-Type".to_owned(),
+            (status, _) => status.to_string(),
+        };
+        attempts.push(Attempt { path, answer });
     }
+    Err(DiscoveryError::NotFound(attempts))
+}
+
+/// `GET url` for a manifest, conditional on `validators` when given.
+async fn get(client: &Client, url: &Url, validators: Option<&Validators>) -> Result<Fetched, DiscoveryError> {
+    let headers = validators.map(Validators::headers).unwrap_or_default();
+    client.get_json(url, headers).await.map_err(|error| DiscoveryError::Request { url: Box::new(url.clone()), error })
 }

@@ -239,40 +239,28 @@ impl Fetched {
 /// The outbound HTTP client.
 #[derive(Clone)]
 pub struct Client {
+    /// Manifests and OAuth: redirects followed to any origin the hop rules allow.
     http: reqwest::Client,
+    /// Tool calls: redirects followed only within the origin asked (see [`Client::send_call`]).
+    calls: reqwest::Client,
     config: ClientConfig,
+}
+
+/// Where a client's requests may be redirected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Redirects {
+    /// To any origin the hop rules allow.
+    AnyOrigin,
+    /// Only within the origin of the URL first asked.
+    SameOrigin,
 }
 
 impl Client {
     /// Builds a client with `config`.
     pub fn new(config: ClientConfig) -> Result<Client, ClientError> {
-        let lookup = config.lookup.clone().unwrap_or_else(|| Arc::new(SystemLookup));
-        let hop_rules = HopRules {
-            guard: config.guard.clone(),
-            allow_http: config.allow_http,
-            max_redirects: config.max_redirects,
-        };
-        let mut builder = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(config.timeout)
-            .user_agent(concat!("servio/", env!("CARGO_PKG_VERSION")))
-            .dns_resolver(Arc::new(GuardedResolver { lookup, guard: config.guard.clone() }))
-            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
-                match hop_rules.check(attempt.url(), attempt.previous().len()) {
-                    Ok(()) => attempt.follow(),
-                    Err(error) => attempt.error(error),
-                }
-            }));
-        if let Some(pem) = &config.extra_roots_pem {
-            let certs = reqwest::Certificate::from_pem_bundle(pem)
-                .map_err(|e| ClientError::Setup(format!("bad CA file: {e}")))?;
-            if certs.is_empty() {
-                return Err(ClientError::Setup("the CA file holds no certificate".into()));
-            }
-            builder = builder.tls_certs_merge(certs);
-        }
-        let http = builder.build().map_err(|e| ClientError::Setup(crate::error_chain(&e)))?;
-        Ok(Client { http, config })
+        let http = build_http(&config, Redirects::AnyOrigin)?;
+        let calls = build_http(&config, Redirects::SameOrigin)?;
+        Ok(Client { http, calls, config })
     }
 
     /// The settings.
@@ -283,8 +271,13 @@ impl Client {
     /// Checks that `url` may be fetched at all: scheme, and a literal address's guard verdict
     /// (names are judged when they are resolved).
     pub fn check_url(&self, url: &Url) -> Result<(), ClientError> {
-        HopRules { guard: self.config.guard.clone(), allow_http: self.config.allow_http, max_redirects: 0 }
-            .check_target(url)
+        HopRules {
+            guard: self.config.guard.clone(),
+            allow_http: self.config.allow_http,
+            max_redirects: 0,
+            redirects: Redirects::AnyOrigin,
+        }
+        .check_target(url)
     }
 
     /// Sends a request and reads the whole response within the fetch limits.
@@ -307,8 +300,34 @@ impl Client {
         body: Option<Vec<u8>>,
         limits: Limits,
     ) -> Result<Fetched, ClientError> {
+        self.send_with(&self.http, method, url, headers, body, limits).await
+    }
+
+    /// Sends a tool call within the call limits. A redirect is followed only within the origin
+    /// of `url` (the approved `server.url`'s): one to another origin is a
+    /// [`ClientError::Redirect`] that names where it pointed, and nothing is sent there, since
+    /// a `307` or `308` would re-post the user's arguments to a host the user never approved.
+    pub async fn send_call(
+        &self,
+        method: Method,
+        url: &Url,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+    ) -> Result<Fetched, ClientError> {
+        self.send_with(&self.calls, method, url, headers, body, self.config.call_limits()).await
+    }
+
+    async fn send_with(
+        &self,
+        http: &reqwest::Client,
+        method: Method,
+        url: &Url,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+        limits: Limits,
+    ) -> Result<Fetched, ClientError> {
         self.check_url(url)?;
-        let mut request = self.http.request(method, url.clone()).headers(headers).timeout(limits.timeout);
+        let mut request = http.request(method, url.clone()).headers(headers).timeout(limits.timeout);
         if let Some(body) = body {
             request = request.body(body);
         }
@@ -371,21 +390,64 @@ impl Client {
     }
 }
 
+/// The reqwest client of `config` whose redirects follow `redirects`: the address guard on
+/// every DNS answer, no proxy, the hop rules on every redirect.
+fn build_http(config: &ClientConfig, redirects: Redirects) -> Result<reqwest::Client, ClientError> {
+    let lookup = config.lookup.clone().unwrap_or_else(|| Arc::new(SystemLookup));
+    let hop_rules = HopRules {
+        guard: config.guard.clone(),
+        allow_http: config.allow_http,
+        max_redirects: config.max_redirects,
+        redirects,
+    };
+    let mut builder = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(config.timeout)
+        .user_agent(concat!("servio/", env!("CARGO_PKG_VERSION")))
+        .dns_resolver(Arc::new(GuardedResolver { lookup, guard: config.guard.clone() }))
+        .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+            match hop_rules.check(attempt.url(), attempt.previous()) {
+                Ok(()) => attempt.follow(),
+                Err(error) => attempt.error(error),
+            }
+        }));
+    if let Some(pem) = &config.extra_roots_pem {
+        let certs =
+            reqwest::Certificate::from_pem_bundle(pem).map_err(|e| ClientError::Setup(format!("bad CA file: {e}")))?;
+        if certs.is_empty() {
+            return Err(ClientError::Setup("the CA file holds no certificate".into()));
+        }
+        builder = builder.tls_certs_merge(certs);
+    }
+    builder.build().map_err(|e| ClientError::Setup(crate::error_chain(&e)))
+}
+
 /// The rules every redirect hop must pass.
 #[derive(Clone)]
 struct HopRules {
     guard: Guard,
     allow_http: bool,
     max_redirects: usize,
+    redirects: Redirects,
 }
 
 impl HopRules {
-    /// `redirects` counts this redirect too (reqwest's list of URLs visited before it).
-    fn check(&self, url: &Url, redirects: usize) -> Result<(), ClientError> {
-        if redirects > self.max_redirects {
+    /// `previous` is reqwest's list of URLs visited before this redirect's target `url`: the
+    /// URL first asked, then every hop that redirected.
+    fn check(&self, url: &Url, previous: &[Url]) -> Result<(), ClientError> {
+        if previous.len() > self.max_redirects {
             return Err(ClientError::Redirect(format!(
                 "more than {} redirects (the last to {url})",
                 self.max_redirects
+            )));
+        }
+        if let (Redirects::SameOrigin, Some(first), Some(from)) = (self.redirects, previous.first(), previous.last())
+            && url.origin() != first.origin()
+        {
+            return Err(ClientError::Redirect(format!(
+                "{from} redirects to {url}, another origin than {}: a tool call goes only to the origin of the \
+                 approved server.url, so it was not followed and nothing was sent there",
+                first.origin().ascii_serialization()
             )));
         }
         self.check_target(url).map_err(|e| match e {
@@ -427,19 +489,35 @@ mod tests {
 
     #[test]
     fn every_form_is_refused_as_a_redirect_target() {
-        let rules = HopRules { guard: public(), allow_http: false, max_redirects: 5 };
+        let rules = HopRules { guard: public(), allow_http: false, max_redirects: 5, redirects: Redirects::AnyOrigin };
+        let start: Url = "https://start.example/".parse().unwrap();
+        let visited = |n: usize| vec![start.clone(); n];
         for form in crate::guard::listed_forms() {
             let url: Url = format!("https://{form}:8443/next").parse().unwrap();
-            let error = rules.check(&url, 1).unwrap_err();
+            let error = rules.check(&url, &visited(1)).unwrap_err();
             assert!(error.is_refused(), "{form}: {error}");
         }
         let http: Url = "http://example.com/".parse().unwrap();
-        assert!(matches!(rules.check(&http, 1), Err(ClientError::Redirect(_))));
+        assert!(matches!(rules.check(&http, &visited(1)), Err(ClientError::Redirect(_))));
         let file: Url = "file:///etc/passwd".parse().unwrap();
-        assert!(matches!(rules.check(&file, 1), Err(ClientError::Redirect(_))));
+        assert!(matches!(rules.check(&file, &visited(1)), Err(ClientError::Redirect(_))));
         let fine: Url = "https://example.com/".parse().unwrap();
-        assert!(rules.check(&fine, 5).is_ok());
-        assert!(matches!(rules.check(&fine, 6), Err(ClientError::Redirect(_))));
+        assert!(rules.check(&fine, &visited(5)).is_ok());
+        assert!(matches!(rules.check(&fine, &visited(6)), Err(ClientError::Redirect(_))));
+    }
+
+    #[test]
+    fn tool_call_redirects_stay_on_the_origin_first_asked() {
+        let rules = HopRules { guard: public(), allow_http: false, max_redirects: 5, redirects: Redirects::SameOrigin };
+        let first: Url = "https://site.example/api/tools/x".parse().unwrap();
+        let same: Url = "https://site.example/v2/tools/x".parse().unwrap();
+        assert!(rules.check(&same, std::slice::from_ref(&first)).is_ok());
+        for other in ["https://other.example/api/tools/x", "https://site.example:444/api/tools/x"] {
+            let other: Url = other.parse().unwrap();
+            let error = rules.check(&other, &[first.clone(), same.clone()]).unwrap_err().to_string();
+            assert!(error.contains(&format!("{same} redirects to {other}, another origin")), "{error}");
+        }
+        assert!(matches!(rules.check(&same, &vec![first.clone(); 6]), Err(ClientError::Redirect(_))));
     }
 
     /// Answers every name with one fixed address.

@@ -116,6 +116,45 @@ async fn refresh_sends_validators_and_accepts_not_modified() {
     assert!(matches!(again, Refreshed::NotModified));
 }
 
+/// Refresh asks the paths in order every time, sending the validators only with the path that
+/// served them: a manifest at the second path is "not modified" after the first says 404, and
+/// one that appears at the first path is read there.
+#[tokio::test]
+async fn refresh_starts_from_the_first_path_with_validators_only_where_they_belong() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let first_serves = Arc::new(AtomicUsize::new(0));
+    let switch = Arc::clone(&first_serves);
+    let app = Router::new()
+        .route(
+            "/.well-known/servio.json",
+            get(move |headers: HeaderMap| async move {
+                assert!(headers.get(header::IF_NONE_MATCH).is_none(), "validators of another path");
+                if switch.load(Ordering::SeqCst) == 0 { StatusCode::NOT_FOUND.into_response() } else { json(MANIFEST) }
+            }),
+        )
+        .route(
+            "/servio.json",
+            get(|headers: HeaderMap| async move {
+                if headers.get(header::IF_NONE_MATCH).is_some_and(|v| v == "\"v1\"") {
+                    return StatusCode::NOT_MODIFIED.into_response();
+                }
+                ([(header::CONTENT_TYPE, "application/json"), (header::ETAG, "\"v1\"")], MANIFEST).into_response()
+            }),
+        );
+    let server = site(&ca, "127.0.0.1", app).await;
+    let client = client(&ca, |_| {});
+    let found = discover(&client, &origin(&server)).await.unwrap();
+    assert_eq!(found.url.path(), "/servio.json");
+    let again = refresh(&client, &found.origin, &found.url, &found.validators).await.unwrap();
+    assert!(matches!(again, Refreshed::NotModified), "{again:?}");
+    first_serves.store(1, Ordering::SeqCst);
+    let Refreshed::Changed(moved) = refresh(&client, &found.origin, &found.url, &found.validators).await.unwrap()
+    else {
+        panic!("the manifest now at the first path was not read")
+    };
+    assert_eq!(moved.url.path(), "/.well-known/servio.json");
+}
+
 #[tokio::test]
 async fn limits_hold_while_streaming_and_after_decompression() {
     let ca = LocalCa::generate(&[]).unwrap();

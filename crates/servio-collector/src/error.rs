@@ -66,6 +66,10 @@ pub enum Error {
     /// The system gave no randomness for a new key.
     #[error("no randomness for a new key")]
     Randomness(#[source] std::io::Error),
+    /// The key cannot open the database's check value (or, in a database from before check
+    /// values, its oldest credential): the database's credentials were sealed with another.
+    #[error("the secret key does not match this database's: its credentials were sealed with another key")]
+    KeyMismatch,
 }
 
 /// What kind of failure an [`Error`] is, for callers that answer differently.
@@ -96,7 +100,8 @@ impl Error {
             | Error::KeyFormat
             | Error::KeyFile { .. }
             | Error::KeyFileFormat { .. }
-            | Error::Randomness(_) => ErrorKind::Configuration,
+            | Error::Randomness(_)
+            | Error::KeyMismatch => ErrorKind::Configuration,
         }
     }
 

@@ -21,7 +21,7 @@
 //!   collection as jobs shared by many processes (`servio worker`, `servio serve`'s scheduler).
 //! - [`credentials`]: the [`Credentials`] service, the one place credentials are sealed, stored,
 //!   opened and their OAuth tokens renewed (with the 401-renew-once rule); [`secrets`]: the
-//!   sealing key.
+//!   sealing key; [`key_check`]: whether a key is the one the database's credentials need.
 //! - [`manifests`]: the one cache of checked manifests, shared with the gateway and dashboard;
 //!   [`approval`]: which manifest acts for a user.
 //! - [`Error`]: the crate's one error type.
@@ -33,6 +33,7 @@ pub mod credentials;
 pub mod decimal;
 pub mod error;
 pub mod jobs;
+pub mod key_check;
 pub mod manifests;
 pub mod plan;
 pub mod secrets;

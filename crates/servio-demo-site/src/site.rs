@@ -4,7 +4,7 @@
 //! Shop figures are a pure function of the date and the time zone asked for, so tests and the
 //! demo can predict them: [`daily_figures`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,6 +32,8 @@ pub enum Misbehaviour {
     Html,
     /// Redirect to itself forever.
     RedirectLoop,
+    /// Redirect to this URL with `307 Temporary Redirect` (a `POST` is re-posted there).
+    RedirectTo(String),
     /// Answer `200` with this text as the body, as JSON (it need not be valid JSON).
     Body(String),
     /// Answer the shop's usual shape with this raw JSON text as every total.
@@ -43,8 +45,8 @@ pub enum Misbehaviour {
 impl std::str::FromStr for Misbehaviour {
     type Err = String;
 
-    /// `slow:MILLIS`, `500`, `huge:BYTES`, `wrong-type`, `html`, `redirect-loop`, `body:TEXT`,
-    /// `totals:RAW_JSON`, `503:RETRY_AFTER`.
+    /// `slow:MILLIS`, `500`, `huge:BYTES`, `wrong-type`, `html`, `redirect-loop`,
+    /// `redirect:URL`, `body:TEXT`, `totals:RAW_JSON`, `503:RETRY_AFTER`.
     fn from_str(text: &str) -> Result<Misbehaviour, String> {
         let number = |n: &str| n.parse::<u64>().map_err(|_| format!("{n:?} is not a number"));
         Ok(match text.split_once(':') {
@@ -54,13 +56,14 @@ impl std::str::FromStr for Misbehaviour {
             None if text == "wrong-type" => Misbehaviour::WrongContentType,
             None if text == "html" => Misbehaviour::Html,
             None if text == "redirect-loop" => Misbehaviour::RedirectLoop,
+            Some(("redirect", url)) => Misbehaviour::RedirectTo(url.to_owned()),
             Some(("body", raw)) => Misbehaviour::Body(raw.to_owned()),
             Some(("totals", raw)) => Misbehaviour::Totals(raw.to_owned()),
             Some(("503", retry_after)) => Misbehaviour::Unavailable(retry_after.to_owned()),
             _ => {
                 return Err(format!(
                     "unknown misbehaviour {text:?}: expected slow:MS, 500, 503:RETRY_AFTER, huge:BYTES, wrong-type, html, \
-                     redirect-loop, body:TEXT or totals:RAW_JSON"
+                     redirect-loop, redirect:URL, body:TEXT or totals:RAW_JSON"
                 ));
             }
         })
@@ -111,7 +114,7 @@ pub struct Site {
     revenue_unit: Arc<Mutex<Option<String>>>,
     endpoints: Arc<Mutex<Endpoints>>,
     /// The request log, while recording (off by default: benchmarks drive this site hard).
-    seen: Arc<Mutex<Option<Vec<SeenRequest>>>>,
+    seen: Arc<Mutex<Option<VecDeque<SeenRequest>>>>,
     /// An edit of the served manifest, applied last (tests: tools added or removed, scopes).
     edit: Arc<Mutex<Option<ManifestEdit>>>,
 }
@@ -136,7 +139,18 @@ pub struct SeenRequest {
     pub path: String,
     /// The `Authorization` header, when there was one.
     pub authorization: Option<String>,
+    /// The body as it arrived, byte for byte, up to [`SEEN_BODY_LIMIT`] bytes (a longer body
+    /// is cut there), so that a test can see exactly what a tool received.
+    pub body: Vec<u8>,
 }
+
+/// The most bytes of a request's body the request log keeps: 16 KiB, far above any tool call
+/// a test makes; the request itself is served whole.
+pub const SEEN_BODY_LIMIT: usize = 16 * 1024;
+
+/// The most requests the request log keeps: 10,000, the oldest dropped first, so that a site
+/// left recording holds at most 160 MiB of bodies.
+pub const SEEN_REQUESTS_LIMIT: usize = 10_000;
 
 impl Site {
     /// A site with the seed forum threads, its forum in the SQLite file `forum_db` or in
@@ -206,14 +220,15 @@ impl Site {
     }
 
     /// Starts keeping a log of every request received, empty from now on (again empty when
-    /// called again).
+    /// called again), with each body's first [`SEEN_BODY_LIMIT`] bytes, the last
+    /// [`SEEN_REQUESTS_LIMIT`] requests.
     pub fn record_requests(&self) {
-        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(Vec::new());
+        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(VecDeque::new());
     }
 
     /// Every request received since [`Site::record_requests`], oldest first.
     pub fn requests(&self) -> Vec<SeenRequest> {
-        self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_default()
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).iter().flatten().cloned().collect()
     }
 
     /// Sets (or removes) the Directory `verification` token the manifest lists.
@@ -306,10 +321,10 @@ async fn serve_manifest(State(site): State<Site>) -> Response {
 
 async fn misbehave(State(site): State<Site>, request: Request, next: Next) -> Response {
     let path = request.uri().path().to_owned();
-    let authorization = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    if let Some(log) = site.seen.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-        log.push(SeenRequest { method: request.method().to_string(), path: path.clone(), authorization });
-    }
+    let request = match log_request(&site, request).await {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
     let how = site.switches.lock().unwrap_or_else(|e| e.into_inner()).get(&path).cloned();
     match how {
         None => next.run(request).await,
@@ -338,6 +353,7 @@ async fn misbehave(State(site): State<Site>, request: Request, next: Next) -> Re
         }
         Some(Misbehaviour::Html) => Html("<!doctype html><div id=app></div>").into_response(),
         Some(Misbehaviour::RedirectLoop) => Redirect::temporary(&path).into_response(),
+        Some(Misbehaviour::RedirectTo(url)) => Redirect::temporary(&url).into_response(),
         Some(Misbehaviour::Body(text)) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
         Some(Misbehaviour::Totals(raw)) => {
             let body = format!(
@@ -346,6 +362,33 @@ async fn misbehave(State(site): State<Site>, request: Request, next: Next) -> Re
             ([(header::CONTENT_TYPE, "application/json")], body).into_response()
         }
     }
+}
+
+/// Adds `request` to the request log while it records, and hands it on with its body whole.
+/// Nothing is read while the log is off.
+async fn log_request(site: &Site, request: Request) -> Result<Request, Box<Response>> {
+    if site.seen.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
+        return Ok(request);
+    }
+    let (parts, body) = request.into_parts();
+    // The limit of axum's body extractor, which the tools read their arguments with: 2 MiB.
+    let bytes = axum::body::to_bytes(body, 2 * 1024 * 1024)
+        .await
+        .map_err(|e| Box::new(error(StatusCode::PAYLOAD_TOO_LARGE, format!("the body could not be read: {e}"))))?;
+    let authorization = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let seen = SeenRequest {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_owned(),
+        authorization,
+        body: bytes[..bytes.len().min(SEEN_BODY_LIMIT)].to_vec(),
+    };
+    if let Some(log) = site.seen.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        if log.len() == SEEN_REQUESTS_LIMIT {
+            log.pop_front();
+        }
+        log.push_back(seen);
+    }
+    Ok(Request::from_parts(parts, axum::body::Body::from(bytes)))
 }
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {

@@ -15,6 +15,7 @@ use crate::diagnostic::Diagnostic;
 use crate::pointer::Pointer;
 use crate::rules::Code;
 
+pub mod numbers;
 mod refs;
 
 /// The types the format supports in an `input_schema`.
@@ -493,7 +494,8 @@ impl ArgumentValidator {
     /// Compiles `schema`; fails when it does not compile (for instance a `$ref` that cannot be
     /// resolved without fetching it).
     pub fn new(schema: &Value) -> Result<ArgumentValidator, UnusableSchema> {
-        jsonschema::draft202012::new(schema).map(|validator| ArgumentValidator { validator }).map_err(|e| {
+        let options = numbers::exact_numbers(jsonschema::draft202012::options());
+        options.build(schema).map(|validator| ArgumentValidator { validator }).map_err(|e| {
             // The validator's own words for a reference it cannot follow name its build
             // features; E053's say what is wrong with the schema.
             let mut problems = Vec::new();
@@ -767,6 +769,72 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"q": {"$anchor": "1bad"}}});
         check_input_schema(&schema, &Pointer::root(), &mut out, &mut |_, _| {});
         assert_eq!(out[0].message, "`$anchor` \"1bad\" must start with a letter or `_`, not '1'");
+    }
+
+    /// The JSON-Schema-Test-Suite's `tests/draft2020-12/optional/bignum.json`: arguments keep
+    /// every digit (serde_json's `arbitrary_precision`), and are still judged by value.
+    #[test]
+    fn big_numbers_are_judged_as_the_test_suite_says() {
+        let cases: [(&str, &[(&str, bool)]); 7] = [
+            (
+                r#"{"type": "integer"}"#,
+                &[
+                    ("12345678910111213141516171819202122232425262728293031", true),
+                    ("-12345678910111213141516171819202122232425262728293031", true),
+                    ("12345678910111213141516171819202122232425262728293031.5", false),
+                ],
+            ),
+            (
+                r#"{"type": "number"}"#,
+                &[
+                    ("98249283749234923498293171823948729348710298301928331", true),
+                    ("-98249283749234923498293171823948729348710298301928331", true),
+                ],
+            ),
+            (r#"{"type": "string"}"#, &[("98249283749234923498293171823948729348710298301928331", false)]),
+            (r#"{"maximum": 18446744073709551615}"#, &[("18446744073709551600", true)]),
+            (
+                r#"{"exclusiveMaximum": 972783798187987123879878123.18878137}"#,
+                &[("972783798187987123879878123.188781371", false)],
+            ),
+            (r#"{"minimum": -18446744073709551615}"#, &[("-18446744073709551600", true)]),
+            (
+                r#"{"exclusiveMinimum": -972783798187987123879878123.18878137}"#,
+                &[("-972783798187987123879878123.188781371", false)],
+            ),
+        ];
+        for (schema, tests) in cases {
+            let property: Value = serde_json::from_str(schema).unwrap();
+            let validator = ArgumentValidator::new(&json!({"type": "object", "properties": {"n": property}})).unwrap();
+            for (data, valid) in tests {
+                let args: Value = serde_json::from_str(&format!(r#"{{"n": {data}}}"#)).unwrap();
+                assert_eq!(args["n"].to_string(), *data, "kept as written");
+                assert_eq!(validator.check(&args).is_empty(), *valid, "{data} against {schema}");
+            }
+        }
+    }
+
+    /// Beyond the suite: bounds that `f64` cannot tell apart from the value.
+    #[test]
+    fn bounds_are_exact_beyond_floats() {
+        let cases = [
+            (r#"{"maximum": 18446744073709551615}"#, "18446744073709551600.0", true),
+            (r#"{"maximum": 18446744073709551615}"#, "18446744073709551615.1", false),
+            (r#"{"maximum": 18446744073709551616}"#, "18446744073709551617", false),
+            (r#"{"exclusiveMaximum": 972783798187987123879878123.18878137}"#, "972783798187987123879878123", true),
+            (r#"{"minimum": 0.1}"#, "0.09999999999999999999", false),
+            (r#"{"exclusiveMinimum": -1e400}"#, "-1e401", false),
+        ];
+        for (schema, data, valid) in cases {
+            let property: Value = serde_json::from_str(schema).unwrap();
+            let validator = ArgumentValidator::new(&json!({"type": "object", "properties": {"n": property}})).unwrap();
+            let args: Value = serde_json::from_str(&format!(r#"{{"n": {data}}}"#)).unwrap();
+            assert_eq!(validator.check(&args).is_empty(), valid, "{data} against {schema}");
+        }
+        let validator =
+            ArgumentValidator::new(&json!({"type": "object", "properties": {"n": {"maximum": 5}}})).unwrap();
+        let errors = validator.check(&serde_json::from_str(r#"{"n": 5.000000000000000000001}"#).unwrap());
+        assert_eq!(errors[0].message, "5.000000000000000000001 is greater than the maximum of 5");
     }
 
     #[test]

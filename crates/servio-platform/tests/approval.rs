@@ -369,3 +369,31 @@ async fn an_ignored_brief_says_why_where_the_user_looks() {
     }
     demo.site.edit_manifest(None);
 }
+
+/// Regression (issue 24, 1f): tool calls followed redirects to other origins, re-posting the
+/// user's arguments there on 307/308 and returning that host's answer. A call never leaves the
+/// approved `server.url`'s origin: the gateway answers with an error that names where the
+/// redirect pointed, and collection stores nothing from there.
+#[tokio::test]
+async fn a_tool_call_redirected_to_another_origin_sends_nothing_there() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let site = common::demo_site(&ca, "site-token").await;
+    let elsewhere = common::demo_site(&ca, "site-token").await;
+    let tool_path = "/api/servio/tools/shop.getSalesSummary";
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let (who, id) =
+            with_site(&server, &format!("ana-redirect-{name}@example.com"), &site.origin, "site-token").await;
+        let target = format!("{}{tool_path}", elsewhere.origin);
+        site.site.set_misbehaviour(tool_path, Some(servio_demo_site::Misbehaviour::RedirectTo(target.clone())));
+        elsewhere.site.record_requests();
+
+        let (status, called) = call_sales_summary(&server, &who, &site.origin).await;
+        assert_eq!(status, StatusCode::BAD_GATEWAY, "{name}: {called}");
+        let error = called["error"].as_str().unwrap_or_default();
+        assert!(error.contains(&format!("redirects to {target}, another origin")), "{name}: {error}");
+        let (status, now, _) = server.send(&who, Method::POST, &format!("/api/vault/{id}/collect"), None).await;
+        assert_eq!((status, now["stored"].as_u64()), (StatusCode::OK, Some(0)), "{name}: {now}");
+        assert_eq!(elsewhere.site.requests(), [], "{name}: the other origin received requests");
+        site.site.set_misbehaviour(tool_path, None);
+    }
+}

@@ -190,3 +190,33 @@ async fn a_changed_tool_is_held_back_until_approved() {
         );
     }
 }
+
+/// Regression (issue 24, 1e): once a site's well-known path had redirected to another origin,
+/// refresh kept reading the manifest there after the site stopped redirecting. Refresh starts
+/// again from the site's own paths every time.
+#[tokio::test]
+async fn refresh_reads_the_site_again_after_it_stops_redirecting_elsewhere() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let site = common::demo_site(&ca, "own-token").await;
+    let elsewhere = common::demo_site(&ca, "own-token").await;
+    elsewhere.site.set_tool_description("forum.getThread", "Served by another origin.");
+    let well_known = "/.well-known/servio.json";
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let redirect = servio_demo_site::Misbehaviour::RedirectTo(format!("{}{well_known}", elsewhere.origin));
+        site.site.set_misbehaviour(well_known, Some(redirect));
+        let ana = server.sign_up(&format!("ana-redirected-{name}@example.com")).await;
+        let body = json!({ "url": site.origin, "token": "own-token" });
+        let (status, added, _) = server.send(&ana, Method::POST, "/api/vault", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{name}: {added}");
+        assert_eq!(added["site"]["manifest_url"], format!("{}{well_known}", elsewhere.origin), "{name}");
+
+        site.site.set_misbehaviour(well_known, None);
+        elsewhere.site.record_requests();
+        let refresh = format!("/api/vault/{}/refresh", added["site"]["id"]);
+        let (status, refreshed, _) = server.send(&ana, Method::POST, &refresh, None).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {refreshed}");
+        assert_eq!(refreshed["refresh"]["outcome"], "changed", "{name}: {refreshed}");
+        assert_eq!(refreshed["site"]["manifest_url"], format!("{}{well_known}", site.origin), "{name}: {refreshed}");
+        assert_eq!(elsewhere.site.requests(), [], "{name}: the other origin was asked again");
+    }
+}

@@ -594,6 +594,15 @@ pub trait Store: Send + Sync {
     async fn mcp_session(&self, id: &str) -> Result<Option<McpSession>, StoreError>;
     /// Forgets the MCP session `id`.
     async fn delete_mcp_session(&self, id: &str) -> Result<(), StoreError>;
+    // The check value of the sealing key (`servio_collector::key_check`).
+    /// The check value the key that seals this database's credentials made, when one is kept.
+    async fn key_check(&self) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Keeps `sealed` as the check value unless one is kept already, and returns the one kept:
+    /// of two processes that start at once with different keys, both see the first one's.
+    async fn keep_key_check(&self, sealed: &[u8], now: i64) -> Result<Vec<u8>, StoreError>;
+    /// The sealed credential of the oldest vault entry that has one, with its user and site
+    /// (what the seal binds), to tell whether a key is the one that sealed them.
+    async fn oldest_credential(&self) -> Result<Option<(i64, i64, Vec<u8>)>, StoreError>;
 }
 
 /// An MCP session as the store keeps it.

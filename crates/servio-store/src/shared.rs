@@ -1112,6 +1112,39 @@ macro_rules! shared_store {
                 sqlx::query("DELETE FROM mcp_sessions WHERE id = $1").bind(id).execute(&self.pool).await?;
                 Ok(())
             }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn key_check(&self) -> Result<Option<Vec<u8>>, StoreError> {
+                let sealed = sqlx::query_scalar("SELECT sealed FROM key_check WHERE id = 1")
+                    .fetch_optional(&self.pool)
+                    .await?;
+                Ok(sealed)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn keep_key_check(&self, sealed: &[u8], now: i64) -> Result<Vec<u8>, StoreError> {
+                bind!(
+                    sqlx::query(
+                        "INSERT INTO key_check (id, sealed, created_at) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING"
+                    ),
+                    sealed, now
+                )
+                .execute(&self.pool)
+                .await?;
+                let kept = sqlx::query_scalar("SELECT sealed FROM key_check WHERE id = 1").fetch_one(&self.pool).await?;
+                Ok(kept)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn oldest_credential(&self) -> Result<Option<(i64, i64, Vec<u8>)>, StoreError> {
+                let found = sqlx::query_as(
+                    "SELECT user_id, site_id, credential FROM vault WHERE credential IS NOT NULL
+                     ORDER BY added_at, user_id, site_id LIMIT 1",
+                )
+                .fetch_optional(&self.pool)
+                .await?;
+                Ok(found)
+            }
         }
     };
 }
