@@ -6,7 +6,9 @@
 //! `tests/openapi/.venv`; without them the test says it is skipped, except in CI.
 //!
 //! Schemathesis's other checks run and are read, but do not fail the test: they judge what the
-//! document cannot say (a wrong password is a `400` for a schema-valid body, `ST202`).
+//! document cannot say (a wrong password is a `400` for a schema-valid body, `ST202`). A run
+//! that could not reach the platform, or could not use the document, fails it too, and the
+//! platform must still be ready after it.
 
 mod common;
 
@@ -21,6 +23,18 @@ use common::servio_demo::{read_json as read_demo_json, start_with_log};
 /// type (`ST108`-`ST110`), an undocumented status code (`ST103`) and an undocumented or
 /// malformed content type (`ST104`-`ST106`). `schemathesis explain CODE` says what each means.
 const FAILING: [&str; 9] = ["ST101", "ST102", "ST103", "ST104", "ST105", "ST106", "ST108", "ST109", "ST110"];
+
+/// Errors of a run (not failures of a check) that say the platform did not answer, or that the
+/// document could not be read or used; schemathesis's own "Runtime Error"s are not ours.
+const FAILING_ERRORS: [&str; 7] = [
+    "Network Error",
+    "Unhealthy API",
+    "Unresponsive Operation",
+    "Server Unavailable",
+    "Schema Error",
+    "Authentication Error",
+    "Configuration Error",
+];
 
 /// Seconds of schemathesis in all: most for every operation but `delete_token`, then some for
 /// `delete_token` alone, so that the token the run uses is not deleted before the rest is tested.
@@ -67,6 +81,15 @@ fn failure_codes(output: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The kinds of error in the summary of a run (`  🚫 Network Error: 2`).
+fn error_kinds(output: &str) -> Vec<&str> {
+    output
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("🚫 "))
+        .filter_map(|rest| rest.rsplit_once(':').map(|(kind, _)| kind))
+        .collect()
+}
+
 #[tokio::test]
 async fn the_openapi_document_is_valid_and_true_to_schemathesis() {
     let Some(bin) = venv_bin() else { return };
@@ -102,6 +125,8 @@ async fn the_openapi_document_is_valid_and_true_to_schemathesis() {
         eprintln!("{output}");
         let failing = failure_codes(&output).into_iter().filter(|code| FAILING.contains(code));
         found.extend(failing.map(str::to_owned));
+        let errors = error_kinds(&output).into_iter().filter(|kind| FAILING_ERRORS.contains(kind));
+        found.extend(errors.map(str::to_owned));
     }
     assert!(found.is_empty(), "schemathesis found {found:?} (its output is above)");
 
@@ -114,4 +139,10 @@ async fn the_openapi_document_is_valid_and_true_to_schemathesis() {
 fn failure_codes_are_read_from_the_list_of_failures() {
     let output = "1. Test Case ID: b70kMH\n\n- ST202 Schema-valid request rejected\n\n    - ST103 Undocumented HTTP status code\n- STxyz\n";
     assert_eq!(failure_codes(output), ["ST202", "ST103"]);
+}
+
+#[test]
+fn error_kinds_are_read_from_the_summary() {
+    let output = "Errors:\n  🚫 Runtime Error: 2\n  🚫 Network Error: 1\n\nWarnings:\n  ⚠️ Missing test data: 3\n";
+    assert_eq!(error_kinds(output), ["Runtime Error", "Network Error"]);
 }
