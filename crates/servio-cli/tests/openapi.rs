@@ -123,6 +123,8 @@ async fn the_openapi_document_is_valid_and_true_to_schemathesis() {
         // 0: nothing found; 1: failures found, read below; anything else: it could not run.
         assert!(matches!(code, Some(0 | 1)), "schemathesis could not run ({code:?}):\n{output}");
         eprintln!("{output}");
+        // A summary to read: a run that generated nothing (or a changed format) finds nothing.
+        assert!(output.contains(" generated, "), "schemathesis tested nothing:\n{output}");
         let failing = failure_codes(&output).into_iter().filter(|code| FAILING.contains(code));
         found.extend(failing.map(str::to_owned));
         let errors = error_kinds(&output).into_iter().filter(|kind| FAILING_ERRORS.contains(kind));
