@@ -15,6 +15,10 @@ use serde_json::error::Category;
 
 use crate::error::ApiError;
 
+/// The largest request body of the API, in bytes (2 MiB, axum's default, set on the API's
+/// router by [`crate::router`]); a larger one is refused with `413`.
+pub const MAX_BODY: usize = 2 * 1024 * 1024;
+
 /// A request body read as JSON into `T`; refused as an [`ApiError`] in the API's error shape:
 /// `415` for a type other than JSON, `400` saying what is wrong and at which line and column.
 #[derive(Debug, Clone, Copy, Default)]

@@ -3,7 +3,8 @@
 //!
 //! [`router`] builds the HTTP API over an [`AppState`] holding the [`servio_store::Store`].
 //! Routes live by feature in [`routes`]; [`auth`] says who is asking; [`json_body`] reads every
-//! JSON request body; [`error`] maps failures to statuses without leaking internals.
+//! JSON request body and [`params`] every path and query; [`error`] maps failures to statuses
+//! without leaking internals.
 #![deny(missing_docs)]
 
 pub mod accounts;
@@ -16,6 +17,7 @@ pub mod gateway;
 pub mod json_body;
 pub mod mcp;
 pub mod metrics;
+pub mod params;
 pub mod refresh;
 pub mod routes;
 pub mod slots;
@@ -155,7 +157,7 @@ pub fn router(state: AppState) -> Router {
     let (api, _) = routes::api().split_for_parts();
     Router::new()
         .nest_service("/mcp", mcp::service(state.clone(), public_host.unwrap_or_default()))
-        .merge(api)
+        .merge(api.layer(axum::extract::DefaultBodyLimit::max(json_body::MAX_BODY)))
         .merge(routes::pages())
         .layer(axum::middleware::from_fn(trace::observe))
         .with_state(state)

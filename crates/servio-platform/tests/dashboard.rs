@@ -34,6 +34,11 @@ async fn backfill_then_dashboard() {
 
         let (status, dashboard, _) = server.send(&ivy, Method::GET, "/api/dashboard", None).await;
         assert_eq!(status, StatusCode::OK, "{name}");
+        // Regression (issue 24): the document typed `latest.raw` as an object; it is the number
+        // or string the site sent, and the whole answer matches the documented schema.
+        let routes = common::api_routes(&server).await;
+        let route = routes.iter().find(|r| r.method == "GET" && r.path == "/api/dashboard").unwrap();
+        route.assert_documented(status, &dashboard, &format!("{name}: GET /api/dashboard"));
         let revenue =
             dashboard["metrics"].as_array().unwrap().iter().find(|m| m["key"] == "sales.revenue.daily").unwrap();
         assert_eq!(revenue["label"], "Revenue");

@@ -9,7 +9,17 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// Starts `servio demo` on `dir` and reads its output until it says it is running.
 pub async fn start(dir: &Path) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_servio"))
+    start_with_log(dir, None).await
+}
+
+/// [`start`] with its log filtered by `filter` (`SERVIO_LOG`) when given: `warn` for a test
+/// that sends thousands of requests, whose log lines would bury its own output.
+pub async fn start_with_log(dir: &Path, filter: Option<&str>) -> (tokio::process::Child, String) {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_servio"));
+    if let Some(filter) = filter {
+        command.env("SERVIO_LOG", filter);
+    }
+    let mut child = command
         .args(["demo", "--addr", "127.0.0.1:0", "--data-dir", dir.to_str().unwrap()])
         .stdout(Stdio::piped())
         .kill_on_drop(true)

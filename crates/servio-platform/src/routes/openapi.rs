@@ -7,9 +7,9 @@ use std::sync::LazyLock;
 
 use axum::http::header;
 use axum::response::IntoResponse;
-use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
+use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn};
 use utoipa::openapi::response::ResponseBuilder;
-use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 use utoipa::openapi::security::{
     ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
 };
@@ -51,7 +51,10 @@ impl Modify for SecuritySchemes {
 /// What every operation follows, said here once instead of in each `#[utoipa::path]`: a route
 /// needs a signed-in user (session or token) unless it says `security(())`; a signed-in route
 /// may answer `401`, and one that changes something `403` (the CSRF check); a path with `{id}`
-/// or `{name}` has that parameter, and `{id}` may answer `404` (not there, or not yours).
+/// or `{name}` has that parameter, and `{id}` may answer `404` (not there, not yours, or not a
+/// 64-bit integer: [`crate::params::Params`]); a route that reads a JSON body may refuse it
+/// (`400`, `413`, `415`: [`crate::json_body::JsonBody`]), and one with query parameters may
+/// refuse them (`400`).
 struct Conventions;
 
 impl Modify for Conventions {
@@ -75,7 +78,16 @@ impl Modify for Conventions {
                 }
                 if path.contains("{id}") {
                     parameter(operation, "id", Type::Integer, "The id of what the path names, as its list gives it");
-                    refusal(operation, "404", "Not there, or not yours");
+                    refusal(operation, "404", "Not there, not yours, or not an id");
+                }
+                if operation.request_body.is_some() {
+                    refusal(operation, "400", "The body is not JSON, or not what this route takes");
+                    refusal(operation, "413", &format!("The body is over {} bytes", crate::json_body::MAX_BODY));
+                    refusal(operation, "415", "The body was sent as another type than JSON");
+                }
+                let in_query = |p: &RefOr<Parameter>| matches!(p, RefOr::T(p) if p.parameter_in == ParameterIn::Query);
+                if operation.parameters.as_ref().is_some_and(|list| list.iter().any(in_query)) {
+                    refusal(operation, "400", "A query parameter is not what this route takes");
                 }
                 if path.contains("{name}") {
                     parameter(
@@ -99,12 +111,14 @@ fn refusal(operation: &mut Operation, status: &str, description: &str) {
 
 /// Adds a required path parameter.
 fn parameter(operation: &mut Operation, name: &str, kind: Type, description: &str) {
+    // An id is read as an `i64`; anything else names nothing (`404`).
+    let format = (kind == Type::Integer).then_some(SchemaFormat::KnownFormat(KnownFormat::Int64));
     let parameter = ParameterBuilder::new()
         .name(name)
         .parameter_in(ParameterIn::Path)
         .required(Required::True)
         .description(Some(description))
-        .schema(Some(ObjectBuilder::new().schema_type(kind)))
+        .schema(Some(ObjectBuilder::new().schema_type(kind).format(format)))
         .build();
     operation.parameters.get_or_insert_with(Vec::new).push(RefOr::T(parameter));
 }

@@ -32,6 +32,34 @@ pub struct ApiRoute {
     pub signed_in: bool,
     /// The schema of its JSON request body, if it takes one.
     pub body_schema: Option<Value>,
+    /// The names of its query parameters.
+    pub query: Vec<String>,
+    /// Its documented responses, by status.
+    pub responses: Value,
+    /// The document's components, for the `$ref`s of its schemas.
+    pub components: Value,
+}
+
+impl ApiRoute {
+    /// Holds an answer to the document: its `status` is one the operation documents, an error
+    /// is the API's JSON error body, and a JSON answer matches the documented schema.
+    pub fn assert_documented(&self, status: StatusCode, answer: &Value, label: &str) {
+        let documented = &self.responses[status.as_str()];
+        assert!(documented.is_object(), "{label}: {status} is not documented ({answer})");
+        if status.is_client_error() || status.is_server_error() {
+            assert!(answer["error"].is_string(), "{label}: {status} is not the JSON error body: {answer}");
+        }
+        let Some(schema) = documented["content"]["application/json"].get("schema") else { return };
+        if answer.is_null() {
+            return;
+        }
+        // The operation's schema, with the document's components beside it for its `$ref`s.
+        let root = json!({ "components": self.components, "allOf": [schema] });
+        let validator = jsonschema::validator_for(&root).unwrap_or_else(|e| panic!("{label}: {e}: {schema}"));
+        let errors: Vec<String> =
+            validator.iter_errors(answer).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+        assert!(errors.is_empty(), "{label}: {status} does not match its documented schema: {errors:?}\n{answer}");
+    }
 }
 
 /// Every operation of the document at `/api/openapi.json`: the routes of the API, as the router
@@ -48,6 +76,15 @@ pub async fn api_routes(server: &Server) -> Vec<ApiRoute> {
                 // Signed-in unless the route waives the document's security (`[{}]`).
                 signed_in: operation.get("security") != Some(&json!([{}])),
                 body_schema: operation["requestBody"]["content"]["application/json"].get("schema").cloned(),
+                query: operation["parameters"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|p| p["in"] == "query")
+                    .filter_map(|p| p["name"].as_str().map(str::to_owned))
+                    .collect(),
+                responses: operation["responses"].clone(),
+                components: doc["components"].clone(),
             });
         }
     }

@@ -17,6 +17,7 @@ use crate::AppState;
 use crate::auth::{Api, Caller, Via};
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
+use crate::params::Params;
 
 /// The account routes of the API.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -39,7 +40,7 @@ async fn start_session(attempt: &Attempt, user: &User) -> Result<Response, ApiEr
     Ok(response)
 }
 
-/// How sign-up and sign-in refuse an attempt before reading it.
+/// How sign-up and sign-in refuse an attempt before its password is hashed or checked.
 #[derive(utoipa::IntoResponses)]
 #[expect(dead_code, reason = "documents responses that ApiError makes")]
 enum Refused {
@@ -49,6 +50,21 @@ enum Refused {
     /// Too many attempts from this address, or for this account
     #[response(status = 429)]
     TooMany(ErrorBody),
+    /// Too many password checks waiting already: try again in a moment
+    #[response(status = 503)]
+    Busy(ErrorBody),
+}
+
+/// How a route that checks the current password refuses before checking it.
+#[derive(utoipa::IntoResponses)]
+#[expect(dead_code, reason = "documents responses that ApiError makes")]
+enum PasswordRefused {
+    /// Too many wrong passwords for this account
+    #[response(status = 429)]
+    TooMany(ErrorBody),
+    /// Too many password checks waiting already: try again in a moment
+    #[response(status = 503)]
+    Busy(ErrorBody),
 }
 
 /// Create an account and start a session
@@ -124,7 +140,7 @@ async fn create_token(api: Api, JsonBody(form): JsonBody<NewToken>) -> Result<Re
 
 /// Delete one of the user's API tokens
 #[utoipa::path(delete, path = "/api/tokens/{id}", responses((status = 204, description = "Deleted")))]
-async fn delete_token(api: Api, Path(id): Path<i64>) -> Result<StatusCode, ApiError> {
+async fn delete_token(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<StatusCode, ApiError> {
     service::delete_token(&api.state, api.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
 }
 
@@ -140,7 +156,7 @@ fn session_hash(via: &Via) -> &str {
 #[utoipa::path(put, path = "/api/me/password", request_body = PasswordChange, responses(
     (status = 200, description = "Changed; other sessions ended; which API tokens still work", body = AccessEnded),
     (status = 400, description = "The current password is wrong, or the new one too short", body = ErrorBody),
-    (status = 429, description = "Too many wrong passwords for this account", body = ErrorBody),
+    PasswordRefused,
 ))]
 async fn change_password(api: Api, JsonBody(form): JsonBody<PasswordChange>) -> Result<Json<AccessEnded>, ApiError> {
     service::change_password(&api.state, &api.user, session_hash(&api.via), &form).await.map(Json)
@@ -150,6 +166,7 @@ async fn change_password(api: Api, JsonBody(form): JsonBody<PasswordChange>) -> 
 #[utoipa::path(delete, path = "/api/me", request_body = CurrentPassword, responses(
     (status = 204, description = "Deleted"),
     (status = 400, description = "The current password is wrong", body = ErrorBody),
+    PasswordRefused,
 ))]
 async fn delete_account(api: Api, JsonBody(form): JsonBody<CurrentPassword>) -> Result<Response, ApiError> {
     service::delete_account(&api.state, &api.user, &form).await?;
@@ -168,7 +185,10 @@ async fn list_sessions(api: Api) -> Result<Json<Vec<SessionItem>>, ApiError> {
 #[utoipa::path(delete, path = "/api/sessions", params(RevokeTokens), responses(
     (status = 200, description = "Every session ended; which API tokens still work", body = AccessEnded),
 ))]
-async fn sign_out_everywhere(api: Api, Query(revoke): Query<RevokeTokens>) -> Result<Response, ApiError> {
+async fn sign_out_everywhere(
+    api: Api,
+    Params(Query(revoke)): Params<Query<RevokeTokens>>,
+) -> Result<Response, ApiError> {
     let ended = service::sign_out_everywhere(&api.state, api.user.id, revoke.revoke_api_tokens).await?;
     let mut response = Json(ended).into_response();
     response.headers_mut().insert(header::SET_COOKIE, expired_cookie());

@@ -300,6 +300,7 @@ pub struct AccessEnded {
 
 /// Whether to revoke the API tokens too (`?revoke_api_tokens=true`).
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct RevokeTokens {
     /// Also revoke every API token of the user (AI clients using them lose access).
     #[serde(default)]

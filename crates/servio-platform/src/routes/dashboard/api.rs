@@ -14,6 +14,7 @@ use crate::AppState;
 use crate::auth::Api;
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
+use crate::params::Params;
 
 /// The collection routes of the API.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -26,6 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// How a backfill runs.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct How {
     /// `true`: queue the periods as jobs the workers collect and answer at once (`202`), then
     /// poll `GET /api/vault/{id}/jobs`; otherwise collect them while the request waits.
@@ -41,8 +43,8 @@ struct How {
 ))]
 async fn backfill(
     api: Api,
-    Path(id): Path<i64>,
-    Query(how): Query<How>,
+    Params(Path(id)): Params<Path<i64>>,
+    Params(Query(how)): Params<Query<How>>,
     JsonBody(range): JsonBody<Range>,
 ) -> Result<Response, ApiError> {
     let backfill = Backfill { state: &api.state, user: &api.user, id, range: &range };
@@ -54,20 +56,25 @@ async fn backfill(
 
 /// How many of the site's collection jobs are still to do (a queued backfill's progress)
 #[utoipa::path(get, path = "/api/vault/{id}/jobs", responses((status = 200, description = "The progress", body = JobProgress)))]
-async fn job_progress(api: Api, Path(id): Path<i64>) -> Result<Json<JobProgress>, ApiError> {
+async fn job_progress(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Json<JobProgress>, ApiError> {
     service::job_progress(&api.state, api.user.id, id).await.map(Json)
 }
 
 /// Collect the site's due periods now (failing ones wait out their backoff)
-#[utoipa::path(post, path = "/api/vault/{id}/collect", responses((status = 200, description = "What was collected", body = CollectSummary)))]
-async fn collect(api: Api, Path(id): Path<i64>) -> Result<Json<CollectSummary>, ApiError> {
+#[utoipa::path(post, path = "/api/vault/{id}/collect", responses(
+    (status = 200, description = "What was collected", body = CollectSummary),
+    (status = 400, description = "The site has no valid brief: nothing to collect", body = ErrorBody),
+))]
+async fn collect(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Json<CollectSummary>, ApiError> {
     service::collect_now(&api.state, &api.user, id).await.map(Json)
 }
 
 /// How far back the dashboard reaches.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct Window {
     /// Days of values, 1 to 400 (default 62).
+    #[param(minimum = 1, maximum = 400)]
     days: Option<u32>,
 }
 
@@ -77,7 +84,11 @@ struct Window {
     (status = 304, description = "Not modified since the ETag sent in If-None-Match"),
     (status = 400, description = "`days` out of range", body = ErrorBody),
 ))]
-async fn dashboard(api: Api, Query(window): Query<Window>, headers: HeaderMap) -> Result<Response, ApiError> {
+async fn dashboard(
+    api: Api,
+    Params(Query(window)): Params<Query<Window>>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     let days = window.days.unwrap_or(service::DEFAULT_DAYS);
     let render = || async {
         let data = service::dashboard_data(&api.state, &api.user, days).await?;

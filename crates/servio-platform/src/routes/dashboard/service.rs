@@ -215,7 +215,7 @@ pub struct Latest {
     /// The value.
     pub value: f64,
     /// The value as the site sent it, as JSON: a number or a string.
-    #[schema(value_type = Object)]
+    #[schema(schema_with = Raw::schema)]
     pub raw: Raw,
 }
 
@@ -245,6 +245,13 @@ pub enum Raw {
 }
 
 impl Raw {
+    /// Its schema: a number or a string (§7 reads a value from nothing else).
+    fn schema() -> utoipa::openapi::Object {
+        use utoipa::openapi::schema::{SchemaType, Type};
+        let types = SchemaType::from_iter([Type::Number, Type::String]);
+        utoipa::openapi::ObjectBuilder::new().schema_type(types).build()
+    }
+
     fn from_stored(text: &str) -> Raw {
         RawValue::from_string(text.to_owned()).map_or_else(|_| Raw::Text(text.to_owned()), Raw::Json)
     }

@@ -14,6 +14,7 @@ use crate::AppState;
 use crate::auth::Api;
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
+use crate::params::Params;
 
 /// The Directory routes of the API.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -26,6 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// What to search for.
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct SearchQuery {
     /// Words to find in names, descriptions and tools.
     #[serde(default)]
@@ -39,7 +41,7 @@ pub(crate) struct SearchQuery {
 ))]
 async fn search(
     State(state): State<AppState>,
-    Query(query): Query<SearchQuery>,
+    Params(Query(query)): Params<Query<SearchQuery>>,
 ) -> Result<Json<SearchResults>, ApiError> {
     service::search(&state, query.q).await.map(Json)
 }
@@ -54,6 +56,7 @@ async fn list_claims(api: Api) -> Result<Json<ClaimList>, ApiError> {
 #[utoipa::path(post, path = "/api/directory/claims", request_body = NewClaim, responses(
     (status = 201, description = "Claimed: put the token in the manifest, then verify", body = NewClaimView),
     (status = 400, description = "Not a URL", body = ErrorBody),
+    (status = 409, description = "You claimed this origin already", body = ErrorBody),
 ))]
 async fn claim(api: Api, JsonBody(form): JsonBody<NewClaim>) -> Result<Response, ApiError> {
     let claim = service::create_claim(&api.state, api.user.id, &form.url).await?;
@@ -65,7 +68,7 @@ async fn claim(api: Api, JsonBody(form): JsonBody<NewClaim>) -> Result<Response,
     (status = 200, description = "Listed", body = Verified),
     (status = 422, description = "The manifest is invalid or does not list the token", body = ErrorBody),
 ))]
-async fn verify(api: Api, Path(id): Path<i64>) -> Result<Json<Verified>, ApiError> {
+async fn verify(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Json<Verified>, ApiError> {
     service::verify_claim(&api.state, api.user.id, id).await.map(Json)
 }
 
@@ -78,8 +81,8 @@ async fn verify(api: Api, Path(id): Path<i64>) -> Result<Json<Verified>, ApiErro
 ))]
 async fn health(
     api: Api,
-    Path(id): Path<i64>,
-    Query(window): Query<super::health::Window>,
+    Params(Path(id)): Params<Path<i64>>,
+    Params(Query(window)): Params<Query<super::health::Window>>,
 ) -> Result<Json<super::health::Health>, ApiError> {
     super::health::health(&api.state, api.user.id, id, &window).await.map(Json)
 }

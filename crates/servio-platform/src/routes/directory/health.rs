@@ -19,9 +19,19 @@ const TOP_REASONS: usize = 5;
 
 /// Which window (`?days=7` or `28`, 7 unless asked).
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct Window {
     /// 7 or 28.
+    #[param(schema_with = window_days)]
     pub days: Option<i64>,
+}
+
+/// The schema of [`Window::days`]: one of [`WINDOWS`].
+fn window_days() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::Integer)
+        .enum_values(Some(WINDOWS))
+        .build()
 }
 
 /// A site's collection health.

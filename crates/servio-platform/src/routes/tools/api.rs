@@ -17,6 +17,7 @@ use crate::auth::Api;
 use crate::error::{ApiError, ErrorBody};
 use crate::gateway::{self, Failure};
 use crate::json_body::JsonBody;
+use crate::params::Params;
 
 /// The gateway routes of the API.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -28,7 +29,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// The AI gateway's catalogue: every approved tool of the vault under its prefixed name
-#[utoipa::path(get, path = "/api/tools", responses((status = 200, description = "The catalogue", body = Catalogue)))]
+#[utoipa::path(get, path = "/api/tools", operation_id = "list_tools", responses((status = 200, description = "The catalogue", body = Catalogue)))]
 async fn list(api: Api) -> Result<Json<Catalogue>, ApiError> {
     service::catalogue(&api.state, &api.user).await.map(Json)
 }
@@ -38,9 +39,14 @@ async fn list(api: Api) -> Result<Json<Catalogue>, ApiError> {
     (status = 200, description = "The site's answer", body = CallResult),
     (status = 400, description = "Invalid arguments, each offending path named", body = ErrorBody),
     (status = 404, description = "No such tool in the catalogue", body = ErrorBody),
+    (status = 422, description = "The tool's input schema cannot be used to check arguments", body = ErrorBody),
     (status = 502, description = "The site failed or refused the stored credential", body = ErrorBody),
 ))]
-async fn call(api: Api, Path(name): Path<String>, JsonBody(args): JsonBody<Value>) -> Result<Response, ApiError> {
+async fn call(
+    api: Api,
+    Params(Path(name)): Params<Path<String>>,
+    JsonBody(args): JsonBody<Value>,
+) -> Result<Response, ApiError> {
     if !args.is_object() {
         return Err(ApiError::BadRequest("the body must be the arguments as a JSON object".into()));
     }
@@ -65,6 +71,7 @@ fn failure_response(failure: &Failure) -> Response {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct Limit {
     /// How many calls, newest first (1 to 1000, 100 unless given).
     limit: Option<i64>,
@@ -72,7 +79,7 @@ struct Limit {
 
 /// The user's gateway call log, newest first (?limit=N)
 #[utoipa::path(get, path = "/api/tool-calls", params(Limit), responses((status = 200, description = "The log", body = CallLog)))]
-async fn calls(api: Api, Query(limit): Query<Limit>) -> Result<Json<CallLog>, ApiError> {
+async fn calls(api: Api, Params(Query(limit)): Params<Query<Limit>>) -> Result<Json<CallLog>, ApiError> {
     let limit = limit.limit.unwrap_or(100).clamp(1, 1000);
     service::call_log(&api.state, api.user.id, limit).await.map(Json)
 }

@@ -12,6 +12,7 @@ use crate::AppState;
 use crate::auth::Api;
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
+use crate::params::Params;
 
 /// The vault routes of the API.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -26,7 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// The sites in the user's vault
-#[utoipa::path(get, path = "/api/vault", responses((status = 200, description = "The sites", body = SiteList)))]
+#[utoipa::path(get, path = "/api/vault", operation_id = "list_vault", responses((status = 200, description = "The sites", body = SiteList)))]
 async fn list(api: Api) -> Result<Json<SiteList>, ApiError> {
     service::list(&api.state, api.user.id).await.map(Json)
 }
@@ -35,6 +36,7 @@ async fn list(api: Api) -> Result<Json<SiteList>, ApiError> {
 #[utoipa::path(post, path = "/api/vault", request_body = AddSite, responses(
     (status = 201, description = "Added", body = SiteAnswer),
     (status = 400, description = "Not a URL the platform may fetch, or a bad token", body = ErrorBody),
+    (status = 409, description = "The site is in the vault already", body = ErrorBody),
     (status = 422, description = "No valid manifest there: `error`, and `report` for an invalid one", body = ErrorBody),
 ))]
 async fn add(api: Api, JsonBody(form): JsonBody<AddSite>) -> Result<Response, ApiError> {
@@ -44,14 +46,14 @@ async fn add(api: Api, JsonBody(form): JsonBody<AddSite>) -> Result<Response, Ap
 
 /// One site: report, tools, brief, pending changes
 #[utoipa::path(get, path = "/api/vault/{id}", responses((status = 200, description = "The site", body = SiteAnswer)))]
-async fn show(api: Api, Path(id): Path<i64>) -> Result<Json<SiteAnswer>, ApiError> {
+async fn show(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Json<SiteAnswer>, ApiError> {
     let entry = service::entry(&api.state, api.user.id, id).await?;
     Ok(Json(SiteAnswer { site: service::view_of(&api.state, &entry).await? }))
 }
 
 /// Take a site out of the vault
 #[utoipa::path(delete, path = "/api/vault/{id}", responses((status = 204, description = "Removed")))]
-async fn remove(api: Api, Path(id): Path<i64>) -> Result<StatusCode, ApiError> {
+async fn remove(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<StatusCode, ApiError> {
     service::remove(&api.state, api.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
 }
 
@@ -62,7 +64,7 @@ async fn remove(api: Api, Path(id): Path<i64>) -> Result<StatusCode, ApiError> {
 ))]
 async fn set_credential(
     api: Api,
-    Path(id): Path<i64>,
+    Params(Path(id)): Params<Path<i64>>,
     JsonBody(form): JsonBody<Credential>,
 ) -> Result<StatusCode, ApiError> {
     service::store_token(&api.state, api.user.id, id, &form.token).await.map(|()| StatusCode::NO_CONTENT)
@@ -70,7 +72,7 @@ async fn set_credential(
 
 /// Refresh the site's manifest now
 #[utoipa::path(post, path = "/api/vault/{id}/refresh", responses((status = 200, description = "What the refresh did, and the site after it", body = RefreshAnswer)))]
-async fn refresh(api: Api, Path(id): Path<i64>) -> Result<Json<RefreshAnswer>, ApiError> {
+async fn refresh(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Json<RefreshAnswer>, ApiError> {
     service::refresh(&api.state, api.user.id, id).await.map(Json)
 }
 
@@ -81,7 +83,7 @@ async fn refresh(api: Api, Path(id): Path<i64>) -> Result<Json<RefreshAnswer>, A
 ))]
 async fn approve(
     api: Api,
-    Path(id): Path<i64>,
+    Params(Path(id)): Params<Path<i64>>,
     JsonBody(form): JsonBody<Decision>,
 ) -> Result<Json<SiteAnswer>, ApiError> {
     decide(api, id, form, Verdict::Approve).await
@@ -92,7 +94,11 @@ async fn approve(
     (status = 200, description = "The site, still acting with the approved version", body = SiteAnswer),
     (status = 409, description = "The version named is no longer the site's current one: what changed since", body = ErrorBody),
 ))]
-async fn keep(api: Api, Path(id): Path<i64>, JsonBody(form): JsonBody<Decision>) -> Result<Json<SiteAnswer>, ApiError> {
+async fn keep(
+    api: Api,
+    Params(Path(id)): Params<Path<i64>>,
+    JsonBody(form): JsonBody<Decision>,
+) -> Result<Json<SiteAnswer>, ApiError> {
     decide(api, id, form, Verdict::Keep).await
 }
 
@@ -103,6 +109,6 @@ async fn decide(api: Api, id: i64, form: Decision, verdict: Verdict) -> Result<J
 
 /// Every version of the manifest with what changed
 #[utoipa::path(get, path = "/api/vault/{id}/versions", responses((status = 200, description = "Newest first", body = VersionList)))]
-async fn versions(api: Api, Path(id): Path<i64>) -> Result<Json<VersionList>, ApiError> {
+async fn versions(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Json<VersionList>, ApiError> {
     service::versions(&api.state, api.user.id, id).await.map(Json)
 }
