@@ -541,6 +541,10 @@ macro_rules! shared_store {
                     .execute(&mut *tx)
                     .await?;
                 if done.rows_affected() == 0 {
+                    // Ended here rather than by dropping it: a dropped transaction's rollback is
+                    // queued behind the connection's return, and the next writer on a busy
+                    // machine found the in-memory SQLite database still locked.
+                    tx.rollback().await?;
                     return Ok(false);
                 }
                 // What was collected for the user from the site goes with it (the call log
