@@ -180,17 +180,7 @@ async fn brief_test_asks_once_for_metrics_that_share_a_call() {
 #[tokio::test]
 async fn call_sends_numbers_digit_for_digit() {
     use servio_demo_site::DemoAuth;
-    // The numbers of the JSON-Schema-Test-Suite's bignum cases, and a long decimal.
-    let numbers = [
-        "12345678910111213141516171819202122232425262728293031",
-        "-12345678910111213141516171819202122232425262728293031",
-        "98249283749234923498293171823948729348710298301928331",
-        "18446744073709551600",
-        "-18446744073709551600",
-        "972783798187987123879878123.188781371",
-        "-972783798187987123879878123.188781371",
-        "3.14159265358979323846264338327950288419716939937510582097494459",
-    ];
+    let numbers = servio_platform::testing::BIG_NUMBERS;
     let demo = common::start("t0k3n", DemoAuth::Bearer).await;
     demo.site.record_requests();
     let json = format!(r#"{{"from":"2026-08-20","to":"2026-08-20","numbers":[{}]}}"#, numbers.join(","));

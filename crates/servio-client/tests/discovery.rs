@@ -96,18 +96,18 @@ async fn a_server_error_stops_discovery() {
     assert_eq!(later.load(Ordering::SeqCst), 0);
 }
 
+/// The manifest as version `"v1"`: `304` to a request that names it in `If-None-Match`.
+async fn version_one(headers: HeaderMap) -> axum::response::Response {
+    if headers.get(header::IF_NONE_MATCH).is_some_and(|v| v == "\"v1\"") {
+        return StatusCode::NOT_MODIFIED.into_response();
+    }
+    ([(header::CONTENT_TYPE, "application/json"), (header::ETAG, "\"v1\"")], MANIFEST).into_response()
+}
+
 #[tokio::test]
 async fn refresh_sends_validators_and_accepts_not_modified() {
     let ca = LocalCa::generate(&[]).unwrap();
-    let app = Router::new().route(
-        "/.well-known/servio.json",
-        get(|headers: HeaderMap| async move {
-            if headers.get(header::IF_NONE_MATCH).is_some_and(|v| v == "\"v1\"") {
-                return StatusCode::NOT_MODIFIED.into_response();
-            }
-            ([(header::CONTENT_TYPE, "application/json"), (header::ETAG, "\"v1\"")], MANIFEST).into_response()
-        }),
-    );
+    let app = Router::new().route("/.well-known/servio.json", get(version_one));
     let server = site(&ca, "127.0.0.1", app).await;
     let client = client(&ca, |_| {});
     let found = discover(&client, &origin(&server)).await.unwrap();
@@ -132,15 +132,7 @@ async fn refresh_starts_from_the_first_path_with_validators_only_where_they_belo
                 if switch.load(Ordering::SeqCst) == 0 { StatusCode::NOT_FOUND.into_response() } else { json(MANIFEST) }
             }),
         )
-        .route(
-            "/servio.json",
-            get(|headers: HeaderMap| async move {
-                if headers.get(header::IF_NONE_MATCH).is_some_and(|v| v == "\"v1\"") {
-                    return StatusCode::NOT_MODIFIED.into_response();
-                }
-                ([(header::CONTENT_TYPE, "application/json"), (header::ETAG, "\"v1\"")], MANIFEST).into_response()
-            }),
-        );
+        .route("/servio.json", get(version_one));
     let server = site(&ca, "127.0.0.1", app).await;
     let client = client(&ca, |_| {});
     let found = discover(&client, &origin(&server)).await.unwrap();

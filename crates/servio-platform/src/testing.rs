@@ -262,3 +262,17 @@ pub async fn mcp_post(
         .collect();
     (status, session, messages)
 }
+
+/// Numbers beyond 64 bits and `f64`, as a client writes them: those of the
+/// JSON-Schema-Test-Suite's bignum cases, and a long decimal. Tests send them as tool arguments
+/// and read them back from the site, digit for digit (interpretation §5).
+pub const BIG_NUMBERS: [&str; 8] = [
+    "12345678910111213141516171819202122232425262728293031",
+    "-12345678910111213141516171819202122232425262728293031",
+    "98249283749234923498293171823948729348710298301928331",
+    "18446744073709551600",
+    "-18446744073709551600",
+    "972783798187987123879878123.188781371",
+    "-972783798187987123879878123.188781371",
+    "3.14159265358979323846264338327950288419716939937510582097494459",
+];

@@ -10,17 +10,7 @@ mod common;
 
 use common::{mcp, open_session};
 
-/// The numbers of the JSON-Schema-Test-Suite's bignum cases, and a long decimal.
-const NUMBERS: [&str; 8] = [
-    "12345678910111213141516171819202122232425262728293031",
-    "-12345678910111213141516171819202122232425262728293031",
-    "98249283749234923498293171823948729348710298301928331",
-    "18446744073709551600",
-    "-18446744073709551600",
-    "972783798187987123879878123.188781371",
-    "-972783798187987123879878123.188781371",
-    "3.14159265358979323846264338327950288419716939937510582097494459",
-];
+use servio_platform::testing::BIG_NUMBERS as NUMBERS;
 
 /// The sales summary's arguments with every number as an extra argument, as JSON text.
 fn arguments_text() -> String {
