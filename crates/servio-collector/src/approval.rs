@@ -50,11 +50,21 @@ impl Pending {
             return Pending::default();
         }
         let (old, new) = (report_of(origin, approved), report_of(origin, latest));
-        let diff = match (&old.manifest, &new.manifest) {
+        Pending::of((approved, old.manifest.as_ref()), (latest, new.manifest.as_ref()))
+    }
+
+    /// [`Pending::between`] for texts already checked: each text with its manifest (`None`
+    /// when it is not a valid one), as the manifest cache or a report holds them, so that no
+    /// text is checked again.
+    pub fn of(approved: (&str, Option<&Manifest>), latest: (&str, Option<&Manifest>)) -> Pending {
+        if approved.0 == latest.0 {
+            return Pending::default();
+        }
+        let diff = match (approved.1, latest.1) {
             (Some(old), Some(new)) => servio_manifest::diff::diff(old, new),
             _ => Diff { endpoints: vec!["the manifest cannot be read".into()], ..Diff::default() },
         };
-        Pending { diff, brief_changed: brief_of(approved) != brief_of(latest) }
+        Pending { diff, brief_changed: brief_of(approved.0) != brief_of(latest.0) }
     }
 
     /// True when the change must be approved before it acts for the user.

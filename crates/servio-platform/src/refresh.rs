@@ -84,10 +84,13 @@ async fn refresh_once(state: &AppState, site: &SiteRecord) -> Result<Outcome, se
     // A change that needs no approval acts at once for everyone who had approved the version
     // before it; any other waits for each user (see `crate::approval`). Exactly the text judged
     // here is approved, whatever another process has saved since.
-    if changed && !Pending::between(&site.origin, &site.manifest, &text).needs_approval() {
-        state.store.advance_approvals(site.id, &site.manifest, &text).await?;
-    }
     if changed {
+        // The old text comes checked from the manifest cache, the new one was checked above.
+        let old = state.collector.manifests().get(site.id, &site.manifest);
+        let old = (site.manifest.as_str(), old.as_deref().map(|checked| &checked.manifest));
+        if !Pending::of(old, (&text, report.manifest.as_ref())).needs_approval() {
+            state.store.advance_approvals(site.id, &site.manifest, &text).await?;
+        }
         catalogues_changed(state, site.id).await?;
     }
     if let Some(manifest) = &report.manifest {

@@ -267,11 +267,10 @@ pub struct Point {
 }
 
 /// The checked manifest that acts for the user of `entry` (the one they approved, as every
-/// other path uses) when its brief is valid, from the collector's manifest cache (checking
-/// every manifest on every dashboard request was an eighth of its CPU in the benchmark).
-fn checked_brief(state: &AppState, entry: &VaultEntry) -> Option<Arc<CheckedManifest>> {
-    let acting = crate::approval::acting_manifest(entry);
-    state.collector.manifests().get(entry.site.id, acting).filter(|checked| checked.brief.is_some())
+/// other path uses), from the collector's manifest cache (checking every manifest on every
+/// dashboard request was an eighth of its CPU in the benchmark).
+fn acting_checked(state: &AppState, entry: &VaultEntry) -> Option<Arc<CheckedManifest>> {
+    state.collector.manifests().get(entry.site.id, crate::approval::acting_manifest(entry))
 }
 
 /// The dashboard data of `user`, with the values of the last `days` days.
@@ -288,11 +287,17 @@ pub(crate) async fn dashboard_data(
     let mut metrics = Vec::new();
     let mut for_slots = Vec::new();
     let mut checked = Vec::new();
-    let entries = state.store.vault_entries(user.id).await?;
+    let entries: Vec<(VaultEntry, Arc<CheckedManifest>)> = state
+        .store
+        .vault_entries(user.id)
+        .await?
+        .into_iter()
+        .filter_map(|entry| acting_checked(state, &entry).map(|acting| (entry, acting)))
+        .collect();
     let attention = attention(state, user.id, &entries).await?;
-    for entry in entries {
-        if let Some(valid) = checked_brief(state, &entry) {
-            checked.push((entry.site, valid));
+    for (entry, acting) in entries {
+        if acting.brief.is_some() {
+            checked.push((entry.site, acting));
         }
     }
     // Every metric's recent values in one query: one query per metric was most of a request.
@@ -353,17 +358,20 @@ pub(crate) async fn dashboard_data(
     Ok(Dashboard { time_zone: user.time_zone.clone(), metrics, slots, attention })
 }
 
-/// The sites of `entries` that need the user: changes waiting for approval (looked at only for
-/// sites whose newest manifest is not the approved one), or an ignored brief.
-async fn attention(state: &AppState, user_id: i64, entries: &[VaultEntry]) -> Result<Vec<SiteAttention>, ApiError> {
-    let changed = entries.iter().any(|entry| crate::approval::acting_manifest(entry) != entry.site.manifest);
+/// The sites of `entries` (each with its acting manifest, checked) that need the user: changes
+/// waiting for approval (looked at only for sites whose newest manifest is not the approved
+/// one), or an ignored brief.
+async fn attention(
+    state: &AppState,
+    user_id: i64,
+    entries: &[(VaultEntry, Arc<CheckedManifest>)],
+) -> Result<Vec<SiteAttention>, ApiError> {
+    let changed = entries.iter().any(|(entry, _)| crate::approval::acting_manifest(entry) != entry.site.manifest);
     let versions: HashMap<i64, i64> =
         if changed { state.store.current_versions(user_id).await?.into_iter().collect() } else { HashMap::new() };
     let mut attention = Vec::new();
-    for entry in entries {
-        let acting = crate::approval::acting_manifest(entry);
-        let Some(checked) = state.collector.manifests().get(entry.site.id, acting) else { continue };
-        let changes_waiting = changes_waiting(entry, versions.get(&entry.site.id).copied());
+    for (entry, checked) in entries {
+        let changes_waiting = changes_waiting(state, entry, versions.get(&entry.site.id).copied());
         let brief_errors: Vec<BriefError> = checked.brief_errors.iter().map(BriefError::from).collect();
         if changes_waiting || !brief_errors.is_empty() {
             let site = &entry.site;

@@ -387,9 +387,9 @@ pub(crate) fn entry_view(entry: &VaultEntry, version: Option<i64>) -> SiteView {
     let acting = acting_manifest(entry);
     let report = report_of(&entry.site.origin, acting);
     let latest = report_of(&entry.site.origin, &entry.site.manifest).manifest;
+    let pending = Pending::of((acting, report.manifest.as_ref()), (&entry.site.manifest, latest.as_ref()));
     let mut view = site_view(&entry.site, report, &entry.site.manifest_url, entry.credential.is_some());
     view.tools.retain(|tool| still_offered(latest.as_ref(), &tool.name));
-    let pending = Pending::between(&entry.site.origin, acting, &entry.site.manifest);
     let held: Vec<&str> = pending.diff.held_back_tools();
     for tool in &mut view.tools {
         tool.held_back = Some(held.contains(&tool.name.as_str()));
@@ -415,12 +415,18 @@ pub(crate) async fn view_of(state: &AppState, entry: &VaultEntry) -> Result<Site
 }
 
 /// Whether changes of the site wait for the user: changes that need approval, not set aside
-/// with "keep the approved version" against the site's current version `version`.
-pub(crate) fn changes_waiting(entry: &VaultEntry, version: Option<i64>) -> bool {
+/// with "keep the approved version" against the site's current version `version`. Both texts
+/// come checked from the manifest cache (the vault list and the dashboard ask on every request).
+pub(crate) fn changes_waiting(state: &AppState, entry: &VaultEntry, version: Option<i64>) -> bool {
     let acting = acting_manifest(entry);
-    acting != entry.site.manifest
-        && entry.kept_version.is_none_or(|kept| Some(kept) != version)
-        && Pending::between(&entry.site.origin, acting, &entry.site.manifest).needs_approval()
+    if acting == entry.site.manifest || entry.kept_version.is_some_and(|kept| Some(kept) == version) {
+        return false;
+    }
+    let checked = |text: &str| state.collector.manifests().get(entry.site.id, text);
+    let (approved, latest) = (checked(acting), checked(&entry.site.manifest));
+    let approved = (acting, approved.as_deref().map(|checked| &checked.manifest));
+    let latest = (entry.site.manifest.as_str(), latest.as_deref().map(|checked| &checked.manifest));
+    Pending::of(approved, latest).needs_approval()
 }
 
 fn discovery_error(error: DiscoveryError) -> ApiError {
@@ -441,7 +447,7 @@ pub(crate) async fn list(state: &AppState, user_id: i64) -> Result<SiteList, Api
         .into_iter()
         .map(|entry| {
             let report = report_of(&entry.site.origin, acting_manifest(&entry));
-            let changes_waiting = changes_waiting(&entry, versions.get(&entry.site.id).copied());
+            let changes_waiting = changes_waiting(state, &entry, versions.get(&entry.site.id).copied());
             let latest = state.collector.manifests().get(entry.site.id, &entry.site.manifest);
             let latest = latest.as_deref().map(|checked| &checked.manifest);
             let offered =
