@@ -190,7 +190,7 @@ impl SitePage {
             Some(pending) if pending.needs_approval => pending.version.map(|version| ApprovalCard {
                 version,
                 kept: pending.kept,
-                other: other_changes(&pending),
+                other: pending.other,
                 tools: pending.tools,
                 endpoints: pending.endpoints,
                 brief_changed: pending.brief_changed,
@@ -224,15 +224,6 @@ impl SitePage {
             site,
         }
     }
-}
-
-/// The pending changes that are neither tools nor endpoints nor the brief (name, version number,
-/// description): the lines of `pending` not said otherwise on the card.
-fn other_changes(pending: &service::PendingView) -> Vec<String> {
-    let said = |line: &&String| {
-        line.starts_with("tool ") || pending.endpoints.contains(line) || line.starts_with("brief changed")
-    };
-    pending.changes.iter().filter(|line| !said(line)).cloned().collect()
 }
 
 /// What the site page says of the action just done (`?done=`): a fixed message, so a link
@@ -323,10 +314,9 @@ struct ActionForm {
 }
 
 impl ActionForm {
-    fn version(&self) -> Result<i64, ApiError> {
-        self.version.as_deref().and_then(|v| v.trim().parse().ok()).ok_or_else(|| {
-            ApiError::BadRequest("the form names no version to approve: reload the site's page and try again".into())
-        })
+    /// The version the form names, if it names one.
+    fn version(&self) -> Option<i64> {
+        self.version.as_deref().and_then(|v| v.trim().parse().ok())
     }
 }
 
@@ -338,13 +328,17 @@ async fn act(
     let user = &posted.user.user;
     match action {
         SiteAction::Approve | SiteAction::Keep => {
-            // Another user's site is "not found" whatever the form says.
-            service::entry(&state, user.id, id).await?;
+            let Some(version) = posted.form.version() else {
+                // Another user's site is "not found" whatever the form says.
+                service::entry(&state, user.id, id).await?;
+                let reload = "the form names no version to approve: reload the site's page and try again";
+                return Err(ApiError::BadRequest(reload.into()));
+            };
             let (verdict, done) = match action {
                 SiteAction::Approve => (service::Verdict::Approve, "approved"),
                 _ => (service::Verdict::Keep, "kept"),
             };
-            service::decide(&state, user.id, id, posted.form.version()?, verdict).await?;
+            service::decide(&state, user.id, id, version, verdict).await?;
             Ok(back_to_site(id, done))
         }
         SiteAction::Refresh => {

@@ -157,6 +157,8 @@ pub struct PendingView {
     pub endpoints: Vec<String>,
     /// Whether the brief changed (the metrics collected, or how).
     pub brief_changed: bool,
+    /// The other changes (name, version number, description), as "what: before → after".
+    pub other: Vec<String>,
     /// Each changed tool, with its description's word diff and its schema's changes by pointer.
     pub tools: Vec<ToolChangeView>,
 }
@@ -403,6 +405,7 @@ pub(crate) fn entry_view(entry: &VaultEntry, version: Option<i64>) -> SiteView {
         new_tools: pending.diff.new_tools().iter().map(|name| (*name).to_owned()).collect(),
         endpoints: pending.diff.endpoints.clone(),
         brief_changed: pending.brief_changed,
+        other: pending.diff.other.clone(),
         tools: pending.diff.tools.iter().map(|change| ToolChangeView::of(change, latest.as_ref())).collect(),
     });
     view
