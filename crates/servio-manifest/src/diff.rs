@@ -261,10 +261,21 @@ pub enum TextPart {
     Added(String),
 }
 
+/// How long a word diff may search for the smallest difference: descriptions come from sites,
+/// and a hostile pair of long ones must not hold a request's thread. Past it the diff is
+/// coarser (whole runs removed and added) but still exact.
+pub const WORD_DIFF_TIME: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// The word diff from `before` to `after` (the `similar` crate's Patience diff over words and
-/// the spaces between them), adjacent parts of one kind joined.
+/// the spaces between them, searching for [`WORD_DIFF_TIME`] at most), adjacent parts of one
+/// kind joined.
 pub fn words(before: &str, after: &str) -> Vec<TextPart> {
-    let diff = similar::TextDiff::configure().algorithm(similar::Algorithm::Patience).diff_words(before, after);
+    words_within(before, after, WORD_DIFF_TIME)
+}
+
+fn words_within(before: &str, after: &str, time: std::time::Duration) -> Vec<TextPart> {
+    let diff =
+        similar::TextDiff::configure().algorithm(similar::Algorithm::Patience).timeout(time).diff_words(before, after);
     let mut parts: Vec<TextPart> = Vec::new();
     for change in diff.iter_all_changes() {
         let text = change.value();
@@ -391,6 +402,29 @@ mod tests {
         assert!(d.needs_approval());
         assert!(
             diff(&oauth(serde_json::json!(["write", "read"])), &oauth(serde_json::json!(["read", "write"]))).is_empty()
+        );
+    }
+
+    /// A diff that runs out of time is coarser, never wrong: its parts still make up both texts.
+    #[test]
+    fn a_word_diff_out_of_time_still_makes_up_both_texts() {
+        let before = "alpha beta gamma delta ".repeat(200);
+        let after = "alpha gamma beta epsilon ".repeat(200);
+        let parts = words_within(&before, &after, std::time::Duration::ZERO);
+        let side = |keep: fn(&TextPart) -> Option<&str>| parts.iter().filter_map(keep).collect::<String>();
+        assert_eq!(
+            side(|p| match p {
+                TextPart::Same(t) | TextPart::Removed(t) => Some(t),
+                TextPart::Added(_) => None,
+            }),
+            before
+        );
+        assert_eq!(
+            side(|p| match p {
+                TextPart::Same(t) | TextPart::Added(t) => Some(t),
+                TextPart::Removed(_) => None,
+            }),
+            after
         );
     }
 
