@@ -1,7 +1,8 @@
 //! Collection health for site owners: for the owner of a verified Directory listing, how the
 //! collections of each metric of their brief ended across every user over 7 or 28 days, the top
 //! reasons in words, and how long the site took to answer. Counts only, never a user's
-//! identity; a figure fewer than [`MIN_USERS`] users stand behind is left out by the store.
+//! identity; a figure fewer than [`MIN_USERS`] users stand behind is left out by the store,
+//! counting only users who have collected on [`MIN_DAYS`] days, and figures are rounded.
 
 use serde::{Deserialize, Serialize};
 use servio_store::SiteHealth;
@@ -12,6 +13,9 @@ use crate::{AppState, now};
 
 /// The fewest distinct users a figure must stand for to be shown.
 pub const MIN_USERS: i64 = 5;
+/// The fewest distinct days a user must have collected from the site on to count towards
+/// [`MIN_USERS`]: an owner's own new accounts cannot make up the threshold at once.
+pub const MIN_DAYS: i64 = 7;
 /// The windows an owner may look at, in days.
 pub const WINDOWS: [i64; 2] = [7, 28];
 /// Reasons shown per metric.
@@ -103,7 +107,7 @@ pub(crate) async fn health(state: &AppState, user_id: i64, id: i64, window: &Win
     let listing = listing
         .ok_or_else(|| ApiError::BadRequest("the claim is not verified: the health page is for listed sites".into()))?;
     let since = now() - days * 24 * 3600;
-    let figures = state.store.site_health(listing.site_id, since, MIN_USERS).await?;
+    let figures = state.store.site_health(listing.site_id, since, MIN_USERS, MIN_DAYS).await?;
     let brief_keys = match state.store.site(listing.site_id).await? {
         Some(site) => brief_keys(&site.manifest),
         None => Vec::new(),
