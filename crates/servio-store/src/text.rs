@@ -20,18 +20,20 @@ pub fn storable(text: &str) -> Cow<'_, str> {
     if text.contains('\0') { Cow::Owned(text.replace('\0', "\u{FFFD}")) } else { Cow::Borrowed(text) }
 }
 
-/// `text` cut to at most `max_bytes` (at a character boundary) and, when cut, followed by
-/// `… (N bytes)` saying how long it was: for logged texts a client chooses, whose length must
+/// `text` in at most `max_bytes`: whole when it fits, otherwise cut (at a character boundary)
+/// and followed by `… (N bytes)` saying how long it was, the note included in the bound, so
+/// that clipping again changes nothing. For logged texts a client chooses, whose length must
 /// not decide how much the log holds.
 pub fn clipped(text: &str, max_bytes: usize) -> Cow<'_, str> {
     if text.len() <= max_bytes {
         return Cow::Borrowed(text);
     }
-    let mut end = max_bytes;
+    let note = format!("… ({} bytes)", text.len());
+    let mut end = max_bytes.saturating_sub(note.len());
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    Cow::Owned(format!("{}… ({} bytes)", &text[..end], text.len()))
+    Cow::Owned(format!("{}{note}", &text[..end]))
 }
 
 /// `arguments` (JSON) as the call log keeps them: whole up to [`LOGGED_ARGUMENTS_BYTES`](crate::LOGGED_ARGUMENTS_BYTES),
@@ -65,8 +67,11 @@ mod tests {
     #[test]
     fn clipped_texts_say_how_long_they_were() {
         assert!(matches!(clipped("abc", 3), Cow::Borrowed("abc")));
-        assert_eq!(clipped("abcd", 3), "abc… (4 bytes)");
+        // "… (20 bytes)" is 14 bytes: 16 leaves two of the text.
+        let cut = clipped("abcdefghijklmnopqrst", 16);
+        assert_eq!(cut, "ab… (20 bytes)");
+        assert!(matches!(clipped(&cut, 16), Cow::Borrowed(_)), "clipping again changes nothing");
         // Never inside a character: "é" is two bytes.
-        assert_eq!(clipped("aé", 2), "a… (3 bytes)");
+        assert_eq!(clipped("aé………………", 16), "a… (21 bytes)");
     }
 }
