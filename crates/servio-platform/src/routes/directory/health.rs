@@ -47,6 +47,8 @@ pub struct Health {
     pub days: i64,
     /// The fewest users a figure stands for; smaller figures are left out.
     pub min_users: i64,
+    /// The fewest distinct days a user must have collected on to count among them.
+    pub min_days: i64,
     /// Per metric of the brief, in its order (and any metric collected that it no longer has).
     pub metrics: Vec<MetricHealth>,
 }
@@ -112,7 +114,8 @@ pub(crate) async fn health(state: &AppState, user_id: i64, id: i64, window: &Win
         Some(site) => brief_keys(&site.manifest),
         None => Vec::new(),
     };
-    Ok(Health { origin: claim.origin, days, min_users: MIN_USERS, metrics: by_metric(brief_keys, figures) })
+    let metrics = by_metric(brief_keys, figures);
+    Ok(Health { origin: claim.origin, days, min_users: MIN_USERS, min_days: MIN_DAYS, metrics })
 }
 
 /// The metric keys of a manifest's brief, in order.
