@@ -150,8 +150,10 @@ pub struct ServeArgs {
 pub struct ProcessArgs {
     #[command(flatten)]
     pub log: LogArgs,
-    /// Serve /metrics (Prometheus text format) on this address as well, such as a port that
-    /// only the monitoring network reaches. `serve` also answers /metrics on --addr.
+    /// Serve /metrics (Prometheus text format) on this address, such as a port that only the
+    /// monitoring network reaches. This is the only place /metrics is served: the main
+    /// listener (--addr) does not answer it, since the metrics tell outcomes (sign-ins,
+    /// gateway calls) that anyone reaching the platform could otherwise read.
     #[arg(long, env = "SERVIO_METRICS_ADDR", value_parser = parse_addr, hide_env_values = true)]
     pub metrics_addr: Option<SocketAddr>,
     /// On SIGTERM or Ctrl-C, how long requests and calls in flight may take to finish, in

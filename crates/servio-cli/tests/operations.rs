@@ -207,7 +207,7 @@ async fn sigterm_under_load_loses_no_acknowledged_call_and_leaves_no_job_leased(
     assert!(before_signal > 0, "the load made calls before the signal");
 
     let user_id = store.user_by_email("ops@example.com").await.unwrap().unwrap().id;
-    let logged = store.tool_calls(user_id, 1_000_000).await.unwrap();
+    let logged = store.tool_calls(user_id, servio_store::CallPage { before: None, limit: 1_000_000 }).await.unwrap();
     let ok = logged.iter().filter(|call| call.status == "ok").count();
     assert!(ok >= acknowledged, "{acknowledged} calls were answered, {ok} are in the call log:\n{log}");
     let jobs = store.job_gauges(servio_store_now(), 0).await.unwrap();

@@ -817,13 +817,34 @@ async fn commit_results(collector: Collector, mut received: mpsc::Receiver<Done>
                 () = &mut linger => break,
             }
         }
-        match commit(&collector, &group, Timestamp::now()).await {
-            Ok(done) => total.lock().unwrap_or_else(|e| e.into_inner()).merge(&done),
-            // Their jobs stay claimed; other claims take them over when their leases end.
-            Err(error) => tracing::warn!(results = group.len(), %error, "committing results failed"),
-        }
+        let done = commit_group(&collector, &group, Timestamp::now()).await;
+        total.lock().unwrap_or_else(|e| e.into_inner()).merge(&done);
         group.clear();
     }
+}
+
+/// Commits `group` in one transaction or, when the store refuses that, result by result: a
+/// group holds the results of many users, and one result the store cannot take must cost only
+/// itself (as the call log's writer does). A result that still fails leaves its job claimed;
+/// another claim takes it over when its lease ends.
+async fn commit_group(collector: &Collector, group: &[Done], now: Timestamp) -> Summary {
+    let error = match commit(collector, group, now).await {
+        Ok(done) => return done,
+        Err(error) => error,
+    };
+    if let [(job, _)] = group {
+        tracing::warn!(job_id = job.id, %error, "committing a result failed");
+        return Summary::default();
+    }
+    tracing::warn!(results = group.len(), %error, "committing results at once failed; committing them one by one");
+    let mut total = Summary::default();
+    for one in group {
+        match commit(collector, std::slice::from_ref(one), now).await {
+            Ok(done) => total.merge(&done),
+            Err(error) => tracing::warn!(job_id = one.0.id, %error, "committing a result failed"),
+        }
+    }
+    total
 }
 
 /// Sleeps for `duration`, or until `stop` changes (or its sender is gone).
@@ -831,5 +852,70 @@ async fn wait(stop: &mut watch::Receiver<bool>, duration: Duration) {
     tokio::select! {
         () = tokio::time::sleep(duration) => {}
         _ = stop.changed() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use servio_client::{Client, ClientConfig};
+    use servio_store::{JobClaim, NewJob, Store};
+
+    use super::*;
+    use crate::Credentials;
+    use crate::collect::{CollectionOutcome, Reading};
+    use crate::credentials::OAuthConfig;
+    use crate::secrets::Secrets;
+
+    fn collector(store: Arc<dyn Store>) -> Collector {
+        let client = Client::new(ClientConfig::default()).unwrap();
+        let secrets = Arc::new(Secrets::from_key(&[25; 32]));
+        let credentials = Credentials::new(store.clone(), client.clone(), secrets, Arc::new(OAuthConfig::default()));
+        Collector::new(store, client, Arc::new(credentials))
+    }
+
+    fn stored(value: f64) -> Resolution {
+        let answer = Reading {
+            outcome: CollectionOutcome::Stored(value),
+            raw: Some(value.to_string()),
+            retry_at: None,
+            duration_ms: Some(1.0),
+        };
+        Resolution::Answered { answer, not_before: None, period: (0, 86_400) }
+    }
+
+    /// A group of results that the store refuses as a whole is committed result by result, so
+    /// that one result it cannot take costs only itself: before, a NUL from one site held the
+    /// other users' results of its group (up to 1,024) claimed until their deadline. SQLite
+    /// refuses a NaN value (stored as NULL in a NOT NULL column), which no site can send, so
+    /// it stands here for any row a store refuses.
+    #[tokio::test]
+    async fn a_result_the_store_refuses_costs_only_itself() {
+        let store: Arc<dyn Store> = Arc::from(servio_store::testing::backends().await.remove(0).1);
+        let user = store.create_user("group@example.com", "h", "UTC", 0).await.unwrap();
+        let site = servio_store::testing::site(store.as_ref(), "https://group.example").await;
+        let dates: Vec<String> = (0..3).map(|day| format!("2026-04-0{}", day + 1)).collect();
+        let jobs: Vec<NewJob> = (0..3)
+            .map(|day| NewJob {
+                slot: servio_store::testing::day_slot(user.id, site, day, &dates[day as usize]),
+                not_before: 0,
+                deadline: i64::MAX,
+            })
+            .collect();
+        store.enqueue_jobs(&jobs, 0).await.unwrap();
+        let claim = JobClaim { owner: "w", now: 1, lease_until: 100, limit: 10, only: None };
+        let claimed = store.claim_jobs(&claim).await.unwrap();
+        let group: Vec<Done> = claimed
+            .into_iter()
+            .map(|job| {
+                let value = if job.period_start == 86_400 { f64::NAN } else { 5.0 };
+                (job, stored(value))
+            })
+            .collect();
+        let collector = collector(store.clone());
+        let summary = commit_group(&collector, &group, Timestamp::from_second(2).unwrap()).await;
+        assert_eq!(summary.stored, 2, "the two others are stored");
+        assert_eq!(store.values(user.id, site, "sales.revenue.daily", 0).await.unwrap().len(), 2);
     }
 }

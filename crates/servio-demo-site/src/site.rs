@@ -40,13 +40,15 @@ pub enum Misbehaviour {
     Totals(String),
     /// Answer `503 Service Unavailable` with this `Retry-After` value (seconds or an HTTP date).
     Unavailable(String),
+    /// Answer this status with this text as the body (any bytes a site may send, NUL included).
+    Status(u16, String),
 }
 
 impl std::str::FromStr for Misbehaviour {
     type Err = String;
 
     /// `slow:MILLIS`, `500`, `huge:BYTES`, `wrong-type`, `html`, `redirect-loop`,
-    /// `redirect:URL`, `body:TEXT`, `totals:RAW_JSON`, `503:RETRY_AFTER`.
+    /// `redirect:URL`, `body:TEXT`, `totals:RAW_JSON`, `503:RETRY_AFTER`, `status:CODE:TEXT`.
     fn from_str(text: &str) -> Result<Misbehaviour, String> {
         let number = |n: &str| n.parse::<u64>().map_err(|_| format!("{n:?} is not a number"));
         Ok(match text.split_once(':') {
@@ -60,10 +62,14 @@ impl std::str::FromStr for Misbehaviour {
             Some(("body", raw)) => Misbehaviour::Body(raw.to_owned()),
             Some(("totals", raw)) => Misbehaviour::Totals(raw.to_owned()),
             Some(("503", retry_after)) => Misbehaviour::Unavailable(retry_after.to_owned()),
+            Some(("status", rest)) => {
+                let (code, body) = rest.split_once(':').unwrap_or((rest, ""));
+                Misbehaviour::Status(number(code)? as u16, body.to_owned())
+            }
             _ => {
                 return Err(format!(
                     "unknown misbehaviour {text:?}: expected slow:MS, 500, 503:RETRY_AFTER, huge:BYTES, wrong-type, html, \
-                     redirect-loop, redirect:URL, body:TEXT or totals:RAW_JSON"
+                     redirect-loop, redirect:URL, body:TEXT, totals:RAW_JSON or status:CODE:TEXT"
                 ));
             }
         })
@@ -355,6 +361,10 @@ async fn misbehave(State(site): State<Site>, request: Request, next: Next) -> Re
         Some(Misbehaviour::RedirectLoop) => Redirect::temporary(&path).into_response(),
         Some(Misbehaviour::RedirectTo(url)) => Redirect::temporary(&url).into_response(),
         Some(Misbehaviour::Body(text)) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
+        Some(Misbehaviour::Status(code, text)) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (status, [(header::CONTENT_TYPE, "text/plain")], text).into_response()
+        }
         Some(Misbehaviour::Totals(raw)) => {
             let body = format!(
                 r#"{{"data": {{"totals": {{"revenue": {raw}, "orders": {raw}, "refunds": 0}}, "currency": "USD"}}}}"#

@@ -572,6 +572,9 @@ impl std::fmt::Display for Failure {
 /// log's batch on PostgreSQL.
 pub async fn call(state: &AppState, user: &User, name: &str, args: &Value) -> Result<Value, Failure> {
     crate::text::check_text(name).map_err(Failure::InvalidName)?;
+    // A name no catalogue holds can be as long as the request: it is logged, shown and echoed
+    // cut to a bound, with its length, so its size decides nothing the platform keeps.
+    let bounded_name = servio_store::clipped(name, servio_store::LOGGED_TOOL_NAME_BYTES);
     let started = Instant::now();
     let called_at = crate::now();
     let (site_id, keep_arguments, result) = match context(state, user).await {
@@ -580,12 +583,12 @@ pub async fn call(state: &AppState, user: &User, name: &str, args: &Value) -> Re
                 let result = call_found(state, user, entry, parsed, index, args).await;
                 (Some(tool.site_id), context.log_arguments, result)
             }
-            None => (None, context.log_arguments, Err(Failure::UnknownTool(name.to_owned()))),
+            None => (None, context.log_arguments, Err(Failure::UnknownTool(bounded_name.clone().into_owned()))),
         },
         Err(error) => (None, false, Err(Failure::Internal(error.to_string()))),
     };
     if let Err(Failure::Internal(detail)) = &result {
-        tracing::error!(user_id = user.id, tool = %name, %detail, "a gateway call failed");
+        tracing::error!(user_id = user.id, tool = %bounded_name, %detail, "a gateway call failed");
     }
     let status = result.as_ref().map_or_else(Failure::status, |_| "ok");
     metrics::counter!("servio_gateway_calls_total", "outcome" => status).increment(1);
@@ -595,11 +598,12 @@ pub async fn call(state: &AppState, user: &User, name: &str, args: &Value) -> Re
             id: 0,
             user_id: user.id,
             site_id,
-            tool: name.to_owned(),
+            tool: bounded_name.into_owned(),
             called_at,
             status: status.to_owned(),
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-            arguments: keep_arguments.then(|| args.to_string()),
+            // Bounded here too, not only by the store: the log's queue holds calls until written.
+            arguments: keep_arguments.then(|| servio_store::logged_arguments(&args.to_string()).into_owned()),
         },
     );
     result
@@ -693,7 +697,10 @@ mod tests {
             gateway.log(&store, call);
         }
         gateway.flush().await;
-        assert_eq!(store.tool_calls(user.id, 10_000).await.unwrap().len(), 3000);
+        assert_eq!(
+            store.tool_calls(user.id, servio_store::CallPage { before: None, limit: 10_000 }).await.unwrap().len(),
+            3000
+        );
     }
 
     /// Regression: a tool whose schema cannot be compiled answered "the platform failed to make
@@ -720,7 +727,7 @@ mod tests {
             let mut batch: Vec<ToolCall> = (0..5).map(|i| entry(user.id, &format!("tool_{i}"))).collect();
             batch.insert(2, entry(user.id + 1_000_000, "orphan"));
             write_log(store.as_ref(), &batch).await;
-            let kept = store.tool_calls(user.id, 100).await.unwrap();
+            let kept = store.tool_calls(user.id, servio_store::CallPage { before: None, limit: 100 }).await.unwrap();
             let mut tools: Vec<&str> = kept.iter().map(|call| call.tool.as_str()).collect();
             tools.sort_unstable();
             assert_eq!(tools, ["tool_0", "tool_1", "tool_2", "tool_3", "tool_4"], "{name}");

@@ -36,8 +36,9 @@ use crate::gateway::{self, Failure};
 /// The `/mcp` service, for `Router::nest_service`; `allowed_hosts` are the `Host` values
 /// accepted besides loopback (DNS-rebinding protection).
 ///
-/// The layers run outermost first: the `Origin` check (a cross-origin page is refused before
-/// its token is looked at), the token, the session's owner, then the SDK's statuses.
+/// The layers run outermost first: the body's bound ([`MAX_BODY`](crate::json_body::MAX_BODY),
+/// `413` beyond it), the `Origin` check (a cross-origin page is refused before its token is
+/// looked at), the token, the session's owner, then the SDK's statuses.
 pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
     let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
     hosts.extend(allowed_hosts);
@@ -67,6 +68,10 @@ pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
         ))
         .layer(from_fn_with_state(state, require_user))
         .layer(from_fn_with_state(own_origins, transport::refuse_foreign_origin))
+        // The SDK reads a request's whole body, with no bound of its own: the API's bound (413
+        // beyond it) keeps one request from holding the process's memory (a 3 MiB tool name,
+        // logged and read back, once took it to gigabytes).
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(crate::json_body::MAX_BODY))
 }
 
 /// The bearer token of a request's headers.

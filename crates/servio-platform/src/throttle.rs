@@ -34,6 +34,9 @@ pub struct ThrottleConfig {
     pub sign_in_per_address: Quota,
     /// Sign-up attempts per client address.
     pub sign_up_per_address: Quota,
+    /// "Already taken" answers to sign-ups, across every client: `burst` at once, then one
+    /// every `every` (see [`TakenAnswers`]).
+    pub taken_answers: (u32, Duration),
     /// Manifests tested per user on the "test your manifest" page (each may fetch a URL).
     pub manifest_checks_per_user: Quota,
 }
@@ -60,6 +63,11 @@ impl Default for ThrottleConfig {
             // Ten accounts, then one a minute: enough for a family behind one router, too slow
             // to enumerate taken addresses through "already taken".
             sign_up_per_address: Quota::per_minute(NonZeroU32::MIN).allow_burst(TEN),
+            // Twenty, then one every 30 seconds, whoever asks: a person who forgot their
+            // account is told at once; probes from any number of addresses learn 2,880
+            // addresses a day at most; pausing sign-ups takes more than two addresses'
+            // sign-up limits together.
+            taken_answers: (20, Duration::from_secs(30)),
             // Ten checks, then ten a minute: a person editing a manifest, not a crawler.
             manifest_checks_per_user: Quota::per_minute(TEN).allow_burst(TEN),
         }
@@ -136,11 +144,63 @@ impl<K: std::hash::Hash + Eq + Clone> Limiter<K> {
     }
 }
 
+/// The "already taken" answers sign-up may give, across every client: a token bucket of
+/// `burst`, one token back every `every`, that a taken address spends.
+///
+/// Per-address limits alone let probes from many addresses learn which emails have accounts.
+/// While the bucket is empty every sign-up waits (`429`), a free address's too: the refusal
+/// depends only on what was asked before, never on the address asked about, so it tells
+/// nothing. (`governor` cannot look at a bucket without spending from it, which this needs.)
+struct TakenAnswers {
+    burst: f64,
+    every: Duration,
+    /// Tokens left, as of when.
+    left: std::sync::Mutex<(f64, std::time::Instant)>,
+}
+
+impl TakenAnswers {
+    fn new((burst, every): (u32, Duration)) -> TakenAnswers {
+        let burst = f64::from(burst.max(1));
+        TakenAnswers {
+            burst,
+            every: every.max(Duration::from_millis(1)),
+            left: (burst, std::time::Instant::now()).into(),
+        }
+    }
+
+    /// The tokens left now, refilled for the time since they were counted.
+    fn refill(&self, left: &mut (f64, std::time::Instant)) {
+        let now = std::time::Instant::now();
+        let gained = now.duration_since(left.1).as_secs_f64() / self.every.as_secs_f64();
+        *left = ((left.0 + gained).min(self.burst), now);
+    }
+
+    /// `429` while no token is left, with the wait until one is.
+    fn check_open(&self) -> Result<(), ApiError> {
+        let mut left = self.left.lock().unwrap_or_else(|e| e.into_inner());
+        self.refill(&mut left);
+        if left.0 >= 1.0 {
+            return Ok(());
+        }
+        let wait = self.every.as_secs_f64() * (1.0 - left.0);
+        Err(ApiError::TooManyRequests { retry_after: wait.ceil() as u64 + 1 })
+    }
+
+    /// Spends a token on a taken address (one is left: [`TakenAnswers::check_open`] came first,
+    /// and a race between the two costs at most a token below zero, repaid before the next).
+    fn spend(&self) {
+        let mut left = self.left.lock().unwrap_or_else(|e| e.into_inner());
+        self.refill(&mut left);
+        left.0 -= 1.0;
+    }
+}
+
 /// The sign-in and sign-up limits and the hashing gate of one platform process.
 pub struct Throttle {
     sign_in_by_account: Limiter<String>,
     sign_in_by_address: Limiter<ClientKey>,
     sign_up_by_address: Limiter<ClientKey>,
+    taken_answers: TakenAnswers,
     manifest_checks_by_user: Limiter<i64>,
     /// Where password hashes are computed.
     pub hashing: Hashing,
@@ -159,6 +219,7 @@ impl Throttle {
             sign_in_by_account: Limiter::new(config.sign_in_per_account),
             sign_in_by_address: Limiter::new(config.sign_in_per_address),
             sign_up_by_address: Limiter::new(config.sign_up_per_address),
+            taken_answers: TakenAnswers::new(config.taken_answers),
             manifest_checks_by_user: Limiter::new(config.manifest_checks_per_user),
             hashing: Hashing::new(config.hashing_at_once, config.hashing_queue),
         }
@@ -184,9 +245,16 @@ impl Throttle {
         self.manifest_checks_by_user.check(&user_id)
     }
 
-    /// Counts a sign-up attempt from `client`.
+    /// Counts a sign-up attempt from `client`; refused too while sign-ups wait for the
+    /// "already taken" answers to replenish ([`Throttle::taken_answer`]), whatever the address.
     pub fn sign_up(&self, client: IpAddr) -> Result<(), ApiError> {
-        self.sign_up_by_address.check(&ClientKey::of(client))
+        self.sign_up_by_address.check(&ClientKey::of(client))?;
+        self.taken_answers.check_open()
+    }
+
+    /// Spends one of the "already taken" answers all clients share.
+    pub fn taken_answer(&self) {
+        self.taken_answers.spend();
     }
 
     /// Drops the keys whose limits have fully replenished; returns how many keys remain.
@@ -276,6 +344,29 @@ mod tests {
         }
         std::thread::sleep(Duration::from_millis(30));
         assert_eq!(throttle.forget_stale(), 0, "replenished keys are dropped");
+    }
+
+    /// Regression: a taken address answered "already taken" to probes from any number of
+    /// addresses. Past the shared bucket every sign-up waits, a free address's too, so the
+    /// refusal says nothing about the address asked about.
+    #[test]
+    fn taken_answers_are_shared_by_every_client_and_pause_every_sign_up() {
+        let throttle = Throttle::new(&ThrottleConfig {
+            taken_answers: (2, Duration::from_millis(200)),
+            ..ThrottleConfig::default()
+        });
+        for n in 1..=2u8 {
+            let probe: IpAddr = format!("192.0.2.{n}").parse().unwrap();
+            assert!(throttle.sign_up(probe).is_ok());
+            throttle.taken_answer();
+        }
+        let newcomer: IpAddr = "198.51.100.7".parse().unwrap();
+        match throttle.sign_up(newcomer) {
+            Err(ApiError::TooManyRequests { retry_after }) => assert!(retry_after >= 1),
+            other => panic!("expected 429 for every address while taken answers are spent, got {other:?}"),
+        }
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(throttle.sign_up(newcomer).is_ok(), "a token is back after its period");
     }
 
     #[tokio::test]

@@ -423,3 +423,31 @@ async fn a_job_planned_before_a_zone_change_collects_its_date_in_the_new_zone() 
         }
     }
 }
+
+/// Regression (issue 25): backfill dates at the calendar's extremes (year ±9999) answered 500;
+/// dates outside 1970-01-01 to 2999-12-31 are now a 400 naming the field, queued or not.
+#[tokio::test]
+async fn backfill_dates_at_the_calendars_extremes_are_a_400() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let common::DemoSite { origin, .. } = &common::demo_site(&ca, "demo").await;
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let eve = server.sign_up(&format!("eve-extremes-{name}@example.com")).await;
+        let (_, added, _) =
+            server.send(&eve, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" }))).await;
+        let id = added["site"]["id"].as_i64().unwrap();
+        for (from, to, field) in [
+            ("9999-12-31", "9999-12-31", "from"),
+            ("-009999-01-01", "-009999-01-02", "from"),
+            ("1969-12-31", "1970-01-01", "from"),
+            ("2999-12-31", "3000-01-01", "to"),
+        ] {
+            for query in ["", "?queue=true"] {
+                let path = format!("/api/vault/{id}/backfill{query}");
+                let (status, body, _) =
+                    server.send(&eve, Method::POST, &path, Some(json!({ "from": from, "to": to }))).await;
+                assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {from}..{to}{query}: {body}");
+                assert!(body["error"].as_str().unwrap().contains(&format!("`{field}`")), "{name}: {body}");
+            }
+        }
+    }
+}

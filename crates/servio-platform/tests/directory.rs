@@ -55,8 +55,11 @@ async fn claim_verify_search_and_suspend() {
 }
 
 /// The owner of a verified listing sees how collections from their site went across its users,
-/// and only once five users stand behind a figure; nobody else sees it, nor the owner of a
-/// claim not verified.
+/// and only once five users who have collected on seven days stand behind a figure; nobody else
+/// sees it, nor the owner of a claim not verified.
+///
+/// Regression: five accounts made at once (by the owner, say) met the threshold the day they
+/// were made; now they count only after seven days of collection.
 #[tokio::test]
 async fn the_owner_sees_collection_health_once_five_users_stand_behind_it() {
     let (demo, servers) = common::demo_and_servers("t").await;
@@ -74,38 +77,52 @@ async fn the_owner_sees_collection_health_once_five_users_stand_behind_it() {
 
         let mut users = Vec::new();
         for i in 1..=5 {
-            let user = server.sign_up(&format!("health-user-{i}-{name}@example.com")).await;
+            let email = format!("health-user-{i}-{name}@example.com");
+            let user = server.sign_up(&email).await;
             let added = json!({ "url": origin, "token": "t" });
-            assert_eq!(server.send(&user, Method::POST, "/api/vault", Some(added)).await.0, StatusCode::CREATED);
+            let (status, added, _) = server.send(&user, Method::POST, "/api/vault", Some(added)).await;
+            assert_eq!(status, StatusCode::CREATED);
             let config = servio_collector::WorkerConfig { drain: true, ..servio_collector::WorkerConfig::new("h") };
             let (_keep, stop) = tokio::sync::watch::channel(false);
             server.state.collector.clone().run(config, stop).await;
-            users.push(user);
+            let user_id = server.state.store.user_by_email(&email).await.unwrap().unwrap().id;
+            users.push((user, user_id, added["site"]["id"].as_i64().unwrap()));
 
             let (status, figures, _) = server.send(&owner, Method::GET, &health, None).await;
             assert_eq!(status, StatusCode::OK, "{name}: {figures}");
             let revenue = &figures["metrics"][0];
             assert_eq!(revenue["key"], "sales.revenue.daily", "{name}: the brief's first metric");
-            if i < 5 {
-                assert_eq!(revenue["outcomes"], json!([]), "{name}: {i} users are too few: {figures}");
-                assert!(revenue["latency"].is_null(), "{name}: {figures}");
-            } else {
-                assert_eq!(revenue["outcomes"], json!([{ "outcome": "stored", "attempts": 5, "users": 5 }]), "{name}");
-                let latency = &revenue["latency"];
-                assert!(latency["calls"] == 5 && latency["p95_ms"].as_f64().unwrap() > 0.0, "{name}: {figures}");
+            // New accounts, however many: none has collected on seven days yet.
+            assert_eq!(revenue["outcomes"], json!([]), "{name}: {i} new users count for nothing: {figures}");
+            assert!(revenue["latency"].is_null(), "{name}: {figures}");
+        }
+        // Each has collected on the six days before today too: seven days each, and they count.
+        let now = servio_platform::now();
+        for (_, user_id, site_id) in &users {
+            for day in 1..=6 {
+                let date = format!("2026-02-{day:02}");
+                let slot = servio_store::testing::day_slot(*user_id, *site_id, day, &date);
+                let stored = servio_store::CollectionResult::Stored { value: 1.0, raw: "1" };
+                server.state.store.record_result(&slot, &stored, now - day * 86_400).await.unwrap();
             }
         }
+        let (_, figures, _) = server.send(&owner, Method::GET, &health, None).await;
+        let revenue = &figures["metrics"][0];
+        // Seven attempts of each of five users.
+        assert_eq!(revenue["outcomes"], json!([{ "outcome": "stored", "attempts": 35, "users": 5 }]), "{name}");
+        let latency = &revenue["latency"];
+        assert!(latency["calls"] == 5 && latency["p95_ms"].as_f64().unwrap() >= 0.0, "{name}: {figures}");
 
         // The page says the same, in words; another user, and another window, are refused.
         let cookie = owner.cookie.clone().unwrap();
         let page_path = format!("{}/directory/claims/{}/health?days=28", server.base, claim["id"]);
         let page = common::request(&http, "GET", &page_path, Some(&cookie), &[]).await;
         assert!(
-            page.html.contains("Your tool answered in") && page.html.contains("<td>stored</td><td>5</td>"),
+            page.html.contains("Your tool answered in") && page.html.contains("<td>stored</td><td>35</td>"),
             "{name}"
         );
         assert!(!page.html.contains("health-user-"), "{name}: never who");
-        let (status, _, _) = server.send(&users[0], Method::GET, &health, None).await;
+        let (status, _, _) = server.send(&users[0].0, Method::GET, &health, None).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{name}: not their claim");
         let (status, _, _) = server.send(&owner, Method::GET, &format!("{health}?days=30"), None).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{name}");

@@ -1,5 +1,5 @@
-//! The operators' routes on every backend: the probes, `/metrics`, request ids, and all three
-//! in the OpenAPI document.
+//! The operators' routes on every backend: the probes, `/metrics` (on its own listener only),
+//! request ids, and the probes in the OpenAPI document.
 
 mod common;
 
@@ -39,7 +39,15 @@ async fn metrics_count_requests_by_route_template_and_gateway_calls_by_outcome()
         let call = server.send(&user, Method::POST, "/api/tools/nowhere_tool/call", Some(json!({}))).await;
         assert_eq!(call.0, StatusCode::NOT_FOUND, "{backend}: {}", call.1);
 
-        let response = server.http.get(format!("{}/metrics", server.base)).send().await.unwrap();
+        // Regression: the main listener answered /metrics to anyone, sign-in outcomes included.
+        let public = server.http.get(format!("{}/metrics", server.base)).send().await.unwrap();
+        assert_eq!(public.status(), StatusCode::NOT_FOUND, "{backend}: /metrics is for --metrics-addr only");
+        // The listener of its own that `--metrics-addr` starts.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let metrics_url = format!("http://{}/metrics", listener.local_addr().unwrap());
+        let app = servio_platform::metrics::router(server.state.store.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let response = server.http.get(metrics_url).send().await.unwrap();
         assert_eq!(response.status(), StatusCode::OK, "{backend}");
         assert_eq!(response.headers()["content-type"], "text/plain; version=0.0.4; charset=utf-8");
         let text = response.text().await.unwrap();
@@ -83,11 +91,12 @@ async fn every_answer_carries_a_request_id_and_a_fit_one_from_the_client_is_kept
 }
 
 #[tokio::test]
-async fn the_openapi_document_has_the_probes_and_metrics_open_to_anyone() {
+async fn the_openapi_document_has_the_probes_open_to_anyone_and_no_metrics() {
     let (_, server) = servers(None).await.remove(0);
     let (status, doc, _) = server.send(&Browser::default(), Method::GET, "/api/openapi.json", None).await;
     assert_eq!(status, StatusCode::OK);
-    for path in ["/healthz", "/readyz", "/metrics"] {
+    assert!(doc["paths"]["/metrics"].is_null(), "/metrics is not on the main listener");
+    for path in ["/healthz", "/readyz"] {
         let get = &doc["paths"][path]["get"];
         assert!(get.is_object(), "{path} in the document");
         assert_eq!(get["security"], json!([{}]), "{path} needs no sign-in");
@@ -121,7 +130,7 @@ async fn upkeep_prunes_the_logs_past_their_retention() {
         assert_eq!(round.pruned, 2, "{backend}: the 40-day-old attempt and call");
         let attempts = store.attempts(user.id, site, 10).await.unwrap();
         assert_eq!(attempts.iter().map(|a| a.attempted_at).collect::<Vec<_>>(), [now - 10 * DAY], "{backend}");
-        let calls = store.tool_calls(user.id, 10).await.unwrap();
+        let calls = store.tool_calls(user.id, servio_store::CallPage { before: None, limit: 10 }).await.unwrap();
         assert_eq!(calls.iter().map(|c| c.called_at).collect::<Vec<_>>(), [now - 10 * DAY], "{backend}");
     }
 }

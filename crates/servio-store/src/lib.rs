@@ -35,16 +35,18 @@ mod shared;
 mod sqlite;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod text;
 
 use async_trait::async_trait;
 
 pub use collection::{AttemptOutcome, Attempted, CollectionResult, UnknownName};
 pub use error::{ErrorKind, StoreError};
-pub use health::{Latency, OutcomeCount, ReasonCount, SiteHealth};
+pub use health::{COUNT_STEP, DURATION_STEP_MS, Latency, OutcomeCount, ReasonCount, SiteHealth};
 pub use jobs::{Completion, Job, JobClaim, JobCounts, JobState, NewJob};
 pub use ops::{Heard, JobGauges, PoolUse, Pruned, Readiness};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
+pub use text::{NUL_STORED_AS, clipped, logged_arguments, storable};
 
 /// An account.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -350,6 +352,24 @@ pub struct ToolCall {
     pub arguments: Option<String>,
 }
 
+/// The most bytes of a tool name the call log keeps: a longer name (only an unknown tool's can
+/// be, §4 names are short) is kept cut, followed by its length ([`clipped`]).
+pub const LOGGED_TOOL_NAME_BYTES: usize = 256;
+
+/// The most bytes of a call's arguments the call log keeps (16 KiB); larger arguments are
+/// logged as a JSON string saying their size instead.
+pub const LOGGED_ARGUMENTS_BYTES: usize = 16 * 1024;
+
+/// Which calls of a user's log to read: the newest `limit` before the call `before` (its id),
+/// or the newest of all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallPage {
+    /// Only calls older than this one (an id from an earlier page).
+    pub before: Option<i64>,
+    /// How many at most.
+    pub limit: i64,
+}
+
 /// Everything the platform stores.
 #[async_trait]
 pub trait Store: Send + Sync {
@@ -504,8 +524,16 @@ pub trait Store: Send + Sync {
         since: i64,
     ) -> Result<Vec<StoredValue>, StoreError>;
     /// How collections from `site_id` ended since `since`, across its users (see the `health`
-    /// module): only the figures at least `min_users` distinct users stand behind.
-    async fn site_health(&self, site_id: i64, since: i64, min_users: i64) -> Result<SiteHealth, StoreError>;
+    /// module): only the figures at least `min_users` distinct users stand behind, counting
+    /// only users who have collected from the site on at least `min_days` distinct days,
+    /// rounded (`COUNT_STEP`, `DURATION_STEP_MS`).
+    async fn site_health(
+        &self,
+        site_id: i64,
+        since: i64,
+        min_users: i64,
+        min_days: i64,
+    ) -> Result<SiteHealth, StoreError>;
     /// The latest attempts for a user's site, newest first.
     async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError>;
     /// Every vault entry of every user, as (user, entry), for the collector.
@@ -525,10 +553,11 @@ pub trait Store: Send + Sync {
     async fn log_arguments(&self, user_id: i64) -> Result<bool, StoreError>;
     /// Sets whether the gateway keeps the arguments of this user's tool calls.
     async fn set_log_arguments(&self, user_id: i64, keep: bool) -> Result<(), StoreError>;
-    /// Appends tool calls to their users' logs, in one transaction.
+    /// Appends tool calls to their users' logs, in one transaction, each field bounded (the
+    /// tool name to [`LOGGED_TOOL_NAME_BYTES`], the arguments to [`LOGGED_ARGUMENTS_BYTES`]).
     async fn log_tool_calls(&self, calls: &[ToolCall]) -> Result<(), StoreError>;
-    /// A user's latest tool calls, newest first.
-    async fn tool_calls(&self, user_id: i64, limit: i64) -> Result<Vec<ToolCall>, StoreError>;
+    /// A page of a user's tool calls, newest first.
+    async fn tool_calls(&self, user_id: i64, page: CallPage) -> Result<Vec<ToolCall>, StoreError>;
     /// Stores many values in one transaction, each replacing an earlier one of its slot as
     /// [`Store::record_result`] does, and logs no attempts: for seeding (benchmarks, imports),
     /// where one durable commit per value would take minutes.

@@ -3,11 +3,14 @@
 //! over a `tsvector`, and batches that travel as arrays through `UNNEST`, one statement each
 //! (the dashboard's values, enqueueing and completing jobs), with claims that skip locked rows.
 
+use std::borrow::Cow;
+
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 use tokio::sync::mpsc;
 
 use crate::jobs::JOB_COLUMNS;
 use crate::shared::{SiteValue, SiteValues};
+use crate::text::storable_opt;
 use crate::{Completion, Heard, Job, JobClaim, NewJob, Pruned, StoreError};
 
 /// The store in PostgreSQL.
@@ -203,7 +206,11 @@ pub(crate) async fn complete_jobs(
     // The fence check updates the jobs whose fence is still the one claimed (a claim since
     // has incremented it), and only the jobs it updated get their value and attempt written,
     // as `write_result_on` writes them elsewhere. The results travel as arrays, in order.
+    // Their texts are made storable first: one NUL from a site would fail the whole statement,
+    // and with it every other user's result in the group.
     let attempts: Vec<_> = completions.iter().map(|c| c.result.attempt()).collect();
+    let reasons: Vec<Option<Cow<'_, str>>> = attempts.iter().map(|a| storable_opt(a.and_then(|a| a.reason))).collect();
+    let raws: Vec<Option<Cow<'_, str>>> = attempts.iter().map(|a| storable_opt(a.and_then(|a| a.raw))).collect();
     let matched: Vec<(i64, i64)> = sqlx::query_as(
         "WITH c AS (
              SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[], $5::DOUBLE PRECISION[],
@@ -244,8 +251,8 @@ pub(crate) async fn complete_jobs(
     .bind(completions.iter().map(|c| c.result.not_before()).collect::<Vec<Option<i64>>>())
     .bind(completions.iter().map(|c| c.result.value().map(|(value, _)| value)).collect::<Vec<Option<f64>>>())
     .bind(attempts.iter().map(|a| a.map(|a| a.outcome.as_str())).collect::<Vec<Option<&str>>>())
-    .bind(attempts.iter().map(|a| a.and_then(|a| a.reason)).collect::<Vec<Option<&str>>>())
-    .bind(attempts.iter().map(|a| a.and_then(|a| a.raw)).collect::<Vec<Option<&str>>>())
+    .bind(reasons.iter().map(Option::as_deref).collect::<Vec<Option<&str>>>())
+    .bind(raws.iter().map(Option::as_deref).collect::<Vec<Option<&str>>>())
     .bind(attempts.iter().map(|a| a.and_then(|a| a.retry_at)).collect::<Vec<Option<i64>>>())
     .bind(now)
     .bind(completions.iter().map(|c| c.duration_ms).collect::<Vec<Option<f64>>>())

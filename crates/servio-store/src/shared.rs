@@ -10,12 +10,13 @@
 //! a `macro_rules!` body as it is written: keep its lines within 120 columns by hand (long
 //! signatures take two lines: parameters, then the return type).
 
+use crate::text::{clipped, logged_arguments, storable, storable_opt};
 use crate::{ApiToken, PgStore, SqliteStore, postgres, sqlite};
 use crate::{
-    Approval, Attempt, Claim, CollectionResult, Completion, FetchedManifest, Found, Heard, Job, JobClaim, JobCounts,
-    JobGauges, LAST_USED_PRECISION, Listing, McpSession, NewJob, OAuthAttempt, PoolUse, Pruned, Readiness, Retries,
-    SESSION_USE_PRECISION, Sealer, Session, SessionInfo, SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue,
-    ToolCall, User, VaultEntry, Version, error::conflict,
+    Approval, Attempt, CallPage, Claim, CollectionResult, Completion, FetchedManifest, Found, Heard, Job, JobClaim,
+    JobCounts, JobGauges, LAST_USED_PRECISION, LOGGED_ARGUMENTS_BYTES, LOGGED_TOOL_NAME_BYTES, Listing, McpSession,
+    NewJob, OAuthAttempt, PoolUse, Pruned, Readiness, Retries, SESSION_USE_PRECISION, Sealer, Session, SessionInfo,
+    SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, error::conflict,
 };
 
 /// A session with the last use the store checks its idle limit against.
@@ -115,6 +116,28 @@ const LOG_ATTEMPT: &str = "INSERT INTO collection_attempts
 macro_rules! attempt_of_slot {
     () => {
         "(period_key = $4 OR (period_key IS NULL AND period_start = $5))"
+    };
+}
+
+/// A page of a user's call log, newest first. Binds: user, before (an id), limit, and the
+/// longest tool name and arguments read whole: rows logged before fields were bounded are read
+/// cut (a name) or without (arguments), so that no page holds more than its rows' bounds.
+const TOOL_CALLS_PAGE: &str = "SELECT id, user_id, site_id,
+         CASE WHEN length(tool) > $4 THEN substr(tool, 1, $4) || '…' ELSE tool END AS tool,
+         called_at, status, duration_ms, CASE WHEN length(arguments) > $5 THEN NULL ELSE arguments END AS arguments
+     FROM tool_calls WHERE user_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3";
+
+/// The longest tool name and arguments [`TOOL_CALLS_PAGE`] reads whole, in characters (`INT`,
+/// as `substr` takes): the bounds the log writes, with room for the note on a cut name.
+const READ_WHOLE: (i32, i32) = (LOGGED_TOOL_NAME_BYTES as i32 + 64, LOGGED_ARGUMENTS_BYTES as i32 + 128);
+
+/// Whether an attempt row is of a user who has collected from the site (`$1`) on at least
+/// `$4` distinct days: accounts made to make up a health figure's threshold count only once
+/// they have collected that long (a backfill's many attempts are all of one day).
+macro_rules! established_users {
+    () => {
+        "user_id IN (SELECT user_id FROM collection_attempts WHERE site_id = $1
+                     GROUP BY user_id HAVING count(DISTINCT attempted_at / 86400) >= $4)"
     };
 }
 
@@ -240,10 +263,11 @@ macro_rules! shared_store {
                         .execute(&mut *conn)
                         .await?;
                 }
+                let raw = crate::storable(raw);
                 bind!(
                     sqlx::query(STORE_VALUE),
                     slot.user_id, slot.site_id, slot.metric_key, slot.granularity, slot.period_start, slot.period_end,
-                    slot.start_date, value, raw, now, slot.period_key
+                    slot.start_date, value, &*raw, now, slot.period_key
                 )
                 .execute(&mut *conn)
                 .await?;
@@ -270,10 +294,12 @@ macro_rules! shared_store {
                     Self::store_value_on(&mut *conn, slot, value, raw, now).await?;
                 }
                 let Some(attempt) = result.attempt() else { return Ok(()) };
+                let (reason, raw) = (storable_opt(attempt.reason), storable_opt(attempt.raw));
                 bind!(
                     sqlx::query(LOG_ATTEMPT),
                     slot.user_id, slot.site_id, slot.metric_key, slot.period_start, slot.start_date, now,
-                    attempt.outcome.as_str(), attempt.reason, attempt.raw, attempt.retry_at, duration_ms, slot.period_key
+                    attempt.outcome.as_str(), reason.as_deref(), raw.as_deref(), attempt.retry_at, duration_ms,
+                    slot.period_key
                 )
                 .execute(&mut *conn)
                 .await?;
@@ -662,7 +688,7 @@ macro_rules! shared_store {
 
             #[tracing::instrument(level = "debug", skip_all)]
             async fn mark_stale(&self, site_id: i64, error: &str) -> Result<(), StoreError> {
-                bind!(sqlx::query("UPDATE sites SET stale_error = $1 WHERE id = $2"), error, site_id)
+                bind!(sqlx::query("UPDATE sites SET stale_error = $1 WHERE id = $2"), &*storable(error), site_id)
                     .execute(&self.pool)
                     .await?;
                 Ok(())
@@ -723,8 +749,9 @@ macro_rules! shared_store {
                              suspended_reason = excluded.suspended_reason, name = excluded.name,
                              description = excluded.description, tools = excluded.tools, verified_at = excluded.verified_at",
                     ),
-                    listing.site_id, listing.claim_id, listing.listed, &listing.suspended_reason, &listing.name,
-                    &listing.description, &listing.tools, listing.verified_at
+                    listing.site_id, listing.claim_id, listing.listed,
+                    storable_opt(listing.suspended_reason.as_deref()), storable(&listing.name),
+                    storable(&listing.description), storable(&listing.tools), listing.verified_at
                 )
                 .execute(&self.pool)
                 .await?;
@@ -811,50 +838,60 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip(self))]
-            async fn site_health(&self, site_id: i64, since: i64, min_users: i64) -> Result<SiteHealth, StoreError> {
+            async fn site_health(&self, site_id: i64, since: i64, min_users: i64, min_days: i64)
+                -> Result<SiteHealth, StoreError> {
                 let outcomes = bind!(
                     sqlx::query_as(
-                        "SELECT metric_key, outcome, count(*) AS attempts, count(DISTINCT user_id) AS users
-                         FROM collection_attempts WHERE site_id = $1 AND attempted_at >= $2
-                         GROUP BY metric_key, outcome HAVING count(DISTINCT user_id) >= $3
-                         ORDER BY metric_key, outcome",
+                        concat!(
+                            "SELECT metric_key, outcome, count(*) AS attempts, count(DISTINCT user_id) AS users
+                             FROM collection_attempts WHERE site_id = $1 AND attempted_at >= $2 AND ",
+                            established_users!(),
+                            " GROUP BY metric_key, outcome HAVING count(DISTINCT user_id) >= $3
+                             ORDER BY metric_key, outcome"
+                        ),
                     ),
-                    site_id, since, min_users
+                    site_id, since, min_users, min_days
                 )
                 .fetch_all(&self.pool)
                 .await?;
                 let reasons = bind!(
                     sqlx::query_as(
-                        "SELECT metric_key, reason, count(*) AS attempts, count(DISTINCT user_id) AS users
-                         FROM collection_attempts WHERE site_id = $1 AND attempted_at >= $2 AND reason IS NOT NULL
-                         GROUP BY metric_key, reason HAVING count(DISTINCT user_id) >= $3
-                         ORDER BY metric_key, attempts DESC, reason LIMIT 200",
+                        concat!(
+                            "SELECT metric_key, reason, count(*) AS attempts, count(DISTINCT user_id) AS users
+                             FROM collection_attempts WHERE site_id = $1 AND attempted_at >= $2 AND reason IS NOT NULL
+                               AND ",
+                            established_users!(),
+                            " GROUP BY metric_key, reason HAVING count(DISTINCT user_id) >= $3
+                             ORDER BY metric_key, attempts DESC, reason LIMIT 200"
+                        ),
                     ),
-                    site_id, since, min_users
+                    site_id, since, min_users, min_days
                 )
                 .fetch_all(&self.pool)
                 .await?;
                 // Nearest-rank percentiles with window functions, which both backends have: the
                 // smallest duration whose rank reaches the share of the calls.
                 let latencies = bind!(
-                    sqlx::query_as(
+                    sqlx::query_as(concat!(
                         "WITH timed AS (
                              SELECT metric_key, user_id, duration_ms,
                                     row_number() OVER (PARTITION BY metric_key ORDER BY duration_ms) AS rank,
                                     count(*) OVER (PARTITION BY metric_key) AS calls
                              FROM collection_attempts
-                             WHERE site_id = $1 AND attempted_at >= $2 AND duration_ms IS NOT NULL
+                             WHERE site_id = $1 AND attempted_at >= $2 AND duration_ms IS NOT NULL AND ",
+                        established_users!(),
+                        "
                          )
                          SELECT metric_key, max(calls) AS calls, count(DISTINCT user_id) AS users,
                                 min(CASE WHEN rank >= 0.5 * calls THEN duration_ms END) AS p50_ms,
                                 min(CASE WHEN rank >= 0.95 * calls THEN duration_ms END) AS p95_ms
-                         FROM timed GROUP BY metric_key HAVING count(DISTINCT user_id) >= $3 ORDER BY metric_key",
-                    ),
-                    site_id, since, min_users
+                         FROM timed GROUP BY metric_key HAVING count(DISTINCT user_id) >= $3 ORDER BY metric_key"
+                    )),
+                    site_id, since, min_users, min_days
                 )
                 .fetch_all(&self.pool)
                 .await?;
-                Ok(SiteHealth { outcomes, reasons, latencies })
+                Ok(SiteHealth { outcomes, reasons, latencies }.coarsened())
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
@@ -945,13 +982,17 @@ macro_rules! shared_store {
             async fn log_tool_calls(&self, calls: &[ToolCall]) -> Result<(), StoreError> {
                 let mut tx = self.pool.begin().await?;
                 for call in calls {
+                    let tool = clipped(&call.tool, LOGGED_TOOL_NAME_BYTES);
+                    let (tool, status) = (storable(&tool).into_owned(), storable(&call.status));
+                    let arguments = call.arguments.as_deref().map(logged_arguments);
+                    let arguments = storable_opt(arguments.as_deref());
                     bind!(
                         sqlx::query(
                             "INSERT INTO tool_calls (user_id, site_id, tool, called_at, status, duration_ms, arguments)
                              VALUES ($1, $2, $3, $4, $5, $6, $7)",
                         ),
-                        call.user_id, call.site_id, &call.tool, call.called_at, &call.status, call.duration_ms,
-                        &call.arguments
+                        call.user_id, call.site_id, tool.as_str(), call.called_at, &*status, call.duration_ms,
+                        arguments.as_deref()
                     )
                     .execute(&mut *tx)
                     .await?;
@@ -961,13 +1002,10 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn tool_calls(&self, user_id: i64, limit: i64) -> Result<Vec<ToolCall>, StoreError> {
+            async fn tool_calls(&self, user_id: i64, page: CallPage) -> Result<Vec<ToolCall>, StoreError> {
                 let calls = bind!(
-                    sqlx::query_as(
-                        "SELECT id, user_id, site_id, tool, called_at, status, duration_ms, arguments
-                         FROM tool_calls WHERE user_id = $1 ORDER BY id DESC LIMIT $2",
-                    ),
-                    user_id, limit
+                    sqlx::query_as(TOOL_CALLS_PAGE),
+                    user_id, page.before.unwrap_or(i64::MAX), page.limit, READ_WHOLE.0, READ_WHOLE.1
                 )
                 .fetch_all(&self.pool)
                 .await?;

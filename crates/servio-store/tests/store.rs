@@ -883,17 +883,22 @@ async fn site_health_counts_across_users_and_hides_what_few_stand_behind() {
             attempt(user.id, site, 4, CollectionResult::Failed { reason: "old" }, 5.0, 10).await;
             attempt(user.id, other_site, 1, CollectionResult::Failed { reason: "elsewhere" }, 5.0, 1_000).await;
         }
-        let health = store.site_health(site, 500, 5).await.unwrap();
+        // Every attempt so far was made on the first day (of the epoch): with two days asked
+        // of each user, nobody counts yet.
+        assert_eq!(store.site_health(site, 500, 5, 2).await.unwrap(), servio_store::SiteHealth::default(), "{name}");
+        let health = store.site_health(site, 500, 5, 1).await.unwrap();
         let outcomes: Vec<_> = health.outcomes.iter().map(|o| (o.outcome, o.attempts, o.users)).collect();
-        assert_eq!(outcomes, [(AttemptOutcome::Dropped, 5, 5), (AttemptOutcome::Stored, 6, 6)], "{name}");
+        // Counts rounded down to fives: six stored values show as five.
+        assert_eq!(outcomes, [(AttemptOutcome::Dropped, 5, 5), (AttemptOutcome::Stored, 5, 5)], "{name}");
         let reasons: Vec<_> = health.reasons.iter().map(|r| (r.reason.as_str(), r.attempts)).collect();
         assert_eq!(reasons, [("valuePath total: \"no sales\" is not a number", 5)], "{name}: not the 404 nor 'old'");
         assert_eq!(health.latencies.len(), 1, "{name}");
         let latency = &health.latencies[0];
-        // Twelve timed calls: six of 5 ms, then 10 to 60 ms; nearest ranks 6 (50%) and 12 (95%).
-        assert_eq!((latency.calls, latency.users, latency.p50_ms, latency.p95_ms), (12, 6, 5.0, 60.0), "{name}");
+        // Twelve timed calls: six of 5 ms, then 10 to 60 ms; nearest ranks 6 (50%) and 12 (95%),
+        // shown in tens of milliseconds, and the counts in fives.
+        assert_eq!((latency.calls, latency.users, latency.p50_ms, latency.p95_ms), (10, 5, 10.0, 60.0), "{name}");
         // With a threshold of 7, nothing at all.
-        assert_eq!(store.site_health(site, 500, 7).await.unwrap(), servio_store::SiteHealth::default(), "{name}");
+        assert_eq!(store.site_health(site, 500, 7, 1).await.unwrap(), servio_store::SiteHealth::default(), "{name}");
     }
 }
 
@@ -969,7 +974,7 @@ async fn pruning_deletes_old_rows_in_batches_and_keeps_recent_ones() {
             assert_eq!(deleted, [2, 1, 0], "{name}: {what:?} in batches of two");
             let kept = match what {
                 Pruned::Attempts => store.attempts(user, site, 100).await.unwrap().len(),
-                _ => store.tool_calls(user, 100).await.unwrap().len(),
+                _ => store.tool_calls(user, servio_store::CallPage { before: None, limit: 100 }).await.unwrap().len(),
             };
             assert_eq!(kept, left, "{name}: {what:?}: the recent one stays");
         }
@@ -1111,5 +1116,109 @@ async fn a_claim_takes_the_other_jobs_of_its_periods() {
         assert!(keys.iter().all(|(key, _)| *key == "2026-08-20"), "{name}: {keys:?}");
         let next = store.claim_jobs(&claim("b", 10, 30, 10)).await.unwrap();
         assert!(next.iter().all(|j| j.period_key == "2026-08-21") && next.len() == 2, "{name}");
+    }
+}
+
+/// Regression (issue 25): a NUL in a site's error body or in a `valuePath` made PostgreSQL
+/// refuse the whole commit group, every other user's results with it (and SQLite kept the NUL).
+/// Text from sites is now stored alike on both: each NUL as U+FFFD, the rest of the group kept.
+#[tokio::test]
+async fn a_nul_from_a_site_is_stored_as_a_replacement_and_costs_no_other_result() {
+    use servio_store::{CollectionResult, Completion};
+    for Backend { name, store, .. } in backends().await {
+        let hostile = job_owner(store.as_ref(), &format!("nul-{}@example.com", name.replace(' ', "-"))).await;
+        let healthy = job_owner(store.as_ref(), &format!("ok-{}@example.com", name.replace(' ', "-"))).await;
+        enqueue_days(store.as_ref(), hostile, 0..3, "2026-03-01", 10_000).await;
+        enqueue_days(store.as_ref(), healthy, 0..3, "2026-03-01", 10_000).await;
+        let jobs = store.claim_jobs(&claim("w", 10, 60, 100)).await.unwrap();
+        assert_eq!(jobs.len(), 6, "{name}");
+        let results = |job: &servio_store::Job| match (job.user_id == hostile.0, job.period_start / 86_400) {
+            (true, 0) => CollectionResult::Retry {
+                reason: "the tool answered 503: bu\0sy",
+                retry_at: None,
+                not_before: Some(20),
+            },
+            (true, 1) => {
+                CollectionResult::Dropped { reason: "valuePath data.to\0tal: no value there", raw: Some("\"4\0\"") }
+            }
+            (true, _) => CollectionResult::Failed { reason: "the tool answered 400: \0" },
+            (false, _) => CollectionResult::Stored { value: 7.0, raw: "7" },
+        };
+        let completions: Vec<Completion> =
+            jobs.iter().map(|job| Completion { job, result: results(job), duration_ms: Some(1.0) }).collect();
+        assert_eq!(store.complete_jobs(&completions, 11).await.unwrap(), [true; 6], "{name}: the whole group");
+        assert_eq!(store.values(healthy.0, healthy.1, "sales.revenue.daily", 0).await.unwrap().len(), 3, "{name}");
+        let mut reasons: Vec<String> =
+            store.attempts(hostile.0, hostile.1, 10).await.unwrap().into_iter().filter_map(|a| a.reason).collect();
+        reasons.sort();
+        assert_eq!(
+            reasons,
+            [
+                "the tool answered 400: \u{FFFD}",
+                "the tool answered 503: bu\u{FFFD}sy",
+                "valuePath data.to\u{FFFD}tal: no value there"
+            ],
+            "{name}"
+        );
+        // A backfill's write, the same rule.
+        let slot = day_slot(hostile.0, hostile.1, 9, "2026-03-10");
+        store.record_result(&slot, &CollectionResult::Failed { reason: "a\0b" }, 12).await.unwrap();
+        assert_eq!(store.attempts(hostile.0, hostile.1, 1).await.unwrap()[0].reason.as_deref(), Some("a\u{FFFD}b"));
+    }
+}
+
+/// Regression (issue 25): an unknown tool name of 3 MiB was logged whole, and reading the log
+/// back took gigabytes. Every logged field is bounded; pages follow one another by `before`.
+#[tokio::test]
+async fn the_call_log_keeps_bounded_fields_and_reads_in_pages() {
+    use servio_store::{CallPage, LOGGED_ARGUMENTS_BYTES, LOGGED_TOOL_NAME_BYTES, testing::tool_call};
+    for Backend { name, store, .. } in backends().await {
+        let user = store.create_user(&format!("pages-{}@example.com", name.replace(' ', "-")), "h", "UTC", 0).await;
+        let user = user.unwrap().id;
+        let long = "x".repeat(3 * 1024 * 1024);
+        let mut calls: Vec<_> = (0..5).map(|i| tool_call(user, &format!("tool_{i}"), i)).collect();
+        calls.push(tool_call(user, &long, 5));
+        calls.push(servio_store::ToolCall {
+            arguments: Some(format!("{{\"q\": \"{}\"}}", "y".repeat(LOGGED_ARGUMENTS_BYTES))),
+            ..tool_call(user, "lo\0ng_args", 6)
+        });
+        store.log_tool_calls(&calls).await.unwrap();
+        let first = store.tool_calls(user, CallPage { before: None, limit: 3 }).await.unwrap();
+        assert_eq!(first.iter().map(|c| c.called_at).collect::<Vec<_>>(), [6, 5, 4], "{name}: newest first");
+        assert_eq!(first[0].tool, "lo\u{FFFD}ng_args", "{name}");
+        let note = first[0].arguments.as_deref().unwrap();
+        assert!(note.starts_with("\"not kept: ") && note.len() < 100, "{name}: {note}");
+        let cut = &first[1].tool;
+        assert!(cut.len() <= LOGGED_TOOL_NAME_BYTES && cut.ends_with(&format!("… ({} bytes)", long.len())), "{name}");
+        let next = store.tool_calls(user, CallPage { before: Some(first[2].id), limit: 3 }).await.unwrap();
+        assert_eq!(next.iter().map(|c| c.called_at).collect::<Vec<_>>(), [3, 2, 1], "{name}: the next page");
+    }
+}
+
+/// Regression (issue 25): a Directory listing whose name held a NUL was a `500` on PostgreSQL
+/// only. Listing texts come from the site's manifest and are stored by the same rule.
+#[tokio::test]
+async fn a_listing_name_with_nul_is_stored_alike_on_both_stores() {
+    for Backend { name, store, .. } in backends().await {
+        let (user, site) = job_owner(store.as_ref(), &format!("listing-{}@example.com", name.replace(' ', "-"))).await;
+        let claim = store.create_claim(user, "https://nul.example", "wmcp_verify_x", 0).await.unwrap();
+        let listing = servio_store::Listing {
+            site_id: site,
+            claim_id: claim.id,
+            listed: true,
+            suspended_reason: None,
+            name: "Fo\0rum".into(),
+            description: "a\0b".into(),
+            tools: "[]".into(),
+            verified_at: 1,
+        };
+        store.save_listing(&listing).await.unwrap();
+        let kept = store.listing(site).await.unwrap().unwrap();
+        assert_eq!((kept.name.as_str(), kept.description.as_str()), ("Fo\u{FFFD}rum", "a\u{FFFD}b"), "{name}");
+        store.mark_stale(site, "the site answered 500: \0").await.unwrap();
+        assert_eq!(
+            store.site(site).await.unwrap().unwrap().stale_error.as_deref(),
+            Some("the site answered 500: \u{FFFD}")
+        );
     }
 }

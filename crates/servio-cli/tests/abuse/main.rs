@@ -5,7 +5,9 @@
 //!
 //! One module per point of the issue; `harness` starts the platform and the hostile site.
 
+mod call_log;
 #[path = "../common/mod.rs"]
 mod common;
 mod harness;
+mod nul;
 mod smoke;

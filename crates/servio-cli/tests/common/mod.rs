@@ -44,6 +44,25 @@ pub async fn start(token: &str, auth: DemoAuth) -> Demo {
     Demo { origin, ca_file, ca_pem: ca.ca_pem, site, dir, _running: running }
 }
 
+/// Starts `count` demo sites with `token` (bearer) or `auth`, all signed by one CA, so that one
+/// platform trusting the first one's `ca_file` reaches them all.
+pub async fn start_many(token: &str, auth: DemoAuth, count: usize) -> Vec<Demo> {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let mut sites = Vec::new();
+    for _ in 0..count {
+        let dir = tempfile::tempdir().unwrap();
+        let ca_file = dir.path().join("ca.pem");
+        std::fs::write(&ca_file, &ca.ca_pem).unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+        let config = SiteConfig { origin: origin.clone(), token: token.to_owned(), auth: auth.clone() };
+        let site = Site::new(config, None).await.unwrap();
+        let running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+        sites.push(Demo { origin, ca_file, ca_pem: ca.ca_pem.clone(), site, dir, _running: running });
+    }
+    sites
+}
+
 /// Signs `email` up with `password` on the platform at `base` (UTC), and makes them an API
 /// token; answers the session cookie (`name=value`) and the token.
 pub async fn sign_up_with_token(http: &reqwest::Client, base: &str, email: &str, password: &str) -> (String, String) {

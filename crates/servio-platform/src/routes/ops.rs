@@ -1,6 +1,8 @@
 //! What operators and orchestrators ask, without signing in: `/healthz` (the process answers:
-//! a liveness probe), `/readyz` (the database answers, this binary's migrations are applied and
-//! the process is not stopping: a readiness probe) and `/metrics` (Prometheus text format).
+//! a liveness probe) and `/readyz` (the database answers, this binary's migrations are applied
+//! and the process is not stopping: a readiness probe). `/metrics` is not here: it tells
+//! outcomes (sign-ins, gateway calls) that are nobody's business on the public listener, so
+//! it is served only on `--metrics-addr` (`crate::metrics::router`).
 //!
 //! The probes say why they fail in words, never with the database's own error (which may name
 //! hosts and users); that goes to the log.
@@ -21,9 +23,9 @@ use crate::AppState;
 /// How long readiness waits for the database before it says no.
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The probes and the metrics.
+/// The probes.
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(healthz)).routes(routes!(readyz)).routes(routes!(metrics))
+    OpenApiRouter::new().routes(routes!(healthz)).routes(routes!(readyz))
 }
 
 /// A probe's answer.
@@ -79,10 +81,4 @@ async fn readyz(State(state): State<AppState>) -> Response {
         }
         Err(_) => Probe::unavailable(format!("the database did not answer within {}s", READY_TIMEOUT.as_secs())),
     }
-}
-
-/// The platform's metrics in the Prometheus text format: requests, gateway calls, collections, jobs, manifest refreshes, the database pool
-#[utoipa::path(get, path = "/metrics", security(()), responses((status = 200, description = "Prometheus text exposition format 0.0.4", content_type = "text/plain")))]
-async fn metrics(State(state): State<AppState>) -> Response {
-    crate::metrics::answer(state.store.as_ref()).await
 }

@@ -183,8 +183,9 @@ impl Attempt {
     }
 }
 
-/// Creates an account after checking who asks (same site, within the address's sign-up limit,
-/// so that taken addresses cannot be enumerated at speed) and then its fields.
+/// Creates an account after checking who asks (same site, within the address's sign-up limit
+/// and while "already taken" answers are left, shared by every client, so that taken
+/// addresses cannot be enumerated at speed from one address or many) and then its fields.
 pub(crate) async fn register(attempt: &Attempt, form: &SignUp) -> Result<User, ApiError> {
     let state = &attempt.state;
     attempt.refuse_cross_site()?;
@@ -195,6 +196,8 @@ pub(crate) async fn register(attempt: &Attempt, form: &SignUp) -> Result<User, A
     // The unique index sees stored forms only: an account made before NFC under another form
     // of this address is looked for too.
     if find_user(state, &earlier_forms(&form.email, &normalized)).await?.is_some() {
+        // Shared by every client: probes from many addresses get few of these answers.
+        state.throttle.taken_answer();
         return Err(ApiError::Conflict("this email is already taken".into()));
     }
     let password = form.password.clone();

@@ -53,7 +53,7 @@ async fn page(State(state): State<AppState>, user: PageUser) -> Result<Response,
 
 async fn render_page(state: &AppState, user: &PageUser, new_token: Option<String>) -> Result<Response, ApiError> {
     let catalogue = catalogue(state, &user.user).await?;
-    let log = call_log(state, user.user.id, 50).await?;
+    let log = call_log(state, user.user.id, servio_store::CallPage { before: None, limit: 50 }).await?;
     let platform_url = state.oauth.public_url.trim_end_matches('/').to_owned();
     let page = AiPage {
         layout: Layout::of(Some(user)),

@@ -24,11 +24,16 @@ use crate::slots::{SiteMetric, Slot, slots};
 /// A range of dates to collect.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct Range {
-    /// The first date, `YYYY-MM-DD`.
+    /// The first date, `YYYY-MM-DD`, from 1970-01-01 to 2999-12-31.
     pub from: String,
-    /// The last date, at most 400 days after `from`.
+    /// The last date, at most 400 days after `from`, from 1970-01-01 to 2999-12-31.
     pub to: String,
 }
+
+/// The dates a backfill may name. Periods have instants, and a period at the very edge of the
+/// calendar (year ±9999) has none (its end is past the last instant there is); collected
+/// figures start with the Unix epoch, and a date past 2999 is centuries from being due.
+const BACKFILL_DATES: (Date, Date) = (jiff::civil::date(1970, 1, 1), jiff::civil::date(2999, 12, 31));
 
 /// What a backfill did.
 #[derive(Debug, Serialize, ToSchema)]
@@ -54,11 +59,18 @@ pub struct CollectSummary {
     pub waiting: usize,
 }
 
-/// The dates of `range`: both `YYYY-MM-DD`, `to` on or after `from`, at most 400 days later.
+/// The dates of `range`: both `YYYY-MM-DD` within [`BACKFILL_DATES`], `to` on or after
+/// `from`, at most 400 days later.
 fn dates(range: &Range) -> Result<(Date, Date), ApiError> {
     let date = |field: &str, text: &str| -> Result<Date, ApiError> {
-        text.parse()
-            .map_err(|e| ApiError::BadRequest(format!("`{field}` {text:?} is not a date of the form YYYY-MM-DD: {e}")))
+        let date: Date = text.parse().map_err(|e| {
+            ApiError::BadRequest(format!("`{field}` {text:?} is not a date of the form YYYY-MM-DD: {e}"))
+        })?;
+        let (first, last) = BACKFILL_DATES;
+        if !(first..=last).contains(&date) {
+            return Err(ApiError::BadRequest(format!("`{field}` {text:?} must be from {first} to {last}")));
+        }
+        Ok(date)
     };
     let (first, last) = (date("from", &range.from)?, date("to", &range.to)?);
     if last < first || (last - first).get_days() > 400 {

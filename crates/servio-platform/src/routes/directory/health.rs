@@ -1,7 +1,8 @@
 //! Collection health for site owners: for the owner of a verified Directory listing, how the
 //! collections of each metric of their brief ended across every user over 7 or 28 days, the top
 //! reasons in words, and how long the site took to answer. Counts only, never a user's
-//! identity; a figure fewer than [`MIN_USERS`] users stand behind is left out by the store.
+//! identity; a figure fewer than [`MIN_USERS`] users stand behind is left out by the store,
+//! counting only users who have collected on [`MIN_DAYS`] days, and figures are rounded.
 
 use serde::{Deserialize, Serialize};
 use servio_store::SiteHealth;
@@ -12,6 +13,9 @@ use crate::{AppState, now};
 
 /// The fewest distinct users a figure must stand for to be shown.
 pub const MIN_USERS: i64 = 5;
+/// The fewest distinct days a user must have collected from the site on to count towards
+/// [`MIN_USERS`]: an owner's own new accounts cannot make up the threshold at once.
+pub const MIN_DAYS: i64 = 7;
 /// The windows an owner may look at, in days.
 pub const WINDOWS: [i64; 2] = [7, 28];
 /// Reasons shown per metric.
@@ -43,6 +47,8 @@ pub struct Health {
     pub days: i64,
     /// The fewest users a figure stands for; smaller figures are left out.
     pub min_users: i64,
+    /// The fewest distinct days a user must have collected on to count among them.
+    pub min_days: i64,
     /// Per metric of the brief, in its order (and any metric collected that it no longer has).
     pub metrics: Vec<MetricHealth>,
 }
@@ -103,12 +109,13 @@ pub(crate) async fn health(state: &AppState, user_id: i64, id: i64, window: &Win
     let listing = listing
         .ok_or_else(|| ApiError::BadRequest("the claim is not verified: the health page is for listed sites".into()))?;
     let since = now() - days * 24 * 3600;
-    let figures = state.store.site_health(listing.site_id, since, MIN_USERS).await?;
+    let figures = state.store.site_health(listing.site_id, since, MIN_USERS, MIN_DAYS).await?;
     let brief_keys = match state.store.site(listing.site_id).await? {
         Some(site) => brief_keys(&site.manifest),
         None => Vec::new(),
     };
-    Ok(Health { origin: claim.origin, days, min_users: MIN_USERS, metrics: by_metric(brief_keys, figures) })
+    let metrics = by_metric(brief_keys, figures);
+    Ok(Health { origin: claim.origin, days, min_users: MIN_USERS, min_days: MIN_DAYS, metrics })
 }
 
 /// The metric keys of a manifest's brief, in order.

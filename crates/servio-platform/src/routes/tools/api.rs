@@ -72,16 +72,26 @@ fn failure_response(failure: &Failure) -> Response {
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-struct Limit {
-    /// How many calls, newest first (1 to 1000, 100 unless given).
+struct Page {
+    /// How many calls, newest first (1 to 200, 100 unless given).
     limit: Option<i64>,
+    /// Only calls older than this one: the `next_before` of the page before.
+    before: Option<i64>,
 }
 
-/// The user's gateway call log, newest first (?limit=N)
-#[utoipa::path(get, path = "/api/tool-calls", params(Limit), responses((status = 200, description = "The log", body = CallLog)))]
-async fn calls(api: Api, Params(Query(limit)): Params<Query<Limit>>) -> Result<Json<CallLog>, ApiError> {
-    let limit = limit.limit.unwrap_or(100).clamp(1, 1000);
-    service::call_log(&api.state, api.user.id, limit).await.map(Json)
+/// A page of the user's gateway call log, newest first (?limit=N, at most 200; ?before=ID for the next page)
+#[utoipa::path(get, path = "/api/tool-calls", params(Page), responses(
+    (status = 200, description = "A page of the log; `next_before` asks for the next", body = CallLog),
+    (status = 400, description = "A limit outside 1 to 200", body = ErrorBody),
+))]
+async fn calls(api: Api, Params(Query(page)): Params<Query<Page>>) -> Result<Json<CallLog>, ApiError> {
+    let limit = page.limit.unwrap_or(service::DEFAULT_PAGE);
+    if !(1..=service::MAX_PAGE).contains(&limit) {
+        let most = service::MAX_PAGE;
+        return Err(ApiError::BadRequest(format!("`limit` must be from 1 to {most} (calls a page), not {limit}")));
+    }
+    let page = servio_store::CallPage { before: page.before, limit };
+    service::call_log(&api.state, api.user.id, page).await.map(Json)
 }
 
 /// Whether the call log keeps each call's arguments (off by default)

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use servio_store::CallPage;
 use utoipa::ToSchema;
 
 use crate::AppState;
@@ -45,6 +46,8 @@ pub struct CallResult {
 /// One call in the log.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CallView {
+    /// Its id: `before` of the next page, for the calls older than it.
+    pub id: i64,
     /// The prefixed name called.
     pub tool: String,
     /// The vault site called, when the name was known.
@@ -67,7 +70,16 @@ pub struct CallLog {
     pub log_arguments: bool,
     /// Newest first.
     pub calls: Vec<CallView>,
+    /// The `before` that asks for the next (older) page, when this one was full.
+    pub next_before: Option<i64>,
 }
+
+/// The most calls one page of the log holds: with each logged field bounded
+/// (`servio_store::LOGGED_ARGUMENTS_BYTES` the largest), a page is a few MiB at most.
+pub const MAX_PAGE: i64 = 200;
+
+/// How many calls a page holds unless asked for another number.
+pub const DEFAULT_PAGE: i64 = 100;
 
 /// Whether the call log keeps each call's arguments.
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
@@ -94,13 +106,16 @@ pub(crate) async fn catalogue(state: &AppState, user: &servio_store::User) -> Re
     Ok(Catalogue { tools })
 }
 
-/// The user's newest `limit` calls, and whether arguments are kept.
-pub(crate) async fn call_log(state: &AppState, user_id: i64, limit: i64) -> Result<CallLog, ApiError> {
-    let calls = state.store.tool_calls(user_id, limit).await?;
+/// A page of the user's calls, newest first, and whether arguments are kept.
+pub(crate) async fn call_log(state: &AppState, user_id: i64, page: CallPage) -> Result<CallLog, ApiError> {
+    let calls = state.store.tool_calls(user_id, page).await?;
+    let full = i64::try_from(calls.len()).is_ok_and(|n| n == page.limit);
+    let next_before = calls.last().filter(|_| full).map(|call| call.id);
     let log_arguments = state.store.log_arguments(user_id).await?;
     let calls = calls
         .into_iter()
         .map(|c| CallView {
+            id: c.id,
             arguments: c.arguments.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()),
             tool: c.tool,
             site_id: c.site_id,
@@ -109,7 +124,7 @@ pub(crate) async fn call_log(state: &AppState, user_id: i64, limit: i64) -> Resu
             duration_ms: c.duration_ms,
         })
         .collect();
-    Ok(CallLog { log_arguments, calls })
+    Ok(CallLog { log_arguments, calls, next_before })
 }
 
 /// Sets whether the user's call log keeps arguments.
