@@ -193,6 +193,10 @@ pub(crate) async fn register(attempt: &Attempt, form: &SignUp) -> Result<User, A
     let normalized = normalize_email(&form.email).map_err(|e| bad("email", e))?;
     check_password(&form.password).map_err(|e| bad("password", e))?;
     check_time_zone(&form.time_zone).map_err(|e| bad("time_zone", e))?;
+    // Hashed before the address is looked up, so that a taken address answers in the time a
+    // new one takes: the answer's timing says nothing the throttled answer does not.
+    let password = form.password.clone();
+    let hash = state.throttle.hashing.run(move || hash_password(&password)).await?.map_err(ApiError::internal)?;
     // The unique index sees stored forms only: an account made before NFC under another form
     // of this address is looked for too.
     if find_user(state, &earlier_forms(&form.email, &normalized)).await?.is_some() {
@@ -200,8 +204,6 @@ pub(crate) async fn register(attempt: &Attempt, form: &SignUp) -> Result<User, A
         state.throttle.taken_answer();
         return Err(ApiError::Conflict("this email is already taken".into()));
     }
-    let password = form.password.clone();
-    let hash = state.throttle.hashing.run(move || hash_password(&password)).await?.map_err(ApiError::internal)?;
     Ok(state.store.create_user(&normalized, &hash, &form.time_zone, now()).await?)
 }
 
