@@ -8,4 +8,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod harness;
+mod many_tools;
+mod schema;
 mod smoke;
