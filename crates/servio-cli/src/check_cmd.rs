@@ -262,7 +262,7 @@ fn check_one(path: &Path, job: &Job<'_>) -> Result<Checked, Unreadable> {
     let (Source { name, bytes }, options) = load(path, job)?;
     let report = check(&bytes, &options);
     let verdict = Verdict::of(&report);
-    let clean = verdict == Verdict::Valid && report.warnings.is_empty();
+    let clean = verdict == Verdict::Valid && report.warning_count() == 0;
     let rendered = match job.format {
         _ if job.quiet && clean => String::new(),
         Format::Human => render::human::render(&name, &bytes, &report, job.style, !job.quiet),
@@ -272,7 +272,7 @@ fn check_one(path: &Path, job: &Job<'_>) -> Result<Checked, Unreadable> {
     Ok(Checked {
         name,
         verdict,
-        warnings: report.warnings.len(),
+        warnings: report.warning_count(),
         rendered,
         sarif: (job.format == Format::Sarif).then_some((bytes, report)),
     })

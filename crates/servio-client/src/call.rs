@@ -108,7 +108,8 @@ impl ToolCall<'_> {
                 &compiled
             }
         };
-        let problems = validator.check(self.args);
+        // Arguments too costly to validate are the schema's permanent error, never a retry.
+        let problems = validator.try_check(self.args).map_err(|e| CallError::BadSchema(e.message))?;
         if !problems.is_empty() {
             return Err(CallError::InvalidArguments(problems));
         }

@@ -4,7 +4,7 @@
 //! ignored while the manifest stays valid, so a typo costs collection and never produces a
 //! silently wrong series.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -103,19 +103,54 @@ pub(crate) fn check(
     let first = errors.len();
     let mut keys = HashSet::new();
     let mut metrics = Vec::with_capacity(items.len());
+    let mut tools = Tools::new(tools);
     for (i, item) in items.iter().enumerate() {
         let metric_at = metrics_at.index(i);
-        if let Some(metric) = check_metric(item, &metric_at, tools, &mut keys, errors, warnings) {
+        if let Some(metric) = check_metric(item, &metric_at, &mut tools, &mut keys, errors, warnings) {
             metrics.push(metric);
         }
     }
     (errors.len() == first).then_some(Brief { metrics })
 }
 
+/// The manifest's tools as the brief looks them up: by name, each tool's argument validator
+/// compiled once for all the metrics that call it, and a bound on did-you-mean searches, each of
+/// which compares the name with every tool.
+struct Tools<'t, 'a> {
+    list: &'t [ToolRef<'a>],
+    by_name: HashMap<&'a str, usize>,
+    validators: Vec<Option<Option<ArgumentValidator>>>,
+    searches_left: usize,
+}
+
+/// How many unknown tool names get a did-you-mean: each search compares the name with every
+/// tool, so a brief of many unknown names in a manifest of many tools would be quadratic.
+const MAX_TOOL_SEARCHES: usize = 100;
+
+/// How many tool names a help text lists.
+const MAX_NAMES_LISTED: usize = 20;
+
+impl<'t, 'a> Tools<'t, 'a> {
+    fn new(list: &'t [ToolRef<'a>]) -> Tools<'t, 'a> {
+        let mut by_name = HashMap::with_capacity(list.len());
+        for (i, tool) in list.iter().enumerate() {
+            by_name.entry(tool.name).or_insert(i);
+        }
+        Tools { list, by_name, validators: (0..list.len()).map(|_| None).collect(), searches_left: MAX_TOOL_SEARCHES }
+    }
+
+    /// The validator of tool `index`, compiled on first use; `None` when its schema cannot be
+    /// used (reported with the tool).
+    fn validator(&mut self, index: usize) -> Option<&ArgumentValidator> {
+        let schema = self.list[index].input_schema;
+        self.validators[index].get_or_insert_with(|| ArgumentValidator::new(schema).ok()).as_ref()
+    }
+}
+
 fn check_metric<'a>(
     value: &'a Value,
     at: &Pointer,
-    tools: &[ToolRef<'_>],
+    tools: &mut Tools<'_, '_>,
     keys: &mut HashSet<&'a str>,
     errors: &mut Vec<Diagnostic>,
     warnings: &mut Vec<Diagnostic>,
@@ -128,7 +163,10 @@ fn check_metric<'a>(
     let key = key.filter(|key| check_key(key, &at.child("key"), keys, errors));
     let tool_name = metric.required_str("tool", errors);
     let tool = tool_name.and_then(|name| find_tool(name, tools, &at.child("tool"), errors));
-    let args = check_args(&metric, tool, errors);
+    let args = match tool {
+        Some(index) => check_args(&metric, Some((index, &mut *tools)), errors),
+        None => check_args(&metric, None, errors),
+    };
     let value_path = metric.required_str("valuePath", errors).and_then(|text| match ValuePath::parse(text) {
         Ok(path) => Some(path),
         Err(e) => {
@@ -200,27 +238,34 @@ pub fn is_valid_key(key: &str) -> bool {
     first_ok && rest_ok && rest >= 1
 }
 
-fn find_tool<'t, 'a>(
-    name: &str,
-    tools: &'t [ToolRef<'a>],
-    at: &Pointer,
-    errors: &mut Vec<Diagnostic>,
-) -> Option<&'t ToolRef<'a>> {
-    if let Some(tool) = tools.iter().find(|t| t.name == name) {
-        return Some(tool);
+/// The index of the tool named `name`, or an error saying so, with a did-you-mean.
+fn find_tool(name: &str, tools: &mut Tools<'_, '_>, at: &Pointer, errors: &mut Vec<Diagnostic>) -> Option<usize> {
+    if let Some(&index) = tools.by_name.get(name) {
+        return Some(index);
     }
-    let names: Vec<&str> = tools.iter().map(|t| t.name).collect();
-    // A tool written without its namespace, or with a site prefix, or misspelt.
-    let near = tools
-        .iter()
-        .find(|t| {
-            t.name.rsplit('.').next() == Some(name) || name.ends_with(&format!("_{}", t.name.replace(['.'], "_")))
-        })
-        .map(|t| t.name)
-        .or_else(|| crate::suggest::closest(name, &names));
+    let names: Vec<&str> = tools.list.iter().map(|t| t.name).collect();
+    let near = if tools.searches_left > 0 {
+        tools.searches_left -= 1;
+        // A tool written without its namespace, or with a site prefix, or misspelt.
+        tools
+            .list
+            .iter()
+            .find(|t| {
+                t.name.rsplit('.').next() == Some(name) || name.ends_with(&format!("_{}", t.name.replace(['.'], "_")))
+            })
+            .map(|t| t.name)
+            .or_else(|| crate::suggest::closest(name, &names))
+    } else {
+        None
+    };
     let help = match near {
         Some(near) => format!("did you mean \"{near}\"? write the name exactly as in `tools`, without a site prefix"),
         None if names.is_empty() => "the manifest has no tools".to_owned(),
+        None if names.len() > MAX_NAMES_LISTED => format!(
+            "tools in this manifest: {}, and {} more",
+            names[..MAX_NAMES_LISTED].join(", "),
+            names.len() - MAX_NAMES_LISTED
+        ),
         None => format!("tools in this manifest: {}", names.join(", ")),
     };
     errors.push(
@@ -234,7 +279,7 @@ fn find_tool<'t, 'a>(
 /// sample placeholder values.
 fn check_args(
     metric: &Object<'_>,
-    tool: Option<&ToolRef<'_>>,
+    tool: Option<(usize, &mut Tools<'_, '_>)>,
     errors: &mut Vec<Diagnostic>,
 ) -> Option<Map<String, Value>> {
     let at = metric.at.child("args");
@@ -253,10 +298,12 @@ fn check_args(
     };
     let first = errors.len();
     check_placeholders(&Value::Object(args.clone()), &at, errors);
-    if let Some(tool) = tool {
+    if let Some((index, tools)) = tool {
+        let name = tools.list[index].name;
         let filled = PlaceholderValues::sample().fill(&Value::Object(args.clone()));
-        // A schema that does not compile is reported with the tool; nothing to check here.
-        if let Ok(validator) = ArgumentValidator::new(tool.input_schema) {
+        // A schema that does not compile, or unfolds too far (E054), is reported with the
+        // tool; nothing to check here.
+        if let Some(validator) = tools.validator(index) {
             for error in validator.check(&filled) {
                 let pointer = at.join(&error.pointer);
                 let anchor = if present { at.join(&error.anchor) } else { metric.at.clone() };
@@ -265,7 +312,7 @@ fn check_args(
                         Code::MetricArgs,
                         pointer,
                         Anchor::Value(anchor),
-                        format!("{} (for tool {:?})", error.message, tool.name),
+                        format!("{} (for tool {name:?})", error.message),
                     )
                     .with_help(
                         "args are checked against the tool's input_schema with placeholders filled with sample values",

@@ -4,6 +4,9 @@
 //! the source to point at ([`Anchor`]); byte spans, lines and columns are filled in afterwards
 //! by [`crate::locate`], once per document, so that a clean manifest never pays for them.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
 use crate::pointer::Pointer;
 use crate::rules::Code;
 
@@ -27,7 +30,7 @@ impl Severity {
 }
 
 /// A half-open byte range `[start, end)` in the source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Span {
     /// First byte.
     pub start: usize,
@@ -43,7 +46,7 @@ impl Span {
 }
 
 /// Which part of the source a diagnostic points at.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Anchor {
     /// The value at this pointer (for a missing member: the object that lacks it).
     Value(Pointer),
@@ -139,15 +142,19 @@ impl Diagnostic {
 /// for people reading them, who would otherwise read the same advice once per member.
 pub fn merge_missing_members(list: &[Diagnostic]) -> Vec<Diagnostic> {
     let mut merged: Vec<(Diagnostic, Vec<String>)> = Vec::with_capacity(list.len());
+    // The group of each (code, object lacking members), so that finding it costs no scan.
+    let mut groups: HashMap<(Code, &Anchor), usize> = HashMap::new();
     for diagnostic in list {
-        let group = diagnostic.missing.as_ref().and_then(|_| {
-            merged.iter_mut().find(|(first, _)| {
-                first.missing.is_some() && first.code == diagnostic.code && first.anchor == diagnostic.anchor
-            })
-        });
-        match (group, &diagnostic.missing) {
-            (Some((_, members)), Some(member)) => members.push(member.clone()),
-            _ => merged.push((diagnostic.clone(), diagnostic.missing.iter().cloned().collect())),
+        let Some(member) = &diagnostic.missing else {
+            merged.push((diagnostic.clone(), Vec::new()));
+            continue;
+        };
+        match groups.entry((diagnostic.code, &diagnostic.anchor)) {
+            Entry::Occupied(group) => merged[*group.get()].1.push(member.clone()),
+            Entry::Vacant(group) => {
+                group.insert(merged.len());
+                merged.push((diagnostic.clone(), vec![member.clone()]));
+            }
         }
     }
     merged

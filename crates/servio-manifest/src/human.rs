@@ -11,14 +11,15 @@
 //!
 //! `servio check` prints it; the platform's "test your manifest" page shows the same text.
 //! The snippet is drawn by `annotate-snippets`, rustc's own renderer, from the diagnostic's
-//! line only, so a 5 MB manifest costs no more to render than a small one.
+//! line only, and of a long line only the kilobytes around the underlined part, so a 5 MB
+//! manifest, even on one line, costs no more per diagnostic to render than a small one.
 
 use std::fmt::Write;
 
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
 
 use crate::locate::LineIndex;
-use crate::{Diagnostic, Report, Severity, merge_missing_members};
+use crate::{Diagnostic, MAX_LISTED, Report, Severity, Span, merge_missing_members};
 
 /// Whether to use colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +47,11 @@ pub fn render(source: &str, bytes: &[u8], report: &Report, style: Style, with_su
     for diagnostic in &report.warnings {
         render_one(&mut out, source, bytes, &lines, &renderer, diagnostic, style, "");
     }
+    let omitted = report.omitted.total();
+    if omitted > 0 {
+        let problems = if omitted == 1 { "problem" } else { "problems" };
+        let _ = writeln!(out, "{source}: ... and {omitted} more {problems} not shown (a report lists {MAX_LISTED})\n");
+    }
     if with_summary {
         out.push_str(&summary(source, report, style));
         out.push('\n');
@@ -70,26 +76,56 @@ fn render_one(
         return;
     }
     let line_span = lines.line_span(bytes, d.line);
-    let text = String::from_utf8_lossy(&bytes[line_span.start..line_span.end]);
     // Underline the value on its first line; a value spanning lines gets a caret at its start.
-    let start = d.span.start.clamp(line_span.start, line_span.end) - line_span.start;
+    let start = d.span.start.clamp(line_span.start, line_span.end);
     let end = if d.span.end <= line_span.end { d.span.end.max(d.span.start + 1) } else { d.span.start + 1 };
-    let end = (end.min(line_span.end) - line_span.start).max(start);
+    let end = end.min(line_span.end).max(start);
+    let shown = Excerpt::around(bytes, line_span, Span::new(start, end));
     let level = match d.severity {
         Severity::Error => Level::ERROR,
         Severity::Warning => Level::WARNING,
     };
-    let mut group = Group::with_level(level).element(
-        Snippet::source(text.as_ref())
-            .line_start(d.line)
-            .fold(false)
-            .annotation(AnnotationKind::Primary.span(char_boundary(&text, start)..char_boundary(&text, end))),
-    );
+    let text = shown.text.as_str();
+    let mut group = Group::with_level(level).element(Snippet::source(text).line_start(d.line).fold(false).annotation(
+        AnnotationKind::Primary.span(char_boundary(text, shown.mark.start)..char_boundary(text, shown.mark.end)),
+    ));
     if let Some(help) = &d.help {
         group = group.element(Level::HELP.message(help.as_str()));
     }
     out.push_str(&renderer.render(&[group]));
     out.push_str("\n\n");
+}
+
+/// The bytes of a line kept on either side of what is underlined: a minified manifest is one
+/// line of megabytes, and the renderer would go through all of it for every diagnostic. It
+/// shows a window of the terminal's width around the underline (with `...` where the line goes
+/// on), well inside what is kept, so the output is the same as from the whole line.
+const CONTEXT_BYTES: usize = 1024;
+
+/// What is given to the renderer of one line: at most [`CONTEXT_BYTES`] on either side of the
+/// underlined part (and of the part itself).
+struct Excerpt {
+    text: String,
+    /// The underlined part, in `text`.
+    mark: std::ops::Range<usize>,
+}
+
+impl Excerpt {
+    fn around(bytes: &[u8], line: Span, mark: Span) -> Excerpt {
+        let from = char_start(bytes, mark.start.saturating_sub(CONTEXT_BYTES).max(line.start));
+        let mark_end = mark.end.min(mark.start + CONTEXT_BYTES);
+        let to = char_start(bytes, (mark_end + CONTEXT_BYTES).min(line.end)).max(from);
+        let text = String::from_utf8_lossy(&bytes[from..to]).into_owned();
+        Excerpt { text, mark: (mark.start - from)..(mark_end.min(to).max(mark.start) - from) }
+    }
+}
+
+/// `index` moved back to the start of the UTF-8 character it falls in.
+fn char_start(bytes: &[u8], mut index: usize) -> usize {
+    while index > 0 && index < bytes.len() && (bytes[index] & 0xC0) == 0x80 {
+        index -= 1;
+    }
+    index
 }
 
 /// `index` moved back to a character boundary (a lossy line may differ from the bytes).
@@ -106,7 +142,7 @@ fn summary(source: &str, report: &Report, style: Style) -> String {
     let verdict = if report.is_valid() {
         paint(style, GREEN, "valid")
     } else {
-        format!("{} ({})", paint(style, RED, "invalid"), count(report.errors.len(), "error"))
+        format!("{} ({})", paint(style, RED, "invalid"), count(report.error_count(), "error"))
     };
     let brief = match report.brief_status {
         crate::BriefStatus::Absent => "no brief".to_owned(),
@@ -114,10 +150,10 @@ fn summary(source: &str, report: &Report, style: Style) -> String {
             format!("brief valid ({})", count(report.brief.as_ref().map_or(0, |b| b.metrics.len()), "metric"))
         }
         crate::BriefStatus::Ignored => {
-            format!("{} ({})", paint(style, YELLOW, "brief ignored"), count(report.brief_errors.len(), "error"))
+            format!("{} ({})", paint(style, YELLOW, "brief ignored"), count(report.brief_error_count(), "error"))
         }
     };
-    format!("{source}: {verdict}, {}, {brief}", count(report.warnings.len(), "warning"))
+    format!("{source}: {verdict}, {}, {brief}", count(report.warning_count(), "warning"))
 }
 
 const RED: &str = "\x1b[1;31m";

@@ -88,12 +88,53 @@ pub struct Report {
     pub manifest: Option<Manifest>,
     /// The brief, when valid.
     pub brief: Option<Brief>,
+    /// Diagnostics found but not listed: a report lists at most [`MAX_LISTED`].
+    pub omitted: Omitted,
+}
+
+/// The most diagnostics a [`Report`] lists, errors first, then the brief's errors, then
+/// warnings. A thousand is more than anyone reads, and enough for every error of a manifest
+/// written by hand; beyond it each diagnostic only costs memory and rendering time (a valid
+/// manifest of 100,000 small tools has 200,000 warnings). Verdicts count everything found.
+pub const MAX_LISTED: usize = 1_000;
+
+/// How many diagnostics of each list a [`Report`] leaves out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Omitted {
+    /// Errors not listed.
+    pub errors: usize,
+    /// Brief errors not listed.
+    pub brief_errors: usize,
+    /// Warnings not listed.
+    pub warnings: usize,
+}
+
+impl Omitted {
+    /// All diagnostics not listed.
+    pub fn total(&self) -> usize {
+        self.errors + self.brief_errors + self.warnings
+    }
 }
 
 impl Report {
     /// True when the manifest has no errors (warnings and brief errors do not count).
     pub fn is_valid(&self) -> bool {
-        self.errors.is_empty()
+        self.errors.is_empty() && self.omitted.errors == 0
+    }
+
+    /// Every error found, listed or not.
+    pub fn error_count(&self) -> usize {
+        self.errors.len() + self.omitted.errors
+    }
+
+    /// Every brief error found, listed or not.
+    pub fn brief_error_count(&self) -> usize {
+        self.brief_errors.len() + self.omitted.brief_errors
+    }
+
+    /// Every warning found, listed or not.
+    pub fn warning_count(&self) -> usize {
+        self.warnings.len() + self.omitted.warnings
     }
 
     fn failed(error: Diagnostic) -> Report {
@@ -104,6 +145,7 @@ impl Report {
             brief_errors: Vec::new(),
             manifest: None,
             brief: None,
+            omitted: Omitted::default(),
         }
     }
 }
@@ -143,12 +185,19 @@ pub fn check(source: &[u8], options: &CheckOptions) -> Report {
     };
     drop(tools);
     warnings.retain(|w| !options.allow.contains(&w.code));
-    for list in [&mut errors, &mut warnings, &mut brief_errors] {
-        locate::locate(source, list);
+    locate::locate_all(source, &mut [&mut errors[..], &mut brief_errors[..], &mut warnings[..]]);
+    let mut room = MAX_LISTED;
+    let mut omitted = [0; 3];
+    for (list, left_out) in [&mut errors, &mut brief_errors, &mut warnings].into_iter().zip(&mut omitted) {
         list.sort_by_key(|d| d.span.start);
+        *left_out = list.len().saturating_sub(room);
+        list.truncate(room);
+        room -= list.len();
     }
+    let [errors_omitted, brief_errors_omitted, warnings_omitted] = omitted;
+    let omitted = Omitted { errors: errors_omitted, brief_errors: brief_errors_omitted, warnings: warnings_omitted };
     let manifest = if errors.is_empty() { manifest.map(|m| move_schemas(m, &mut document)) } else { None };
-    Report { errors, warnings, brief_status, brief_errors, manifest, brief }
+    Report { errors, warnings, brief_status, brief_errors, manifest, brief, omitted }
 }
 
 /// Moves each tool's `input_schema` out of the parsed document into the manifest. In a valid

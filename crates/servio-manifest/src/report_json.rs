@@ -33,6 +33,13 @@ pub fn to_json(source: &str, report: &Report) -> Value {
             "errors": diagnostics(&report.brief_errors),
             "metrics": metrics,
         },
+        // What the lists leave out (a report lists at most `MAX_LISTED`), so that a program
+        // knows the totals.
+        "omitted": {
+            "errors": report.omitted.errors,
+            "brief_errors": report.omitted.brief_errors,
+            "warnings": report.omitted.warnings,
+        },
     })
 }
 

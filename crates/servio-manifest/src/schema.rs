@@ -15,8 +15,23 @@ use crate::diagnostic::Diagnostic;
 use crate::pointer::Pointer;
 use crate::rules::Code;
 
+mod graph;
 pub mod numbers;
 mod refs;
+
+use graph::{Expansion, Graph};
+
+/// The most subschemas an `input_schema` may reach through its references (E054). Real
+/// schemas reach tens or hundreds; a definition referred to twice at every level passes
+/// 10,000 at 12 levels. Counting stops here, so the count itself costs at most this.
+pub const MAX_EXPANSION: usize = 10_000;
+
+/// The most subschema evaluations validating one set of arguments may take (schema times
+/// arguments: a subschema applied to each element of an array counts once per element).
+/// About 10 to 20 ms of validation in a release build; far above what real arguments take,
+/// and a bound on a recursive schema given deeply nested arguments, or on a schema stored
+/// before E054 existed.
+pub const MAX_EVALUATIONS: usize = 100_000;
 
 /// The types the format supports in an `input_schema`.
 pub const SUPPORTED_TYPES: [&str; 6] = ["string", "number", "integer", "boolean", "array", "object"];
@@ -171,7 +186,13 @@ pub fn check_input_schema(
         check_types(keywords.type_, path, out);
         each_subschema(&keywords, path);
     });
-    refs::check(schema, at, out);
+    let index = refs::check(schema, at, out);
+    // Only references multiply work; a schema without any is bounded by its own size.
+    if index.has_references()
+        && let Expansion::Beyond(pointer) = Graph::new(schema, &index, at).expansion(MAX_EXPANSION)
+    {
+        out.push(expansion_error(pointer));
+    }
     if !is_valid_schema(schema) {
         let reported: Vec<Pointer> = out[first..].iter().map(|d| d.pointer.clone()).collect();
         for error in META_VALIDATOR.iter_errors(schema) {
@@ -187,6 +208,35 @@ pub fn check_input_schema(
             out.push(Diagnostic::at(Code::InvalidSchema, pointer, message).with_help_opt(help));
         }
     }
+}
+
+/// E054 at the `$ref` whose unfolding passed [`MAX_EXPANSION`].
+fn expansion_error(pointer: Pointer) -> Diagnostic {
+    Diagnostic::at(Code::SchemaExpansion, pointer, expansion_message()).with_help(
+        "each reference evaluates its subschema again: refer to a shared definition once where it applies, \
+         and write deep structures as one recursive definition",
+    )
+}
+
+fn expansion_message() -> String {
+    format!(
+        "this `$ref` unfolds the schema to more than {} subschemas: every call's arguments would be checked \
+         against each of them",
+        grouped(MAX_EXPANSION)
+    )
+}
+
+/// `10000` as `10,000`.
+fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 /// Where a subschema is: the pointer of the `input_schema` plus the segments below it. The
@@ -482,6 +532,8 @@ pub struct UnusableSchema {
 /// A compiled `input_schema`, ready to check tool arguments.
 pub struct ArgumentValidator {
     validator: Validator,
+    /// The schema's subschemas and references, to count the work of each check first.
+    graph: Graph,
 }
 
 impl std::fmt::Debug for ArgumentValidator {
@@ -492,10 +544,16 @@ impl std::fmt::Debug for ArgumentValidator {
 
 impl ArgumentValidator {
     /// Compiles `schema`; fails when it does not compile (for instance a `$ref` that cannot be
-    /// resolved without fetching it).
+    /// resolved without fetching it) or unfolds to more than [`MAX_EXPANSION`] subschemas
+    /// (E054; counted before compiling, which would unfold them).
     pub fn new(schema: &Value) -> Result<ArgumentValidator, UnusableSchema> {
+        let root = Pointer::root();
+        let graph = Graph::new(schema, &refs::Index::of(schema, &root), &root);
+        if let Expansion::Beyond(pointer) = graph.expansion(MAX_EXPANSION) {
+            return Err(UnusableSchema { message: format!("{} (at {pointer})", expansion_message()) });
+        }
         let options = numbers::exact_numbers(jsonschema::draft202012::options());
-        options.build(schema).map(|validator| ArgumentValidator { validator }).map_err(|e| {
+        options.build(schema).map(|validator| ArgumentValidator { validator, graph }).map_err(|e| {
             // The validator's own words for a reference it cannot follow name its build
             // features; E053's say what is wrong with the schema.
             let mut problems = Vec::new();
@@ -509,8 +567,31 @@ impl ArgumentValidator {
     }
 
     /// Every way in which `args` fail the schema, each at its own pointer (a missing required
-    /// member at the pointer it would have). Empty when valid.
+    /// member at the pointer it would have). Empty when valid. Arguments that would take more
+    /// than [`MAX_EVALUATIONS`] to check are one problem at the root saying so; callers that
+    /// tell a schema that cannot be used from arguments that are wrong use [`Self::try_check`].
     pub fn check(&self, args: &Value) -> Vec<ArgumentError> {
+        self.try_check(args).unwrap_or_else(|too_much| {
+            vec![ArgumentError { pointer: Pointer::root(), anchor: Pointer::root(), message: too_much.message }]
+        })
+    }
+
+    /// [`Self::check`], refusing first, without validating, arguments that would take more
+    /// than [`MAX_EVALUATIONS`] subschema evaluations: a permanent error with its reason
+    /// (the same arguments and schema always take as much), not a problem of the arguments.
+    pub fn try_check(&self, args: &Value) -> Result<Vec<ArgumentError>, UnusableSchema> {
+        if self.graph.evaluations(args, MAX_EVALUATIONS).is_err() {
+            return Err(UnusableSchema {
+                message: format!(
+                    "the arguments would take more than {} schema evaluations to validate",
+                    grouped(MAX_EVALUATIONS)
+                ),
+            });
+        }
+        Ok(self.validate(args))
+    }
+
+    fn validate(&self, args: &Value) -> Vec<ArgumentError> {
         if self.validator.is_valid(args) {
             return Vec::new();
         }
@@ -719,6 +800,63 @@ mod tests {
             let want: Vec<(String, Code)> = want.into_iter().map(|(p, c)| (p.to_owned(), c)).collect();
             assert_eq!(errors(schema.clone()), want, "{schema}");
         }
+    }
+
+    /// Regression (issue 25): a 2.5 KB schema whose definitions each refer twice to the next
+    /// made every validation exponential (depth 30 held a server for 13.7 s). E054 refuses it
+    /// at the first `$ref` on the way from the root, for every applicator that can double.
+    #[test]
+    fn doubling_schemas_are_refused_at_their_reference() {
+        for applicator in ["allOf", "anyOf", "oneOf", "properties", "items"] {
+            let found = errors(graph::doubling(30, applicator));
+            assert_eq!(found, [("/s/properties/x/$ref".to_owned(), Code::SchemaExpansion)], "{applicator}");
+            // Eleven levels stay under the bound (8,189 subschemas), twelve do not.
+            assert_eq!(errors(graph::doubling(11, applicator)), Vec::<(String, Code)>::new(), "{applicator}");
+            assert_eq!(errors(graph::doubling(12, applicator)).len(), 1, "{applicator}");
+            let refused = ArgumentValidator::new(&graph::doubling(30, applicator)).unwrap_err();
+            assert!(refused.message.contains("more than 10,000 subschemas"), "{}", refused.message);
+            assert!(refused.message.ends_with("(at /properties/x/$ref)"), "{}", refused.message);
+        }
+    }
+
+    #[test]
+    fn recursive_schemas_stay_valid() {
+        let schemas = [
+            json!({"type": "object", "$defs": {"node": {"type": "object", "properties": {
+                "name": {"type": "string"},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+                "properties": {"tree": {"$ref": "#/$defs/node"}}}),
+            json!({"type": "object", "properties": {"name": {"type": "string"}, "parent": {"$ref": "#"}}}),
+            json!({"type": "object", "$dynamicAnchor": "node", "properties": {"next": {"$dynamicRef": "#node"}}}),
+        ];
+        for schema in schemas {
+            assert_eq!(errors(schema.clone()), Vec::<(String, Code)>::new(), "{schema}");
+            let validator = ArgumentValidator::new(&schema).unwrap();
+            assert_eq!(validator.try_check(&json!({})), Ok(vec![]), "{schema}");
+        }
+    }
+
+    /// A recursive schema passes E054, but deep enough arguments would still take as long as
+    /// their size times the schema's: refused before validating, with the reason.
+    #[test]
+    fn validation_work_is_bounded() {
+        let tree = json!({"type": "object", "$defs": {"node": {"type": "object", "properties": {
+            "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}, "$ref": "#/$defs/node"});
+        let validator = ArgumentValidator::new(&tree).unwrap();
+        let mut deep = json!({});
+        for _ in 0..16 {
+            deep = json!({ "children": [deep.clone(), deep] });
+        }
+        let refused = validator.try_check(&deep).unwrap_err();
+        assert_eq!(refused.message, "the arguments would take more than 100,000 schema evaluations to validate");
+        let problems = validator.check(&deep);
+        assert_eq!(problems.len(), 1);
+        assert_eq!((problems[0].pointer.as_str(), problems[0].message.as_str()), ("", refused.message.as_str()));
+        let mut shallow = json!({});
+        for _ in 0..8 {
+            shallow = json!({ "children": [shallow.clone(), shallow] });
+        }
+        assert_eq!(validator.try_check(&shallow), Ok(vec![]));
     }
 
     #[test]

@@ -17,6 +17,8 @@ const SRCROOT: &str = "%SRCROOT%";
 /// Collects results from many sources into one SARIF log with one run.
 pub struct Builder {
     results: Vec<Value>,
+    /// Diagnostics the reports found but do not list (see `servio_manifest::MAX_LISTED`).
+    omitted: usize,
     rules: BTreeSet<Code>,
     /// The working directory as a `file:` URL ending in `/`, when it can be named.
     root: Option<url::Url>,
@@ -33,7 +35,7 @@ impl Builder {
     /// A builder that names files under `root` relative to `%SRCROOT%`.
     pub fn with_root(root: Option<&Path>) -> Builder {
         let root = root.and_then(|dir| url::Url::from_directory_path(dir).ok());
-        Builder { results: Vec::new(), rules: BTreeSet::new(), root }
+        Builder { results: Vec::new(), omitted: 0, rules: BTreeSet::new(), root }
     }
 
     /// Adds every diagnostic of one source.
@@ -45,6 +47,7 @@ impl Builder {
             self.rules.insert(diagnostic.code);
             self.results.push(result(&location, bytes, &lines, diagnostic));
         }
+        self.omitted += report.omitted.total();
     }
 
     /// Where a source is: a URL as it is, a file under the working directory relative to
@@ -78,6 +81,11 @@ impl Builder {
         });
         if let Some(root) = &self.root {
             run["originalUriBaseIds"] = json!({ SRCROOT: { "uri": root.as_str() } });
+        }
+        // A property bag (SARIF §3.8) carries what the results leave out, as the count of
+        // problems found but not listed.
+        if self.omitted > 0 {
+            run["properties"] = json!({ "omittedResults": self.omitted });
         }
         json!({
             "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

@@ -9,5 +9,7 @@ mod call_log;
 #[path = "../common/mod.rs"]
 mod common;
 mod harness;
+mod many_tools;
 mod nul;
+mod schema;
 mod smoke;

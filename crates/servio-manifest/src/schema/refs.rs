@@ -10,7 +10,7 @@
 //! enclosing `$id` (the root's default base is `json-schema:///`, as in the `jsonschema`
 //! crate), with the fragment either a JSON Pointer into that resource or an anchor name.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde_json::Value;
 use url::Url;
@@ -41,16 +41,30 @@ const META_SCHEMAS: [&str; 9] = [
 const REFERENCE_KEYWORDS: [&str; 2] = ["$ref", "$dynamicRef"];
 
 /// Checks every reference in `schema` (the `input_schema` at `at`), appending an E053 for each
-/// one that does not resolve.
-pub fn check(schema: &Value, at: &Pointer, out: &mut Vec<Diagnostic>) {
-    let Ok(base) = Url::parse(DEFAULT_BASE) else { return };
-    let mut index = Index::default();
-    index.walk(schema, &base, at);
+/// one that does not resolve. Answers the index, for the count of the schema's expansion.
+pub(super) fn check<'a>(schema: &'a Value, at: &Pointer, out: &mut Vec<Diagnostic>) -> Index<'a> {
+    let index = Index::of(schema, at);
     for reference in &index.references {
         if let Some(problem) = index.problem(reference) {
             out.push(diagnostic(reference, problem));
         }
     }
+    index
+}
+
+/// The base URI of the root of every `input_schema`.
+pub(super) fn default_base() -> Url {
+    Url::parse(DEFAULT_BASE).expect("the default base URI parses")
+}
+
+/// Where a reference leads.
+pub(super) enum Target<'a> {
+    /// A node of the schema, with the base URI of the resource it lies in.
+    Node(&'a Value, Url),
+    /// One of the bundled meta-schemas.
+    MetaSchema,
+    /// Nowhere: E053 reports it, and the validator cannot be built.
+    Nowhere,
 }
 
 /// A reference found in the schema.
@@ -79,15 +93,53 @@ enum Problem {
 
 /// The resources (`$id`s) and anchors the schema declares, and every reference in it.
 #[derive(Default)]
-struct Index<'a> {
+pub(super) struct Index<'a> {
     /// Each resource by its URI without fragment; the root is under the default base.
     resources: HashMap<String, &'a Value>,
-    /// `(resource URI, anchor name)` for every `$anchor` and `$dynamicAnchor`.
-    anchors: HashSet<(String, String)>,
+    /// `(resource URI, anchor name)` for every `$anchor` and `$dynamicAnchor`, with the
+    /// subschema that declares it.
+    anchors: HashMap<(String, String), &'a Value>,
     references: Vec<Reference>,
 }
 
 impl<'a> Index<'a> {
+    /// Indexes `schema`, the `input_schema` at `at`.
+    pub(super) fn of(schema: &'a Value, at: &Pointer) -> Index<'a> {
+        let mut index = Index::default();
+        index.walk(schema, &default_base(), at);
+        index
+    }
+
+    /// Whether the schema has any `$ref` or `$dynamicRef` at a schema position.
+    pub(super) fn has_references(&self) -> bool {
+        !self.references.is_empty()
+    }
+
+    /// Where the reference `text`, written in a subschema whose base URI is `base`, leads.
+    /// A `$dynamicRef` is resolved as a `$ref` to the anchor of its own resource: the count
+    /// it is used for needs the subschemas a reference can reach, not the dynamic scope.
+    pub(super) fn resolve(&self, base: &Url, text: &str) -> Target<'a> {
+        let Ok(target) = base.join(text) else { return Target::Nowhere };
+        let document = without_fragment(&target);
+        if META_SCHEMAS.contains(&document.as_str()) {
+            return Target::MetaSchema;
+        }
+        let Some(&resource) = self.resources.get(&document) else { return Target::Nowhere };
+        let fragment = percent_encoding::percent_decode_str(target.fragment().unwrap_or_default())
+            .decode_utf8_lossy()
+            .into_owned();
+        let node = if fragment.is_empty() {
+            Some(resource)
+        } else if fragment.starts_with('/') {
+            resource.pointer(&fragment)
+        } else {
+            self.anchors.get(&(document, fragment)).copied()
+        };
+        let mut resource_base = target;
+        resource_base.set_fragment(None);
+        node.map_or(Target::Nowhere, |node| Target::Node(node, resource_base))
+    }
+
     /// Records `schema` and its subschemas, resolved against `base`.
     fn walk(&mut self, schema: &'a Value, base: &Url, at: &Pointer) {
         let Some(object) = schema.as_object() else { return };
@@ -103,7 +155,7 @@ impl<'a> Index<'a> {
         }
         for keyword in ["$anchor", "$dynamicAnchor"] {
             if let Some(Value::String(name)) = object.get(keyword) {
-                self.anchors.insert((without_fragment(&base), name.clone()));
+                self.anchors.insert((without_fragment(&base), name.clone()), schema);
             }
         }
         for keyword in REFERENCE_KEYWORDS {
@@ -150,7 +202,7 @@ impl<'a> Index<'a> {
         } else if fragment.starts_with('/') {
             resource.pointer(&fragment).is_none().then_some(Problem::NoSuchPointer(fragment))
         } else {
-            (!self.anchors.contains(&(document, fragment.clone()))).then_some(Problem::NoSuchAnchor(fragment))
+            (!self.anchors.contains_key(&(document, fragment.clone()))).then_some(Problem::NoSuchAnchor(fragment))
         }
     }
 }
