@@ -7,5 +7,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod fairness;
 mod harness;
+mod sessions;
 mod smoke;
