@@ -143,6 +143,36 @@ pub struct ServeArgs {
     /// Days the AI gateway's call log is kept.
     #[arg(long, env = "SERVIO_KEEP_CALLS_DAYS", default_value_t = 90, value_name = "DAYS", value_parser = clap::value_parser!(u64).range(1..=36_500), hide_env_values = true)]
     pub keep_calls_days: u64,
+    #[command(flatten)]
+    pub quotas: QuotaArgs,
+}
+
+/// What one user may hold or ask for at once (`servio serve`).
+#[derive(Debug, Args)]
+pub struct QuotaArgs {
+    /// Periods one backfill may ask for, each metric's periods counted (400 days of an hourly
+    /// metric is 9,600); a larger range is refused with 400, saying how many it holds.
+    #[arg(long, env = "SERVIO_BACKFILL_MAX_PERIODS", default_value_t = 10_000, value_name = "PERIODS", value_parser = clap::value_parser!(u64).range(1..), hide_env_values = true)]
+    pub backfill_max_periods: u64,
+    /// Backfill periods one user may have queued and not yet collected; a backfill that would
+    /// pass it is refused with 409 until those are collected. Users' backfills take turns, after
+    /// every scheduled period.
+    #[arg(long, env = "SERVIO_BACKFILL_MAX_PENDING", default_value_t = 20_000, value_name = "PERIODS", value_parser = clap::value_parser!(u64).range(1..), hide_env_values = true)]
+    pub backfill_max_pending: u64,
+    /// API tokens per user; one more is refused with 409 (revoke one first).
+    #[arg(long, env = "SERVIO_MAX_API_TOKENS", default_value_t = 100, value_name = "COUNT", value_parser = clap::value_parser!(i64).range(1..), hide_env_values = true)]
+    pub max_api_tokens: i64,
+    /// Directory claims per user not yet verified; one more is refused with 409 (verify or
+    /// withdraw one first).
+    #[arg(long, env = "SERVIO_MAX_PENDING_CLAIMS", default_value_t = 50, value_name = "COUNT", value_parser = clap::value_parser!(i64).range(1..), hide_env_values = true)]
+    pub max_pending_claims: i64,
+    /// MCP sessions per user; opening one more ends the user's least recently used session. A
+    /// session's initialize request may carry 64 KiB at most.
+    #[arg(long, env = "SERVIO_MAX_MCP_SESSIONS", default_value_t = 100, value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..=100_000), hide_env_values = true)]
+    pub max_mcp_sessions: u64,
+    /// Browser sessions per user; signing in once more ends the user's least recently used one.
+    #[arg(long, env = "SERVIO_MAX_BROWSER_SESSIONS", default_value_t = 100, value_name = "COUNT", value_parser = clap::value_parser!(i64).range(1..), hide_env_values = true)]
+    pub max_browser_sessions: i64,
 }
 
 /// What `serve` and `worker` share as long-running processes: logs, metrics, how they stop.

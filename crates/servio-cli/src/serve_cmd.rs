@@ -5,6 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use servio_collector::BackfillLimits;
+use servio_platform::quotas::Quotas;
 use servio_platform::upkeep::Retention;
 use servio_platform::{AppState, router};
 
@@ -34,6 +36,16 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         let mut state = AppState::new(Arc::from(store), client, secrets, oauth);
         let days = |n: u64| Duration::from_secs(n * 86_400);
         state.retention = Retention { attempts: days(args.keep_attempts_days), calls: days(args.keep_calls_days) };
+        let quotas = &args.quotas;
+        state.quotas = Quotas {
+            api_tokens: quotas.max_api_tokens,
+            pending_claims: quotas.max_pending_claims,
+            mcp_sessions: usize::try_from(quotas.max_mcp_sessions).unwrap_or(usize::MAX),
+            browser_sessions: quotas.max_browser_sessions,
+        };
+        let backfills =
+            BackfillLimits { per_request: quotas.backfill_max_periods, in_flight: quotas.backfill_max_pending };
+        state.collector = state.collector.clone().with_backfill_limits(backfills);
         if let Some(addr) = args.process.metrics_addr {
             let metrics = serve_metrics(addr, state.store.clone()).await?;
             println!("Metrics on http://{metrics}/metrics");

@@ -324,7 +324,8 @@ impl Collector {
 
     /// Collects every metric of the brief acting for `user` at their vault `entry`, for every
     /// period starting between `first` and `last` that is due (a backfill), in the user's zone.
-    /// [`Error::NoBrief`] when the acting manifest has no valid brief.
+    /// [`Error::NoBrief`] when the acting manifest has no valid brief; [`Error::TooManyPeriods`]
+    /// when the range holds more periods than one backfill may ask for (nothing is collected).
     pub async fn backfill(&self, user: &User, entry: &VaultEntry, first: Date, last: Date) -> Result<Summary, Error> {
         let span = tracing::info_span!("backfill", user_id = user.id, site_id = entry.site.id, %first, %last);
         async move {
@@ -346,6 +347,7 @@ impl Collector {
                     wanted.push((metric, period, args));
                 }
             }
+            self.backfill_limits.check_request(wanted.len())?;
             let mut summary = Summary::default();
             for members in
                 shared_calls(wanted.iter().map(|(metric, period, args)| (metric.tool.as_str(), args, period)))

@@ -25,6 +25,31 @@ pub enum Error {
     /// The periods of a metric could not be worked out (a date beyond the calendar, say).
     #[error("the periods of a metric cannot be worked out")]
     Period(#[source] PeriodError),
+    /// A backfill asked for more periods than one request may.
+    #[error(
+        "the range holds {periods} periods to collect (each metric's periods counted), more than the {max} one \
+         backfill may ask for: ask for a shorter range, or for fewer at a time"
+    )]
+    TooManyPeriods {
+        /// The periods of the range, over every metric of the brief.
+        periods: u64,
+        /// The most one backfill may ask for.
+        max: u64,
+    },
+    /// A backfill would take the user's backfills still to collect past their limit.
+    #[error(
+        "{pending} backfill periods of yours are still to be collected and this range adds {adding}, more than the \
+         {max} a user may have in flight: wait until those are collected (GET /api/vault/{{id}}/jobs shows how \
+         many are left), then ask again"
+    )]
+    BackfillsInFlight {
+        /// The user's backfill jobs still to do.
+        pending: i64,
+        /// The new periods this backfill would queue.
+        adding: u64,
+        /// The most a user may have in flight.
+        max: u64,
+    },
     /// The manifest acting for the user has no valid brief.
     #[error("this site has no valid brief: there is nothing to collect")]
     NoBrief,
@@ -86,6 +111,10 @@ pub enum ErrorKind {
     Configuration,
     /// A time zone or period could not be worked out.
     Period,
+    /// A backfill asked for more than one request may: the request is wrong as it stands.
+    TooLarge,
+    /// A backfill would pass the user's limit in flight: it may be asked again later.
+    AtLimit,
 }
 
 impl Error {
@@ -94,6 +123,8 @@ impl Error {
         match self {
             Error::Store(_) => ErrorKind::Store,
             Error::NoBrief => ErrorKind::NothingToCollect,
+            Error::TooManyPeriods { .. } => ErrorKind::TooLarge,
+            Error::BackfillsInFlight { .. } => ErrorKind::AtLimit,
             Error::Zone { .. } | Error::Period(_) => ErrorKind::Period,
             Error::Unopenable | Error::NoRefreshToken | Error::NotOAuth | Error::Renewal(_) => ErrorKind::Credential,
             Error::CallbackUrl(_)

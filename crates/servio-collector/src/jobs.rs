@@ -14,7 +14,7 @@ use jiff::tz::TimeZone;
 use serde_json::Value;
 use servio_manifest::period::{Granularity, Period};
 use servio_manifest::{Brief, Metric};
-use servio_store::{CollectionResult, Completion, Job, JobClaim, NewJob, StoreError, User, VaultEntry};
+use servio_store::{CollectionResult, Completion, Job, JobClaim, JobKind, NewJob, StoreError, User, VaultEntry};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -79,6 +79,7 @@ struct DueSlot {
     period_key: String,
     due: i64,
     deadline: i64,
+    kind: JobKind,
 }
 
 impl DueSlot {
@@ -96,6 +97,7 @@ impl DueSlot {
             period_key: period.key(),
             due,
             deadline,
+            kind: JobKind::Scheduled,
         }
     }
 
@@ -113,7 +115,7 @@ impl DueSlot {
     }
 
     fn new_job(&self) -> NewJob<'_> {
-        NewJob { slot: self.slot(), not_before: self.due, deadline: self.deadline }
+        NewJob { slot: self.slot(), not_before: self.due, deadline: self.deadline, kind: self.kind }
     }
 }
 
@@ -203,9 +205,13 @@ impl Collector {
 
     /// Queues a backfill: a job, due `now`, for every period of every metric of the brief
     /// acting for `user` at `entry` whose start date lies in `first..=last`, that is due and has
-    /// no value yet. Workers collect them as they collect scheduled periods (so a backfill never
-    /// holds a request open); returns how many jobs are new. A slot that has a job already
-    /// keeps it. [`Error::NoBrief`] when the acting manifest has no valid brief.
+    /// no value yet. Workers collect them after every user's scheduled periods, users taking
+    /// turns (so a backfill never holds a request open, nor delays anyone's due periods);
+    /// returns how many jobs are new. A slot that has a job already keeps it.
+    /// [`Error::NoBrief`] when the acting manifest has no valid brief; the limits of
+    /// [`BackfillLimits`]: [`Error::TooManyPeriods`] for a range holding more periods than one
+    /// request may ask for, [`Error::BackfillsInFlight`] when the user's backfills still to
+    /// collect would pass their limit. Nothing is queued then.
     pub async fn queue_backfill(
         &self,
         user: &User,
@@ -219,17 +225,66 @@ impl Collector {
             .map_err(|source| Error::Zone { zone: user.time_zone.clone(), source })?;
         // A backfilled period is long past: it has from now the time any due period has.
         let deadline = now.checked_add(DEADLINE).unwrap_or(Timestamp::MAX).as_second();
-        let mut queued = Vec::new();
+        let mut due = Vec::new();
         for metric in &brief.metrics {
             let periods = periods_between(metric.granularity, first, last, &zone).map_err(Error::Period)?;
-            for period in periods.iter().filter(|p| crate::plan::is_due(p, now)) {
-                let slot = DueSlot::new(user, entry.site.id, metric, period, (now.as_second(), deadline));
-                if !self.store.slot_settled(&slot.slot()).await? {
-                    queued.push(slot);
-                }
+            due.extend(periods.into_iter().filter(|p| crate::plan::is_due(p, now)).map(|period| (metric, period)));
+        }
+        // Counted before anything is asked of the store: a range too large costs nothing more.
+        self.backfill_limits.check_request(due.len())?;
+        let mut queued = Vec::new();
+        for (metric, period) in &due {
+            let mut slot = DueSlot::new(user, entry.site.id, metric, period, (now.as_second(), deadline));
+            slot.kind = JobKind::Backfill;
+            if !self.store.slot_settled(&slot.slot()).await? {
+                queued.push(slot);
             }
         }
+        if !queued.is_empty() {
+            let pending = self.store.pending_backfills(user.id).await?;
+            self.backfill_limits.check_in_flight(pending, queued.len())?;
+        }
         Ok(enqueue(self, &queued, now).await?)
+    }
+}
+
+/// How much a user may backfill: the periods one request may ask for (each metric's counted),
+/// and the backfill periods a user may have queued and not yet collected. Beyond either, the
+/// request is refused with what the limit is and how far past it it would go; nothing is cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackfillLimits {
+    /// The most periods one backfill may ask for (default 10,000: 400 days of an hourly metric
+    /// is 9,600).
+    pub per_request: u64,
+    /// The most backfill periods a user may have queued at once (default 20,000: at a site's
+    /// pace of a few calls a second, some hours of work, well within a period's 24 h deadline).
+    pub in_flight: u64,
+}
+
+impl Default for BackfillLimits {
+    fn default() -> BackfillLimits {
+        BackfillLimits { per_request: 10_000, in_flight: 20_000 }
+    }
+}
+
+impl BackfillLimits {
+    /// [`Error::TooManyPeriods`] when `periods` is more than one request may ask for.
+    pub(crate) fn check_request(&self, periods: usize) -> Result<(), Error> {
+        let periods = u64::try_from(periods).unwrap_or(u64::MAX);
+        if periods > self.per_request {
+            return Err(Error::TooManyPeriods { periods, max: self.per_request });
+        }
+        Ok(())
+    }
+
+    /// [`Error::BackfillsInFlight`] when `adding` periods to the `pending` ones passes the limit.
+    fn check_in_flight(&self, pending: i64, adding: usize) -> Result<(), Error> {
+        let adding = u64::try_from(adding).unwrap_or(u64::MAX);
+        let total = u64::try_from(pending).unwrap_or(0).saturating_add(adding);
+        if total > self.in_flight {
+            return Err(Error::BackfillsInFlight { pending, adding, max: self.in_flight });
+        }
+        Ok(())
     }
 }
 

@@ -63,7 +63,7 @@ use servio_store::Store;
 
 pub use credentials::Credentials;
 pub use error::{Error, ErrorKind};
-pub use jobs::WorkerConfig;
+pub use jobs::{BackfillLimits, WorkerConfig};
 pub use manifests::ManifestCache;
 
 /// Collects: what `servio worker` runs, and what the platform's collect-now, backfill and
@@ -75,6 +75,7 @@ pub struct Collector {
     credentials: Arc<Credentials>,
     manifests: Arc<ManifestCache>,
     stored_hooks: Arc<std::sync::RwLock<Vec<StoredHook>>>,
+    backfill_limits: jobs::BackfillLimits,
 }
 
 /// Told the users who have new values, after each commit that stored some.
@@ -89,7 +90,21 @@ impl std::fmt::Debug for Collector {
 impl Collector {
     /// A collector over `store`, calling sites through `client` with `credentials`.
     pub fn new(store: Arc<dyn Store>, client: Client, credentials: Arc<Credentials>) -> Collector {
-        Collector { store, client, credentials, manifests: Arc::default(), stored_hooks: Arc::default() }
+        Collector {
+            store,
+            client,
+            credentials,
+            manifests: Arc::default(),
+            stored_hooks: Arc::default(),
+            backfill_limits: jobs::BackfillLimits::default(),
+        }
+    }
+
+    /// The same collector with other limits on backfills (the defaults of [`BackfillLimits`]
+    /// otherwise).
+    pub fn with_backfill_limits(mut self, limits: BackfillLimits) -> Collector {
+        self.backfill_limits = limits;
+        self
     }
 
     /// Calls `hook` with the users who have new values, after each commit that stored some

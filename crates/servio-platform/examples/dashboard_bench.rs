@@ -83,7 +83,10 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
         .await
         .map_err(|e| format!("creating the user (use a fresh DATA_DIR): {e}"))?;
     let token = new_token("servio_").map_err(|e| e.to_string())?;
-    store.create_api_token(user.id, "bench", &token_hash(&token), now).await.map_err(|e| format!("the token: {e}"))?;
+    store
+        .create_api_token(user.id, "bench", &token_hash(&token), now, 1)
+        .await
+        .map_err(|e| format!("the token: {e}"))?;
     // A browser session too, for the dashboard page.
     let cookie = new_token("s_").map_err(|e| e.to_string())?;
     let session = servio_store::Session {

@@ -57,6 +57,9 @@ impl From<servio_store::StoreError> for ApiError {
     fn from(error: servio_store::StoreError) -> ApiError {
         match error {
             servio_store::StoreError::Conflict(what) => ApiError::Conflict(format!("{what} is already taken")),
+            servio_store::StoreError::AtLimit { what, limit } => {
+                ApiError::Conflict(format!("you have {limit} {what}, the most one user may have: remove one first"))
+            }
             other => ApiError::Internal(Box::new(other)),
         }
     }
@@ -69,6 +72,8 @@ impl From<servio_collector::Error> for ApiError {
             error if error.kind() == servio_collector::ErrorKind::NothingToCollect => {
                 ApiError::BadRequest(error.to_string())
             }
+            error if error.kind() == servio_collector::ErrorKind::TooLarge => ApiError::BadRequest(error.to_string()),
+            error if error.kind() == servio_collector::ErrorKind::AtLimit => ApiError::Conflict(error.to_string()),
             error => ApiError::Internal(Box::new(error)),
         }
     }

@@ -18,6 +18,7 @@ pub mod json_body;
 pub mod mcp;
 pub mod metrics;
 pub mod params;
+pub mod quotas;
 pub mod refresh;
 pub mod routes;
 pub mod slots;
@@ -60,6 +61,8 @@ pub struct AppState {
     pub retention: upkeep::Retention,
     /// Rendered dashboards, kept until their user's data changes.
     pub dashboards: Arc<routes::dashboard::cache::DashboardCache>,
+    /// What one user may hold at once (tokens, claims, sessions).
+    pub quotas: quotas::Quotas,
 }
 
 /// Whether the process is stopping: set once on SIGTERM, before the server stops accepting.
@@ -135,6 +138,7 @@ impl AppState {
             stopping: Stopping::default(),
             retention: upkeep::Retention::default(),
             dashboards,
+            quotas: quotas::Quotas::default(),
         }
     }
 

@@ -52,9 +52,7 @@ pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
     let factory_state = state.clone();
     let factory_sessions = sessions.clone();
     let mcp = StreamableHttpService::new(
-        move || {
-            Ok(McpGateway { state: factory_state.clone(), owner: Arc::default(), sessions: factory_sessions.clone() })
-        },
+        move || Ok(McpGateway::new(factory_state.clone(), factory_sessions.clone())),
         sessions.clone(),
         config,
     );
@@ -63,7 +61,7 @@ pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
         .fallback_service(mcp)
         .layer(from_fn(transport::answer_with_spec_statuses))
         .layer(from_fn_with_state(
-            transport::Owners::new(sessions, state.store.clone()),
+            transport::Owners::new(sessions, state.store.clone(), state.quotas.mcp_sessions),
             transport::keep_sessions_to_owners,
         ))
         .layer(from_fn_with_state(state, require_user))
@@ -113,9 +111,18 @@ struct McpGateway {
     owner: Arc<OnceLock<i64>>,
     /// The sessions of this process, so that a session whose token was revoked can be ended.
     sessions: Arc<LocalSessionManager>,
+    /// Cancels [`McpGateway::ended`] once the session's handler is dropped (the session ended:
+    /// closed, timed out, or beyond its user's limit), so that the task telling its client of
+    /// changes ends with it instead of waiting for its user's next change.
+    ended: Arc<tokio_util::sync::DropGuard>,
 }
 
 impl McpGateway {
+    fn new(state: AppState, sessions: Arc<LocalSessionManager>) -> McpGateway {
+        let ended = tokio_util::sync::CancellationToken::new().drop_guard();
+        McpGateway { state, owner: Arc::default(), sessions, ended: Arc::new(ended) }
+    }
+
     /// The user a request comes from, checked against the session's owner: a second line behind
     /// [`transport::keep_sessions_to_owners`], which turns such a request away before the SDK.
     fn user(&self, extensions: &rmcp::model::Extensions) -> Result<User, McpError> {
@@ -195,9 +202,14 @@ impl ServerHandler for McpGateway {
             parts.headers.get("mcp-session-id").and_then(|id| id.to_str().ok()).map(SessionId::from);
         let mut changes = self.state.gateway.subscribe();
         let (peer, state, sessions) = (context.peer, self.state.clone(), self.sessions.clone());
+        let ended = self.ended.token().clone();
         tokio::spawn(async move {
             loop {
-                let change = match changes.recv().await {
+                let heard = tokio::select! {
+                    () = ended.cancelled() => return,
+                    heard = changes.recv() => heard,
+                };
+                let change = match heard {
                     Ok(change) if change.user_id() != user.id => continue,
                     Ok(change) => Some(change),
                     // A lagging receiver may have missed this user's notice: act as if told.

@@ -218,7 +218,12 @@ pub async fn seed_collections(
                     start_date: date,
                     period_key: date,
                 };
-                jobs.push(servio_store::NewJob { slot, not_before: 0, deadline: now.as_second() + 86_400 });
+                jobs.push(servio_store::NewJob {
+                    slot,
+                    not_before: 0,
+                    deadline: now.as_second() + 86_400,
+                    kind: servio_store::JobKind::Scheduled,
+                });
                 slots.push((user.id, key.to_string(), date.clone()));
             }
         }

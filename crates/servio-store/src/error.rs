@@ -8,6 +8,14 @@ pub enum StoreError {
     /// A unique value is taken already (an email, a token).
     #[error("{0} is already taken")]
     Conflict(&'static str),
+    /// A user has as many of `what` as they may (`limit`): one must go before another is made.
+    #[error("at most {limit} {what} per user")]
+    AtLimit {
+        /// What is counted (`API tokens`, `pending claims`).
+        what: &'static str,
+        /// How many a user may have.
+        limit: i64,
+    },
     /// The database URL is not one we open.
     #[error("unsupported database URL {0:?}: expected sqlite:PATH or postgres://...")]
     BadUrl(String),
@@ -47,7 +55,7 @@ impl StoreError {
     /// What kind of failure this is.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            StoreError::Conflict(_) => ErrorKind::Conflict,
+            StoreError::Conflict(_) | StoreError::AtLimit { .. } => ErrorKind::Conflict,
             StoreError::BadUrl(_) => ErrorKind::Config,
             StoreError::Database(_) | StoreError::Migration(_) | StoreError::Io { .. } | StoreError::Corrupt(_) => {
                 ErrorKind::Unavailable

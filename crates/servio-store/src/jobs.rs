@@ -8,6 +8,10 @@
 //! completion writes the value and the attempt in the same transaction as the job's new state,
 //! and only while the fence it claimed with is still the job's: a worker paused past its lease,
 //! whose job another worker has claimed since, writes nothing.
+//!
+//! Claims are fair: each takes every user's scheduled periods before any backfill, and the
+//! users with due jobs in turns (each user's first job, then each one's second, and so on), so
+//! one user's backlog never delays another user's due periods by more than a turn.
 
 use crate::{CollectionResult, Slot};
 
@@ -20,6 +24,28 @@ pub struct NewJob<'a> {
     pub not_before: i64,
     /// After this instant a transient failure ends the job as failed.
     pub deadline: i64,
+    /// A scheduled period or a backfill's: claims take scheduled ones first.
+    pub kind: JobKind,
+}
+
+/// Why a job exists, which decides its place in claims: every user's scheduled periods go
+/// before any backfill, and within each, users take turns (see `Store::claim_jobs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobKind {
+    /// A due period the scheduler planned (or collect-now, or a site just added).
+    Scheduled,
+    /// A past period a user asked to backfill.
+    Backfill,
+}
+
+impl JobKind {
+    /// The stored number: 0 for scheduled, 1 for backfill (claims order by it).
+    pub fn as_i64(self) -> i64 {
+        match self {
+            JobKind::Scheduled => 0,
+            JobKind::Backfill => 1,
+        }
+    }
 }
 
 /// What a worker asks for when it claims jobs.

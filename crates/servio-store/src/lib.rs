@@ -42,7 +42,7 @@ use async_trait::async_trait;
 pub use collection::{AttemptOutcome, Attempted, CollectionResult, UnknownName};
 pub use error::{ErrorKind, StoreError};
 pub use health::{COUNT_STEP, DURATION_STEP_MS, Latency, OutcomeCount, ReasonCount, SiteHealth};
-pub use jobs::{Completion, Job, JobClaim, JobCounts, JobState, NewJob};
+pub use jobs::{Completion, Job, JobClaim, JobCounts, JobKind, JobState, NewJob};
 pub use ops::{Heard, JobGauges, PoolUse, Pruned, Readiness};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -401,6 +401,9 @@ pub trait Store: Send + Sync {
     /// Ends every session of the user but the one hashed as `keep` (none with `""`): "sign out
     /// everywhere". Returns how many ended.
     async fn delete_sessions(&self, user_id: i64, keep: &str) -> Result<u64, StoreError>;
+    /// Deletes the user's sessions beyond the `keep` most recently used (a sign-in that would
+    /// pass the limit signs out the session least recently used); returns how many.
+    async fn trim_sessions(&self, user_id: i64, keep: i64) -> Result<u64, StoreError>;
     /// Replaces the user's password hash.
     async fn set_password_hash(&self, user_id: i64, password_hash: &str) -> Result<(), StoreError>;
     /// Deletes the user and, by cascade, everything that is theirs: sessions, API tokens, vault
@@ -411,13 +414,14 @@ pub trait Store: Send + Sync {
     /// batches keep each statement short next to the requests using the table.
     async fn purge_sessions(&self, now: i64, limit: i64) -> Result<u64, StoreError>;
 
-    /// Records an API token.
+    /// Records an API token; [`StoreError::AtLimit`] when the user has `limit` already.
     async fn create_api_token(
         &self,
         user_id: i64,
         name: &str,
         token_hash: &str,
         now: i64,
+        limit: i64,
     ) -> Result<ApiToken, StoreError>;
     /// The owner of the API token with this hash; records the use to the minute (a token used
     /// again within a minute of its recorded use is not written again, so that a program
@@ -491,8 +495,19 @@ pub trait Store: Send + Sync {
     /// Sites last fetched before `before`, oldest first, at most `limit`.
     async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>, StoreError>;
 
-    /// Records a claim; [`StoreError::Conflict`] when this user claimed this origin already.
-    async fn create_claim(&self, user_id: i64, origin: &str, token: &str, now: i64) -> Result<Claim, StoreError>;
+    /// Records a claim; [`StoreError::Conflict`] when this user claimed this origin already,
+    /// [`StoreError::AtLimit`] when `limit` of the user's claims are pending (not verified).
+    async fn create_claim(
+        &self,
+        user_id: i64,
+        origin: &str,
+        token: &str,
+        now: i64,
+        limit: i64,
+    ) -> Result<Claim, StoreError>;
+    /// Deletes the user's claim `id` when no listing stands on it (not verified); false when
+    /// there is no such claim.
+    async fn delete_pending_claim(&self, user_id: i64, id: i64) -> Result<bool, StoreError>;
     /// A user's claims.
     async fn claims(&self, user_id: i64) -> Result<Vec<Claim>, StoreError>;
     /// Every claim on an origin (one per claimant).
@@ -576,7 +591,11 @@ pub trait Store: Send + Sync {
     /// from several processes is idempotent). Returns how many jobs are new.
     async fn enqueue_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64, StoreError>;
     /// Claims up to `claim.limit` pending jobs due at `claim.now` and not leased (or whose
-    /// lease has expired), soonest first, leasing them to `claim.owner` and incrementing each
+    /// lease has expired), fairly: every user's scheduled jobs before any backfill, and within
+    /// each kind the users in turns (each one's soonest due job, then each one's next), so one
+    /// user's backlog delays nobody else's due jobs by more than a turn; the cost of a claim
+    /// grows with the users who have pending jobs, not with their number (at most a batch of
+    /// each user's is read). It leases them to `claim.owner`, incrementing each
     /// one's fence, and with them every other such job of the same (user, site, period key):
     /// the metrics of a period that share a call are claimed together (so a batch may hold a
     /// few more than `claim.limit`). Jobs another claimer holds are skipped, never waited for.
@@ -591,6 +610,9 @@ pub trait Store: Send + Sync {
     /// How many jobs of one vault entry are still to do (due, leased, or waiting to retry):
     /// the progress of a backfill or of the first collection of a new site.
     async fn pending_jobs(&self, user_id: i64, site_id: i64) -> Result<i64, StoreError>;
+    /// How many backfill jobs of the user, over all their sites, are still to do (the cap on a
+    /// user's backfills in flight is checked against it).
+    async fn pending_backfills(&self, user_id: i64) -> Result<i64, StoreError>;
     /// Hands back the pending jobs leased to `owner` (a process that stops): their leases end
     /// and they are due at `now`, so another worker claims them at once, and their fences move
     /// on, so a late result of `owner`'s is fenced out. Returns how many.
@@ -623,6 +645,13 @@ pub trait Store: Send + Sync {
     async fn mcp_session(&self, id: &str) -> Result<Option<McpSession>, StoreError>;
     /// Forgets the MCP session `id`.
     async fn delete_mcp_session(&self, id: &str) -> Result<(), StoreError>;
+    /// Records that the MCP session `id` was used at `now_ms` (milliseconds since the epoch,
+    /// since a user may open hundreds a second; callers write it a minute apart at most): the
+    /// least recently used sessions are the first to go. A session kept is used when kept.
+    async fn touch_mcp_session(&self, id: &str, now_ms: i64) -> Result<(), StoreError>;
+    /// Forgets the user's MCP sessions beyond the `keep` most recently used; returns their ids,
+    /// so that a process holding one can end it.
+    async fn trim_mcp_sessions(&self, user_id: i64, keep: i64) -> Result<Vec<String>, StoreError>;
     // The check value of the sealing key (`servio_collector::key_check`).
     /// The check value the key that seals this database's credentials made, when one is kept.
     async fn key_check(&self) -> Result<Option<Vec<u8>>, StoreError>;

@@ -275,6 +275,18 @@ macro_rules! shared_store {
             }
 
             /// Sets one text column of a user: `sql` binds the text as `$1` and the user as `$2`.
+            /// Counts with `count_sql` (`$1` the user) in `tx` after locking the user's row (a
+            /// write that changes nothing), so that concurrent inserts for one user are counted
+            /// one after the other on both backends and a per-user limit is never passed.
+            async fn count_locked(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                user_id: i64,
+                count_sql: &'static str,
+            ) -> Result<i64, StoreError> {
+                sqlx::query("UPDATE users SET time_zone = time_zone WHERE id = $1").bind(user_id).execute(&mut **tx).await?;
+                Ok(sqlx::query_scalar(count_sql).bind(user_id).fetch_one(&mut **tx).await?)
+            }
+
             async fn set_user_text(&self, sql: &'static str, text: &str, user_id: i64) -> Result<(), StoreError> {
                 bind!(sqlx::query(sql), text, user_id).execute(&self.pool).await?;
                 Ok(())
@@ -405,6 +417,22 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
+            async fn trim_sessions(&self, user_id: i64, keep: i64) -> Result<u64, StoreError> {
+                // The least recently used go (the token hash breaks ties).
+                let done = bind!(
+                    sqlx::query(
+                        "DELETE FROM sessions WHERE token_hash IN (
+                             SELECT token_hash FROM sessions WHERE user_id = $1
+                             ORDER BY last_used_at DESC, created_at DESC, token_hash LIMIT $3 OFFSET $2)"
+                    ),
+                    user_id, keep, i64::MAX
+                )
+                .execute(&self.pool)
+                .await?;
+                Ok(done.rows_affected())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
             async fn set_password_hash(&self, user_id: i64, password_hash: &str) -> Result<(), StoreError> {
                 self.set_user_text("UPDATE users SET password_hash = $1 WHERE id = $2", password_hash, user_id).await
             }
@@ -438,11 +466,18 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn create_api_token(&self, user_id: i64, name: &str, token_hash: &str, now: i64)
+            async fn create_api_token(&self, user_id: i64, name: &str, token_hash: &str, now: i64, limit: i64)
                 -> Result<ApiToken, StoreError> {
+                let mut tx = self.pool.begin().await?;
+                let count_sql = "SELECT count(*) FROM api_tokens WHERE user_id = $1";
+                if Self::count_locked(&mut tx, user_id, count_sql).await? >= limit {
+                    return Err(StoreError::AtLimit { what: "API tokens", limit });
+                }
                 let sql = "INSERT INTO api_tokens (user_id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)
                            RETURNING id, user_id, name, created_at, last_used_at";
-                insert_one!(&self.pool, "this token", sql, user_id, name, token_hash, now)
+                let token = insert_one!(&mut *tx, "this token", sql, user_id, name, token_hash, now)?;
+                tx.commit().await?;
+                Ok(token)
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
@@ -719,11 +754,34 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn create_claim(&self, user_id: i64, origin: &str, token: &str, now: i64)
+            async fn create_claim(&self, user_id: i64, origin: &str, token: &str, now: i64, limit: i64)
                 -> Result<Claim, StoreError> {
+                let mut tx = self.pool.begin().await?;
+                // Pending: not verified, so no listing stands on it.
+                let count_sql = "SELECT count(*) FROM claims c WHERE c.user_id = $1
+                                 AND NOT EXISTS (SELECT 1 FROM listings l WHERE l.claim_id = c.id)";
+                if Self::count_locked(&mut tx, user_id, count_sql).await? >= limit {
+                    return Err(StoreError::AtLimit { what: "pending claims", limit });
+                }
                 let sql = "INSERT INTO claims (user_id, origin, token, created_at) VALUES ($1, $2, $3, $4)
                            RETURNING id, user_id, origin, token, created_at";
-                insert_one!(&self.pool, "a claim on this origin", sql, user_id, origin, token, now)
+                let claim = insert_one!(&mut *tx, "a claim on this origin", sql, user_id, origin, token, now)?;
+                tx.commit().await?;
+                Ok(claim)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn delete_pending_claim(&self, user_id: i64, id: i64) -> Result<bool, StoreError> {
+                let done = bind!(
+                    sqlx::query(
+                        "DELETE FROM claims WHERE id = $1 AND user_id = $2
+                         AND NOT EXISTS (SELECT 1 FROM listings l WHERE l.claim_id = claims.id)"
+                    ),
+                    id, user_id
+                )
+                .execute(&self.pool)
+                .await?;
+                Ok(done.rows_affected() > 0)
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
@@ -1070,6 +1128,17 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip(self))]
+            async fn pending_backfills(&self, user_id: i64) -> Result<i64, StoreError> {
+                let pending = bind!(
+                    sqlx::query_scalar("SELECT count(*) FROM jobs WHERE user_id = $1 AND state = 'pending' AND kind = $2"),
+                    user_id, crate::JobKind::Backfill.as_i64()
+                )
+                .fetch_one(&self.pool)
+                .await?;
+                Ok(pending)
+            }
+
+            #[tracing::instrument(level = "debug", skip(self))]
             async fn release_jobs(&self, owner: &str, now: i64) -> Result<u64, StoreError> {
                 let released = bind!(
                     sqlx::query(
@@ -1129,7 +1198,7 @@ macro_rules! shared_store {
             async fn keep_mcp_session(&self, id: &str, session: &McpSession, now: i64) -> Result<(), StoreError> {
                 bind!(
                     sqlx::query(
-                        "INSERT INTO mcp_sessions (id, user_id, state, created_at) VALUES ($1, $2, $3, $4)
+                        "INSERT INTO mcp_sessions (id, user_id, state, created_at, used_at) VALUES ($1, $2, $3, $4, $4 * 1000)
                          ON CONFLICT (id) DO UPDATE SET user_id = COALESCE(excluded.user_id, mcp_sessions.user_id),
                              state = COALESCE(excluded.state, mcp_sessions.state)"
                     ),
@@ -1153,6 +1222,31 @@ macro_rules! shared_store {
             async fn delete_mcp_session(&self, id: &str) -> Result<(), StoreError> {
                 sqlx::query("DELETE FROM mcp_sessions WHERE id = $1").bind(id).execute(&self.pool).await?;
                 Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn touch_mcp_session(&self, id: &str, now_ms: i64) -> Result<(), StoreError> {
+                bind!(sqlx::query("UPDATE mcp_sessions SET used_at = $1 WHERE id = $2"), now_ms, id)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip(self))]
+            async fn trim_mcp_sessions(&self, user_id: i64, keep: i64) -> Result<Vec<String>, StoreError> {
+                // The least recently used go; the id breaks ties, so that every process agrees.
+                let ended = bind!(
+                    sqlx::query_scalar(
+                        "DELETE FROM mcp_sessions WHERE id IN (
+                             SELECT id FROM mcp_sessions WHERE user_id = $1
+                             ORDER BY used_at DESC, id DESC LIMIT $3 OFFSET $2)
+                         RETURNING id"
+                    ),
+                    user_id, keep, i64::MAX
+                )
+                .fetch_all(&self.pool)
+                .await?;
+                Ok(ended)
             }
 
             #[tracing::instrument(level = "debug", skip_all)]

@@ -92,7 +92,7 @@ async fn api_tokens_find_their_owner_only() {
     for Backend { name, store, .. } in backends().await {
         let chen = store.create_user("chen@example.com", "h", "UTC", 0).await.unwrap();
         let dana = store.create_user("dana@example.com", "h", "UTC", 0).await.unwrap();
-        let token = store.create_api_token(chen.id, "laptop", "token-hash", 5).await.unwrap();
+        let token = store.create_api_token(chen.id, "laptop", "token-hash", 5, 100).await.unwrap();
         assert_eq!(store.user_by_api_token("token-hash", 7).await.unwrap().map(|u| u.id), Some(chen.id), "{name}");
         assert_eq!(store.api_tokens(chen.id).await.unwrap()[0].last_used_at, Some(7), "{name}");
         assert!(store.api_tokens(dana.id).await.unwrap().is_empty(), "{name}");
@@ -216,11 +216,15 @@ async fn the_directory_lists_verified_sites_and_searches_them() {
     for Backend { name, store, .. } in backends().await {
         let gil = store.create_user("gil@example.com", "h", "UTC", 0).await.unwrap();
         let claim = store
-            .create_claim(gil.id, "https://forum.example", "wmcp_verify_00112233445566778899aabbccddeeff", 1)
+            .create_claim(gil.id, "https://forum.example", "wmcp_verify_00112233445566778899aabbccddeeff", 1, 50)
             .await
             .unwrap();
         assert!(
-            store.create_claim(gil.id, "https://forum.example", "wmcp_verify_x", 2).await.unwrap_err().is_conflict(),
+            store
+                .create_claim(gil.id, "https://forum.example", "wmcp_verify_x", 2, 50)
+                .await
+                .unwrap_err()
+                .is_conflict(),
             "{name}"
         );
         assert_eq!(store.claims(gil.id).await.unwrap(), std::slice::from_ref(&claim), "{name}");
@@ -462,7 +466,7 @@ async fn values_of_several_metrics_in_one_query() {
 async fn a_token_use_is_recorded_to_the_minute() {
     for Backend { name, store, .. } in backends().await {
         let kai = store.create_user("kai@example.com", "h", "UTC", 0).await.unwrap();
-        store.create_api_token(kai.id, "poller", "kai-hash", 0).await.unwrap();
+        store.create_api_token(kai.id, "poller", "kai-hash", 0, 100).await.unwrap();
         for (now, recorded) in [(100, 100), (159, 100), (160, 160)] {
             assert_eq!(store.user_by_api_token("kai-hash", now).await.unwrap().map(|u| u.id), Some(kai.id));
             assert_eq!(store.api_tokens(kai.id).await.unwrap()[0].last_used_at, Some(recorded), "{name} at {now}");
@@ -488,7 +492,12 @@ async fn enqueue_days(
     let dates: Vec<(i64, String)> = days.map(|day| (day, format!("{date}/{day}"))).collect();
     let jobs: Vec<servio_store::NewJob> = dates
         .iter()
-        .map(|(day, date)| servio_store::NewJob { slot: day_slot(user, site, *day, date), not_before: 0, deadline })
+        .map(|(day, date)| servio_store::NewJob {
+            slot: day_slot(user, site, *day, date),
+            not_before: 0,
+            deadline,
+            kind: servio_store::JobKind::Scheduled,
+        })
         .collect();
     store.enqueue_jobs(&jobs, 0).await.unwrap();
 }
@@ -508,6 +517,7 @@ async fn enqueueing_a_slot_twice_keeps_one_job_and_claims_wait_for_not_before() 
                 slot: day_slot(user, site, day, dates[day as usize]),
                 not_before: 100 + day,
                 deadline: 10_000,
+                kind: servio_store::JobKind::Scheduled,
             })
             .collect();
         assert_eq!(store.enqueue_jobs(&jobs, 0).await.unwrap(), 3, "{name}");
@@ -533,7 +543,12 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
     use servio_store::{CollectionResult, Completion, NewJob};
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "kai@example.com").await;
-        let new = NewJob { slot: day_slot(user, site, 0, "2026-08-20"), not_before: 0, deadline: 10_000 };
+        let new = NewJob {
+            slot: day_slot(user, site, 0, "2026-08-20"),
+            not_before: 0,
+            deadline: 10_000,
+            kind: servio_store::JobKind::Scheduled,
+        };
         store.enqueue_jobs(&[new], 0).await.unwrap();
         let first = store.claim_jobs(&claim("a", 10, 30, 5)).await.unwrap();
         assert_eq!(first.len(), 1, "{name}");
@@ -572,7 +587,12 @@ async fn a_job_twice_in_one_completion_is_written_once_under_its_current_fence()
     use servio_store::{CollectionResult, Completion, NewJob};
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "noa@example.com").await;
-        let new = NewJob { slot: day_slot(user, site, 0, "2026-08-20"), not_before: 0, deadline: 10_000 };
+        let new = NewJob {
+            slot: day_slot(user, site, 0, "2026-08-20"),
+            not_before: 0,
+            deadline: 10_000,
+            kind: servio_store::JobKind::Scheduled,
+        };
         store.enqueue_jobs(&[new], 0).await.unwrap();
         let first = store.claim_jobs(&claim("a", 10, 30, 5)).await.unwrap();
         let second = store.claim_jobs(&claim("a", 40, 30, 5)).await.unwrap();
@@ -603,7 +623,12 @@ async fn retries_come_back_after_their_backoff_and_other_results_end_the_job() {
         let (user, site) = job_owner(store.as_ref(), "lou@example.com").await;
         let dates = ["2026-08-20", "2026-08-21", "2026-08-22", "2026-08-23"];
         let jobs: Vec<NewJob> = (0..4)
-            .map(|day| NewJob { slot: day_slot(user, site, day, dates[day as usize]), not_before: 0, deadline: 500 })
+            .map(|day| NewJob {
+                slot: day_slot(user, site, day, dates[day as usize]),
+                not_before: 0,
+                deadline: 500,
+                kind: servio_store::JobKind::Scheduled,
+            })
             .collect();
         store.enqueue_jobs(&jobs, 0).await.unwrap();
         let claimed = store.claim_jobs(&claim("a", 10, 30, 10)).await.unwrap();
@@ -808,10 +833,10 @@ async fn removal_and_account_deletion_take_the_users_data_with_them() {
             assert!(store.set_credential(user.id, site.id, Some(b"sealed")).await.unwrap(), "{name}");
             let slot = day_slot(user.id, site.id, 1, "2026-01-02");
             store.record_result(&slot, &CollectionResult::Stored { value: 1.0, raw: "1" }, 5).await.unwrap();
-            let job =
-                servio_store::NewJob { slot: day_slot(user.id, site.id, 2, "2026-01-03"), not_before: 0, deadline: 9 };
+            let slot = day_slot(user.id, site.id, 2, "2026-01-03");
+            let job = servio_store::NewJob { slot, not_before: 0, deadline: 9, kind: servio_store::JobKind::Scheduled };
             store.enqueue_jobs(&[job], 0).await.unwrap();
-            store.create_api_token(user.id, "t", &format!("hash-{email}"), 0).await.unwrap();
+            store.create_api_token(user.id, "t", &format!("hash-{email}"), 0, 100).await.unwrap();
             users.push(user);
         }
         let (leaving, staying) = (&users[0], &users[1]);
@@ -856,7 +881,13 @@ async fn site_health_counts_across_users_and_hides_what_few_stand_behind() {
             async move {
                 let date = format!("2026-01-{:02}", day + 1);
                 let slot = day_slot(user_id, site_id, day, &date);
-                store.enqueue_jobs(&[NewJob { slot, not_before: 0, deadline: i64::MAX }], 0).await.unwrap();
+                store
+                    .enqueue_jobs(
+                        &[NewJob { slot, not_before: 0, deadline: i64::MAX, kind: servio_store::JobKind::Scheduled }],
+                        0,
+                    )
+                    .await
+                    .unwrap();
                 let claim =
                     JobClaim { owner: "w", now: at, lease_until: at + 60, limit: 1, only: Some((user_id, site_id)) };
                 let jobs = store.claim_jobs(&claim).await.unwrap();
@@ -1060,7 +1091,12 @@ async fn one_value_per_period_key_whatever_the_zone() {
         assert!(store.slot_settled(&Slot { period_start: 7, ..next.clone() }).await.unwrap(), "{name}");
 
         // One job per key: planning the date under the other zone finds the job it has.
-        let job = |slot: &Slot<'static>| NewJob { slot: slot.clone(), not_before: 0, deadline: 1_000 };
+        let job = |slot: &Slot<'static>| NewJob {
+            slot: slot.clone(),
+            not_before: 0,
+            deadline: 1_000,
+            kind: servio_store::JobKind::Scheduled,
+        };
         let (a, b) = (
             Slot { period_key: "2026-08-22", ..auckland.clone() },
             Slot { period_key: "2026-08-22", ..new_york.clone() },
@@ -1106,7 +1142,7 @@ async fn a_claim_takes_the_other_jobs_of_its_periods() {
         for (day, date) in dates.iter().enumerate() {
             for key in ["sales.revenue.daily", "sales.orders.daily"] {
                 let slot = Slot { metric_key: key, ..day_slot(user, site, day as i64, date) };
-                jobs.push(NewJob { slot, not_before: 0, deadline: 1_000 });
+                jobs.push(NewJob { slot, not_before: 0, deadline: 1_000, kind: servio_store::JobKind::Scheduled });
             }
         }
         assert_eq!(store.enqueue_jobs(&jobs, 0).await.unwrap(), 4, "{name}");
@@ -1220,5 +1256,116 @@ async fn a_listing_name_with_nul_is_stored_alike_on_both_stores() {
             store.site(site).await.unwrap().unwrap().stale_error.as_deref(),
             Some("the site answered 500: \u{FFFD}")
         );
+    }
+}
+
+/// `count` jobs of one metric for `owner`, due at `not_before`, of `kind` (day `first` on).
+async fn enqueue_kind(
+    store: &dyn Store,
+    owner: (i64, i64),
+    (first, count): (i64, i64),
+    not_before: i64,
+    kind: servio_store::JobKind,
+) {
+    let dates: Vec<(i64, String)> = (first..first + count).map(|day| (day, format!("day-{day}"))).collect();
+    let jobs: Vec<servio_store::NewJob> = dates
+        .iter()
+        .map(|(day, date)| servio_store::NewJob {
+            slot: day_slot(owner.0, owner.1, *day, date),
+            not_before,
+            deadline: i64::MAX,
+            kind,
+        })
+        .collect();
+    store.enqueue_jobs(&jobs, 0).await.unwrap();
+}
+
+/// Issue 25: one user's backfill of 192,500 jobs made another user's jobs wait over 150 s, as
+/// claims took the soonest due first. Claims take scheduled jobs before backfills, and users in
+/// turns: here a batch of four is the scheduled user's two, then one of each backfill.
+#[tokio::test]
+async fn claims_take_scheduled_jobs_first_and_users_in_turns() {
+    use servio_store::JobKind::{Backfill, Scheduled};
+    for Backend { name, store, .. } in backends().await {
+        let heavy = job_owner(store.as_ref(), "heavy@example.com").await;
+        let light = job_owner(store.as_ref(), "light@example.com").await;
+        let due = job_owner(store.as_ref(), "due@example.com").await;
+        enqueue_kind(store.as_ref(), heavy, (0, 300), 0, Backfill).await;
+        enqueue_kind(store.as_ref(), light, (0, 3), 50, Backfill).await;
+        enqueue_kind(store.as_ref(), due, (0, 2), 60, Scheduled).await;
+        let claimed = store.claim_jobs(&claim("a", 100, 30, 4)).await.unwrap();
+        let mut users: Vec<i64> = claimed.iter().map(|job| job.user_id).collect();
+        users.sort_unstable();
+        let mut want = vec![heavy.0, light.0, due.0, due.0];
+        want.sort_unstable();
+        assert_eq!(users, want, "{name}");
+        // The next turns: one of each backfill again, never two of the heavy user's first.
+        let next = store.claim_jobs(&claim("a", 101, 30, 2)).await.unwrap();
+        let mut users: Vec<i64> = next.iter().map(|job| job.user_id).collect();
+        users.sort_unstable();
+        assert_eq!(users, vec![heavy.0.min(light.0), heavy.0.max(light.0)], "{name}");
+        // Collecting one vault entry now takes its jobs only.
+        let only = servio_store::JobClaim { only: Some(light), ..claim("b", 102, 30, 10) };
+        let mine = store.claim_jobs(&only).await.unwrap();
+        assert_eq!(mine.len(), 1, "{name}: the light user's last job");
+        assert!(mine.iter().all(|job| (job.user_id, job.site_id) == light), "{name}");
+        assert_eq!(store.pending_backfills(heavy.0).await.unwrap(), 300, "{name}: claimed jobs are still pending");
+        assert_eq!(store.pending_backfills(due.0).await.unwrap(), 0, "{name}");
+    }
+}
+
+/// Issue 25: 2,000 API tokens and 2,000 claims of one user went through. Both stop at the
+/// limit with [`servio_store::StoreError::AtLimit`]; a withdrawn claim makes room again.
+#[tokio::test]
+async fn api_tokens_and_pending_claims_stop_at_the_limit() {
+    use servio_store::StoreError;
+    for Backend { name, store, .. } in backends().await {
+        let user = store.create_user("many@example.com", "h", "UTC", 0).await.unwrap();
+        for n in 0..3 {
+            store.create_api_token(user.id, "t", &format!("hash-{n}"), 0, 3).await.unwrap();
+        }
+        let refused = store.create_api_token(user.id, "t", "hash-3", 0, 3).await.unwrap_err();
+        assert!(matches!(refused, StoreError::AtLimit { limit: 3, .. }), "{name}: {refused:?}");
+        assert_eq!(store.api_tokens(user.id).await.unwrap().len(), 3, "{name}");
+        let mut claims = Vec::new();
+        for n in 0..2 {
+            claims.push(
+                store.create_claim(user.id, &format!("https://s{n}.example"), &format!("v{n}"), 0, 2).await.unwrap(),
+            );
+        }
+        let refused = store.create_claim(user.id, "https://s2.example", "v2", 0, 2).await.unwrap_err();
+        assert!(matches!(refused, StoreError::AtLimit { limit: 2, .. }), "{name}: {refused:?}");
+        let other = store.create_user("other@example.com", "h", "UTC", 0).await.unwrap();
+        assert!(!store.delete_pending_claim(other.id, claims[0].id).await.unwrap(), "{name}: not theirs");
+        assert!(store.delete_pending_claim(user.id, claims[0].id).await.unwrap(), "{name}");
+        store.create_claim(user.id, "https://s2.example", "v2", 0, 2).await.unwrap();
+    }
+}
+
+/// Issue 25: 5,000 MCP sessions of one user were all kept. Trimming keeps the most recently
+/// used and says which went; browser sessions likewise.
+#[tokio::test]
+async fn sessions_beyond_the_limit_go_least_recently_used_first() {
+    use servio_store::McpSession;
+    for Backend { name, store, .. } in backends().await {
+        let user = store.create_user("mcp@example.com", "h", "UTC", 0).await.unwrap();
+        let owned = McpSession { user_id: Some(user.id), state: None };
+        for (id, at) in [("s1", 1), ("s2", 2), ("s3", 3)] {
+            store.keep_mcp_session(id, &owned, at).await.unwrap();
+        }
+        store.touch_mcp_session("s1", 4_000).await.unwrap();
+        assert_eq!(store.trim_mcp_sessions(user.id, 2).await.unwrap(), vec!["s2".to_owned()], "{name}");
+        assert!(store.mcp_session("s2").await.unwrap().is_none(), "{name}");
+        assert!(store.mcp_session("s1").await.unwrap().is_some(), "{name}");
+        assert!(store.trim_mcp_sessions(user.id, 2).await.unwrap().is_empty(), "{name}");
+
+        for n in 0..3 {
+            let session =
+                Session { user_id: user.id, csrf_token: "c".into(), expires_at: 1_000_000, idle_seconds: 1_000_000 };
+            store.create_session(&format!("browser-{n}"), &session, n).await.unwrap();
+        }
+        assert_eq!(store.trim_sessions(user.id, 2).await.unwrap(), 1, "{name}");
+        assert!(store.session("browser-0", 10).await.unwrap().is_none(), "{name}: the least recently used went");
+        assert!(store.session("browser-2", 10).await.unwrap().is_some(), "{name}");
     }
 }

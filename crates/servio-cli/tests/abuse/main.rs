@@ -8,8 +8,10 @@
 mod call_log;
 #[path = "../common/mod.rs"]
 mod common;
+mod fairness;
 mod harness;
 mod many_tools;
 mod nul;
 mod schema;
+mod sessions;
 mod smoke;

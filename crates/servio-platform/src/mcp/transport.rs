@@ -20,6 +20,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
 use servio_store::{Store, User};
@@ -87,27 +88,57 @@ fn is_foreign(origin: &HeaderValue, own: &OwnOrigins) -> bool {
 }
 
 /// Who opened each session, by session id: kept in the store, so that every process sharing
-/// the database knows it, and here for the sessions this process has seen. Entries of sessions
-/// the SDK has ended here (idle timeout, `DELETE`) are dropped when a session is opened, so the
-/// map stays as large as the live sessions.
+/// the database knows it, and here for the sessions this process has seen, with when each was
+/// last used. Entries of sessions the SDK has ended here (idle timeout, `DELETE`) are dropped
+/// when a session is opened, so the map stays as large as the live sessions.
+///
+/// A user's sessions are capped (`Quotas::mcp_sessions`): opening one more ends the least
+/// recently used, here and in the store (each session holds a task, channels and its
+/// `initialize` parameters; 5,000 of them were 709 MB). The store's last use is written a minute
+/// apart at most, so that requests are not writes.
 #[derive(Clone)]
 pub(super) struct Owners {
-    owners: Arc<Mutex<HashMap<String, i64>>>,
+    owners: Arc<Mutex<HashMap<String, Owner>>>,
     sessions: Arc<LocalSessionManager>,
     store: Arc<dyn Store>,
+    limit: usize,
+}
+
+/// Who opened a session, and when this process last saw it used.
+#[derive(Debug, Clone, Copy)]
+struct Owner {
+    user_id: i64,
+    /// The last request on it here (the clock only moves forward).
+    used: std::time::Instant,
+    /// When its last use was written to the store (seconds since the epoch).
+    touched: i64,
+}
+
+/// How often (seconds) a session's last use is written to the store at most.
+const TOUCH_EVERY: i64 = 60;
+
+/// Milliseconds since the epoch: the store orders a user's sessions by their last use in
+/// these, since hundreds may be opened within a second.
+fn now_millis() -> i64 {
+    jiff::Timestamp::now().as_millisecond()
 }
 
 impl Owners {
-    /// Owners of the sessions kept by `sessions` and, for the others, by `store`.
-    pub(super) fn new(sessions: Arc<LocalSessionManager>, store: Arc<dyn Store>) -> Owners {
-        Owners { owners: Arc::default(), sessions, store }
+    /// Owners of the sessions kept by `sessions` and, for the others, by `store`; at most
+    /// `limit` sessions per user.
+    pub(super) fn new(sessions: Arc<LocalSessionManager>, store: Arc<dyn Store>, limit: usize) -> Owners {
+        Owners { owners: Arc::default(), sessions, store, limit: limit.max(1) }
+    }
+
+    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, Owner>> {
+        self.owners.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Who opened `session`: known here, or else as the store says (`None` when the store
     /// fails too: the request is then answered as for an unknown session).
     async fn owner(&self, session: &str) -> Option<i64> {
-        if let Some(owner) = self.owners.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get(session) {
-            return Some(*owner);
+        if let Some(owner) = self.owners().get(session) {
+            return Some(owner.user_id);
         }
         match self.store.mcp_session(session).await {
             Ok(found) => found.and_then(|session| session.user_id),
@@ -118,25 +149,91 @@ impl Owners {
         }
     }
 
+    /// Records a request on `session` of `user_id`'s: its last use here, and in the store when
+    /// the one there is a minute old.
+    async fn used(&self, session: &str, user_id: i64) {
+        let now = crate::now();
+        let touch = {
+            let mut owners = self.owners();
+            let entry = owners.entry(session.to_owned()).or_insert(Owner {
+                user_id,
+                used: std::time::Instant::now(),
+                touched: 0,
+            });
+            entry.used = std::time::Instant::now();
+            let touch = now - entry.touched >= TOUCH_EVERY;
+            if touch {
+                entry.touched = now;
+            }
+            touch
+        };
+        if touch && let Err(error) = self.store.touch_mcp_session(session, now_millis()).await {
+            tracing::warn!(%error, "recording an MCP session's use failed");
+        }
+    }
+
+    /// Records the owner of a session just opened, then ends the user's sessions beyond the
+    /// limit, least recently used first: those this process holds (closed, and their rows
+    /// deleted), then the rows of the others in the store (another process's, which that
+    /// process still caps on its own). The store's order lags behind this process's (a use is
+    /// written a minute apart), so a session held here is closed by this process's order only.
     async fn record(&self, session: String, user_id: i64) {
+        let now = crate::now();
         let owner = servio_store::McpSession { user_id: Some(user_id), state: None };
-        if let Err(error) = self.store.keep_mcp_session(&session, &owner, crate::now()).await {
+        if let Err(error) = self.store.keep_mcp_session(&session, &owner, now).await {
             // The session still works on this process; another cannot take it over.
             tracing::error!(%error, "keeping an MCP session's owner failed");
         }
+        if let Err(error) = self.store.touch_mcp_session(&session, now_millis()).await {
+            tracing::warn!(%error, "recording an MCP session's use failed");
+        }
+        for id in self.beyond_limit_here(&session, user_id, now).await {
+            self.end(&id).await;
+        }
+        let limit = i64::try_from(self.limit).unwrap_or(i64::MAX);
+        if let Err(error) = self.store.trim_mcp_sessions(user_id, limit).await {
+            tracing::warn!(%error, "forgetting MCP sessions beyond the limit in the store failed");
+        }
+    }
+
+    /// Adds `session` to the map (dropping entries of sessions that ended here) and returns the
+    /// ids of `user_id`'s sessions here beyond the limit, least recently used first.
+    async fn beyond_limit_here(&self, session: &str, user_id: i64, now: i64) -> Vec<String> {
         let live = self.sessions.sessions.read().await;
-        let mut owners = self.owners.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut owners = self.owners();
         owners.retain(|id, _| live.contains_key(id.as_str()));
-        owners.insert(session, user_id);
+        drop(live);
+        owners.insert(session.to_owned(), Owner { user_id, used: std::time::Instant::now(), touched: now });
+        let mut mine: Vec<(std::time::Instant, &String)> =
+            owners.iter().filter(|(_, owner)| owner.user_id == user_id).map(|(id, owner)| (owner.used, id)).collect();
+        if mine.len() <= self.limit {
+            return Vec::new();
+        }
+        mine.sort_unstable();
+        let excess = mine.len() - self.limit;
+        mine.into_iter().take(excess).map(|(_, id)| id.clone()).collect()
+    }
+
+    /// Ends `session` here (its worker, streams and handler go) and in the store.
+    async fn end(&self, session: &str) {
+        self.forget(session);
+        let id: rmcp::transport::common::server_side_http::SessionId = session.into();
+        if let Err(error) = self.sessions.close_session(&id).await {
+            tracing::warn!(%error, "ending an MCP session beyond the limit failed");
+        }
+        if let Err(error) = self.store.delete_mcp_session(session).await {
+            tracing::warn!(%error, "forgetting an MCP session beyond the limit failed");
+        }
     }
 
     fn forget(&self, session: &str) {
-        self.owners.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(session);
+        self.owners().remove(session);
     }
 }
 
 /// Lets a request on a session through only when it comes from the session's owner, records the
-/// owner of a session being opened, and forgets a session once it has ended.
+/// owner of a session being opened (ending the owner's least recently used beyond the limit),
+/// and forgets a session once it has ended.
 ///
 /// A session id this process did not hand out (or handed to another user) answers like a
 /// session that does not exist, so no token learns whether another user's session is live.
@@ -146,12 +243,20 @@ pub(super) async fn keep_sessions_to_owners(State(owners): State<Owners>, reques
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
     let session = session_id(request.headers());
-    if let Some(session) = &session
-        && owners.owner(session).await != Some(user_id)
-    {
-        return session_not_found();
+    if let Some(session) = &session {
+        if owners.owner(session).await != Some(user_id) {
+            return session_not_found();
+        }
+        owners.used(session, user_id).await;
     }
     let method = request.method().clone();
+    let request = match (&session, &method) {
+        (None, &Method::POST) => match bounded_initialize(request).await {
+            Ok(request) => request,
+            Err(refused) => return refused,
+        },
+        _ => request,
+    };
     let response = next.run(request).await;
     match session {
         None => {
@@ -170,6 +275,44 @@ pub(super) async fn keep_sessions_to_owners(State(owners): State<Owners>, reques
         }
     }
     response
+}
+
+/// The most bytes of an `initialize` request, whose parameters a session keeps (in memory and
+/// in the store) for as long as it lives: with the sessions per user capped, this bounds what
+/// one user's sessions hold.
+pub(super) const INITIALIZE_MAX_BYTES: usize = 64 * 1024;
+
+/// The most bytes of any MCP request: the SDK's own limit (4 MiB), which it applies again.
+const MCP_MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// A request that may open a session (a `POST` without one), read whole within the body limit
+/// of every request, and refused with `413` when it is an `initialize` over
+/// [`INITIALIZE_MAX_BYTES`]; otherwise given back as it was.
+async fn bounded_initialize(request: Request) -> Result<Request, Response> {
+    #[derive(serde::Deserialize)]
+    struct Message<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MCP_MAX_BODY).await else {
+        return Err(too_large(format!("the body is over {MCP_MAX_BODY} bytes, the most an MCP request may carry")));
+    };
+    let method = serde_json::from_slice::<Message>(&bytes).ok().and_then(|message| message.method);
+    if method.as_deref() == Some("initialize") && bytes.len() > INITIALIZE_MAX_BYTES {
+        return Err(too_large(format!(
+            "the initialize request is {} bytes, over the {INITIALIZE_MAX_BYTES} a session may keep: send fewer \
+             client capabilities or a shorter client description",
+            bytes.len()
+        )));
+    }
+    Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
+/// A `413` with a JSON-RPC error saying why.
+fn too_large(message: String) -> Response {
+    let body = json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32600, "message": message } });
+    (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(body)).into_response()
 }
 
 fn session_id(headers: &HeaderMap) -> Option<String> {

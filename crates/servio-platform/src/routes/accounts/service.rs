@@ -141,6 +141,8 @@ async fn create_session(state: &AppState, user: &User, headers: &HeaderMap) -> R
         idle_seconds: IDLE_SECONDS,
     };
     state.store.create_session(&token_hash(&token), &session, now()).await?;
+    // Sessions per user are bounded: a sign-in past the limit ends the least recently used.
+    state.store.trim_sessions(user.id, state.quotas.browser_sessions).await?;
     let cookie = format!("{SESSION_COOKIE}={token}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age={SESSION_SECONDS}");
     Ok((HeaderValue::from_str(&cookie).map_err(ApiError::internal)?, csrf_token))
 }
@@ -269,7 +271,16 @@ pub(crate) async fn issue_token(state: &AppState, user_id: i64, name: &str) -> R
         return Err(bad("name", "a name of 1 to 100 characters"));
     }
     let token = new_token("svt_").map_err(ApiError::internal)?;
-    let stored = state.store.create_api_token(user_id, name, &token_hash(&token), now()).await?;
+    let limit = state.quotas.api_tokens;
+    let stored = match state.store.create_api_token(user_id, name, &token_hash(&token), now(), limit).await {
+        Err(servio_store::StoreError::AtLimit { limit, .. }) => {
+            return Err(ApiError::Conflict(format!(
+                "you have {limit} API tokens, the most one user may have: revoke one you no longer use \
+                 (DELETE /api/tokens/{{id}}, or on the account page) before making another"
+            )));
+        }
+        stored => stored?,
+    };
     Ok(IssuedToken { id: stored.id, name: stored.name, token, note: "shown once: store it now" })
 }
 

@@ -39,7 +39,10 @@ struct How {
 #[utoipa::path(post, path = "/api/vault/{id}/backfill", params(How), request_body = Range, responses(
     (status = 200, description = "What was collected", body = BackfillSummary),
     (status = 202, description = "Queued (`?queue=true`)", body = BackfillQueued),
-    (status = 400, description = "Bad dates, or no valid brief", body = ErrorBody),
+    (status = 400, description = "Bad dates, no valid brief, or more periods than one backfill may ask for \
+                                   (10,000 by default, each metric's counted)", body = ErrorBody),
+    (status = 409, description = "Queued, the user's backfill periods still to collect would pass their limit \
+                                   (20,000 by default): ask again once those are collected", body = ErrorBody),
 ))]
 async fn backfill(
     api: Api,

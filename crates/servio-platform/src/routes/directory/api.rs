@@ -22,6 +22,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(search))
         .routes(routes!(list_claims, claim))
         .routes(routes!(verify))
+        .routes(routes!(withdraw))
         .routes(routes!(health))
 }
 
@@ -56,7 +57,8 @@ async fn list_claims(api: Api) -> Result<Json<ClaimList>, ApiError> {
 #[utoipa::path(post, path = "/api/directory/claims", request_body = NewClaim, responses(
     (status = 201, description = "Claimed: put the token in the manifest, then verify", body = NewClaimView),
     (status = 400, description = "Not a URL", body = ErrorBody),
-    (status = 409, description = "You claimed this origin already", body = ErrorBody),
+    (status = 409, description = "You claimed this origin already, or have as many claims waiting for verification \
+                                   as one user may (50 by default): verify or withdraw one", body = ErrorBody),
 ))]
 async fn claim(api: Api, JsonBody(form): JsonBody<NewClaim>) -> Result<Response, ApiError> {
     let claim = service::create_claim(&api.state, api.user.id, &form.url).await?;
@@ -70,6 +72,14 @@ async fn claim(api: Api, JsonBody(form): JsonBody<NewClaim>) -> Result<Response,
 ))]
 async fn verify(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Json<Verified>, ApiError> {
     service::verify_claim(&api.state, api.user.id, id).await.map(Json)
+}
+
+/// Withdraw a claim not verified yet (a verified one stands for its listing)
+#[utoipa::path(delete, path = "/api/directory/claims/{id}", responses(
+    (status = 204, description = "Withdrawn"),
+))]
+async fn withdraw(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<StatusCode, ApiError> {
+    service::withdraw_claim(&api.state, api.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
 }
 
 /// Collection health of the site a verified claim lists: per metric, over 7 or 28 days, how

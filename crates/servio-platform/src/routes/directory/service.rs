@@ -115,7 +115,20 @@ pub(crate) async fn create_claim(state: &AppState, user_id: i64, url: &str) -> R
     let url = if url.contains("://") { url.to_owned() } else { format!("https://{url}") };
     let origin = origin_of(&url).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let origin = origin.as_str().trim_end_matches('/');
-    Ok(state.store.create_claim(user_id, origin, &new_verification_token()?, now()).await?)
+    let limit = state.quotas.pending_claims;
+    match state.store.create_claim(user_id, origin, &new_verification_token()?, now(), limit).await {
+        Err(servio_store::StoreError::AtLimit { limit, .. }) => Err(ApiError::Conflict(format!(
+            "you have {limit} claims waiting for verification, the most one user may have: verify one, or withdraw \
+             one you no longer pursue (DELETE /api/directory/claims/{{id}}), before claiming another origin"
+        ))),
+        claim => Ok(claim?),
+    }
+}
+
+/// Withdraws one of the user's claims that is not verified; "not found" when there is none
+/// such (another user's, or one a listing stands on).
+pub(crate) async fn withdraw_claim(state: &AppState, user_id: i64, id: i64) -> Result<(), ApiError> {
+    if state.store.delete_pending_claim(user_id, id).await? { Ok(()) } else { Err(ApiError::NotFound) }
 }
 
 /// What a new claim answers: the claim, and what to do next.
