@@ -956,6 +956,7 @@ mod tests {
                 slot: servio_store::testing::day_slot(user.id, site, day, &dates[day as usize]),
                 not_before: 0,
                 deadline: i64::MAX,
+                kind: JobKind::Scheduled,
             })
             .collect();
         store.enqueue_jobs(&jobs, 0).await.unwrap();

@@ -1237,7 +1237,7 @@ async fn the_call_log_keeps_bounded_fields_and_reads_in_pages() {
 async fn a_listing_name_with_nul_is_stored_alike_on_both_stores() {
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), &format!("listing-{}@example.com", name.replace(' ', "-"))).await;
-        let claim = store.create_claim(user, "https://nul.example", "wmcp_verify_x", 0).await.unwrap();
+        let claim = store.create_claim(user, "https://nul.example", "wmcp_verify_x", 0, 50).await.unwrap();
         let listing = servio_store::Listing {
             site_id: site,
             claim_id: claim.id,
