@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use servio_platform::throttle::{Throttle, ThrottleConfig};
 use servio_platform::upkeep::Retention;
 use servio_platform::{AppState, router};
 
@@ -31,9 +32,15 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         // The platform fetches user-supplied URLs: the public guard, unless told otherwise.
         let client = platform.client(false, None)?;
         let oauth = platform.oauth(format!("http://{local}"))?;
-        let mut state = AppState::new(Arc::from(store), client, secrets, oauth);
+        let mut state = AppState::with_checks(Arc::from(store), client, secrets, oauth, platform.checks.config());
         let days = |n: u64| Duration::from_secs(n * 86_400);
-        state.retention = Retention { attempts: days(args.keep_attempts_days), calls: days(args.keep_calls_days) };
+        state.retention = Retention {
+            attempts: days(args.keep_attempts_days),
+            calls: days(args.keep_calls_days),
+            versions_per_site: i64::try_from(args.versions_per_site).unwrap_or(i64::MAX),
+        };
+        let throttle = ThrottleConfig { refresh_per_site: Duration::from_secs(args.refresh_every), ..Default::default() };
+        state.throttle = Arc::new(Throttle::new(&throttle));
         if let Some(addr) = args.process.metrics_addr {
             let metrics = serve_metrics(addr, state.store.clone()).await?;
             println!("Metrics on http://{metrics}/metrics");

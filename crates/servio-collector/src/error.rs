@@ -70,6 +70,9 @@ pub enum Error {
     /// values, its oldest credential): the database's credentials were sealed with another.
     #[error("the secret key does not match this database's: its credentials were sealed with another key")]
     KeyMismatch,
+    /// Every manifest check was taken for longer than a request waits.
+    #[error(transparent)]
+    Busy(#[from] crate::manifests::Busy),
 }
 
 /// What kind of failure an [`Error`] is, for callers that answer differently.
@@ -86,6 +89,9 @@ pub enum ErrorKind {
     Configuration,
     /// A time zone or period could not be worked out.
     Period,
+    /// The platform is busy checking manifests: try again after the [`crate::manifests::Busy`]'s
+    /// `retry_after`.
+    Busy,
 }
 
 impl Error {
@@ -102,6 +108,7 @@ impl Error {
             | Error::KeyFileFormat { .. }
             | Error::Randomness(_)
             | Error::KeyMismatch => ErrorKind::Configuration,
+            Error::Busy(_) => ErrorKind::Busy,
         }
     }
 

@@ -7,5 +7,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod big_manifest;
 mod harness;
+mod refreshes;
 mod smoke;
