@@ -39,7 +39,8 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
             calls: days(args.keep_calls_days),
             versions_per_site: i64::try_from(args.versions_per_site).unwrap_or(i64::MAX),
         };
-        let throttle = ThrottleConfig { refresh_per_site: Duration::from_secs(args.refresh_every), ..Default::default() };
+        let throttle =
+            ThrottleConfig { refresh_per_site: Duration::from_secs(args.refresh_every), ..Default::default() };
         state.throttle = Arc::new(Throttle::new(&throttle));
         if let Some(addr) = args.process.metrics_addr {
             let metrics = serve_metrics(addr, state.store.clone()).await?;

@@ -343,11 +343,17 @@ mod tests {
     #[tokio::test]
     async fn the_cache_is_bounded_in_bytes() {
         let text = manifest("1.0.0");
-        let cache = ManifestCache::new(CheckConfig { cache_bytes: weight(text.len(), 4) * 3, ..CheckConfig::default() });
+        let cache =
+            ManifestCache::new(CheckConfig { cache_bytes: weight(text.len(), 4) * 3, ..CheckConfig::default() });
         for patch in 0..20 {
             cache.get(ORIGIN, &manifest(&format!("1.0.{patch}")), Wait::Bounded).await.unwrap();
         }
-        assert!(cache.texts.weight() <= cache.texts.capacity(), "{} of {}", cache.texts.weight(), cache.texts.capacity());
+        assert!(
+            cache.texts.weight() <= cache.texts.capacity(),
+            "{} of {}",
+            cache.texts.weight(),
+            cache.texts.capacity()
+        );
         assert!(cache.texts.len() < 20);
     }
 

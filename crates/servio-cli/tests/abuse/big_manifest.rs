@@ -2,6 +2,10 @@
 //! 1.5 MB). The platform checked it again, uncached and on the async threads, for every vault
 //! list and three times for every site page (`GET /api/vault` took 19 s, for every request).
 //! Now each text is checked once, off the async threads, and the pages read its kept report.
+//!
+//! A debug build checks some 15 ms of CPU a tool (each input schema against the meta-schema),
+//! so 20,000 tools would take minutes to check even once on a shared machine: the test uses
+//! [`TOOLS`], enough that one check takes seconds, which every request used to pay.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +16,7 @@ use servio_demo_site::DemoAuth;
 use crate::harness::{Backend, SITE_TOKEN, WithMetrics, start_site, within};
 
 /// Tools added to the demo site's manifest.
-const TOOLS: usize = 20_000;
+const TOOLS: usize = 2_000;
 /// How long one answer may take once the text was checked (a debug build, two cores shared).
 const ANSWER_BOUND: Duration = Duration::from_secs(2);
 /// How many times each page is asked.
@@ -23,7 +27,9 @@ const ROUNDS: usize = 10;
 fn many_tools(manifest: &mut Value) {
     let tools = manifest["tools"].as_array_mut().expect("the demo manifest has tools");
     for i in 0..TOOLS {
-        tools.push(json!({ "name": format!("Tool{i}"), "description": "Does it", "input_schema": { "type": "object" } }));
+        tools.push(
+            json!({ "name": format!("Tool{i}"), "description": "Does it", "input_schema": { "type": "object" } }),
+        );
     }
 }
 
@@ -32,8 +38,6 @@ fn many_tools(manifest: &mut Value) {
 async fn a_large_manifest_is_checked_once_and_its_pages_stay_fast() {
     let site = start_site(SITE_TOKEN, DemoAuth::Bearer).await;
     site.site.edit_manifest(Some(Arc::new(many_tools)));
-    let size = serde_json::to_vec(&site.site.manifest()).unwrap().len();
-    assert!(size > 1_200_000, "the manifest is {size} bytes");
     for backend in Backend::all().await {
         let started = WithMetrics::start(&backend, &site, &[]).await;
         let platform = &started.platform;

@@ -311,13 +311,20 @@ impl WithMetrics {
         while url.is_none() || metrics_url.is_none() {
             let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await.unwrap().unwrap();
             let line = line.unwrap_or_else(|| panic!("serve ended early:\n{}", std::fs::read_to_string(&log).unwrap()));
-            let word = |prefix: &str| line.strip_prefix(prefix).and_then(|rest| rest.split(' ').next()).map(str::to_owned);
+            let word =
+                |prefix: &str| line.strip_prefix(prefix).and_then(|rest| rest.split(' ').next()).map(str::to_owned);
             url = url.or(word("Servio platform on "));
             metrics_url = metrics_url.or(word("Metrics on "));
         }
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        let platform =
-            Platform { child, url: url.unwrap(), backend: backend.clone(), data_dir, log, http: reqwest::Client::new() };
+        let platform = Platform {
+            child,
+            url: url.unwrap(),
+            backend: backend.clone(),
+            data_dir,
+            log,
+            http: reqwest::Client::new(),
+        };
         WithMetrics { platform, metrics_url: metrics_url.unwrap() }
     }
 

@@ -5,9 +5,9 @@
 //!
 //! One module per point of the issue; `harness` starts the platform and the hostile site.
 
+mod big_manifest;
 #[path = "../common/mod.rs"]
 mod common;
-mod big_manifest;
 mod harness;
 mod refreshes;
 mod smoke;

@@ -7,13 +7,13 @@
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 use servio_client::{DiscoveryError, discover};
+use servio_collector::manifests::{CheckedText, Wait};
 use servio_manifest::diff::{TextPart, ToolChange, words};
 use servio_manifest::report_json::to_json;
 use servio_manifest::{Report, Site};
-use servio_collector::manifests::{CheckedText, Wait};
 use servio_store::{Approval, FetchedManifest, SiteRecord, VaultEntry, Version};
-use utoipa::ToSchema;
 use std::sync::Arc;
+use utoipa::ToSchema;
 
 use crate::approval::{Pending, acting_manifest, still_offered};
 use crate::error::ApiError;
@@ -426,7 +426,11 @@ impl EntryTexts {
 /// A vault entry for its owner, as it acts for them: the approved manifest's report and tools
 /// (a changed tool shown as approved and marked `held_back`, a removed one gone), and what
 /// changed since they approved, against the site's current version `version`.
-pub(crate) async fn entry_view(state: &AppState, entry: &VaultEntry, version: Option<i64>) -> Result<SiteView, ApiError> {
+pub(crate) async fn entry_view(
+    state: &AppState,
+    entry: &VaultEntry,
+    version: Option<i64>,
+) -> Result<SiteView, ApiError> {
     let texts = EntryTexts::of(state, entry).await?;
     let pending = texts.pending(state, entry).await?;
     let latest = texts.latest.report.manifest.as_ref();
@@ -466,7 +470,11 @@ async fn current_version_id(state: &AppState, site_id: i64) -> Result<Option<i64
 /// Whether changes of the site wait for the user: changes that need approval, not set aside
 /// with "keep the approved version" against the site's current version `version`. Both texts
 /// come checked from the manifest cache (the vault list and the dashboard ask on every request).
-pub(crate) async fn changes_waiting(state: &AppState, entry: &VaultEntry, version: Option<i64>) -> Result<bool, ApiError> {
+pub(crate) async fn changes_waiting(
+    state: &AppState,
+    entry: &VaultEntry,
+    version: Option<i64>,
+) -> Result<bool, ApiError> {
     let acting = acting_manifest(entry);
     if acting == entry.site.manifest || entry.kept_version.is_some_and(|kept| Some(kept) == version) {
         return Ok(false);
