@@ -143,6 +143,16 @@ pub struct ServeArgs {
     /// Days the AI gateway's call log is kept.
     #[arg(long, env = "SERVIO_KEEP_CALLS_DAYS", default_value_t = 90, value_name = "DAYS", value_parser = clap::value_parser!(u64).range(1..=36_500), hide_env_values = true)]
     pub keep_calls_days: u64,
+    /// Versions of each site's manifest kept: the newest N, plus every version a user still
+    /// has approved or kept; older ones are deleted when a refresh stores a new one, and
+    /// every minute.
+    #[arg(long, env = "SERVIO_VERSIONS_PER_SITE", default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000), hide_env_values = true)]
+    pub versions_per_site: u64,
+    /// Seconds between two refreshes of one site's manifest on request (by any of its users);
+    /// one sooner is answered 429 with Retry-After. The periodic refresh is not limited. 0
+    /// turns the limit off.
+    #[arg(long, env = "SERVIO_REFRESH_EVERY", default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=86_400), hide_env_values = true)]
+    pub refresh_every: u64,
     #[command(flatten)]
     pub quotas: QuotaArgs,
 }
@@ -224,6 +234,42 @@ pub struct PlatformArgs {
     pub oauth_client: Vec<String>,
     #[command(flatten)]
     pub limits: CallLimitArgs,
+    #[command(flatten)]
+    pub checks: CheckPoolArgs,
+}
+
+/// How the platform checks manifests and validates tool arguments: off the request threads, a
+/// bounded number at once, each text's report kept.
+#[derive(Debug, Clone, Args)]
+pub struct CheckPoolArgs {
+    /// Manifest checks and tool-argument validations run at once, each on a thread of its own
+    /// (default: the number of cores). A large or hostile manifest takes seconds of CPU to
+    /// check; requests and /healthz never wait behind it.
+    #[arg(long, env = "SERVIO_CHECK_CONCURRENCY", hide_env_values = true, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub check_concurrency: Option<u64>,
+    /// How long a request waits for a free check, in seconds; then it is answered 503 with
+    /// Retry-After (background collection waits its turn instead).
+    #[arg(long, env = "SERVIO_CHECK_WAIT", hide_env_values = true, default_value_t = 5, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub check_wait: u64,
+    /// Reports of checked manifests kept in memory, in MiB (estimated: eight times the text
+    /// plus 256 bytes a diagnostic); each text is checked once while it is kept.
+    #[arg(long, env = "SERVIO_CHECK_CACHE_MIB", hide_env_values = true, default_value_t = 256, value_name = "MIB",
+          value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub check_cache_mib: u64,
+}
+
+impl CheckPoolArgs {
+    /// The collector's settings for these flags.
+    pub fn config(&self) -> servio_collector::CheckConfig {
+        let default = servio_collector::CheckConfig::default();
+        servio_collector::CheckConfig {
+            concurrency: self.check_concurrency.map_or(default.concurrency, |n| usize::try_from(n).unwrap_or(1)),
+            wait: std::time::Duration::from_secs(self.check_wait),
+            cache_bytes: self.check_cache_mib * 1024 * 1024,
+        }
+    }
 }
 
 /// How a long-running command logs to standard error.

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use servio_collector::BackfillLimits;
 use servio_platform::quotas::Quotas;
+use servio_platform::throttle::{Throttle, ThrottleConfig};
 use servio_platform::upkeep::Retention;
 use servio_platform::{AppState, router};
 
@@ -33,9 +34,16 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         // The platform fetches user-supplied URLs: the public guard, unless told otherwise.
         let client = platform.client(false, None)?;
         let oauth = platform.oauth(format!("http://{local}"))?;
-        let mut state = AppState::new(Arc::from(store), client, secrets, oauth);
+        let mut state = AppState::with_checks(Arc::from(store), client, secrets, oauth, platform.checks.config());
         let days = |n: u64| Duration::from_secs(n * 86_400);
-        state.retention = Retention { attempts: days(args.keep_attempts_days), calls: days(args.keep_calls_days) };
+        state.retention = Retention {
+            attempts: days(args.keep_attempts_days),
+            calls: days(args.keep_calls_days),
+            versions_per_site: i64::try_from(args.versions_per_site).unwrap_or(i64::MAX),
+        };
+        let throttle =
+            ThrottleConfig { refresh_per_site: Duration::from_secs(args.refresh_every), ..Default::default() };
+        state.throttle = Arc::new(Throttle::new(&throttle));
         let quotas = &args.quotas;
         state.quotas = Quotas {
             api_tokens: quotas.max_api_tokens,

@@ -33,7 +33,7 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
         // A renewed OAuth token is what the platform's gateways must not keep using.
         let announcing = store.clone();
         credentials.on_change(move |change| announce(announcing.clone(), context_notice(change.user_id)));
-        let collector = Collector::new(store.clone(), client, Arc::new(credentials));
+        let collector = Collector::with_checks(store.clone(), client, Arc::new(credentials), platform.checks.config());
         // New values are what the platform's kept dashboards must not keep showing.
         collector.on_stored(move |users| announce(store.clone(), new_values_notices(users)));
         let owner = args.id.clone().unwrap_or_else(|| servio_collector::process_owner("worker"));

@@ -10,6 +10,8 @@
 //! classification of an answer (stored, dropped, a permanent or a transient failure) that
 //! `servio brief test` shows, so that the dry run judges as the platform does.
 
+use std::sync::Arc;
+
 use jiff::civil::Date;
 use serde_json::Value;
 use servio_client::{CallError, ToolCall};
@@ -19,9 +21,8 @@ use servio_manifest::{Metric, ValuePath};
 use servio_store::{CollectionResult, SiteRecord, Slot, User, VaultEntry};
 use tracing::Instrument;
 
-use crate::approval::acting_manifest;
 use crate::credentials::Retried;
-use crate::manifests::CheckedManifest;
+use crate::manifests::{CheckedManifest, Refusal, Wait};
 use crate::{Collector, Error};
 
 /// What one collection came to.
@@ -179,7 +180,7 @@ pub(crate) struct ToolAsk<'a> {
     /// Whose.
     pub(crate) user: &'a User,
     /// The manifest acting for them.
-    pub(crate) checked: &'a CheckedManifest,
+    pub(crate) checked: &'a Arc<CheckedManifest>,
     /// The site and the token it is called with.
     pub(crate) bearer: Bearer<'a>,
     /// The tool, unprefixed.
@@ -261,21 +262,28 @@ pub fn retry_deadline(period: &Period) -> Option<jiff::Timestamp> {
 }
 
 impl Collector {
-    /// Calls `tool` with `args`, checked by its compiled validator; a tool the manifest lacks,
-    /// or whose schema cannot be used, fails with the reason.
+    /// Calls `tool` with `args`, checked by its compiled validator off the async threads
+    /// ([`crate::ManifestCache::validate`]); a tool the manifest lacks, or whose schema cannot
+    /// be used, fails with the reason.
     async fn call_tool(
         &self,
-        checked: &CheckedManifest,
+        checked: &Arc<CheckedManifest>,
         tool: &str,
         args: &serde_json::Value,
         token: Option<&str>,
     ) -> Result<Vec<u8>, CallError> {
-        let validator = match checked.validator_of(tool) {
-            Some(Err(unusable)) => return Err(CallError::BadSchema(unusable.message.clone())),
-            // Without a validator, a tool the manifest lacks fails saying which tools there are.
-            found => found.and_then(|compiled| compiled.as_ref().ok()),
+        let Some(index) = checked.tool_index(tool) else {
+            // The client's own lookup fails saying which tools there are.
+            return ToolCall { manifest: &checked.manifest, name: tool, args, token }.send(&self.client, None).await;
         };
-        ToolCall { manifest: &checked.manifest, name: tool, args, token }.send(&self.client, validator).await
+        // Background collection waits its turn: its calls in flight are bounded by the worker.
+        match self.manifests.validate(checked, index, args, Wait::Turn).await {
+            Ok(()) => {}
+            Err(Refusal::Unusable(reason)) => return Err(CallError::BadSchema(reason)),
+            Err(Refusal::Invalid(problems)) => return Err(CallError::InvalidArguments(problems)),
+            Err(Refusal::Busy(busy)) => return Err(CallError::BadSchema(busy.to_string())),
+        }
+        servio_client::post_tool(&self.client, &checked.manifest.server_url, tool, args, token).await
     }
 
     /// Calls a tool with its arguments and the user's credential, once for every metric that
@@ -329,7 +337,7 @@ impl Collector {
     pub async fn backfill(&self, user: &User, entry: &VaultEntry, first: Date, last: Date) -> Result<Summary, Error> {
         let span = tracing::info_span!("backfill", user_id = user.id, site_id = entry.site.id, %first, %last);
         async move {
-            let checked = self.manifests.get(entry.site.id, acting_manifest(entry)).ok_or(Error::NoBrief)?;
+            let checked = self.acting(entry, Wait::Bounded).await?.ok_or(Error::NoBrief)?;
             let brief = checked.brief.as_ref().ok_or(Error::NoBrief)?;
             let zone = servio_manifest::period::zone(&user.time_zone)
                 .map_err(|source| Error::Zone { zone: user.time_zone.clone(), source })?;

@@ -95,6 +95,9 @@ pub enum Error {
     /// values, its oldest credential): the database's credentials were sealed with another.
     #[error("the secret key does not match this database's: its credentials were sealed with another key")]
     KeyMismatch,
+    /// Every manifest check was taken for longer than a request waits.
+    #[error(transparent)]
+    Busy(#[from] crate::manifests::Busy),
 }
 
 /// What kind of failure an [`Error`] is, for callers that answer differently.
@@ -115,6 +118,9 @@ pub enum ErrorKind {
     TooLarge,
     /// A backfill would pass the user's limit in flight: it may be asked again later.
     AtLimit,
+    /// The platform is busy checking manifests: try again after the [`crate::manifests::Busy`]'s
+    /// `retry_after`.
+    Busy,
 }
 
 impl Error {
@@ -133,6 +139,7 @@ impl Error {
             | Error::KeyFileFormat { .. }
             | Error::Randomness(_)
             | Error::KeyMismatch => ErrorKind::Configuration,
+            Error::Busy(_) => ErrorKind::Busy,
         }
     }
 

@@ -19,9 +19,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::approval::acting_manifest;
 use crate::collect::{Bearer, DEADLINE, Reading, Summary, ToolAsk, args_of, shared_calls};
-use crate::manifests::CheckedManifest;
+use crate::manifests::{CheckedManifest, Wait};
 use crate::plan::{Planner, next_retry, periods_between, settle_delay};
 use crate::{Collector, Error};
 
@@ -171,7 +170,7 @@ impl Collector {
             let mut planner = Planner::new(now);
             let mut planned = Vec::new();
             for (user, entry) in entries {
-                let Some(checked) = self.manifests.get(entry.site.id, acting_manifest(&entry)) else { continue };
+                let Some(checked) = self.acting(&entry, Wait::Turn).await? else { continue };
                 let Some(brief) = &checked.brief else { continue };
                 match plan_entry(self, &user, entry.site.id, brief, &mut planner).await {
                     Ok(due) => planned.extend(due),
@@ -197,7 +196,7 @@ impl Collector {
     /// the next planning round, so the next claim of any worker collects them; returns how
     /// many jobs are new.
     pub async fn plan_entry(&self, user: &User, entry: &VaultEntry, now: Timestamp) -> Result<u64, Error> {
-        let Some(checked) = self.manifests.get(entry.site.id, acting_manifest(entry)) else { return Ok(0) };
+        let Some(checked) = self.acting(entry, Wait::Bounded).await? else { return Ok(0) };
         let Some(brief) = &checked.brief else { return Ok(0) };
         let planned = plan_entry(self, user, entry.site.id, brief, &mut Planner::new(now)).await?;
         Ok(enqueue(self, &planned, now).await?)
@@ -219,7 +218,7 @@ impl Collector {
         (first, last): (jiff::civil::Date, jiff::civil::Date),
         now: Timestamp,
     ) -> Result<u64, Error> {
-        let checked = self.manifests.get(entry.site.id, acting_manifest(entry)).ok_or(Error::NoBrief)?;
+        let checked = self.acting(entry, Wait::Bounded).await?.ok_or(Error::NoBrief)?;
         let brief = checked.brief.as_ref().ok_or(Error::NoBrief)?;
         let zone = servio_manifest::period::zone(&user.time_zone)
             .map_err(|source| Error::Zone { zone: user.time_zone.clone(), source })?;
@@ -338,7 +337,7 @@ struct LoadedEntry {
 /// What the jobs of a (user, site) need from its vault `entry`; `Err` with the resolution of
 /// all its jobs when they cannot be done.
 async fn load_entry(collector: &Collector, user: User, entry: VaultEntry) -> Result<LoadedEntry, Resolution> {
-    let checked = collector.manifests.get(entry.site.id, acting_manifest(&entry));
+    let checked = collector.acting(&entry, Wait::Turn).await.ok().flatten();
     let Some(checked) = checked.filter(|checked| checked.brief.is_some()) else {
         return Err(Resolution::Failed("the site's manifest no longer has a valid brief".into()));
     };
@@ -576,7 +575,7 @@ impl Collector {
         let span = tracing::info_span!("collect_due", user_id = user.id, site_id = entry.site.id);
         async move {
             let now = planner.now();
-            let Some(checked) = self.manifests.get(entry.site.id, acting_manifest(entry)) else {
+            let Some(checked) = self.acting(entry, Wait::Bounded).await? else {
                 return Ok(Summary::default());
             };
             let Some(brief) = &checked.brief else { return Ok(Summary::default()) };

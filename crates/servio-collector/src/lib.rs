@@ -64,7 +64,7 @@ use servio_store::Store;
 pub use credentials::Credentials;
 pub use error::{Error, ErrorKind};
 pub use jobs::{BackfillLimits, WorkerConfig};
-pub use manifests::ManifestCache;
+pub use manifests::{Busy, CheckConfig, ManifestCache};
 
 /// Collects: what `servio worker` runs, and what the platform's collect-now, backfill and
 /// scheduler call. Cloning is cheap (shared parts).
@@ -90,13 +90,24 @@ impl std::fmt::Debug for Collector {
 impl Collector {
     /// A collector over `store`, calling sites through `client` with `credentials`.
     pub fn new(store: Arc<dyn Store>, client: Client, credentials: Arc<Credentials>) -> Collector {
+        Collector::with_checks(store, client, credentials, CheckConfig::default())
+    }
+
+    /// [`Collector::new`], running manifest checks and argument validations as `checks` says.
+    pub fn with_checks(
+        store: Arc<dyn Store>,
+        client: Client,
+        credentials: Arc<Credentials>,
+        checks: CheckConfig,
+    ) -> Collector {
+        let manifests = Arc::new(ManifestCache::new(checks));
         Collector {
             store,
             client,
             credentials,
-            manifests: Arc::default(),
+            manifests,
             stored_hooks: Arc::default(),
-            backfill_limits: jobs::BackfillLimits::default(),
+            backfill_limits: BackfillLimits::default(),
         }
     }
 
@@ -145,5 +156,15 @@ impl Collector {
     /// the dashboard).
     pub fn manifests(&self) -> &Arc<ManifestCache> {
         &self.manifests
+    }
+
+    /// The checked manifest acting for the user of `entry` (the one they approved), checked
+    /// off the async threads unless checked before; `None` when it is not a valid manifest.
+    pub async fn acting(
+        &self,
+        entry: &servio_store::VaultEntry,
+        wait: manifests::Wait,
+    ) -> Result<Option<Arc<manifests::CheckedManifest>>, manifests::Busy> {
+        self.manifests.get(&entry.site.origin, approval::acting_manifest(entry), wait).await
     }
 }

@@ -1,25 +1,77 @@
-//! The one cache of checked manifests, shared by the collector's jobs, the AI gateway and the
-//! dashboard: checking a manifest (and compiling a tool's argument schema) costs far more than
-//! the call it is needed for.
+//! The one place manifests are checked and tool arguments validated on the platform, and the
+//! one cache of what checking gave, shared by the collector's jobs, the AI gateway, the vault,
+//! the dashboard and refresh.
 //!
-//! **Keyed** by site id and the manifest's text: a site whose stored text changes is checked
-//! again, and users who have not approved the change yet keep acting on the version before it,
-//! so a few versions of one site are kept at once ([`VERSIONS_PER_SITE`], the oldest dropped
-//! first). **Bounded**: past [`SITES_LIMIT`] sites the cache is emptied at once (a check again
-//! is cheap enough to make this rare event harmless). A text that is not a valid manifest is
-//! remembered as such, so it is not checked again on every request either.
+//! **Off the async threads.** A check of a large or hostile manifest, or the validation of
+//! arguments against a hostile schema, takes seconds of CPU. Every check and validation runs on
+//! tokio's blocking pool, at most [`CheckConfig::concurrency`] at once (a semaphore), so
+//! `/healthz` and other users' requests never wait behind it. A request waits at most
+//! [`CheckConfig::wait`] for its turn and is then answered [`Busy`] (the platform's `503` with
+//! `Retry-After`) rather than queueing without limit; background collection waits its turn
+//! (its own number in flight is bounded by the worker's `--in-flight`).
+//!
+//! **Once per text.** The report of a stored text never changes (for a given build), so it is
+//! kept, keyed by the site's origin (the name lints compare with it) and the whole text: the
+//! vault list, the site page, the versions list, the dashboard and refresh never check an
+//! already checked text again. Concurrent requests for the same text wait for the one check
+//! under way. A text that is not a valid manifest is kept as such too.
+//!
+//! **Bounded in bytes**: [`CheckConfig::cache_bytes`], each entry weighed by an estimate of
+//! what it holds ([`weight`]); past the bound the least used entries go first (`quick_cache`).
+//! Nothing needs invalidating: a changed text is another key.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
+use std::time::Duration;
 
-use servio_manifest::schema::{ArgumentValidator, UnusableSchema};
-use servio_manifest::{Brief, CheckOptions, Diagnostic, Manifest};
+use quick_cache::sync::Cache;
+use serde_json::Value;
+use servio_manifest::schema::{ArgumentError, ArgumentValidator, UnusableSchema};
+use servio_manifest::{Brief, CheckOptions, Diagnostic, Manifest, Report, Site};
+use tokio::sync::Semaphore;
 
-/// Versions of one site's manifest kept at once.
-pub const VERSIONS_PER_SITE: usize = 4;
+/// How checks run: how many at once, how long a request waits for its turn, how many bytes of
+/// reports are kept.
+#[derive(Debug, Clone, Copy)]
+pub struct CheckConfig {
+    /// Checks and argument validations running at once (each on a thread of the blocking pool).
+    pub concurrency: usize,
+    /// How long a request waits for a free check before it is answered [`Busy`].
+    pub wait: Duration,
+    /// The estimated bytes of checked manifests kept.
+    pub cache_bytes: u64,
+}
 
-/// Sites kept at most; past this the cache starts again empty.
-pub const SITES_LIMIT: usize = 4096;
+/// The default bound of the cache: 256 MiB.
+pub const DEFAULT_CACHE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The default wait for a free check: 5 seconds.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(5);
+
+impl Default for CheckConfig {
+    fn default() -> CheckConfig {
+        CheckConfig {
+            concurrency: std::thread::available_parallelism().map_or(2, usize::from),
+            wait: DEFAULT_WAIT,
+            cache_bytes: DEFAULT_CACHE_BYTES,
+        }
+    }
+}
+
+/// Every check was taken for longer than a request waits: try again after `retry_after`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the platform is busy checking manifests ({concurrency} at once, none free for {} s); try again in {} s",
+    .waited.as_secs(),
+    .retry_after.as_secs()
+)]
+pub struct Busy {
+    /// How many checks run at once.
+    pub concurrency: usize,
+    /// How long the request waited.
+    pub waited: Duration,
+    /// When to try again.
+    pub retry_after: Duration,
+}
 
 /// A valid manifest, checked once: typed, with its brief when that is valid, and each tool's
 /// argument validator compiled on first use.
@@ -30,7 +82,7 @@ pub struct CheckedManifest {
     pub brief: Option<Brief>,
     /// Why the brief is ignored, when it is (each error as `servio check` words it).
     pub brief_errors: Vec<Diagnostic>,
-    validators: Vec<OnceLock<Result<ArgumentValidator, UnusableSchema>>>,
+    validators: Vec<std::sync::OnceLock<Result<ArgumentValidator, UnusableSchema>>>,
 }
 
 impl std::fmt::Debug for CheckedManifest {
@@ -40,16 +92,21 @@ impl std::fmt::Debug for CheckedManifest {
 }
 
 impl CheckedManifest {
-    /// Checks `text`; `None` when it is not a valid manifest.
-    pub fn check(text: &str) -> Option<CheckedManifest> {
-        let report = servio_manifest::check(text.as_bytes(), &CheckOptions::default());
-        let manifest = report.manifest?;
-        let validators = manifest.tools.iter().map(|_| OnceLock::new()).collect();
-        Some(CheckedManifest { manifest, brief: report.brief, brief_errors: report.brief_errors, validators })
+    /// The checked manifest of `report`; `None` when it is not a valid manifest.
+    pub fn of(report: &Report) -> Option<CheckedManifest> {
+        let manifest = report.manifest.clone()?;
+        let validators = manifest.tools.iter().map(|_| std::sync::OnceLock::new()).collect();
+        Some(CheckedManifest {
+            manifest,
+            brief: report.brief.clone(),
+            brief_errors: report.brief_errors.clone(),
+            validators,
+        })
     }
 
     /// The argument validator of the manifest's tool at `index`, compiled on first use; an
-    /// error says why the tool's schema cannot be used.
+    /// error says why the tool's schema cannot be used. Compiling takes long for a large
+    /// schema: call it through [`ManifestCache::validate`], off the async threads.
     ///
     /// # Panics
     /// When `index` is not the index of one of the manifest's tools.
@@ -57,54 +114,189 @@ impl CheckedManifest {
         self.validators[index].get_or_init(|| ArgumentValidator::new(&self.manifest.tools[index].input_schema))
     }
 
-    /// The argument validator of the tool named `tool`; `None` when the manifest has no such
-    /// tool.
-    pub fn validator_of(&self, tool: &str) -> Option<&Result<ArgumentValidator, UnusableSchema>> {
-        let index = self.manifest.tools.iter().position(|t| t.name == tool)?;
-        Some(self.validator(index))
+    /// The index of the tool named `tool`; `None` when the manifest has no such tool.
+    pub fn tool_index(&self, tool: &str) -> Option<usize> {
+        self.manifest.tools.iter().position(|t| t.name == tool)
     }
 }
 
-/// One checked version of a site's manifest: its text and what checking it gave.
-struct Version {
-    text: String,
-    checked: Option<Arc<CheckedManifest>>,
+/// A stored text as checked: the report `servio check` gives for it, and the checked manifest
+/// when it is valid.
+pub struct CheckedText {
+    /// The whole report (errors, warnings, the brief's verdict).
+    pub report: Report,
+    /// The manifest ready for use, when the text is a valid one.
+    pub checked: Option<Arc<CheckedManifest>>,
+    weight: u64,
 }
 
-/// Checked manifests by site and text (see the module's documentation for its bounds).
-#[derive(Default)]
+impl std::fmt::Debug for CheckedText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckedText").field("valid", &self.report.is_valid()).finish_non_exhaustive()
+    }
+}
+
+/// What an entry of `text_bytes` bytes whose report has `diagnostics` diagnostics is taken to
+/// hold, in bytes: the key (the text), the parsed manifest twice (in the report and ready for
+/// use, JSON values take several times their text) and each diagnostic with its message.
+pub fn weight(text_bytes: usize, diagnostics: usize) -> u64 {
+    (text_bytes as u64).saturating_mul(8).saturating_add((diagnostics as u64).saturating_mul(256))
+}
+
+/// Whether a request waits a bounded time for a free check, or background work its turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// At most [`CheckConfig::wait`], then [`Busy`].
+    Bounded,
+    /// Until a check is free (background collection, bounded by its own number in flight).
+    Turn,
+}
+
+/// Why arguments cannot be sent.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The tool's schema cannot be used.
+    Unusable(String),
+    /// The arguments do not match it.
+    Invalid(Vec<ArgumentError>),
+    /// No free check.
+    Busy(Busy),
+}
+
+#[derive(Clone)]
+struct Weigh;
+
+impl quick_cache::Weighter<String, Arc<CheckedText>> for Weigh {
+    fn weight(&self, _key: &String, value: &Arc<CheckedText>) -> u64 {
+        value.weight
+    }
+}
+
+/// Checks and argument validations, off the async threads and bounded in number, and the
+/// reports of texts checked before (see the module's documentation for its bounds).
 pub struct ManifestCache {
-    sites: Mutex<HashMap<i64, Vec<Version>>>,
+    config: CheckConfig,
+    permits: Arc<Semaphore>,
+    texts: Cache<String, Arc<CheckedText>, Weigh>,
+}
+
+impl Default for ManifestCache {
+    fn default() -> ManifestCache {
+        ManifestCache::new(CheckConfig::default())
+    }
 }
 
 impl ManifestCache {
-    /// The checked manifest of site `site_id` whose text is `text`, checked now unless kept;
-    /// `None` when the text is not a valid manifest.
-    pub fn get(&self, site_id: i64, text: &str) -> Option<Arc<CheckedManifest>> {
-        if let Some(found) = self.kept(site_id, text) {
-            return found;
+    /// A cache running checks as `config` says.
+    pub fn new(config: CheckConfig) -> ManifestCache {
+        let concurrency = config.concurrency.max(1);
+        // One shard: an entry may be a large part of the bound, and a shard only holds entries
+        // smaller than its own part of it.
+        let options = quick_cache::OptionsBuilder::new()
+            .estimated_items_capacity(256)
+            .weight_capacity(config.cache_bytes)
+            .shards(1)
+            .build()
+            .expect("the options are complete");
+        ManifestCache {
+            config: CheckConfig { concurrency, ..config },
+            permits: Arc::new(Semaphore::new(concurrency)),
+            texts: Cache::with_options(options, Weigh, Default::default(), Default::default()),
         }
-        // Checked outside the lock: a check takes long enough to hold up every other caller.
-        let checked = CheckedManifest::check(text).map(Arc::new);
-        let mut sites = self.sites.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if sites.len() >= SITES_LIMIT && !sites.contains_key(&site_id) {
-            sites.clear();
-        }
-        let versions = sites.entry(site_id).or_default();
-        if !versions.iter().any(|version| version.text == text) {
-            if versions.len() >= VERSIONS_PER_SITE {
-                versions.remove(0);
-            }
-            versions.push(Version { text: text.to_owned(), checked: checked.clone() });
-        }
-        checked
     }
 
-    /// What is kept for `text` of `site_id`: `Some(verdict)` when it was checked before.
-    fn kept(&self, site_id: i64, text: &str) -> Option<Option<Arc<CheckedManifest>>> {
-        let sites = self.sites.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let version = sites.get(&site_id)?.iter().find(|version| version.text == text)?;
-        Some(version.checked.clone())
+    /// How checks run.
+    pub fn config(&self) -> CheckConfig {
+        self.config
+    }
+
+    /// Runs `work` on the blocking pool once one of the [`CheckConfig::concurrency`] permits is
+    /// free; with [`Wait::Bounded`], [`Busy`] when none is within [`CheckConfig::wait`].
+    pub async fn run<T: Send + 'static>(
+        &self,
+        wait: Wait,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, Busy> {
+        let permit = match wait {
+            Wait::Turn => self.permits.clone().acquire_owned().await.ok(),
+            Wait::Bounded => tokio::time::timeout(self.config.wait, self.permits.clone().acquire_owned())
+                .await
+                .map_err(|_| self.busy())?
+                .ok(),
+        };
+        let done = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            work()
+        });
+        match done.await {
+            Ok(value) => Ok(value),
+            Err(error) => match error.try_into_panic() {
+                // The work panicked: the caller's task fails the same way.
+                Ok(panic) => std::panic::resume_unwind(panic),
+                // The runtime is shutting down: nothing will run any more.
+                Err(_) => Err(self.busy()),
+            },
+        }
+    }
+
+    fn busy(&self) -> Busy {
+        Busy { concurrency: self.config.concurrency, waited: self.config.wait, retry_after: self.config.wait }
+    }
+
+    /// The report of `text` as served by the site at `origin`, checked now (off the async
+    /// threads) unless checked before.
+    pub async fn text(&self, origin: &str, text: &str, wait: Wait) -> Result<Arc<CheckedText>, Busy> {
+        let key = format!("{origin}\n{text}");
+        if let Some(found) = self.texts.get(key.as_str()) {
+            return Ok(found);
+        }
+        let (origin, owned) = (origin.to_owned(), text.to_owned());
+        let check = self.run(wait, move || {
+            let options = CheckOptions { site: Site::parse(&origin).ok(), allow: Vec::new() };
+            let report = servio_manifest::check(owned.as_bytes(), &options);
+            metrics::counter!("servio_manifest_checks_total").increment(1);
+            let diagnostics = report.errors.len() + report.warnings.len() + report.brief_errors.len();
+            let checked = CheckedManifest::of(&report).map(Arc::new);
+            Arc::new(CheckedText { report, checked, weight: weight(owned.len(), diagnostics) })
+        });
+        self.texts.get_or_insert_async(key.as_str(), check).await
+    }
+
+    /// The checked manifest of `text` served by `origin`; `None` when it is not a valid one.
+    pub async fn get(&self, origin: &str, text: &str, wait: Wait) -> Result<Option<Arc<CheckedManifest>>, Busy> {
+        Ok(self.text(origin, text, wait).await?.checked.clone())
+    }
+
+    /// Checks `source`, a text nobody stored (a manifest pasted to be tested), without keeping
+    /// its report.
+    pub async fn check_once(&self, source: Vec<u8>, options: CheckOptions) -> Result<Report, Busy> {
+        self.run(Wait::Bounded, move || {
+            metrics::counter!("servio_manifest_checks_total").increment(1);
+            servio_manifest::check(&source, &options)
+        })
+        .await
+    }
+
+    /// Validates `args` for the tool at `index` of `checked` (compiling its validator first, on
+    /// first use), off the async threads.
+    pub async fn validate(
+        &self,
+        checked: &Arc<CheckedManifest>,
+        index: usize,
+        args: &Value,
+        wait: Wait,
+    ) -> Result<(), Refusal> {
+        let (checked, args) = (checked.clone(), args.clone());
+        let outcome = self
+            .run(wait, move || match checked.validator(index) {
+                Err(unusable) => Err(Refusal::Unusable(unusable.message.clone())),
+                Ok(validator) => {
+                    let problems = validator.check(&args);
+                    if problems.is_empty() { Ok(()) } else { Err(Refusal::Invalid(problems)) }
+                }
+            })
+            .await;
+        outcome.map_err(Refusal::Busy)?
     }
 }
 
@@ -112,39 +304,73 @@ impl ManifestCache {
 mod tests {
     use super::*;
 
+    const ORIGIN: &str = "https://shop.example.com";
+
     fn manifest(version: &str) -> String {
         serde_json::json!({
             "name": "Shop", "version": version,
             "server": { "url": "https://shop.example.com/api" },
             "auth": { "type": "bearer" },
             "tools": [{ "name": "shop.getSales", "description": "Sales of one day",
-                        "input_schema": { "type": "object", "properties": {} } }],
+                        "input_schema": { "type": "object", "properties": { "day": { "type": "string" } } } }],
             "brief": { "metrics": [{ "key": "sales.revenue.daily", "tool": "shop.getSales", "valuePath": "total" }] }
         })
         .to_string()
     }
 
-    #[test]
-    fn a_text_is_checked_once_and_a_new_text_again() {
+    #[tokio::test]
+    async fn a_text_is_checked_once_and_a_new_text_again() {
         let cache = ManifestCache::default();
-        let first = cache.get(1, &manifest("1.0.0")).expect("valid");
+        let get = |text: String| {
+            let cache = &cache;
+            async move { cache.get(ORIGIN, &text, Wait::Bounded).await.unwrap() }
+        };
+        let first = get(manifest("1.0.0")).await.expect("valid");
         assert!(first.brief.is_some());
-        assert!(Arc::ptr_eq(&first, &cache.get(1, &manifest("1.0.0")).unwrap()), "kept");
-        let second = cache.get(1, &manifest("1.0.1")).unwrap();
+        assert!(Arc::ptr_eq(&first, &get(manifest("1.0.0")).await.unwrap()), "kept");
+        let second = get(manifest("1.0.1")).await.unwrap();
         assert!(!Arc::ptr_eq(&first, &second), "a changed text is checked again");
-        assert!(Arc::ptr_eq(&first, &cache.get(1, &manifest("1.0.0")).unwrap()), "both versions kept");
-        assert!(cache.get(2, "not a manifest").is_none());
-        assert!(first.validator_of("shop.getSales").unwrap().is_ok());
-        assert!(first.validator_of("shop.unknown").is_none());
+        assert!(Arc::ptr_eq(&first, &get(manifest("1.0.0")).await.unwrap()), "both versions kept");
+        assert!(get("not a manifest".into()).await.is_none());
+        let index = first.tool_index("shop.getSales").unwrap();
+        assert!(first.tool_index("shop.unknown").is_none());
+        let day = serde_json::json!({ "day": "2026-01-01" });
+        assert!(cache.validate(&first, index, &day, Wait::Bounded).await.is_ok());
+        let wrong = serde_json::json!({ "day": 1 });
+        assert!(matches!(cache.validate(&first, index, &wrong, Wait::Bounded).await, Err(Refusal::Invalid(_))));
     }
 
-    #[test]
-    fn only_a_few_versions_of_a_site_are_kept() {
-        let cache = ManifestCache::default();
-        let oldest = cache.get(1, &manifest("1.0.0")).unwrap();
-        for patch in 1..=VERSIONS_PER_SITE {
-            cache.get(1, &manifest(&format!("1.0.{patch}")));
+    #[tokio::test]
+    async fn the_cache_is_bounded_in_bytes() {
+        let text = manifest("1.0.0");
+        let cache =
+            ManifestCache::new(CheckConfig { cache_bytes: weight(text.len(), 4) * 3, ..CheckConfig::default() });
+        for patch in 0..20 {
+            cache.get(ORIGIN, &manifest(&format!("1.0.{patch}")), Wait::Bounded).await.unwrap();
         }
-        assert!(!Arc::ptr_eq(&oldest, &cache.get(1, &manifest("1.0.0")).unwrap()), "the oldest was dropped");
+        assert!(
+            cache.texts.weight() <= cache.texts.capacity(),
+            "{} of {}",
+            cache.texts.weight(),
+            cache.texts.capacity()
+        );
+        assert!(cache.texts.len() < 20);
+    }
+
+    /// Regression: checks ran on the async threads without a bound; a request now waits a
+    /// bounded time for a free one and is told the platform is busy.
+    #[tokio::test]
+    async fn a_request_waits_a_bounded_time_for_a_free_check() {
+        let wait = Duration::from_millis(50);
+        let cache = Arc::new(ManifestCache::new(CheckConfig { concurrency: 1, wait, ..CheckConfig::default() }));
+        let (hold, held) = std::sync::mpsc::channel::<()>();
+        let holder = cache.clone();
+        let blocked = tokio::spawn(async move { holder.run(Wait::Bounded, move || held.recv()).await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let busy = cache.get(ORIGIN, &manifest("1.0.0"), Wait::Bounded).await.unwrap_err();
+        assert_eq!(busy.retry_after, wait);
+        hold.send(()).unwrap();
+        blocked.await.unwrap().unwrap().unwrap();
+        assert!(cache.get(ORIGIN, &manifest("1.0.0"), Wait::Bounded).await.unwrap().is_some());
     }
 }

@@ -30,9 +30,20 @@ pub enum ApiError {
         /// Seconds until the next attempt is allowed.
         retry_after: u64,
     },
+    /// Too soon after the same action (a site's refresh on request): says what and when again.
+    #[error("{message}")]
+    TooSoon {
+        /// What was refused and why.
+        message: String,
+        /// Seconds until it is allowed.
+        retry_after: u64,
+    },
     /// Too many password checks waiting already.
     #[error("the server is busy: try again in a moment")]
     Busy,
+    /// Every manifest check was taken for longer than a request waits.
+    #[error("{0}")]
+    ChecksBusy(servio_collector::Busy),
     /// Not there, or not yours (the two are not told apart).
     #[error("not found")]
     NotFound,
@@ -69,12 +80,28 @@ impl From<servio_collector::Error> for ApiError {
     fn from(error: servio_collector::Error) -> ApiError {
         match error {
             servio_collector::Error::Store(error) => ApiError::from(error),
+            servio_collector::Error::Busy(busy) => ApiError::ChecksBusy(busy),
             error if error.kind() == servio_collector::ErrorKind::NothingToCollect => {
                 ApiError::BadRequest(error.to_string())
             }
             error if error.kind() == servio_collector::ErrorKind::TooLarge => ApiError::BadRequest(error.to_string()),
             error if error.kind() == servio_collector::ErrorKind::AtLimit => ApiError::Conflict(error.to_string()),
             error => ApiError::Internal(Box::new(error)),
+        }
+    }
+}
+
+impl From<servio_collector::Busy> for ApiError {
+    fn from(busy: servio_collector::Busy) -> ApiError {
+        ApiError::ChecksBusy(busy)
+    }
+}
+
+impl From<crate::refresh::RefreshError> for ApiError {
+    fn from(error: crate::refresh::RefreshError) -> ApiError {
+        match error {
+            crate::refresh::RefreshError::Store(error) => ApiError::from(error),
+            crate::refresh::RefreshError::Busy(busy) => ApiError::ChecksBusy(busy),
         }
     }
 }
@@ -100,8 +127,8 @@ impl ApiError {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized | ApiError::WrongCredentials => StatusCode::UNAUTHORIZED,
             ApiError::Csrf | ApiError::CrossSite => StatusCode::FORBIDDEN,
-            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Busy => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::TooManyRequests { .. } | ApiError::TooSoon { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Busy | ApiError::ChecksBusy(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -114,8 +141,9 @@ impl ApiError {
     /// The `Retry-After` seconds of a refusal that passes with time.
     pub fn retry_after(&self) -> Option<u64> {
         match self {
-            ApiError::TooManyRequests { retry_after } => Some(*retry_after),
+            ApiError::TooManyRequests { retry_after } | ApiError::TooSoon { retry_after, .. } => Some(*retry_after),
             ApiError::Busy => Some(1),
+            ApiError::ChecksBusy(busy) => Some(busy.retry_after.as_secs().max(1)),
             _ => None,
         }
     }

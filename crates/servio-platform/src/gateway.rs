@@ -16,13 +16,14 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use servio_client::CallError;
 use servio_collector::credentials::{Renewal, Retried};
-use servio_collector::manifests::CheckedManifest;
+use servio_collector::manifests::{CheckedManifest, Refusal, Wait};
 use servio_manifest::Site;
 use servio_manifest::schema::ArgumentError;
-use servio_store::{Store, StoreError, ToolCall, User, VaultEntry};
+use servio_store::{Store, ToolCall, User, VaultEntry};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::AppState;
+use crate::error::ApiError;
 
 /// Kept user contexts beyond this many are swept of expired ones, which bounds memory.
 const CACHE_LIMIT: usize = 4096;
@@ -399,7 +400,7 @@ impl Catalogue {
         &self.tools
     }
 
-    fn find(&self, name: &str) -> Option<(&CatalogueTool, &VaultEntry, &CheckedManifest, usize)> {
+    fn find(&self, name: &str) -> Option<(&CatalogueTool, &VaultEntry, &Arc<CheckedManifest>, usize)> {
         let at = self.tools.iter().position(|tool| tool.name == name)?;
         let (site, tool) = self.places[at];
         let (entry, parsed) = &self.sites[site];
@@ -413,7 +414,7 @@ struct UserContext {
     log_arguments: bool,
 }
 
-async fn context(state: &AppState, user: &User) -> Result<Arc<UserContext>, StoreError> {
+async fn context(state: &AppState, user: &User) -> Result<Arc<UserContext>, ApiError> {
     if let Some(kept) = state.gateway.kept(user.id) {
         return Ok(kept);
     }
@@ -426,24 +427,26 @@ async fn context(state: &AppState, user: &User) -> Result<Arc<UserContext>, Stor
 
 /// The catalogue of `user`: the tools of the manifest each site was approved with (changed
 /// tools stay held back until the user approves them).
-pub async fn catalogue(state: &AppState, user: &User) -> Result<Arc<Catalogue>, StoreError> {
+/// Refused with [`ApiError::ChecksBusy`] when its manifests cannot be checked now.
+pub async fn catalogue(state: &AppState, user: &User) -> Result<Arc<Catalogue>, ApiError> {
     Ok(context(state, user).await?.catalogue.clone())
 }
 
-async fn read_catalogue(state: &AppState, user: &User) -> Result<Catalogue, StoreError> {
+async fn read_catalogue(state: &AppState, user: &User) -> Result<Catalogue, ApiError> {
     let entries = state.store.vault_entries(user.id).await?;
     let mut sites = Vec::with_capacity(entries.len());
     for entry in entries {
-        let text = crate::approval::acting_manifest(&entry);
-        match state.collector.manifests().get(entry.site.id, text) {
+        match state.collector.acting(&entry, Wait::Bounded).await? {
             Some(parsed) => sites.push((entry, parsed)),
             None => tracing::warn!(site = %entry.site.origin, "the approved manifest no longer parses"),
         }
     }
     let addresses: Vec<Option<Site>> = sites.iter().map(|(entry, _)| Site::parse(&entry.site.origin).ok()).collect();
     // A tool the site removed goes at once, even while its other changes wait for approval.
-    let latest: Vec<Option<Arc<CheckedManifest>>> =
-        sites.iter().map(|(entry, _)| state.collector.manifests().get(entry.site.id, &entry.site.manifest)).collect();
+    let mut latest: Vec<Option<Arc<CheckedManifest>>> = Vec::with_capacity(sites.len());
+    for (entry, _) in &sites {
+        latest.push(state.collector.manifests().get(&entry.site.origin, &entry.site.manifest, Wait::Bounded).await?);
+    }
     let mut pairs = Vec::new();
     let mut places = Vec::new();
     for (index, (address, (_, parsed))) in addresses.iter().zip(&sites).enumerate() {
@@ -502,6 +505,9 @@ pub enum Failure {
     /// The tool's `input_schema` cannot be used to check arguments (a remote `$ref`, say): the
     /// site's mistake, which no retry mends; says why.
     UnusableSchema(String),
+    /// No manifest check or argument validation was free for as long as a call waits: try
+    /// again after its `retry_after`.
+    Busy(servio_collector::Busy),
     /// The platform failed (details logged).
     Internal(String),
 }
@@ -518,6 +524,7 @@ impl Failure {
             Failure::SiteError { .. } => "site_error",
             Failure::NotJson(_) => "not_json",
             Failure::UnusableSchema(_) => "unusable_schema",
+            Failure::Busy(_) => "busy",
             Failure::Internal(_) => "internal",
         }
     }
@@ -561,6 +568,7 @@ impl std::fmt::Display for Failure {
                     "the tool's input_schema cannot be used, so it cannot be called until the site fixes it: {reason}"
                 )
             }
+            Failure::Busy(busy) => write!(f, "{busy}"),
             Failure::Internal(_) => f.write_str("the platform failed to make the call; try again"),
         }
     }
@@ -585,6 +593,7 @@ pub async fn call(state: &AppState, user: &User, name: &str, args: &Value) -> Re
             }
             None => (None, context.log_arguments, Err(Failure::UnknownTool(bounded_name.clone().into_owned()))),
         },
+        Err(ApiError::ChecksBusy(busy)) => (None, false, Err(Failure::Busy(busy))),
         Err(error) => (None, false, Err(Failure::Internal(error.to_string()))),
     };
     if let Err(Failure::Internal(detail)) = &result {
@@ -613,14 +622,17 @@ async fn call_found(
     state: &AppState,
     user: &User,
     entry: &VaultEntry,
-    parsed: &CheckedManifest,
+    parsed: &Arc<CheckedManifest>,
     index: usize,
     args: &Value,
 ) -> Result<Value, Failure> {
-    let validator = parsed.validator(index).as_ref().map_err(|e| Failure::UnusableSchema(e.message.clone()))?;
-    let problems = validator.check(args);
-    if !problems.is_empty() {
-        return Err(Failure::InvalidArguments(problems));
+    // Compiling a schema and validating against it take long for a hostile schema: off the
+    // async threads, a bounded number at once.
+    match state.collector.manifests().validate(parsed, index, args, Wait::Bounded).await {
+        Ok(()) => {}
+        Err(Refusal::Unusable(reason)) => return Err(Failure::UnusableSchema(reason)),
+        Err(Refusal::Invalid(problems)) => return Err(Failure::InvalidArguments(problems)),
+        Err(Refusal::Busy(busy)) => return Err(Failure::Busy(busy)),
     }
     let manifest = &parsed.manifest;
     let tool = &manifest.tools[index].name;

@@ -96,9 +96,21 @@ impl AppState {
         secrets: Secrets,
         oauth: connect::OAuthConfig,
     ) -> AppState {
+        AppState::with_checks(store, client, secrets, oauth, servio_collector::CheckConfig::default())
+    }
+
+    /// [`AppState::new`], checking manifests and validating arguments as `checks` says (how
+    /// many at once, how long a request waits, how many bytes of reports are kept).
+    pub fn with_checks(
+        store: Arc<dyn Store>,
+        client: servio_client::Client,
+        secrets: Secrets,
+        oauth: connect::OAuthConfig,
+        checks: servio_collector::CheckConfig,
+    ) -> AppState {
         let oauth = Arc::new(oauth);
         let credentials = Credentials::new(store.clone(), client.clone(), Arc::new(secrets), oauth.clone());
-        let collector = Collector::new(store.clone(), client.clone(), Arc::new(credentials));
+        let collector = Collector::with_checks(store.clone(), client.clone(), Arc::new(credentials), checks);
         AppState::with_collector(collector, oauth)
     }
 

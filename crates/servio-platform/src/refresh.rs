@@ -8,8 +8,9 @@
 use std::time::Duration;
 
 use servio_client::discovery::{Discovered, Refreshed, Validators, refresh};
-use servio_manifest::{CheckOptions, Site, check};
-use servio_store::{FetchedManifest, SiteRecord};
+use servio_collector::Busy;
+use servio_collector::manifests::Wait;
+use servio_store::{FetchedManifest, SiteRecord, StoreError};
 use url::Url;
 
 use crate::approval::Pending;
@@ -40,15 +41,36 @@ impl Outcome {
     }
 }
 
-/// Refreshes one site now, and counts how it went in the metrics.
-pub async fn refresh_site(state: &AppState, site: &SiteRecord) -> Result<Outcome, servio_store::StoreError> {
-    let outcome = refresh_once(state, site).await;
+/// Why a refresh could not be done (a site that could not be refreshed is [`Outcome::Stale`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No manifest check was free for as long as a request waits.
+    #[error(transparent)]
+    Busy(#[from] Busy),
+}
+
+/// Refreshes one site now, as the periodic refresh does (its check waits its turn), and counts
+/// how it went in the metrics.
+pub async fn refresh_site(state: &AppState, site: &SiteRecord) -> Result<Outcome, RefreshError> {
+    refresh_counted(state, site, Wait::Turn).await
+}
+
+/// Refreshes one site on a user's request: its check waits a bounded time for its turn.
+pub async fn refresh_requested(state: &AppState, site: &SiteRecord) -> Result<Outcome, RefreshError> {
+    refresh_counted(state, site, Wait::Bounded).await
+}
+
+async fn refresh_counted(state: &AppState, site: &SiteRecord, wait: Wait) -> Result<Outcome, RefreshError> {
+    let outcome = refresh_once(state, site, wait).await;
     let name = outcome.as_ref().map_or("failed", Outcome::name);
     metrics::counter!("servio_manifest_refreshes_total", "outcome" => name).increment(1);
     outcome
 }
 
-async fn refresh_once(state: &AppState, site: &SiteRecord) -> Result<Outcome, servio_store::StoreError> {
+async fn refresh_once(state: &AppState, site: &SiteRecord, wait: Wait) -> Result<Outcome, RefreshError> {
     let (Ok(origin), Ok(manifest_url)) = (site.origin.parse::<Url>(), site.manifest_url.parse::<Url>()) else {
         let reason = format!("stored URLs of {} do not parse", site.origin);
         state.store.mark_stale(site.id, &reason).await?;
@@ -66,7 +88,9 @@ async fn refresh_once(state: &AppState, site: &SiteRecord) -> Result<Outcome, se
     let Ok(text) = String::from_utf8(found.body) else {
         return stale(state, site, "the manifest is not UTF-8".into()).await;
     };
-    let report = check(text.as_bytes(), &CheckOptions { site: Site::parse(&site.origin).ok(), allow: Vec::new() });
+    let manifests = state.collector.manifests();
+    let checked = manifests.text(&site.origin, &text, wait).await?;
+    let report = &checked.report;
     if !report.is_valid() {
         let first: Vec<String> =
             report.errors.iter().take(3).map(|e| format!("{} {} at {}", e.code, e.message, e.pointer)).collect();
@@ -85,12 +109,23 @@ async fn refresh_once(state: &AppState, site: &SiteRecord) -> Result<Outcome, se
     // before it; any other waits for each user (see `crate::approval`). Exactly the text judged
     // here is approved, whatever another process has saved since.
     if changed {
-        // The old text comes checked from the manifest cache, the new one was checked above.
-        let old = state.collector.manifests().get(site.id, &site.manifest);
-        let old = (site.manifest.as_str(), old.as_deref().map(|checked| &checked.manifest));
-        if !Pending::of(old, (&text, report.manifest.as_ref())).needs_approval() {
+        // The old text comes checked from the manifest cache, the new one was checked above;
+        // comparing two large manifests takes a while too, so it runs off the async threads.
+        let old = manifests.text(&site.origin, &site.manifest, wait).await?;
+        let (before, after) = (site.manifest.clone(), text.clone());
+        let new = checked.clone();
+        let pending = manifests
+            .run(wait, move || {
+                Pending::of((&before, old.report.manifest.as_ref()), (&after, new.report.manifest.as_ref()))
+            })
+            .await?;
+        if !pending.needs_approval() {
             state.store.advance_approvals(site.id, &site.manifest, &text).await?;
         }
+        let lines = serde_json::Value::from(pending.lines()).to_string();
+        state.store.describe_version(site.id, &text, &lines).await?;
+        // The approvals above are settled: the versions nobody uses any more can go.
+        state.store.prune_versions(Some(site.id), state.retention.versions_per_site).await?;
         catalogues_changed(state, site.id).await?;
     }
     if let Some(manifest) = &report.manifest {
@@ -102,13 +137,13 @@ async fn refresh_once(state: &AppState, site: &SiteRecord) -> Result<Outcome, se
 /// Tells every user of the site, here and in the other processes, that their catalogue may have
 /// changed: an advanced approval changes it, a removed tool leaves it at once, and a change
 /// waiting for approval changes what their pages say.
-async fn catalogues_changed(state: &AppState, site_id: i64) -> Result<(), servio_store::StoreError> {
+async fn catalogues_changed(state: &AppState, site_id: i64) -> Result<(), StoreError> {
     let users = state.store.site_users(site_id).await?;
     state.gateway.catalogues_changed(&users);
     Ok(())
 }
 
-async fn stale(state: &AppState, site: &SiteRecord, reason: String) -> Result<Outcome, servio_store::StoreError> {
+async fn stale(state: &AppState, site: &SiteRecord, reason: String) -> Result<Outcome, RefreshError> {
     state.store.mark_stale(site.id, &reason).await?;
     Ok(Outcome::Stale(reason))
 }

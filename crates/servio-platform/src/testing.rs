@@ -25,7 +25,15 @@ pub fn state(store: Arc<dyn Store>, client: Client, public_url: &str) -> AppStat
         client_id: "servio-test".into(),
         per_site: Default::default(),
     };
-    AppState::new(store, client, Secrets::from_key(&KEY), oauth)
+    let mut state = AppState::new(store, client, Secrets::from_key(&KEY), oauth);
+    // Tests refresh one site many times in a row; the limit on refreshes on request is held by
+    // the CLI's abuse suite (`refreshes.rs`), against a real `servio serve`.
+    let throttle = crate::throttle::ThrottleConfig {
+        refresh_per_site: std::time::Duration::ZERO,
+        ..crate::throttle::ThrottleConfig::default()
+    };
+    state.throttle = Arc::new(crate::throttle::Throttle::new(&throttle));
+    state
 }
 
 /// A client that may reach loopback (the demo site) and trusts `ca_pem` when given.

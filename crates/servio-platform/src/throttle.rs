@@ -39,7 +39,13 @@ pub struct ThrottleConfig {
     pub taken_answers: (u32, Duration),
     /// Manifests tested per user on the "test your manifest" page (each may fetch a URL).
     pub manifest_checks_per_user: Quota,
+    /// How often one site's manifest may be refreshed on request (by any of its users); the
+    /// periodic refresh is not counted (`--refresh-every`). Zero: no limit.
+    pub refresh_per_site: Duration,
 }
+
+/// One refresh on request per site a minute, by default.
+pub const REFRESH_PER_SITE: Duration = Duration::from_secs(60);
 
 /// `burst` at once, then one every `every`.
 pub fn quota(burst: u32, every: Duration) -> Option<Quota> {
@@ -70,6 +76,7 @@ impl Default for ThrottleConfig {
             taken_answers: (20, Duration::from_secs(30)),
             // Ten checks, then ten a minute: a person editing a manifest, not a crawler.
             manifest_checks_per_user: Quota::per_minute(TEN).allow_burst(TEN),
+            refresh_per_site: REFRESH_PER_SITE,
         }
     }
 }
@@ -202,6 +209,8 @@ pub struct Throttle {
     sign_up_by_address: Limiter<ClientKey>,
     taken_answers: TakenAnswers,
     manifest_checks_by_user: Limiter<i64>,
+    refreshes_by_site: Option<Limiter<i64>>,
+    refresh_per_site: Duration,
     /// Where password hashes are computed.
     pub hashing: Hashing,
 }
@@ -221,6 +230,9 @@ impl Throttle {
             sign_up_by_address: Limiter::new(config.sign_up_per_address),
             taken_answers: TakenAnswers::new(config.taken_answers),
             manifest_checks_by_user: Limiter::new(config.manifest_checks_per_user),
+            // A zero period is no quota: no limit.
+            refreshes_by_site: Quota::with_period(config.refresh_per_site).map(Limiter::new),
+            refresh_per_site: config.refresh_per_site,
             hashing: Hashing::new(config.hashing_at_once, config.hashing_queue),
         }
     }
@@ -245,6 +257,25 @@ impl Throttle {
         self.manifest_checks_by_user.check(&user_id)
     }
 
+    /// Counts a refresh of the site `site_id` on request: `429` with `Retry-After` when it was
+    /// refreshed on request less than [`ThrottleConfig::refresh_per_site`] ago. Each refresh
+    /// fetches and checks the site's manifest and may store a version.
+    pub fn site_refresh(&self, site_id: i64) -> Result<(), ApiError> {
+        let Some(limiter) = &self.refreshes_by_site else { return Ok(()) };
+        limiter.check(&site_id).map_err(|refused| match refused {
+            ApiError::TooManyRequests { retry_after } => ApiError::TooSoon {
+                message: format!(
+                    "this site's manifest was refreshed on request less than {} s ago (once per {} s per site); \
+                     try again in {retry_after} s, or wait for the periodic refresh",
+                    self.refresh_per_site.as_secs(),
+                    self.refresh_per_site.as_secs()
+                ),
+                retry_after,
+            },
+            other => other,
+        })
+    }
+
     /// Counts a sign-up attempt from `client`; refused too while sign-ups wait for the
     /// "already taken" answers to replenish ([`Throttle::taken_answer`]), whatever the address.
     pub fn sign_up(&self, client: IpAddr) -> Result<(), ApiError> {
@@ -263,10 +294,14 @@ impl Throttle {
         self.sign_in_by_address.forget_stale();
         self.sign_up_by_address.forget_stale();
         self.manifest_checks_by_user.forget_stale();
+        if let Some(limiter) = &self.refreshes_by_site {
+            limiter.forget_stale();
+        }
         self.sign_in_by_account.len()
             + self.sign_in_by_address.len()
             + self.sign_up_by_address.len()
             + self.manifest_checks_by_user.len()
+            + self.refreshes_by_site.as_ref().map_or(0, Limiter::len)
     }
 }
 

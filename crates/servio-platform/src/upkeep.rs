@@ -1,7 +1,8 @@
 //! Housekeeping, run by `servio serve` every minute: expired and idled-out sessions are
-//! deleted, the sign-in limiters forget clients whose limits have replenished, and the attempt
-//! log, the call log and finished jobs lose what is older than their [`Retention`], so that
-//! nothing grows without bound. Deletes go in small batches, a bounded number per round.
+//! deleted, the sign-in limiters forget clients whose limits have replenished, the attempt
+//! log, the call log and finished jobs lose what is older than their [`Retention`], and each
+//! site keeps its newest [`Retention::versions_per_site`] versions (plus those a user still has
+//! approved or kept), so that nothing grows without bound. Deletes go in small batches, a bounded number per round.
 
 use std::time::Duration;
 
@@ -19,20 +20,27 @@ const MCP_SESSION_LIFE: Duration = Duration::from_secs(7 * 86_400);
 /// How many batches one round deletes at most; the rest waits for the next round.
 const PURGE_BATCHES: usize = 20;
 
-/// How long the logs and finished jobs are kept (`--keep-attempts-days`, `--keep-calls-days`).
+/// How long the logs and finished jobs are kept (`--keep-attempts-days`, `--keep-calls-days`),
+/// and how many versions of a site's manifest (`--versions-per-site`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retention {
     /// The collection attempt log, and collection jobs done or failed.
     pub attempts: Duration,
     /// The gateway's call log.
     pub calls: Duration,
+    /// The newest versions kept of each site's manifest, besides every version a user still
+    /// has approved or kept; pruned when a refresh stores a new one, and by upkeep.
+    pub versions_per_site: i64,
 }
 
-/// Ninety days of each.
+/// The versions of a site kept by default, besides those in use.
+pub const VERSIONS_PER_SITE: i64 = 10;
+
+/// Ninety days of each log, ten versions a site.
 impl Default for Retention {
     fn default() -> Retention {
         let ninety_days = Duration::from_secs(90 * 86_400);
-        Retention { attempts: ninety_days, calls: ninety_days }
+        Retention { attempts: ninety_days, calls: ninety_days, versions_per_site: VERSIONS_PER_SITE }
     }
 }
 
@@ -43,7 +51,7 @@ pub struct Upkeep {
     pub sessions_purged: u64,
     /// Keys the limiters still hold.
     pub limiter_keys: usize,
-    /// Attempts, calls and finished jobs deleted for being older than their retention.
+    /// Attempts, calls, finished jobs and manifest versions deleted past their retention.
     pub pruned: u64,
 }
 
@@ -64,8 +72,9 @@ pub async fn run_once(state: &AppState) -> Result<Upkeep, StoreError> {
         let before = now.saturating_sub(i64::try_from(kept.as_secs()).unwrap_or(i64::MAX));
         pruned += in_batches(|limit| state.store.prune(what, before, limit)).await?;
     }
+    pruned += state.store.prune_versions(None, retention.versions_per_site).await?;
     if pruned > 0 {
-        tracing::info!(pruned, "deleted attempts, calls and finished jobs past their retention");
+        tracing::info!(pruned, "deleted attempts, calls, finished jobs and manifest versions past their retention");
     }
     Ok(Upkeep { sessions_purged, limiter_keys, pruned })
 }

@@ -125,7 +125,7 @@ async fn upkeep_prunes_the_logs_past_their_retention() {
         let kept = servio_platform::upkeep::run_once(&state).await.unwrap();
         assert_eq!(kept.pruned, 0, "{backend}: 90 days by default keep both");
         let month = std::time::Duration::from_secs(30 * DAY as u64);
-        state.retention = servio_platform::upkeep::Retention { attempts: month, calls: month };
+        state.retention = servio_platform::upkeep::Retention { attempts: month, calls: month, ..Default::default() };
         let round = servio_platform::upkeep::run_once(&state).await.unwrap();
         assert_eq!(round.pruned, 2, "{backend}: the 40-day-old attempt and call");
         let attempts = store.attempts(user.id, site, 10).await.unwrap();

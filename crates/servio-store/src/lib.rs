@@ -167,6 +167,20 @@ pub struct Version {
     pub manifest: String,
 }
 
+/// A stored version as the versions list shows it: no text, its changes recorded at save.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct VersionSummary {
+    /// Its id.
+    pub id: i64,
+    /// When it was fetched.
+    pub fetched_at: i64,
+    /// What changed from the version before it, as a JSON array of lines for people; `None`
+    /// when nothing was recorded.
+    pub changes: Option<String>,
+    /// Whether its text is the one the asking user approved.
+    pub approved: bool,
+}
+
 /// A claim of ownership of an origin, with the token its manifest must list.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Claim {
@@ -486,6 +500,16 @@ pub trait Store: Send + Sync {
     async fn advance_approvals(&self, site_id: i64, previous: &str, judged: &str) -> Result<Vec<i64>, StoreError>;
     /// The versions of a site's manifest, newest first.
     async fn versions(&self, site_id: i64) -> Result<Vec<Version>, StoreError>;
+    /// What the versions list shows of a site's versions, newest first, without their texts:
+    /// each with its stored changes and whether its text is `approved`.
+    async fn version_summaries(&self, site_id: i64, approved: &str) -> Result<Vec<VersionSummary>, StoreError>;
+    /// Records what changed in the site's version whose text is `manifest` (JSON lines), where
+    /// nothing is recorded yet.
+    async fn describe_version(&self, site_id: i64, manifest: &str, changes: &str) -> Result<(), StoreError>;
+    /// Deletes the versions of a site (of every site, for `None`) beyond its newest `keep`,
+    /// except those a user still has approved (`vault.approved_manifest`) or kept against
+    /// (`vault.kept_version`); returns how many went.
+    async fn prune_versions(&self, site_id: Option<i64>, keep: i64) -> Result<u64, StoreError>;
     /// Records that a refresh failed; the last valid manifest stays in use.
     async fn mark_stale(&self, site_id: i64, error: &str) -> Result<(), StoreError>;
     /// Records that a refresh found the manifest unchanged.

@@ -16,7 +16,8 @@ use crate::{
     Approval, Attempt, CallPage, Claim, CollectionResult, Completion, FetchedManifest, Found, Heard, Job, JobClaim,
     JobCounts, JobGauges, LAST_USED_PRECISION, LOGGED_ARGUMENTS_BYTES, LOGGED_TOOL_NAME_BYTES, Listing, McpSession,
     NewJob, OAuthAttempt, PoolUse, Pruned, Readiness, Retries, SESSION_USE_PRECISION, Sealer, Session, SessionInfo,
-    SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, error::conflict,
+    SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, VersionSummary,
+    error::conflict,
 };
 
 /// A session with the last use the store checks its idle limit against.
@@ -221,9 +222,14 @@ macro_rules! shared_store {
                         .fetch_optional(&mut *conn)
                         .await?;
                 if latest.as_deref() != Some(record.manifest.as_str()) {
+                    // A site's first version says so; a later one's changes are recorded by
+                    // whoever compared it with the one before (`describe_version`).
+                    let changes = latest.is_none().then_some(r#"["first version"]"#);
                     bind!(
-                        sqlx::query("INSERT INTO site_versions (site_id, manifest, fetched_at) VALUES ($1, $2, $3)"),
-                        record.id, &record.manifest, now
+                        sqlx::query(
+                            "INSERT INTO site_versions (site_id, manifest, fetched_at, changes) VALUES ($1, $2, $3, $4)"
+                        ),
+                        record.id, &record.manifest, now, changes
                     )
                     .execute(&mut *conn)
                     .await?;
@@ -719,6 +725,39 @@ macro_rules! shared_store {
             async fn versions(&self, site_id: i64) -> Result<Vec<Version>, StoreError> {
                 let sql = "SELECT id, fetched_at, manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC";
                 Ok(sqlx::query_as(sql).bind(site_id).fetch_all(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn version_summaries(&self, site_id: i64, approved: &str)
+                -> Result<Vec<VersionSummary>, StoreError> {
+                let sql = "SELECT id, fetched_at, changes, manifest = $2 AS approved FROM site_versions
+                           WHERE site_id = $1 ORDER BY id DESC";
+                Ok(bind!(sqlx::query_as(sql), site_id, approved).fetch_all(&self.pool).await?)
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn describe_version(&self, site_id: i64, manifest: &str, changes: &str) -> Result<(), StoreError> {
+                let sql = "UPDATE site_versions SET changes = $3
+                           WHERE site_id = $1 AND manifest = $2 AND changes IS NULL";
+                bind!(sqlx::query(sql), site_id, manifest, changes).execute(&self.pool).await?;
+                Ok(())
+            }
+
+            #[tracing::instrument(level = "debug", skip_all)]
+            async fn prune_versions(&self, site_id: Option<i64>, keep: i64) -> Result<u64, StoreError> {
+                // The newest `keep` of each site by rank; an approved text is compared with the
+                // approvals of the same site only (through the vault's site index).
+                let sql = "DELETE FROM site_versions WHERE id IN (
+                               SELECT id FROM (
+                                   SELECT sv.id, sv.site_id, sv.manifest,
+                                          row_number() OVER (PARTITION BY sv.site_id ORDER BY sv.id DESC) AS newer
+                                   FROM site_versions sv WHERE $1 IS NULL OR sv.site_id = $1
+                               ) ranked
+                               WHERE ranked.newer > $2
+                                 AND NOT EXISTS (SELECT 1 FROM vault v WHERE v.site_id = ranked.site_id
+                                                 AND (v.kept_version = ranked.id OR v.approved_manifest = ranked.manifest)))";
+                let done = bind!(sqlx::query(sql), site_id, keep).execute(&self.pool).await?;
+                Ok(done.rows_affected())
             }
 
             #[tracing::instrument(level = "debug", skip_all)]

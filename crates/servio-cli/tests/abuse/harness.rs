@@ -272,3 +272,84 @@ fn unique() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
 }
+
+/// A platform started with `--metrics-addr 127.0.0.1:0`, and where its metrics are served.
+pub struct WithMetrics {
+    pub platform: Platform,
+    /// `http://127.0.0.1:PORT/metrics`.
+    pub metrics_url: String,
+}
+
+impl WithMetrics {
+    /// [`Platform::start`] with metrics on a port of their own; the rest of the process's
+    /// standard output is read to its end (so that no later line meets a closed pipe).
+    pub async fn start(backend: &Backend, site: &Demo, args: &[&str]) -> WithMetrics {
+        use tokio::io::AsyncBufReadExt;
+        let dir = site.dir.path().join(format!("platform-{}-{}", backend.name(), unique()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("serve.log");
+        let data_dir = dir.join("data");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_servio"));
+        command
+            .args(["serve", "--addr", "127.0.0.1:0", "--allow-local", "--ca-cert", &site.ca_arg()])
+            .args(["--metrics-addr", "127.0.0.1:0"])
+            .arg("--data-dir")
+            .arg(&data_dir)
+            .args(args)
+            .env("SERVIO_SECRET_KEY", KEY)
+            .env_remove("SERVIO_DATABASE_URL")
+            .env("SERVIO_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+            .kill_on_drop(true);
+        if let Backend::Postgres(url) = backend {
+            command.args(["--database-url", url]);
+        }
+        let mut child = command.spawn().expect("the servio binary");
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let (mut url, mut metrics_url) = (None, None);
+        while url.is_none() || metrics_url.is_none() {
+            let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await.unwrap().unwrap();
+            let line = line.unwrap_or_else(|| panic!("serve ended early:\n{}", std::fs::read_to_string(&log).unwrap()));
+            let word =
+                |prefix: &str| line.strip_prefix(prefix).and_then(|rest| rest.split(' ').next()).map(str::to_owned);
+            url = url.or(word("Servio platform on "));
+            metrics_url = metrics_url.or(word("Metrics on "));
+        }
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let platform = Platform {
+            child,
+            url: url.unwrap(),
+            backend: backend.clone(),
+            data_dir,
+            log,
+            http: reqwest::Client::new(),
+        };
+        WithMetrics { platform, metrics_url: metrics_url.unwrap() }
+    }
+
+    /// The value of the counter (or gauge) `name` without labels, 0 when it is not there yet.
+    pub async fn metric(&self, name: &str) -> f64 {
+        let text = self.platform.http.get(&self.metrics_url).send().await.unwrap().text().await.unwrap();
+        text.lines()
+            .filter_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+            .find_map(|value| value.trim().parse().ok())
+            .unwrap_or(0.0)
+    }
+}
+
+impl Platform {
+    /// Sends `GET path` as `user` with their session cookie (a page); answers the status and
+    /// the body.
+    pub async fn page(&self, user: &User, path: &str) -> (u16, String) {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .header(reqwest::header::COOKIE, &user.cookie)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap())
+    }
+}

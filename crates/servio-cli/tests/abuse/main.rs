@@ -5,6 +5,7 @@
 //!
 //! One module per point of the issue; `harness` starts the platform and the hostile site.
 
+mod big_manifest;
 mod call_log;
 #[path = "../common/mod.rs"]
 mod common;
@@ -12,6 +13,7 @@ mod fairness;
 mod harness;
 mod many_tools;
 mod nul;
+mod refreshes;
 mod schema;
 mod sessions;
 mod smoke;

@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 use servio_manifest::human::{Style, render};
-use servio_manifest::{CheckOptions, Site, check, period, resolve_brief};
+use servio_manifest::{CheckOptions, Site, period, resolve_brief};
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -66,7 +66,9 @@ pub(crate) async fn check_manifest(state: &AppState, user_id: i64, form: &CheckF
     let zone = form.time_zone.trim();
     period::zone(zone).map_err(|e| ApiError::BadRequest(format!("the time zone {zone:?}: {e}")))?;
     let (source, bytes, site) = read(state, form).await?;
-    let report = check(&bytes, &CheckOptions { site, allow: Vec::new() });
+    // A pasted text is checked once and not kept: off the async threads, like every check.
+    let report =
+        state.collector.manifests().check_once(bytes.clone(), CheckOptions { site, allow: Vec::new() }).await?;
     let text = render(&source, &bytes, &report, Style::Plain, true);
     let mut checked =
         Checked { source, text, valid: report.is_valid(), dry_run: Vec::new(), dry_run_notes: Vec::new() };

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use jiff::civil::Date;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use servio_collector::manifests::CheckedManifest;
+use servio_collector::manifests::{CheckedManifest, Wait};
 use servio_collector::plan::Planner;
 use servio_collector::trend::{Trend, comparison_start, trend};
 use servio_store::VaultEntry;
@@ -281,8 +281,8 @@ pub struct Point {
 /// The checked manifest that acts for the user of `entry` (the one they approved, as every
 /// other path uses), from the collector's manifest cache (checking every manifest on every
 /// dashboard request was an eighth of its CPU in the benchmark).
-fn acting_checked(state: &AppState, entry: &VaultEntry) -> Option<Arc<CheckedManifest>> {
-    state.collector.manifests().get(entry.site.id, crate::approval::acting_manifest(entry))
+async fn acting_checked(state: &AppState, entry: &VaultEntry) -> Result<Option<Arc<CheckedManifest>>, ApiError> {
+    Ok(state.collector.acting(entry, Wait::Bounded).await?)
 }
 
 /// The dashboard data of `user`, with the values of the last `days` days.
@@ -299,13 +299,12 @@ pub(crate) async fn dashboard_data(
     let mut metrics = Vec::new();
     let mut for_slots = Vec::new();
     let mut checked = Vec::new();
-    let entries: Vec<(VaultEntry, Arc<CheckedManifest>)> = state
-        .store
-        .vault_entries(user.id)
-        .await?
-        .into_iter()
-        .filter_map(|entry| acting_checked(state, &entry).map(|acting| (entry, acting)))
-        .collect();
+    let mut entries: Vec<(VaultEntry, Arc<CheckedManifest>)> = Vec::new();
+    for entry in state.store.vault_entries(user.id).await? {
+        if let Some(acting) = acting_checked(state, &entry).await? {
+            entries.push((entry, acting));
+        }
+    }
     let attention = attention(state, user.id, &entries).await?;
     for (entry, acting) in entries {
         if acting.brief.is_some() {
@@ -383,7 +382,7 @@ async fn attention(
         if changed { state.store.current_versions(user_id).await?.into_iter().collect() } else { HashMap::new() };
     let mut attention = Vec::new();
     for (entry, checked) in entries {
-        let changes_waiting = changes_waiting(state, entry, versions.get(&entry.site.id).copied());
+        let changes_waiting = changes_waiting(state, entry, versions.get(&entry.site.id).copied()).await?;
         let brief_errors: Vec<BriefError> = checked.brief_errors.iter().map(BriefError::from).collect();
         if changes_waiting || !brief_errors.is_empty() {
             let site = &entry.site;

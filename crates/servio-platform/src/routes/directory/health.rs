@@ -111,18 +111,19 @@ pub(crate) async fn health(state: &AppState, user_id: i64, id: i64, window: &Win
     let since = now() - days * 24 * 3600;
     let figures = state.store.site_health(listing.site_id, since, MIN_USERS, MIN_DAYS).await?;
     let brief_keys = match state.store.site(listing.site_id).await? {
-        Some(site) => brief_keys(&site.manifest),
+        Some(site) => brief_keys(state, &site).await?,
         None => Vec::new(),
     };
     let metrics = by_metric(brief_keys, figures);
     Ok(Health { origin: claim.origin, days, min_users: MIN_USERS, min_days: MIN_DAYS, metrics })
 }
 
-/// The metric keys of a manifest's brief, in order.
-fn brief_keys(manifest: &str) -> Vec<String> {
-    let checked = servio_collector::manifests::CheckedManifest::check(manifest);
+/// The metric keys of the site's current manifest's brief, in order.
+async fn brief_keys(state: &AppState, site: &servio_store::SiteRecord) -> Result<Vec<String>, ApiError> {
+    let wait = servio_collector::manifests::Wait::Bounded;
+    let checked = state.collector.manifests().get(&site.origin, &site.manifest, wait).await?;
     let brief = checked.as_ref().and_then(|checked| checked.brief.as_ref());
-    brief.map(|brief| brief.metrics.iter().map(|m| m.key.clone()).collect()).unwrap_or_default()
+    Ok(brief.map(|brief| brief.metrics.iter().map(|m| m.key.clone()).collect()).unwrap_or_default())
 }
 
 /// The figures grouped per metric: the brief's metrics first, in its order, then any other

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use servio_client::discover;
 use servio_client::discovery::origin_of;
-use servio_manifest::{CheckOptions, Manifest, Site, check};
+use servio_manifest::Manifest;
 use servio_store::{FetchedManifest, Listing};
 use utoipa::ToSchema;
 
@@ -173,10 +173,12 @@ pub(crate) async fn verify_claim(state: &AppState, user_id: i64, id: i64) -> Res
         .map_err(|e| ApiError::Unprocessable(json!({ "error": e.to_string() })))?;
     let text = String::from_utf8(found.body)
         .map_err(|_| ApiError::Unprocessable(json!({ "error": "the manifest is not UTF-8" })))?;
-    let report = check(text.as_bytes(), &CheckOptions { site: Site::parse(&claim.origin).ok(), allow: Vec::new() });
-    let Some(manifest) = report.manifest else {
+    let manifests = state.collector.manifests();
+    let checked = manifests.text(&claim.origin, &text, servio_collector::manifests::Wait::Bounded).await?;
+    let report = &checked.report;
+    let Some(manifest) = &report.manifest else {
         return Err(ApiError::Unprocessable(
-            json!({ "error": "the manifest is invalid", "report": servio_manifest::report_json::to_json(found.url.as_str(), &report) }),
+            json!({ "error": "the manifest is invalid", "report": servio_manifest::report_json::to_json(found.url.as_str(), report) }),
         ));
     };
     if !manifest.verification.as_deref().is_some_and(|v| same_secret(v, &claim.token)) {
@@ -192,7 +194,7 @@ pub(crate) async fn verify_claim(state: &AppState, user_id: i64, id: i64) -> Res
         last_modified: found.validators.last_modified.as_deref(),
     };
     let site = state.store.save_site(&fetched, now()).await?;
-    let listing = listing_for(site.id, claim.id, &manifest);
+    let listing = listing_for(site.id, claim.id, manifest);
     state.store.save_listing(&listing).await?;
     Ok(Verified { listed: true, origin: claim.origin, name: listing.name })
 }

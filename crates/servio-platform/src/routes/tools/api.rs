@@ -41,6 +41,7 @@ async fn list(api: Api) -> Result<Json<Catalogue>, ApiError> {
     (status = 404, description = "No such tool in the catalogue", body = ErrorBody),
     (status = 422, description = "The tool's input schema cannot be used to check arguments", body = ErrorBody),
     (status = 502, description = "The site failed or refused the stored credential", body = ErrorBody),
+    (status = 503, description = "No argument validation was free for 5 s (`--check-wait`); `Retry-After` says when to try again", body = ErrorBody),
 ))]
 async fn call(
     api: Api,
@@ -58,16 +59,22 @@ async fn call(
 
 /// A failed call: 400 for invalid arguments (with each offending path) or a name holding a NUL,
 /// 404 for an unknown tool, 502 when the site failed or refused the credential (the caller's own
-/// token was fine).
+/// token was fine), 503 with `Retry-After` when no validation was free.
 fn failure_response(failure: &Failure) -> Response {
     let status = match failure {
         Failure::UnknownTool(_) => StatusCode::NOT_FOUND,
         Failure::InvalidArguments(_) | Failure::InvalidName(_) => StatusCode::BAD_REQUEST,
         Failure::UnusableSchema(_) => StatusCode::UNPROCESSABLE_ENTITY,
         Failure::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        Failure::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::BAD_GATEWAY,
     };
-    (status, Json(failure.details())).into_response()
+    let mut response = (status, Json(failure.details())).into_response();
+    if let Failure::Busy(busy) = failure {
+        let seconds = busy.retry_after.as_secs().max(1);
+        response.headers_mut().insert(axum::http::header::RETRY_AFTER, seconds.into());
+    }
+    response
 }
 
 #[derive(Deserialize, IntoParams)]

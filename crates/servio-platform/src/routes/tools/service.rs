@@ -90,7 +90,7 @@ pub struct LogArguments {
 
 /// The user's catalogue.
 pub(crate) async fn catalogue(state: &AppState, user: &servio_store::User) -> Result<Catalogue, ApiError> {
-    let catalogue = gateway::catalogue(state, user).await.map_err(ApiError::internal)?;
+    let catalogue = gateway::catalogue(state, user).await?;
     let tools = catalogue
         .tools()
         .iter()

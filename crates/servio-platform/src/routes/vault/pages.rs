@@ -179,7 +179,8 @@ impl SitePage {
         versions: Vec<service::VersionView>,
         collection: Collection,
     ) -> SitePage {
-        let report = &site.report.report;
+        let checked = site.report.checked.clone();
+        let report = &checked.report;
         let metrics = report.brief.iter().flat_map(|brief| &brief.metrics).map(|m| MetricRow {
             key: m.key.clone(),
             tool: m.tool.clone(),
@@ -273,7 +274,7 @@ async fn site_page(
     let view = service::view_of(&state, &entry).await?;
     let today = Today::of(&user.user)?;
     let tried = state.store.attempts(user.user.id, id, ATTEMPTS_READ).await?;
-    let brief = view.report.report.brief.as_ref();
+    let brief = view.report.report().brief.as_ref();
     let granularities = brief.iter().flat_map(|b| &b.metrics).map(|m| m.granularity);
     let collection = Collection {
         has_brief: brief.is_some(),
@@ -394,10 +395,9 @@ async fn connect(State(state): State<AppState>, user: PageUser, Path(id): Path<i
     let entry = service::entry(&state, user.user.id, id).await?;
     // The approved manifest names the endpoints: a new `authorization_url` or `token_url`
     // waits for the user's approval like any other change of endpoint.
-    let acting = crate::approval::acting_manifest(&entry);
-    let report = servio_manifest::check(acting.as_bytes(), &servio_manifest::CheckOptions::default());
+    let acting = state.collector.acting(&entry, servio_collector::manifests::Wait::Bounded).await?;
     let site =
-        match report.manifest.as_ref().and_then(|m| crate::connect::oauth_site(&state.oauth, &entry.site.origin, m)) {
+        match acting.as_ref().and_then(|m| crate::connect::oauth_site(&state.oauth, &entry.site.origin, &m.manifest)) {
             Some(site) => site.map_err(ApiError::internal)?,
             None => return Err(ApiError::BadRequest("this site uses bearer tokens: paste one instead".into())),
         };

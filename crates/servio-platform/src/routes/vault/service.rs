@@ -7,13 +7,15 @@
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 use servio_client::{DiscoveryError, discover};
+use servio_collector::manifests::{CheckedText, Wait};
 use servio_manifest::diff::{TextPart, ToolChange, words};
 use servio_manifest::report_json::to_json;
 use servio_manifest::{Report, Site};
 use servio_store::{Approval, FetchedManifest, SiteRecord, VaultEntry, Version};
+use std::sync::Arc;
 use utoipa::ToSchema;
 
-use crate::approval::{Pending, acting_manifest, report_of, still_offered};
+use crate::approval::{Pending, acting_manifest, still_offered};
 use crate::error::ApiError;
 use crate::{AppState, now};
 use servio_collector::credentials::Credential as SiteCredential;
@@ -125,13 +127,20 @@ pub struct ToolView {
 pub struct ReportView {
     /// Where the manifest was read.
     pub source: String,
+    /// The text as checked (once: the manifest cache keeps it).
+    pub checked: Arc<CheckedText>,
+}
+
+impl ReportView {
     /// The report.
-    pub report: Report,
+    pub fn report(&self) -> &Report {
+        &self.checked.report
+    }
 }
 
 impl Serialize for ReportView {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        to_json(&self.source, &self.report).serialize(serializer)
+        to_json(&self.source, self.report()).serialize(serializer)
     }
 }
 
@@ -345,9 +354,9 @@ pub struct VersionList {
 }
 
 /// The report of a stored or fetched manifest, checked as served by its origin.
-fn site_view(record: &SiteRecord, report: Report, source: &str, has_credential: bool) -> SiteView {
+fn site_view(record: &SiteRecord, checked: Arc<CheckedText>, source: &str, has_credential: bool) -> SiteView {
     let site = Site::parse(&record.origin).ok();
-    let manifest = report.manifest.as_ref();
+    let manifest = checked.report.manifest.as_ref();
     let tools = manifest
         .map(|m| {
             m.tools
@@ -377,21 +386,56 @@ fn site_view(record: &SiteRecord, report: Report, source: &str, has_credential: 
         fetched_at: record.fetched_at,
         stale_error: record.stale_error.clone(),
         has_credential,
-        report: ReportView { source: source.to_owned(), report },
+        report: ReportView { source: source.to_owned(), checked: checked.clone() },
         pending: None,
+    }
+}
+
+/// The checked texts of a vault entry: the one acting for its user (the approved one) and the
+/// site's current one, each checked once (the manifest cache keeps them).
+struct EntryTexts {
+    acting: Arc<CheckedText>,
+    latest: Arc<CheckedText>,
+}
+
+impl EntryTexts {
+    async fn of(state: &AppState, entry: &VaultEntry) -> Result<EntryTexts, ApiError> {
+        let manifests = state.collector.manifests();
+        let origin = &entry.site.origin;
+        let acting = manifests.text(origin, acting_manifest(entry), Wait::Bounded).await?;
+        let latest = manifests.text(origin, &entry.site.manifest, Wait::Bounded).await?;
+        Ok(EntryTexts { acting, latest })
+    }
+
+    /// What changed from the approved text to the site's current one, worked out off the
+    /// async threads (a diff of two large manifests takes a while).
+    async fn pending(&self, state: &AppState, entry: &VaultEntry) -> Result<Pending, ApiError> {
+        let (approved, latest) = (acting_manifest(entry), entry.site.manifest.as_str());
+        if approved == latest {
+            return Ok(Pending::default());
+        }
+        let (approved, latest) = (approved.to_owned(), latest.to_owned());
+        let (old, new) = (self.acting.clone(), self.latest.clone());
+        let pending = state.collector.manifests().run(Wait::Bounded, move || {
+            Pending::of((&approved, old.report.manifest.as_ref()), (&latest, new.report.manifest.as_ref()))
+        });
+        Ok(pending.await?)
     }
 }
 
 /// A vault entry for its owner, as it acts for them: the approved manifest's report and tools
 /// (a changed tool shown as approved and marked `held_back`, a removed one gone), and what
 /// changed since they approved, against the site's current version `version`.
-pub(crate) fn entry_view(entry: &VaultEntry, version: Option<i64>) -> SiteView {
-    let acting = acting_manifest(entry);
-    let report = report_of(&entry.site.origin, acting);
-    let latest = report_of(&entry.site.origin, &entry.site.manifest).manifest;
-    let pending = Pending::of((acting, report.manifest.as_ref()), (&entry.site.manifest, latest.as_ref()));
-    let mut view = site_view(&entry.site, report, &entry.site.manifest_url, entry.credential.is_some());
-    view.tools.retain(|tool| still_offered(latest.as_ref(), &tool.name));
+pub(crate) async fn entry_view(
+    state: &AppState,
+    entry: &VaultEntry,
+    version: Option<i64>,
+) -> Result<SiteView, ApiError> {
+    let texts = EntryTexts::of(state, entry).await?;
+    let pending = texts.pending(state, entry).await?;
+    let latest = texts.latest.report.manifest.as_ref();
+    let mut view = site_view(&entry.site, texts.acting.clone(), &entry.site.manifest_url, entry.credential.is_some());
+    view.tools.retain(|tool| still_offered(latest, &tool.name));
     let held: Vec<&str> = pending.diff.held_back_tools();
     for tool in &mut view.tools {
         tool.held_back = Some(held.contains(&tool.name.as_str()));
@@ -406,30 +450,36 @@ pub(crate) fn entry_view(entry: &VaultEntry, version: Option<i64>) -> SiteView {
         endpoints: pending.diff.endpoints.clone(),
         brief_changed: pending.brief_changed,
         other: pending.diff.other.clone(),
-        tools: pending.diff.tools.iter().map(|change| ToolChangeView::of(change, latest.as_ref())).collect(),
+        tools: pending.diff.tools.iter().map(|change| ToolChangeView::of(change, latest)).collect(),
     });
-    view
+    Ok(view)
 }
 
 /// [`entry_view`] against the site's current version, read from the store.
 pub(crate) async fn view_of(state: &AppState, entry: &VaultEntry) -> Result<SiteView, ApiError> {
-    let version = state.store.current_version(entry.site.id).await?.map(|v| v.id);
-    Ok(entry_view(entry, version))
+    let version = current_version_id(state, entry.site.id).await?;
+    entry_view(state, entry, version).await
+}
+
+/// The id of the site's current version, without its text.
+async fn current_version_id(state: &AppState, site_id: i64) -> Result<Option<i64>, ApiError> {
+    let versions = state.store.version_summaries(site_id, "").await?;
+    Ok(versions.first().map(|version| version.id))
 }
 
 /// Whether changes of the site wait for the user: changes that need approval, not set aside
 /// with "keep the approved version" against the site's current version `version`. Both texts
 /// come checked from the manifest cache (the vault list and the dashboard ask on every request).
-pub(crate) fn changes_waiting(state: &AppState, entry: &VaultEntry, version: Option<i64>) -> bool {
+pub(crate) async fn changes_waiting(
+    state: &AppState,
+    entry: &VaultEntry,
+    version: Option<i64>,
+) -> Result<bool, ApiError> {
     let acting = acting_manifest(entry);
     if acting == entry.site.manifest || entry.kept_version.is_some_and(|kept| Some(kept) == version) {
-        return false;
+        return Ok(false);
     }
-    let checked = |text: &str| state.collector.manifests().get(entry.site.id, text);
-    let (approved, latest) = (checked(acting), checked(&entry.site.manifest));
-    let approved = (acting, approved.as_deref().map(|checked| &checked.manifest));
-    let latest = (entry.site.manifest.as_str(), latest.as_deref().map(|checked| &checked.manifest));
-    Pending::of(approved, latest).needs_approval()
+    Ok(EntryTexts::of(state, entry).await?.pending(state, entry).await?.needs_approval())
 }
 
 fn discovery_error(error: DiscoveryError) -> ApiError {
@@ -446,27 +496,25 @@ pub(crate) async fn list(state: &AppState, user_id: i64) -> Result<SiteList, Api
     let entries = state.store.vault_entries(user_id).await?;
     let versions: std::collections::HashMap<i64, i64> =
         state.store.current_versions(user_id).await?.into_iter().collect();
-    let sites = entries
-        .into_iter()
-        .map(|entry| {
-            let report = report_of(&entry.site.origin, acting_manifest(&entry));
-            let changes_waiting = changes_waiting(state, &entry, versions.get(&entry.site.id).copied());
-            let latest = state.collector.manifests().get(entry.site.id, &entry.site.manifest);
-            let latest = latest.as_deref().map(|checked| &checked.manifest);
-            let offered =
-                |m: &servio_manifest::Manifest| m.tools.iter().filter(|tool| still_offered(latest, &tool.name)).count();
-            SiteSummary {
-                id: entry.site.id,
-                name: report.manifest.as_ref().map(|m| m.name.clone()),
-                tools: report.manifest.as_ref().map_or(0, offered),
-                origin: entry.site.origin,
-                stale_error: entry.site.stale_error,
-                changes_waiting,
-                brief: report.brief_status.as_str(),
-                brief_errors: BriefError::of(&report),
-            }
-        })
-        .collect();
+    let mut sites = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let texts = EntryTexts::of(state, &entry).await?;
+        let changes_waiting = changes_waiting(state, &entry, versions.get(&entry.site.id).copied()).await?;
+        let report = &texts.acting.report;
+        let latest = texts.latest.report.manifest.as_ref();
+        let offered =
+            |m: &servio_manifest::Manifest| m.tools.iter().filter(|tool| still_offered(latest, &tool.name)).count();
+        sites.push(SiteSummary {
+            id: entry.site.id,
+            name: report.manifest.as_ref().map(|m| m.name.clone()),
+            tools: report.manifest.as_ref().map_or(0, offered),
+            origin: entry.site.origin,
+            stale_error: entry.site.stale_error,
+            changes_waiting,
+            brief: report.brief_status.as_str(),
+            brief_errors: BriefError::of(report),
+        });
+    }
     Ok(SiteList { sites })
 }
 
@@ -490,11 +538,11 @@ pub(crate) async fn add_site(
     let origin = found.origin.as_str().trim_end_matches('/').to_owned();
     let text = String::from_utf8(found.body)
         .map_err(|_| ApiError::Unprocessable(json!({ "error": "the manifest is not UTF-8" })))?;
-    let report = report_of(&origin, &text);
-    if !report.is_valid() {
+    let checked = state.collector.manifests().text(&origin, &text, Wait::Bounded).await?;
+    if !checked.report.is_valid() {
         return Err(ApiError::Unprocessable(json!({
             "error": "the manifest is invalid; nothing was added",
-            "report": to_json(found.url.as_str(), &report),
+            "report": to_json(found.url.as_str(), &checked.report),
         })));
     }
     let fetched = FetchedManifest {
@@ -507,10 +555,10 @@ pub(crate) async fn add_site(
     let credential = token.map(|token| SiteCredential::Token(token.to_owned()));
     let record = state.credentials().add_site(&fetched, user_id, credential.as_ref(), now()).await?;
     state.gateway.catalogue_changed(user_id);
-    if report.brief.is_some() {
+    if checked.report.brief.is_some() {
         queue_first_collection(state, user_id, record.id).await;
     }
-    Ok(site_view(&record, report, &record.manifest_url, token.is_some()))
+    Ok(site_view(&record, checked, &record.manifest_url, token.is_some()))
 }
 
 /// Queues the due periods of a site just added, so that the next claim of a worker (`serve`'s
@@ -528,10 +576,12 @@ async fn queue_first_collection(state: &AppState, user_id: i64, site_id: i64) {
     }
 }
 
-/// Refreshes the manifest of the user's vault site `id` now; the site after it.
+/// Refreshes the manifest of the user's vault site `id` now; the site after it. Limited per
+/// site (`429`): each refresh fetches and checks the manifest and may store a version.
 pub(crate) async fn refresh(state: &AppState, user_id: i64, id: i64) -> Result<RefreshAnswer, ApiError> {
     let before = entry(state, user_id, id).await?;
-    let outcome = crate::refresh::refresh_site(state, &before.site).await?;
+    state.throttle.site_refresh(before.site.id)?;
+    let outcome = crate::refresh::refresh_requested(state, &before.site).await?;
     let after = entry(state, user_id, id).await?;
     let refresh = match outcome {
         crate::refresh::Outcome::Unchanged => RefreshView::Unchanged,
@@ -598,7 +648,14 @@ async fn moved_on(
     };
     let versions = state.store.versions(entry.site.id).await?;
     let from = versions.iter().find(|v| v.id == named).map_or(acting_manifest(&entry), |v| v.manifest.as_str());
-    let changes = Pending::between(&entry.site.origin, from, &current.manifest).lines();
+    let manifests = state.collector.manifests();
+    let old = manifests.get(&entry.site.origin, from, Wait::Bounded).await?;
+    let new = manifests.get(&entry.site.origin, &current.manifest, Wait::Bounded).await?;
+    let pending = Pending::of(
+        (from, old.as_deref().map(|checked| &checked.manifest)),
+        (&current.manifest, new.as_deref().map(|checked| &checked.manifest)),
+    );
+    let changes = pending.lines();
     let since = if versions.iter().any(|v| v.id == named) { "it" } else { "the version you approved" };
     Ok(ApiError::Conflict(format!(
         "version {named} is not the site's current version ({} is): since {since}, {}; review the changes again",
@@ -607,29 +664,20 @@ async fn moved_on(
     )))
 }
 
-/// The versions of a vault site, newest first, each with what changed.
+/// The versions of a vault site, newest first, each with what changed as recorded when it was
+/// saved (no stored text is read or checked again).
 pub(crate) async fn versions(state: &AppState, user_id: i64, id: i64) -> Result<VersionList, ApiError> {
     let entry = entry(state, user_id, id).await?;
-    let versions = state.store.versions(entry.site.id).await?;
-    let acting = acting_manifest(&entry);
-    let parsed: Vec<Option<servio_manifest::Manifest>> =
-        versions.iter().map(|v| report_of(&entry.site.origin, &v.manifest).manifest).collect();
+    let versions = state.store.version_summaries(entry.site.id, acting_manifest(&entry)).await?;
     let versions = versions
-        .iter()
+        .into_iter()
         .enumerate()
-        .map(|(i, version)| {
-            let changes = match (parsed.get(i + 1).and_then(Option::as_ref), parsed[i].as_ref()) {
-                (Some(older), Some(newer)) => servio_manifest::diff::diff(older, newer).lines(),
-                (None, _) if i + 1 == versions.len() => vec!["first version".to_owned()],
-                _ => Vec::new(),
-            };
-            VersionView {
-                id: version.id,
-                current: i == 0,
-                approved: version.manifest == acting,
-                fetched_at: version.fetched_at,
-                changes,
-            }
+        .map(|(i, version)| VersionView {
+            id: version.id,
+            current: i == 0,
+            approved: version.approved,
+            fetched_at: version.fetched_at,
+            changes: version.changes.as_deref().and_then(|lines| serde_json::from_str(lines).ok()).unwrap_or_default(),
         })
         .collect();
     Ok(VersionList { versions })
