@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use servio_platform::upkeep::Retention;
-use servio_platform::{AppState, router};
+use servio_platform::{AppState, CacheBytes, router};
 
 use crate::cli::ServeArgs;
 use crate::platform::{KeyFile, backend, check_key};
@@ -31,7 +31,8 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         // The platform fetches user-supplied URLs: the public guard, unless told otherwise.
         let client = platform.client(false, None)?;
         let oauth = platform.oauth(format!("http://{local}"))?;
-        let mut state = AppState::new(Arc::from(store), client, secrets, oauth);
+        let cache_bytes = CacheBytes { dashboards: args.dashboard_cache_bytes, catalogues: args.catalogue_cache_bytes };
+        let mut state = AppState::with_cache_bytes(Arc::from(store), client, secrets, oauth, cache_bytes);
         let days = |n: u64| Duration::from_secs(n * 86_400);
         state.retention = Retention { attempts: days(args.keep_attempts_days), calls: days(args.keep_calls_days) };
         if let Some(addr) = args.process.metrics_addr {

@@ -8,4 +8,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod harness;
+mod lockout;
+mod memory;
 mod smoke;
