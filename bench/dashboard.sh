@@ -43,7 +43,10 @@ page_status=$(curl -s -o /dev/null -w '%{http_code}' -H "Cookie: __Host-servio_s
 
 # One wrk run: prints "p50_ms p99_ms requests_per_s errors" (CONNECTIONS, default 64).
 run() {
-    wrk -t2 -c"${CONNECTIONS:-64}" -d"$duration" --timeout 30s --latency "$@" | python3 -c '
+    connections=${CONNECTIONS:-64}
+    threads=2
+    [ "$connections" -ge 2 ] || threads=1
+    wrk -t"$threads" -c"$connections" -d"$duration" --timeout 30s --latency "$@" | python3 -c '
 import re, sys
 text = sys.stdin.read()
 def ms(p):
