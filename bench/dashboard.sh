@@ -1,8 +1,12 @@
 #!/bin/sh
 # Dashboard benchmark: p99 latency of GET /api/dashboard under 64 concurrent connections for a
 # user with 50 metrics and 730 days of daily values, against the same server answering the same
-# bytes as a static file (see crates/servio-platform/examples/dashboard_bench.rs), and the
-# dashboard page (HTML, the default 28-day charts) for the same user.
+# bytes as a static file (see crates/servio-platform/examples/dashboard_bench.rs; Nagle's
+# algorithm off on both, as in `servio serve`), and the dashboard page (HTML, the default 28-day
+# charts) for the same user. Then the uncached mode: the same dashboard of USERS other users
+# (default 64) from a server keeping none, a different user on every request, under 64
+# connections ("uncached") and one connection ("render": one render at a time, its p50 is what
+# one render costs).
 # Runs alternate, static first: ROUNDS rounds (default 3) of DURATION each (default 10s).
 # Results go in BENCHMARKS.md.
 set -eu
@@ -30,14 +34,19 @@ base=$(field base)
 token=$(field token)
 cookie=$(field cookie)
 static_path=$(field static)
+uncached=$(field uncached)
+tokens=$(field tokens)
 echo "dashboard: $(field bytes) bytes" >&2
 # wrk counts a redirect (to sign in) as a success: make sure the page is the page.
 page_status=$(curl -s -o /dev/null -w '%{http_code}' -H "Cookie: __Host-servio_session=$cookie" "$base/dashboard")
 [ "$page_status" = 200 ] || { echo "the dashboard page answered $page_status" >&2; exit 2; }
 
-# One wrk run: prints "p50_ms p99_ms requests_per_s errors".
+# One wrk run: prints "p50_ms p99_ms requests_per_s errors" (CONNECTIONS, default 64).
 run() {
-    wrk -t2 -c64 -d"$duration" --timeout 30s --latency "$@" | python3 -c '
+    connections=${CONNECTIONS:-64}
+    threads=2
+    [ "$connections" -ge 2 ] || threads=1
+    wrk -t"$threads" -c"$connections" -d"$duration" --timeout 30s --latency "$@" | python3 -c '
 import re, sys
 text = sys.stdin.read()
 def ms(p):
@@ -55,10 +64,15 @@ while [ "$i" -le "$rounds" ]; do
     s=$(run "$base$static_path")
     a=$(run -H "Authorization: Bearer $token" "$base/api/dashboard")
     p=$(run -H "Cookie: __Host-servio_session=$cookie" "$base/dashboard")
+    u=$(SERVIO_BENCH_TOKENS=$tokens run -s bench/dashboard_users.lua "$uncached/api/dashboard")
+    r=$(SERVIO_BENCH_TOKENS=$tokens CONNECTIONS=1 run -s bench/dashboard_users.lua "$uncached/api/dashboard")
     printf '%-6s %-8s %10s %10s %10s %s\n' "$i" static $s
     printf '%-6s %-8s %10s %10s %10s %s\n' "$i" api $a
     printf '%-6s %-8s %10s %10s %10s %s\n' "$i" page $p
-    echo "$s" | awk -v a="$a" -v i="$i" '{ split(a, x, " "); printf "%-6s p99 ratio api/static %.1fx, p50 ratio %.1fx\n", i, x[2] / $2, x[1] / $1 }'
-    echo "$s" | awk -v a="$p" -v i="$i" '{ split(a, x, " "); printf "%-6s p99 ratio page/static %.1fx, p50 ratio %.1fx\n", i, x[2] / $2, x[1] / $1 }'
+    printf '%-6s %-8s %10s %10s %10s %s\n' "$i" uncached $u
+    printf '%-6s %-8s %10s %10s %10s %s\n' "$i" render $r
+    for pair in "api:$a" "page:$p" "uncached:$u"; do
+        echo "$s" | awk -v a="${pair#*:}" -v what="${pair%%:*}" -v i="$i" '{ split(a, x, " "); printf "%-6s p99 ratio %s/static %.1fx, p50 ratio %.1fx\n", i, what, x[2] / $2, x[1] / $1 }'
+    done
     i=$((i + 1))
 done

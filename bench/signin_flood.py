@@ -1,12 +1,14 @@
 """bench/signin_flood.sh's probe: GET /api/me with a session cookie every 50 ms on one kept-alive
 connection while the flood runs, and the server's resident memory from /proc every 50 ms.
-Prints the median and p90 latency and the peak RSS growth over the RSS before the flood."""
+Prints the median and p90 latency and the peak RSS growth over the RSS before the flood, which
+the caller reads before starting the flood and passes as the fifth argument (in KiB)."""
 import http.client
 import statistics
 import sys
 import time
 
 port, cookie, pid, seconds = int(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
+base_kib = int(sys.argv[5])
 
 
 def rss_kib(field):
@@ -17,8 +19,8 @@ def rss_kib(field):
     return 0
 
 
-base_rss = rss_kib("VmRSS")
-peak_rss = base_rss
+base_rss = base_kib
+peak_rss = max(base_rss, rss_kib("VmRSS"))
 latencies = []
 statuses = {}
 connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)

@@ -32,8 +32,11 @@ curl -sS -o /dev/null -D "$tmp/signup.txt" -H 'content-type: application/json' \
 cookie=$(sed -n 's/^[Ss]et-[Cc]ookie: \([^;]*\);.*/\1/p' "$tmp/signup.txt")
 [ -n "$cookie" ] || { echo "sign-up failed:" >&2; cat "$tmp/signup.txt" >&2; exit 1; }
 
+# Memory before the flood, read here before wrk or the probe start: read by the probe in the
+# background, it was read after the flood had begun and the growth came out as 0 MiB.
+before_kib=$(awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status")
 echo "wrk: POST /api/signin, $connections connections, ${duration}s; /api/me probed meanwhile"
-python3 bench/signin_flood.py "$port" "$cookie" "$server_pid" "$duration" >"$tmp/probe.txt" &
+python3 bench/signin_flood.py "$port" "$cookie" "$server_pid" "$duration" "$before_kib" >"$tmp/probe.txt" &
 probe_pid=$!
 SERVIO_BENCH_EMAIL=$email SERVIO_BENCH_PASSWORD=$password \
     wrk -t2 -c"$connections" -d"${duration}s" --timeout 30s -s bench/signin_flood.lua "http://127.0.0.1:$port/api/signin"

@@ -143,6 +143,15 @@ pub struct ServeArgs {
     /// Days the AI gateway's call log is kept.
     #[arg(long, env = "SERVIO_KEEP_CALLS_DAYS", default_value_t = 90, value_name = "DAYS", value_parser = clap::value_parser!(u64).range(1..=36_500), hide_env_values = true)]
     pub keep_calls_days: u64,
+    /// Bytes the kept dashboards may take together (rendered JSON, up to 30 s each; about
+    /// 140 KiB for 50 metrics, 1 MiB for 200); the least used go first. Hits and misses are in
+    /// /metrics (servio_cache_requests_total).
+    #[arg(long, env = "SERVIO_DASHBOARD_CACHE_BYTES", default_value_t = 64 << 20, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(0..=1 << 40), hide_env_values = true)]
+    pub dashboard_cache_bytes: u64,
+    /// Bytes the kept AI-gateway catalogues may take together (each user's tools, up to 2 s
+    /// each; several MiB for 1,000 tools); the least used go first.
+    #[arg(long, env = "SERVIO_CATALOGUE_CACHE_BYTES", default_value_t = 64 << 20, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(0..=1 << 40), hide_env_values = true)]
+    pub catalogue_cache_bytes: u64,
     /// Versions of each site's manifest kept: the newest N, plus every version a user still
     /// has approved or kept; older ones are deleted when a refresh stores a new one, and
     /// every minute.

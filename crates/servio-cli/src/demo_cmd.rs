@@ -57,7 +57,14 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
         .with_context(|| format!("listening on {} (choose another with --addr)", args.addr))?;
     let url = format!("http://{}", listener.local_addr()?);
     let oauth = platform.oauth(url.clone())?;
-    let state = AppState::with_checks(Arc::from(store), client, secrets, oauth, args.platform.checks.config());
+    let state = AppState::with_limits(
+        Arc::from(store),
+        client,
+        secrets,
+        oauth,
+        args.platform.checks.config(),
+        Default::default(),
+    );
     let background = Background::start(&state, STOP_GRACE);
     let app = router(state.clone());
     let stopping = state.stopping.clone();

@@ -9,7 +9,7 @@ use servio_collector::BackfillLimits;
 use servio_platform::quotas::Quotas;
 use servio_platform::throttle::{Throttle, ThrottleConfig};
 use servio_platform::upkeep::Retention;
-use servio_platform::{AppState, router};
+use servio_platform::{AppState, CacheBytes, router};
 
 use crate::cli::ServeArgs;
 use crate::platform::{KeyFile, backend, check_key};
@@ -34,7 +34,9 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         // The platform fetches user-supplied URLs: the public guard, unless told otherwise.
         let client = platform.client(false, None)?;
         let oauth = platform.oauth(format!("http://{local}"))?;
-        let mut state = AppState::with_checks(Arc::from(store), client, secrets, oauth, platform.checks.config());
+        let cache_bytes = CacheBytes { dashboards: args.dashboard_cache_bytes, catalogues: args.catalogue_cache_bytes };
+        let checks = platform.checks.config();
+        let mut state = AppState::with_limits(Arc::from(store), client, secrets, oauth, checks, cache_bytes);
         let days = |n: u64| Duration::from_secs(n * 86_400);
         state.retention = Retention {
             attempts: days(args.keep_attempts_days),

@@ -4,15 +4,23 @@
 //! on each so the canonical slots hold five sites) and 730 days of daily values each (36,500
 //! values, stored in one transaction: one durable commit per value took minutes), then serves
 //! the real platform router plus, on the same server, a static file holding exactly the bytes
-//! `GET /api/dashboard` returns (tower-http's `ServeFile`), the baseline.
+//! `GET /api/dashboard` returns (tower-http's `ServeFile`), the baseline. Connections have
+//! Nagle's algorithm off, as `servio serve`'s do: without it, `ServeFile`'s answer (written in
+//! pieces) waited some 40 ms for the client's delayed acknowledgement, and every ratio against
+//! the static file flattered the dashboard.
+//!
+//! For the uncached mode, `USERS` more users (default 64) get the same 50 metrics with the last
+//! 70 days of values, and a second listener serves the same store with no dashboard cache, so
+//! that every request renders; `bench/dashboard.sh` rotates over their tokens (one render per
+//! user at a time, so one user alone would measure one core).
 //!
 //! ```sh
 //! cargo run --release -p servio-platform --example dashboard_bench -- DATA_DIR [ADDR]
 //! ```
 //!
 //! Prints progress with timings, then one line `READY <json>` with the base URL, the API token,
-//! a session cookie (for the dashboard page) and the static file's path, and serves until
-//! interrupted.
+//! a session cookie (for the dashboard page), the static file's path, the uncached server's
+//! base URL and a file of the other users' tokens (one a line), and serves until interrupted.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,6 +34,8 @@ use servio_store::{FetchedManifest, Slot};
 const SITES: usize = 5;
 const METRICS_PER_SITE: usize = 10;
 const DAYS: i64 = 730;
+/// Days of values of the uncached mode's users: the 62 the dashboard shows, and a week more.
+const OTHER_DAYS: usize = 70;
 const TIME_ZONE: &str = "UTC";
 
 fn main() -> Result<(), String> {
@@ -78,10 +88,28 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
     let url = format!("sqlite:{}", data_dir.join("servio.db").display());
     let store = servio_store::open(&url).await.map_err(|e| format!("opening {url}: {e}"))?;
     let now = servio_platform::now();
+    let other_users: usize = match std::env::var("USERS") {
+        Ok(text) => text.parse().map_err(|e| format!("USERS {text:?}: {e}"))?,
+        Err(_) => 64,
+    };
     let user = store
         .create_user("bench@example.com", servio_platform::accounts::decoy_hash(), TIME_ZONE, now)
         .await
         .map_err(|e| format!("creating the user (use a fresh DATA_DIR): {e}"))?;
+    let mut others = Vec::new();
+    let mut other_tokens = String::new();
+    for n in 0..other_users {
+        let email = format!("bench-{n}@example.com");
+        let other = store
+            .create_user(&email, servio_platform::accounts::decoy_hash(), TIME_ZONE, now)
+            .await
+            .map_err(|e| format!("creating {email}: {e}"))?;
+        let token = new_token("servio_").map_err(|e| e.to_string())?;
+        store.create_api_token(other.id, "bench", &token_hash(&token), now, 100).await.map_err(|e| e.to_string())?;
+        other_tokens.push_str(&token);
+        other_tokens.push('\n');
+        others.push(other.id);
+    }
     let token = new_token("servio_").map_err(|e| e.to_string())?;
     store
         .create_api_token(user.id, "bench", &token_hash(&token), now, 1)
@@ -110,6 +138,9 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
         };
         let site = store.save_site(&fetched, now).await.map_err(|e| format!("saving {origin}: {e}"))?;
         store.add_to_vault(user.id, site.id, now).await.map_err(|e| format!("adding {origin}: {e}"))?;
+        for other in &others {
+            store.add_to_vault(*other, site.id, now).await.map_err(|e| format!("adding {origin}: {e}"))?;
+        }
         let report = servio_manifest::check(text.as_bytes(), &servio_manifest::CheckOptions::default());
         let brief = report.brief.ok_or_else(|| format!("the bench manifest of {origin} has no valid brief"))?;
         sites.push((site.id, brief.metrics.into_iter().map(|m| m.key).collect::<Vec<_>>()));
@@ -126,22 +157,26 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
         periods.push((period.start.as_second(), period.end.as_second(), date.to_string()));
     }
     let mut values = Vec::new();
-    for (site_index, (site_id, keys)) in sites.iter().enumerate() {
-        for (metric_index, key) in keys.iter().enumerate() {
-            for (day, (start, end, date)) in periods.iter().enumerate() {
-                let slot = Slot {
-                    user_id: user.id,
-                    site_id: *site_id,
-                    metric_key: key,
-                    granularity: "day",
-                    period_start: *start,
-                    period_end: *end,
-                    start_date: date,
-                    period_key: date,
-                };
-                // Deterministic, varied figures with cents.
-                let value = ((day * 37 + metric_index * 101 + site_index * 13) % 5_000) as f64 + 0.25;
-                values.push((slot, value, "seeded"));
+    let recent = periods.len() - OTHER_DAYS;
+    let owners = std::iter::once((user.id, 0)).chain(others.iter().map(|other| (*other, recent)));
+    for (user_id, first_day) in owners {
+        for (site_index, (site_id, keys)) in sites.iter().enumerate() {
+            for (metric_index, key) in keys.iter().enumerate() {
+                for (day, (start, end, date)) in periods.iter().enumerate().skip(first_day) {
+                    let slot = Slot {
+                        user_id,
+                        site_id: *site_id,
+                        metric_key: key,
+                        granularity: "day",
+                        period_start: *start,
+                        period_end: *end,
+                        start_date: date,
+                        period_key: date,
+                    };
+                    // Deterministic, varied figures with cents.
+                    let value = ((day * 37 + metric_index * 101 + site_index * 13) % 5_000) as f64 + 0.25;
+                    values.push((slot, value, "seeded"));
+                }
             }
         }
     }
@@ -159,10 +194,20 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
     let client = servio_client::Client::new(servio_client::ClientConfig::default()).map_err(|e| e.to_string())?;
     let state = servio_platform::testing::state(Arc::from(store), client, "http://127.0.0.1");
     let static_path = data_dir.join("dashboard.json");
+    // The same platform with no dashboard kept: every request renders.
+    let mut uncached = state.clone();
+    uncached.dashboards = Arc::new(servio_platform::routes::dashboard::cache::DashboardCache::new(0));
     let app = router(state).route_service("/static/dashboard.json", tower_http::services::ServeFile::new(&static_path));
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("listening on {addr}: {e}"))?;
     let base = format!("http://{}", listener.local_addr().map_err(|e| e.to_string())?);
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let server = tokio::spawn(async move { axum::serve(servio_platform::no_delay(listener), app).await });
+    let uncached_listener =
+        tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| format!("listening for the uncached: {e}"))?;
+    let uncached_base = format!("http://{}", uncached_listener.local_addr().map_err(|e| e.to_string())?);
+    let uncached_app = router(uncached);
+    tokio::spawn(async move { axum::serve(servio_platform::no_delay(uncached_listener), uncached_app).await });
+    let tokens_path = data_dir.join("tokens.txt");
+    std::fs::write(&tokens_path, other_tokens).map_err(|e| format!("writing {}: {e}", tokens_path.display()))?;
 
     // The baseline holds exactly what the API answers.
     let response = reqwest::Client::new()
@@ -179,7 +224,8 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
     eprintln!("{:>6.2} s  serving; the dashboard is {} bytes", started.elapsed().as_secs_f64(), body.len());
     println!(
         "READY {}",
-        json!({ "base": base, "token": token, "cookie": cookie, "static": "/static/dashboard.json", "bytes": body.len() })
+        json!({ "base": base, "token": token, "cookie": cookie, "static": "/static/dashboard.json", "bytes": body.len(),
+                "uncached": uncached_base, "tokens": tokens_path })
     );
 
     tokio::select! {

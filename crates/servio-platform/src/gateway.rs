@@ -6,11 +6,11 @@
 //! from the collector's [`servio_collector::ManifestCache`] (by site and manifest text), so a
 //! call costs no parse and no schema compilation; each
 //! user's catalogue and log setting are kept for [`CONTEXT_TTL`] (dropped at once when this
-//! process changes them, so only another process's change can take that long to show); the
-//! call log is written by a background task in batches, so a call never waits for a commit.
+//! process changes them, so only another process's change can take that long to show), at most
+//! `--catalogue-cache-bytes` of them together (a catalogue of 1,000 tools weighs megabytes: a
+//! bound by count bounded nothing); the call log is written by a background task in batches, so a call never waits for a commit.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -23,10 +23,11 @@ use servio_store::{Store, ToolCall, User, VaultEntry};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::AppState;
+use crate::cache::{Counted, Weight, json_weight};
 use crate::error::ApiError;
 
-/// Kept user contexts beyond this many are swept of expired ones, which bounds memory.
-const CACHE_LIMIT: usize = 4096;
+/// How many bytes the kept catalogues may weigh unless told (`--catalogue-cache-bytes`).
+pub const DEFAULT_CATALOGUE_BYTES: u64 = 64 << 20;
 
 /// How long a user's catalogue and log setting are reused without asking the store.
 pub const CONTEXT_TTL: Duration = Duration::from_secs(2);
@@ -36,7 +37,7 @@ const LOG_BATCH: usize = 256;
 
 /// The gateway's shared state: each user's catalogue, the call-log writer and change notices.
 pub struct Gateway {
-    contexts: Mutex<HashMap<i64, (Instant, Arc<UserContext>)>>,
+    contexts: Counted<i64, UserContext>,
     log: OnceLock<mpsc::UnboundedSender<LogEntry>>,
     changes: broadcast::Sender<Change>,
     /// Where changes are announced to the other processes sharing the database.
@@ -52,8 +53,15 @@ type ChangeHook = Box<dyn Fn(Option<Change>) + Send + Sync>;
 
 impl Default for Gateway {
     fn default() -> Gateway {
+        Gateway::new(DEFAULT_CATALOGUE_BYTES)
+    }
+}
+
+impl Gateway {
+    /// A gateway keeping at most `catalogue_bytes` of catalogues.
+    pub fn new(catalogue_bytes: u64) -> Gateway {
         Gateway {
-            contexts: Mutex::default(),
+            contexts: Counted::new("catalogue", catalogue_bytes, CONTEXT_TTL),
             log: OnceLock::new(),
             changes: broadcast::channel(256).0,
             announcer: OnceLock::new(),
@@ -229,7 +237,7 @@ impl Gateway {
                 }
             }
             servio_store::Heard::Missed => {
-                self.contexts.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clear();
+                self.contexts.clear();
                 self.tell_hooks(None);
             }
         }
@@ -237,7 +245,7 @@ impl Gateway {
 
     fn apply(&self, change: Change) {
         if !matches!(change, Change::Values(_)) {
-            self.contexts.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(&change.user_id());
+            self.contexts.remove(&change.user_id());
         }
         if let Change::Catalogue(_) | Change::Access(_) = change {
             // No receiver just means no MCP client is connected here.
@@ -265,16 +273,16 @@ impl Gateway {
     }
 
     fn kept(&self, user_id: i64) -> Option<Arc<UserContext>> {
-        let contexts = self.contexts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        contexts.get(&user_id).filter(|(at, _)| at.elapsed() < CONTEXT_TTL).map(|(_, context)| context.clone())
+        self.contexts.get(&user_id)
     }
 
     fn keep(&self, user_id: i64, context: Arc<UserContext>) {
-        let mut contexts = self.contexts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if contexts.len() >= CACHE_LIMIT {
-            contexts.retain(|_, (at, _)| at.elapsed() < CONTEXT_TTL);
-        }
-        contexts.insert(user_id, (Instant::now(), context));
+        self.contexts.insert(user_id, context);
+    }
+
+    /// The bytes of catalogues kept now.
+    pub fn catalogue_bytes(&self) -> u64 {
+        self.contexts.bytes()
     }
 
     /// Notices of changed catalogues and revoked access, for MCP streams.
@@ -412,6 +420,38 @@ impl Catalogue {
 struct UserContext {
     catalogue: Arc<Catalogue>,
     log_arguments: bool,
+}
+
+/// A tool's or a site's cost besides its text: the struct, its strings' headers, the map nodes.
+const ITEM_OVERHEAD: usize = 256;
+
+impl Weight for UserContext {
+    /// The tools (names, descriptions, schemas: each a copy of the manifest's) and the vault
+    /// entries (each holding its manifest texts); the checked manifests are shared with the
+    /// manifest cache and are not counted here.
+    fn weight(&self) -> usize {
+        let catalogue = &self.catalogue;
+        let tools: usize = catalogue
+            .tools
+            .iter()
+            .map(|tool| {
+                let text = tool.name.len() + tool.origin.len() + tool.tool.len() + tool.description.len();
+                ITEM_OVERHEAD + text + json_weight(&tool.input_schema)
+            })
+            .sum();
+        let sites: usize = catalogue
+            .sites
+            .iter()
+            .map(|(entry, _)| {
+                let site = &entry.site;
+                let texts = [&site.manifest, &site.origin, &site.manifest_url];
+                let text: usize = texts.iter().map(|text| text.len()).sum();
+                let own = entry.approved_manifest.as_ref().map_or(0, String::len);
+                ITEM_OVERHEAD + text + own + entry.credential.as_ref().map_or(0, Vec::len)
+            })
+            .sum();
+        ITEM_OVERHEAD + tools + sites + catalogue.places.len() * 16
+    }
 }
 
 async fn context(state: &AppState, user: &User) -> Result<Arc<UserContext>, ApiError> {

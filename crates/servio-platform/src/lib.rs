@@ -9,6 +9,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod cache;
 pub mod chart;
 pub mod connect;
 pub mod error;
@@ -88,6 +89,22 @@ impl Stopping {
     }
 }
 
+/// How many bytes the platform's caches of large values may hold (`servio serve`'s
+/// `--dashboard-cache-bytes` and `--catalogue-cache-bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheBytes {
+    /// Rendered dashboards (up to 1 MiB each for a user with 200 metrics).
+    pub dashboards: u64,
+    /// Users' catalogues (megabytes each at 1,000 tools).
+    pub catalogues: u64,
+}
+
+impl Default for CacheBytes {
+    fn default() -> CacheBytes {
+        CacheBytes { dashboards: 64 << 20, catalogues: gateway::DEFAULT_CATALOGUE_BYTES }
+    }
+}
+
 impl AppState {
     /// The state of a platform over `store`, sealing credentials with `secrets`.
     pub fn new(
@@ -96,29 +113,42 @@ impl AppState {
         secrets: Secrets,
         oauth: connect::OAuthConfig,
     ) -> AppState {
-        AppState::with_checks(store, client, secrets, oauth, servio_collector::CheckConfig::default())
+        AppState::with_limits(
+            store,
+            client,
+            secrets,
+            oauth,
+            servio_collector::CheckConfig::default(),
+            CacheBytes::default(),
+        )
     }
 
     /// [`AppState::new`], checking manifests and validating arguments as `checks` says (how
-    /// many at once, how long a request waits, how many bytes of reports are kept).
-    pub fn with_checks(
+    /// many at once, how long a request waits, how many bytes of reports are kept), with caches
+    /// of `cache_bytes`.
+    pub fn with_limits(
         store: Arc<dyn Store>,
         client: servio_client::Client,
         secrets: Secrets,
         oauth: connect::OAuthConfig,
         checks: servio_collector::CheckConfig,
+        cache_bytes: CacheBytes,
     ) -> AppState {
         let oauth = Arc::new(oauth);
         let credentials = Credentials::new(store.clone(), client.clone(), Arc::new(secrets), oauth.clone());
         let collector = Collector::with_checks(store.clone(), client.clone(), Arc::new(credentials), checks);
-        AppState::with_collector(collector, oauth)
+        AppState::around(collector, oauth, cache_bytes)
     }
 
     /// The state of a platform around `collector` (its store, client and credentials).
     pub fn with_collector(collector: Collector, oauth: Arc<connect::OAuthConfig>) -> AppState {
+        AppState::around(collector, oauth, CacheBytes::default())
+    }
+
+    fn around(collector: Collector, oauth: Arc<connect::OAuthConfig>, cache_bytes: CacheBytes) -> AppState {
         // Before anything is recorded.
         metrics::handle();
-        let gateway = Arc::<gateway::Gateway>::default();
+        let gateway = Arc::new(gateway::Gateway::new(cache_bytes.catalogues));
         gateway.announce_through(collector.store().clone());
         // A stored credential, new or renewed, is what the gateway's kept catalogue must not
         // keep using.
@@ -126,7 +156,7 @@ impl AppState {
         collector.credentials().on_change(move |change| changed.forget(change.user_id));
         // New values, here or (through the gateway's notices) in another process, make the
         // user's kept dashboards stale.
-        let dashboards = Arc::<routes::dashboard::cache::DashboardCache>::default();
+        let dashboards = Arc::new(routes::dashboard::cache::DashboardCache::new(cache_bytes.dashboards));
         let stale = dashboards.clone();
         gateway.on_change(move |change| stale.forget(change));
         let told = gateway.clone();

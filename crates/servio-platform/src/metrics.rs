@@ -63,6 +63,15 @@ fn describe() {
     describe_counter!("servio_manifest_refreshes_total", "Manifest refreshes, by outcome");
     describe_gauge!("servio_jobs", "Collection jobs to do: pending, claimed (under a live lease), overdue");
     describe_gauge!("servio_db_connections", "Database pool connections: open, idle, max");
+    describe_counter!(
+        "servio_cache_requests_total",
+        "Look-ups in the kept dashboards and catalogues, by cache and result (hit, miss): the hit rate"
+    );
+    describe_gauge!(
+        "servio_cache_bytes",
+        metrics::Unit::Bytes,
+        "Bytes the kept dashboards and catalogues take, by cache"
+    );
 }
 
 /// Counts one answered request. Per request, the route's label is one shared allocation and

@@ -1,17 +1,27 @@
 //! Abuse resistance for the routes that check passwords: argon2id runs off the request threads
 //! with a bounded number at once ([`Hashing`]), and sign-in and sign-up attempts are rate
-//! limited per account and per client address ([`Throttle`]), answering `429` with
-//! `Retry-After`.
+//! limited ([`Throttle`]), answering `429` with `Retry-After`.
 //!
-//! Every sign-in attempt counts, right or wrong: the limit has to be decided before the hash
-//! is checked, or a throttled guess would still be answered. The bursts are far above what a
+//! Sign-in has three limits, so that an attacker slows themselves rather than the owner:
+//! - per (account, client address) pair, with backoff ([`Backoff`]): a few attempts free, then
+//!   a wait doubling from 1 s to 15 minutes after each, until a success from that pair;
+//! - per client address, so that spraying many accounts from one place is slow;
+//! - per account from anywhere, which a **known device** skips: a browser that signed in to the
+//!   account before holds a sealed cookie saying so ([`crate::routes::accounts`]), so a flood of
+//!   wrong passwords from elsewhere does not lock the owner out.
+//!
+//! A signed-in user confirming their password (a password change, an account deletion) has a
+//! limit of their own, which others' failed sign-ins do not touch.
+//!
+//! Every attempt counts, right or wrong: the limit has to be decided before the hash is
+//! checked, or a throttled guess would still be answered. The bursts are far above what a
 //! person signing in needs, so only floods meet them.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
@@ -28,8 +38,14 @@ pub struct ThrottleConfig {
     pub hashing_at_once: usize,
     /// How many more may wait for their turn; beyond that the answer is `503`.
     pub hashing_queue: usize,
-    /// Sign-in attempts per account (by normalised email, whether or not it exists).
+    /// Sign-in attempts per account (by normalised email, whether or not it exists), from
+    /// anywhere but a known device of the account.
     pub sign_in_per_account: Quota,
+    /// Sign-in attempts per (account, client address) pair: free ones, then backoff.
+    pub sign_in_per_pair: BackoffConfig,
+    /// Checks of the current password per signed-in user (a password change, an account
+    /// deletion): a stolen session guesses no faster than the sign-in form lets anyone.
+    pub password_checks_per_user: Quota,
     /// Sign-in attempts per client address.
     pub sign_in_per_address: Quota,
     /// Sign-up attempts per client address.
@@ -64,6 +80,10 @@ impl Default for ThrottleConfig {
             hashing_queue: 32 * cores,
             // Ten tries, then one every 30 seconds: 120 guesses an hour at most per account.
             sign_in_per_account: Quota::per_minute(TWO).allow_burst(TEN),
+            // Five tries from one place, then 1 s, 2 s, 4 s... up to 15 minutes between tries.
+            sign_in_per_pair: BackoffConfig::default(),
+            // As the account's sign-in limit, but the user's own.
+            password_checks_per_user: Quota::per_minute(TWO).allow_burst(TEN),
             // Thirty tries, then one every two seconds, from one address (or one IPv6 /64).
             sign_in_per_address: Quota::per_minute(THIRTY).allow_burst(THIRTY),
             // Ten accounts, then one a minute: enough for a family behind one router, too slow
@@ -202,9 +222,95 @@ impl TakenAnswers {
     }
 }
 
+/// How a (account, address) pair backs off: `free` attempts, then a wait of `first` doubling
+/// after each attempt up to `longest`. A pair unused for `forget_after` starts again.
+#[derive(Debug, Clone, Copy)]
+pub struct BackoffConfig {
+    /// Attempts before the first wait.
+    pub free: u32,
+    /// The first wait.
+    pub first: Duration,
+    /// The longest wait.
+    pub longest: Duration,
+    /// How long an idle pair is remembered.
+    pub forget_after: Duration,
+    /// How many pairs are remembered at most (the least used are forgotten first).
+    pub pairs: u64,
+}
+
+impl Default for BackoffConfig {
+    fn default() -> BackoffConfig {
+        BackoffConfig {
+            free: 5,
+            first: Duration::from_secs(1),
+            longest: Duration::from_secs(15 * 60),
+            forget_after: Duration::from_secs(3600),
+            pairs: 100_000,
+        }
+    }
+}
+
+/// A pair's attempts since its last success, and when the last one was let through.
+#[derive(Debug, Clone, Copy)]
+struct Tries {
+    count: u32,
+    last: Instant,
+}
+
+/// Attempts per key with backoff: each key's wait doubles with every attempt past the free
+/// ones, and a success forgets the key. Held in a `moka` cache bounded in entries with a time to
+/// idle, so a flood over many pairs cannot grow it without bound.
+pub struct Backoff<K: std::hash::Hash + Eq + Clone + Send + Sync + 'static> {
+    config: BackoffConfig,
+    tries: moka::sync::Cache<K, Tries>,
+}
+
+impl<K: std::hash::Hash + Eq + Clone + Send + Sync + 'static> Backoff<K> {
+    /// A backoff as `config` says.
+    pub fn new(config: BackoffConfig) -> Backoff<K> {
+        let tries = moka::sync::Cache::builder().max_capacity(config.pairs).time_to_idle(config.forget_after).build();
+        Backoff { config, tries }
+    }
+
+    /// The wait after `count` attempts.
+    fn wait_after(&self, count: u32) -> Duration {
+        let Some(past) = count.checked_sub(self.config.free) else { return Duration::ZERO };
+        let factor = 1u32.checked_shl(past).unwrap_or(u32::MAX);
+        self.config.first.saturating_mul(factor).min(self.config.longest)
+    }
+
+    /// Refuses `key` while it waits, with how long is left (whole seconds, rounded up).
+    pub fn check(&self, key: &K) -> Result<(), ApiError> {
+        let Some(tries) = self.tries.get(key) else { return Ok(()) };
+        let left = self.wait_after(tries.count).saturating_sub(tries.last.elapsed());
+        if left.is_zero() {
+            return Ok(());
+        }
+        Err(ApiError::TooManyRequests { retry_after: left.as_secs() + u64::from(left.subsec_nanos() > 0) })
+    }
+
+    /// Counts an attempt of `key` let through.
+    pub fn count(&self, key: K) {
+        let count = self.tries.get(&key).map_or(0, |tries| tries.count).saturating_add(1);
+        self.tries.insert(key, Tries { count, last: Instant::now() });
+    }
+
+    /// Forgets `key`'s attempts (it succeeded).
+    pub fn forget(&self, key: &K) {
+        self.tries.invalidate(key);
+    }
+
+    fn len(&self) -> usize {
+        self.tries.run_pending_tasks();
+        usize::try_from(self.tries.entry_count()).unwrap_or(usize::MAX)
+    }
+}
+
 /// The sign-in and sign-up limits and the hashing gate of one platform process.
 pub struct Throttle {
     sign_in_by_account: Limiter<String>,
+    sign_in_by_pair: Backoff<(String, ClientKey)>,
+    password_checks_by_user: Limiter<i64>,
     sign_in_by_address: Limiter<ClientKey>,
     sign_up_by_address: Limiter<ClientKey>,
     taken_answers: TakenAnswers,
@@ -226,6 +332,8 @@ impl Throttle {
     pub fn new(config: &ThrottleConfig) -> Throttle {
         Throttle {
             sign_in_by_account: Limiter::new(config.sign_in_per_account),
+            sign_in_by_pair: Backoff::new(config.sign_in_per_pair),
+            password_checks_by_user: Limiter::new(config.password_checks_per_user),
             sign_in_by_address: Limiter::new(config.sign_in_per_address),
             sign_up_by_address: Limiter::new(config.sign_up_per_address),
             taken_answers: TakenAnswers::new(config.taken_answers),
@@ -238,18 +346,33 @@ impl Throttle {
     }
 
     /// Counts a sign-in attempt from `client` for the account `email` (normalised, or as sent
-    /// when it is not an address); the address is counted first, so that spraying many
-    /// accounts from one place is stopped without touching their counts.
-    pub fn sign_in(&self, client: IpAddr, email: &str) -> Result<(), ApiError> {
-        self.sign_in_by_address.check(&ClientKey::of(client))?;
-        self.sign_in_by_account.check(&email.to_owned())
+    /// when it is not an address); `known_device` when the request carries the account's
+    /// known-device cookie, which skips the account's limit (not the pair's nor the address's).
+    /// The address is counted first, so that spraying many accounts from one place is stopped
+    /// without touching their counts; the pair's wait is looked at before the account's limit,
+    /// so that a pair waiting out its backoff spends nothing of the account's.
+    pub fn sign_in(&self, client: IpAddr, email: &str, known_device: bool) -> Result<(), ApiError> {
+        let pair = (email.to_owned(), ClientKey::of(client));
+        self.sign_in_by_address.check(&pair.1)?;
+        self.sign_in_by_pair.check(&pair)?;
+        if !known_device {
+            self.sign_in_by_account.check(&pair.0)?;
+        }
+        self.sign_in_by_pair.count(pair);
+        Ok(())
     }
 
-    /// Counts a check of the current password of the signed-in account `email` (a password
-    /// change, an account deletion) against the account's sign-in limit: a stolen session
-    /// guesses the password no faster than the sign-in form lets anyone.
-    pub fn password_check(&self, email: &str) -> Result<(), ApiError> {
-        self.sign_in_by_account.check(&email.to_owned())
+    /// A sign-in from `client` to `email` succeeded: the pair's backoff starts again.
+    pub fn signed_in(&self, client: IpAddr, email: &str) {
+        self.sign_in_by_pair.forget(&(email.to_owned(), ClientKey::of(client)));
+    }
+
+    /// Counts a check of the current password of the signed-in user `user_id` (a password
+    /// change, an account deletion) against the user's own limit: a stolen session guesses
+    /// the password no faster than the sign-in form lets anyone, and others' failed sign-ins
+    /// to the account do not block its owner's change.
+    pub fn password_check(&self, user_id: i64) -> Result<(), ApiError> {
+        self.password_checks_by_user.check(&user_id)
     }
 
     /// Counts a manifest tested by the user `user_id`.
@@ -292,12 +415,15 @@ impl Throttle {
     pub fn forget_stale(&self) -> usize {
         self.sign_in_by_account.forget_stale();
         self.sign_in_by_address.forget_stale();
+        self.password_checks_by_user.forget_stale();
         self.sign_up_by_address.forget_stale();
         self.manifest_checks_by_user.forget_stale();
         if let Some(limiter) = &self.refreshes_by_site {
             limiter.forget_stale();
         }
         self.sign_in_by_account.len()
+            + self.sign_in_by_pair.len()
+            + self.password_checks_by_user.len()
             + self.sign_in_by_address.len()
             + self.sign_up_by_address.len()
             + self.manifest_checks_by_user.len()
@@ -403,6 +529,34 @@ mod tests {
         std::thread::sleep(Duration::from_millis(250));
         assert!(throttle.sign_up(newcomer).is_ok(), "a token is back after its period");
     }
+
+    /// A pair past its free attempts waits, each wait twice the last; a success starts again;
+    /// the account's limit is skipped by a known device, the pair's is not.
+    #[test]
+    fn a_pair_backs_off_and_a_known_device_skips_only_the_accounts_limit() {
+        let throttle = Throttle::new(&ThrottleConfig {
+            sign_in_per_account: quota(2, HOUR).unwrap(),
+            sign_in_per_pair: BackoffConfig { free: 2, first: Duration::from_millis(100), ..BackoffConfig::default() },
+            ..ThrottleConfig::default()
+        });
+        let (attacker, owner): (IpAddr, IpAddr) = ("192.0.2.1".parse().unwrap(), "198.51.100.1".parse().unwrap());
+        assert!(throttle.sign_in(attacker, "a@example.com", false).is_ok());
+        assert!(throttle.sign_in(attacker, "a@example.com", false).is_ok());
+        assert!(throttle.sign_in(attacker, "a@example.com", false).is_err(), "backing off");
+        assert!(throttle.sign_in(owner, "a@example.com", false).is_err(), "the account's limit is spent");
+        assert!(throttle.sign_in(owner, "a@example.com", true).is_ok(), "a known device goes through");
+        std::thread::sleep(Duration::from_millis(110));
+        assert!(throttle.sign_in_by_pair.check(&("a@example.com".into(), ClientKey::of(attacker))).is_ok());
+        throttle.sign_in_by_pair.count(("a@example.com".into(), ClientKey::of(attacker)));
+        let waits: Vec<Duration> = (2..6).map(|count| throttle.sign_in_by_pair.wait_after(count)).collect();
+        assert_eq!(waits, [100, 200, 400, 800].map(Duration::from_millis), "doubling");
+        assert_eq!(throttle.sign_in_by_pair.wait_after(40), Duration::from_secs(15 * 60), "at most the longest");
+        throttle.signed_in(attacker, "a@example.com");
+        assert!(throttle.sign_in(attacker, "a@example.com", true).is_ok(), "a success starts again");
+        assert!(throttle.password_check(7).is_ok(), "the owner's own check is not the account's limit");
+    }
+
+    const HOUR: Duration = Duration::from_secs(3600);
 
     #[tokio::test]
     async fn hashing_beyond_the_queue_is_refused() {

@@ -419,3 +419,80 @@ async fn pages_and_token_answers_carry_security_headers() {
         }
     }
 }
+
+/// `POST /api/signin` from `address` (Linux answers the whole of 127/8 on the loopback) with
+/// `cookie` when given.
+async fn sign_in_from(
+    server: &common::Server,
+    address: &str,
+    body: &serde_json::Value,
+    cookie: Option<&str>,
+) -> reqwest::Response {
+    let http = reqwest::Client::builder().local_address(address.parse::<std::net::IpAddr>().unwrap()).build().unwrap();
+    let mut request = http.post(format!("{}/api/signin", server.base)).json(body);
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", cookie);
+    }
+    request.send().await.unwrap()
+}
+
+/// The `name=value` of the `Set-Cookie` named `name`.
+fn set_cookie(response: &reqwest::Response, name: &str) -> Option<String> {
+    let values = response.headers().get_all("set-cookie").iter().map(|v| v.to_str().unwrap());
+    values.map(|v| v.split(';').next().unwrap().to_owned()).find(|v| v.starts_with(&format!("{name}=")))
+}
+
+/// Regression (issue 25): ten wrong passwords from anyone locked the owner out for as long as
+/// the flood went on, their right password answered 429, and their own password change too.
+/// Now the owner's browser, a known device since its last sign-in, skips the account's limit,
+/// the signed-in password change has a limit of its own, and each attacker's (account, address)
+/// pair backs off with a growing wait.
+#[tokio::test]
+async fn the_owner_is_not_locked_out_by_others_wrong_passwords() {
+    for (name, server) in servers().await {
+        let email = format!("owner-{name}@example.com");
+        server.sign_up(&email).await;
+        let right = json!({ "email": email, "password": "a long enough password" });
+        let first = sign_in_from(&server, "127.0.0.1", &right, None).await;
+        assert_eq!(first.status(), StatusCode::OK, "{name}");
+        let device = set_cookie(&first, "__Host-servio_device").expect("the known-device cookie");
+        assert!(header(&first, "set-cookie").starts_with("__Host-servio_session="), "{name}: the session comes first");
+
+        let wrong = json!({ "email": email, "password": "not the password" });
+        for address in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
+            for _ in 0..4 {
+                sign_in_from(&server, address, &wrong, None).await;
+            }
+        }
+        let unknown = sign_in_from(&server, "127.0.0.1", &right, None).await;
+        assert_eq!(unknown.status(), StatusCode::TOO_MANY_REQUESTS, "{name}: the account's limit is spent");
+        let forged = format!("__Host-servio_device={}", "A".repeat(80));
+        let refused = sign_in_from(&server, "127.0.0.1", &right, Some(&forged)).await;
+        assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS, "{name}: a forged device is no device");
+        let owner = sign_in_from(&server, "127.0.0.1", &right, Some(&device)).await;
+        assert_eq!(owner.status(), StatusCode::OK, "{name}: the owner's known device signs in");
+        let session = set_cookie(&owner, "__Host-servio_session").unwrap();
+        let body: serde_json::Value = owner.json().await.unwrap();
+        let ana = Browser {
+            cookie: Some(session),
+            csrf: body["csrf_token"].as_str().map(str::to_owned),
+            ..Browser::default()
+        };
+        let change = json!({ "current_password": "a long enough password", "new_password": "another long password" });
+        let (status, body, _) = server.send(&ana, Method::PUT, "/api/me/password", Some(change)).await;
+        assert_eq!(status, StatusCode::OK, "{name}: the owner's password change: {body}");
+
+        // A pair past its free attempts waits, and longer after each attempt let through.
+        let other = json!({ "email": format!("other-{name}@example.com"), "password": "a guess, wrong" });
+        let mut waits = Vec::new();
+        while waits.len() < 2 {
+            let answer = sign_in_from(&server, "127.0.0.5", &other, None).await;
+            if answer.status() == StatusCode::TOO_MANY_REQUESTS {
+                let wait: u64 = header(&answer, "retry-after").parse().unwrap();
+                waits.push(wait);
+                tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
+            }
+        }
+        assert!(waits[0] >= 1 && waits[1] > waits[0], "{name}: {waits:?}");
+    }
+}

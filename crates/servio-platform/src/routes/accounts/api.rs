@@ -89,7 +89,9 @@ async fn sign_up(attempt: Attempt, JsonBody(form): JsonBody<SignUp>) -> Result<R
 ))]
 async fn sign_in(attempt: Attempt, JsonBody(form): JsonBody<SignIn>) -> Result<Response, ApiError> {
     let user = service::authenticate(&attempt, &form).await?;
-    start_session(&attempt, &user).await
+    let mut response = start_session(&attempt, &user).await?;
+    response.headers_mut().append(header::SET_COOKIE, attempt.known_device_cookie(&user)?);
+    Ok(response)
 }
 
 /// End the current session

@@ -88,7 +88,16 @@ fn with_session(cookie: HeaderValue, to: &str) -> Response {
 
 async fn sign_in(attempt: Attempt, Form(form): Form<SignIn>) -> Response {
     let user = service::authenticate(&attempt, &form).await;
-    into_session(&attempt, user).await
+    let device = user.as_ref().ok().map(|user| attempt.known_device_cookie(user));
+    let mut response = into_session(&attempt, user).await;
+    match device {
+        Some(Ok(device)) if response.status().is_redirection() => {
+            response.headers_mut().append(header::SET_COOKIE, device);
+        }
+        Some(Err(error)) => return error.into_response(),
+        _ => {}
+    }
+    response
 }
 
 async fn sign_up(attempt: Attempt, Form(form): Form<SignUp>) -> Response {

@@ -26,6 +26,18 @@ const SESSION_SECONDS: i64 = 14 * 24 * 3600;
 /// whole of [`SESSION_SECONDS`].
 const IDLE_SECONDS: i64 = 7 * 24 * 3600;
 
+/// The cookie of a **known device**: a browser that signed in to an account, which skips the
+/// account's sign-in limit (not its own pair's backoff) so that others' wrong passwords do not
+/// lock the owner out. Its value is sealed with the platform's key (any process opens it) and
+/// names the account and when it ends.
+pub(crate) const DEVICE_COOKIE: &str = "__Host-servio_device";
+
+/// How long a known device stays known after its last sign-in.
+const DEVICE_SECONDS: i64 = 180 * 24 * 3600;
+
+/// What a known-device cookie is sealed for, so that no other sealed value passes for one.
+const DEVICE_AAD: &str = "servio known device";
+
 /// A user as the API shows them (never the password hash).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct UserView {
@@ -183,6 +195,32 @@ impl Attempt {
     pub(crate) async fn start_session(&self, user: &User) -> Result<(HeaderValue, String), ApiError> {
         create_session(&self.state, user, &self.headers).await
     }
+
+    /// The `Set-Cookie` value making this browser a known device of `user`'s account (after a
+    /// sign-in with the right password).
+    pub(crate) fn known_device_cookie(&self, user: &User) -> Result<HeaderValue, ApiError> {
+        use base64::Engine;
+        let plain = format!("{}\n{}", user.email, now() + DEVICE_SECONDS);
+        let sealed = self.state.credentials().secrets().seal(plain.as_bytes(), DEVICE_AAD);
+        let value = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sealed);
+        let cookie =
+            format!("{DEVICE_COOKIE}={value}; Path=/; Secure; HttpOnly; SameSite=Strict; Max-Age={DEVICE_SECONDS}");
+        HeaderValue::from_str(&cookie).map_err(ApiError::internal)
+    }
+
+    /// Whether the request carries an unexpired known-device cookie of the account `email`.
+    fn is_known_device(&self, email: &str) -> bool {
+        use base64::Engine;
+        let (mut parts, ()) = axum::http::Request::new(()).into_parts();
+        parts.headers = self.headers.clone();
+        let Some(value) = cookie(&parts, DEVICE_COOKIE) else { return false };
+        let Ok(sealed) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(value) else { return false };
+        let Some(plain) = self.state.credentials().secrets().open(&sealed, DEVICE_AAD) else { return false };
+        let Some((account, until)) = std::str::from_utf8(&plain).ok().and_then(|text| text.split_once('\n')) else {
+            return false;
+        };
+        account == email && until.parse::<i64>().is_ok_and(|until| until > now())
+    }
 }
 
 /// Creates an account after checking who asks (same site, within the address's sign-up limit
@@ -226,7 +264,8 @@ pub(crate) async fn authenticate(attempt: &Attempt, form: &SignIn) -> Result<Use
     attempt.refuse_cross_site()?;
     crate::text::require_text("email", &form.email)?;
     let normalized = normalize_email(&form.email);
-    state.throttle.sign_in(attempt.address, normalized.as_deref().unwrap_or(form.email.trim()))?;
+    let account = normalized.as_deref().unwrap_or(form.email.trim());
+    state.throttle.sign_in(attempt.address, account, attempt.is_known_device(account))?;
     let normalized = normalized.map_err(|_| ApiError::WrongCredentials)?;
     let mut forms = vec![normalized.clone()];
     forms.extend(earlier_forms(&form.email, &normalized));
@@ -241,7 +280,10 @@ pub(crate) async fn authenticate(attempt: &Attempt, form: &SignIn) -> Result<Use
         })
         .await?;
     match (matches, user) {
-        (true, Some(user)) => Ok(user),
+        (true, Some(user)) => {
+            state.throttle.signed_in(attempt.address, &normalized);
+            Ok(user)
+        }
         _ => Err(ApiError::WrongCredentials),
     }
 }
@@ -375,7 +417,7 @@ pub struct SessionItem {
 /// Checks that `password` is the user's current one, counted against the account's sign-in
 /// limit.
 async fn confirm_password(state: &AppState, user: &User, password: &str) -> Result<(), ApiError> {
-    state.throttle.password_check(&user.email)?;
+    state.throttle.password_check(user.id)?;
     let (password, hash) = (password.to_owned(), user.password_hash.clone());
     match state.throttle.hashing.run(move || verify_password(&password, &hash)).await? {
         true => Ok(()),

@@ -1,6 +1,12 @@
 //! Rendered dashboards kept per user and window, each with its `ETag`: a dashboard is asked
 //! for far more often than it changes (a user's values change when a collection stores one).
 //!
+//! Bounded in bytes: the kept bodies weigh at most the `--dashboard-cache-bytes` setting
+//! ([`DashboardCache::new`]), each user's entry weighing the bodies of the windows it holds (at
+//! most [`WINDOWS`] of them); the least useful users go first (moka's TinyLFU). Entries were
+//! bounded by count before, 10,000 of up to 1 MiB each. Hits and misses are counted in
+//! `servio_cache_requests_total{cache="dashboard"}` for the hit rate at `/metrics`.
+//!
 //! An entry goes when the user's values, catalogue or credentials change, in this process or
 //! in another sharing the database (the gateway's change notices), and after [`KEPT`] in any
 //! case, since what a dashboard says also moves with the clock (the latest due period, "retrying
@@ -15,13 +21,22 @@ use axum::body::Bytes;
 use axum::http::HeaderValue;
 use sha2::{Digest, Sha256};
 
+use crate::cache::{Counted, Weight};
 use crate::gateway::Change;
 
 /// How long an entry is used at most.
 pub const KEPT: Duration = Duration::from_secs(30);
 
-/// Entries beyond this many are swept of expired ones, which bounds memory.
-const LIMIT: usize = 10_000;
+/// How many windows (`?days=`) one user's entry keeps at most: a user asking for every window
+/// from 1 to 400 days keeps the last few, not 400 bodies.
+pub const WINDOWS: usize = 4;
+
+/// Render gates beyond this many are swept of unused ones.
+const GATES: usize = 10_000;
+
+/// What an entry costs besides its bodies: keys, tags, the map, moka's own node (measured
+/// roughly; what matters is that an empty dashboard is not free).
+const ENTRY_OVERHEAD: usize = 512;
 
 /// A rendered dashboard.
 #[derive(Debug, Clone)]
@@ -48,26 +63,52 @@ impl Rendered {
     }
 }
 
-/// The kept dashboards, by user and window (days).
-#[derive(Debug, Default)]
+/// One user's kept dashboards, by window (days): each rendered dashboard and when its data was
+/// read, oldest first. Replaced whole when a window is added, so that its weight is counted
+/// again.
+#[derive(Debug, Clone, Default)]
+struct Windows(Vec<(u32, Instant, Arc<Rendered>)>);
+
+impl Weight for Windows {
+    fn weight(&self) -> usize {
+        ENTRY_OVERHEAD + self.0.iter().map(|(_, _, rendered)| rendered.body.len()).sum::<usize>()
+    }
+}
+
+/// The kept dashboards, by user, bounded in bytes.
 pub struct DashboardCache {
-    entries: Mutex<HashMap<(i64, u32), Kept>>,
+    entries: Counted<i64, Windows>,
     /// One render at a time per user and window: when an entry expires under load, the
     /// requests that find it gone wait for one render instead of each making its own.
     renders: Mutex<HashMap<(i64, u32), Gate>>,
 }
 
+impl std::fmt::Debug for DashboardCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DashboardCache").field("bytes", &self.entries.bytes()).finish_non_exhaustive()
+    }
+}
+
 /// Held while one dashboard renders.
 type Gate = Arc<tokio::sync::Mutex<()>>;
 
-/// A rendered dashboard and when its data was read.
-type Kept = (Instant, Arc<Rendered>);
-
 impl DashboardCache {
-    /// The dashboard kept for `user_id` over `days`, while fresh.
+    /// A cache whose bodies weigh at most `bytes` together.
+    pub fn new(bytes: u64) -> DashboardCache {
+        DashboardCache { entries: Counted::new("dashboard", bytes, KEPT), renders: Mutex::default() }
+    }
+
+    /// The dashboard kept for `user_id` over `days`, while fresh (counted as a hit or a miss).
     pub fn get(&self, user_id: i64, days: u32) -> Option<Arc<Rendered>> {
-        let entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        entries.get(&(user_id, days)).filter(|(at, _)| at.elapsed() < KEPT).map(|(_, rendered)| rendered.clone())
+        let found = self.find(user_id, days);
+        self.entries.count(found.is_some());
+        found
+    }
+
+    fn find(&self, user_id: i64, days: u32) -> Option<Arc<Rendered>> {
+        let windows = self.entries.peek(&user_id)?;
+        let (_, at, rendered) = windows.0.iter().find(|(window, _, _)| *window == days)?;
+        (at.elapsed() < KEPT).then(|| rendered.clone())
     }
 
     /// The dashboard of `user_id` over `days`: the kept one, or the one `render` makes (its
@@ -82,14 +123,14 @@ impl DashboardCache {
         }
         let gate = {
             let mut renders = self.renders.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            if renders.len() >= LIMIT {
+            if renders.len() >= GATES {
                 renders.retain(|_, gate| Arc::strong_count(gate) > 1);
             }
             renders.entry((user_id, days)).or_default().clone()
         };
         let _turn = gate.lock().await;
         // Rendered while this one waited.
-        if let Some(kept) = self.get(user_id, days) {
+        if let Some(kept) = self.find(user_id, days) {
             return Ok(kept);
         }
         let started = Instant::now();
@@ -102,22 +143,28 @@ impl DashboardCache {
     /// answers it with its tag.
     pub fn keep(&self, user_id: i64, days: u32, body: Vec<u8>, since: Instant) -> Arc<Rendered> {
         let rendered = Arc::new(Rendered::of(body));
-        let mut entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if entries.len() >= LIMIT {
-            entries.retain(|_, (at, _)| at.elapsed() < KEPT);
+        let mut windows = self.entries.peek(&user_id).map(|kept| (*kept).clone()).unwrap_or_default();
+        windows.0.retain(|(window, at, _)| *window != days && at.elapsed() < KEPT);
+        if windows.0.len() >= WINDOWS {
+            windows.0.remove(0);
         }
-        entries.insert((user_id, days), (since, rendered.clone()));
+        windows.0.push((days, since, rendered.clone()));
+        self.entries.insert(user_id, windows);
         rendered
     }
 
     /// Drops what a change makes stale: the user's entries, or all of them when changes may
     /// have gone unheard (`None`).
     pub fn forget(&self, change: Option<Change>) {
-        let mut entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         match change {
-            Some(change) => entries.retain(|(user_id, _), _| *user_id != change.user_id()),
-            None => entries.clear(),
+            Some(change) => self.entries.remove(&change.user_id()),
+            None => self.entries.clear(),
         }
+    }
+
+    /// The bytes kept now (moka's count, which trails inserts by a moment).
+    pub fn bytes(&self) -> u64 {
+        self.entries.bytes()
     }
 }
 
@@ -127,7 +174,7 @@ mod tests {
 
     #[test]
     fn a_change_drops_only_its_users_entries_and_etags_follow_the_body() {
-        let cache = DashboardCache::default();
+        let cache = DashboardCache::new(1 << 20);
         let first = cache.keep(1, 28, b"{\"a\":1}".to_vec(), Instant::now());
         cache.keep(2, 28, b"{\"a\":1}".to_vec(), Instant::now());
         assert_eq!(cache.get(2, 28).unwrap().etag, first.etag, "the same body, the same tag");
@@ -146,7 +193,7 @@ mod tests {
     #[tokio::test]
     async fn concurrent_misses_share_one_render() {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        let cache = Arc::new(DashboardCache::default());
+        let cache = Arc::new(DashboardCache::new(1 << 20));
         let renders = Arc::new(AtomicUsize::new(0));
         let waiting: Vec<_> = (0..16)
             .map(|_| {
