@@ -163,11 +163,24 @@ pub enum Refusal {
     Busy(Busy),
 }
 
+/// What a report is kept under: a digest of the origin and the whole text, so that looking a
+/// text up copies nothing (a manifest may be megabytes, looked up on every request).
+type TextKey = [u8; 32];
+
+fn text_key(origin: &str, text: &str) -> TextKey {
+    use sha2::Digest;
+    let mut digest = sha2::Sha256::new();
+    digest.update(origin.as_bytes());
+    digest.update(b"\n");
+    digest.update(text.as_bytes());
+    digest.finalize().into()
+}
+
 #[derive(Clone)]
 struct Weigh;
 
-impl quick_cache::Weighter<String, Arc<CheckedText>> for Weigh {
-    fn weight(&self, _key: &String, value: &Arc<CheckedText>) -> u64 {
+impl quick_cache::Weighter<TextKey, Arc<CheckedText>> for Weigh {
+    fn weight(&self, _key: &TextKey, value: &Arc<CheckedText>) -> u64 {
         value.weight
     }
 }
@@ -177,7 +190,7 @@ impl quick_cache::Weighter<String, Arc<CheckedText>> for Weigh {
 pub struct ManifestCache {
     config: CheckConfig,
     permits: Arc<Semaphore>,
-    texts: Cache<String, Arc<CheckedText>, Weigh>,
+    texts: Cache<TextKey, Arc<CheckedText>, Weigh>,
 }
 
 impl Default for ManifestCache {
@@ -246,8 +259,8 @@ impl ManifestCache {
     /// The report of `text` as served by the site at `origin`, checked now (off the async
     /// threads) unless checked before.
     pub async fn text(&self, origin: &str, text: &str, wait: Wait) -> Result<Arc<CheckedText>, Busy> {
-        let key = format!("{origin}\n{text}");
-        if let Some(found) = self.texts.get(key.as_str()) {
+        let key = text_key(origin, text);
+        if let Some(found) = self.texts.get(&key) {
             return Ok(found);
         }
         let (origin, owned) = (origin.to_owned(), text.to_owned());
@@ -259,7 +272,7 @@ impl ManifestCache {
             let checked = CheckedManifest::of(&report).map(Arc::new);
             Arc::new(CheckedText { report, checked, weight: weight(owned.len(), diagnostics) })
         });
-        self.texts.get_or_insert_async(key.as_str(), check).await
+        self.texts.get_or_insert_async(&key, check).await
     }
 
     /// The checked manifest of `text` served by `origin`; `None` when it is not a valid one.
@@ -290,10 +303,13 @@ impl ManifestCache {
         let outcome = self
             .run(wait, move || match checked.validator(index) {
                 Err(unusable) => Err(Refusal::Unusable(unusable.message.clone())),
-                Ok(validator) => {
-                    let problems = validator.check(&args);
-                    if problems.is_empty() { Ok(()) } else { Err(Refusal::Invalid(problems)) }
-                }
+                // Arguments too costly to validate are the schema's fault, not the arguments':
+                // a permanent refusal with its reason, like a schema that cannot be compiled.
+                Ok(validator) => match validator.try_check(&args) {
+                    Err(costly) => Err(Refusal::Unusable(costly.message)),
+                    Ok(problems) if problems.is_empty() => Ok(()),
+                    Ok(problems) => Err(Refusal::Invalid(problems)),
+                },
             })
             .await;
         outcome.map_err(Refusal::Busy)?
@@ -316,6 +332,32 @@ mod tests {
             "brief": { "metrics": [{ "key": "sales.revenue.daily", "tool": "shop.getSales", "valuePath": "total" }] }
         })
         .to_string()
+    }
+
+    /// Arguments too costly to validate under a recursive schema are the schema's permanent
+    /// refusal with its reason (never "invalid arguments" the caller could fix by retrying).
+    #[tokio::test]
+    async fn arguments_too_costly_to_validate_are_an_unusable_schema() {
+        let cache = ManifestCache::default();
+        let text = serde_json::json!({
+            "name": "Tree", "version": "1.0.0",
+            "server": { "url": "https://shop.example.com/api" },
+            "auth": { "type": "bearer" },
+            "tools": [{ "name": "tree.walkNodes", "description": "Walks a tree of nodes given whole",
+                        "input_schema": { "type": "object", "$ref": "#/$defs/node", "$defs": { "node": {
+                            "type": "object",
+                            "properties": { "children": { "type": "array", "items": { "$ref": "#/$defs/node" } } } } } } }]
+        })
+        .to_string();
+        let checked = cache.get(ORIGIN, &text, Wait::Bounded).await.unwrap().expect("valid");
+        let mut deep = serde_json::json!({});
+        for _ in 0..16 {
+            deep = serde_json::json!({ "children": [deep.clone(), deep] });
+        }
+        match cache.validate(&checked, 0, &deep, Wait::Bounded).await {
+            Err(Refusal::Unusable(reason)) => assert!(reason.contains("schema evaluations"), "{reason}"),
+            other => panic!("expected the schema's refusal, got {other:?}"),
+        }
     }
 
     #[tokio::test]

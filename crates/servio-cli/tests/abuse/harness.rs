@@ -120,6 +120,12 @@ impl Platform {
         status_kib(self.pid(), "VmHWM:")
     }
 
+    /// Starts counting the peak ([`Platform::peak_rss_kib`]) again from the memory held now, so
+    /// that one-time work before (a first check of a large manifest) is not counted as growth.
+    pub fn reset_peak(&self) {
+        std::fs::write(format!("/proc/{}/clear_refs", self.pid()), "5").expect("resetting the peak resident memory");
+    }
+
     /// What the process wrote to its standard error.
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -326,6 +332,11 @@ impl WithMetrics {
             http: reqwest::Client::new(),
         };
         WithMetrics { platform, metrics_url: metrics_url.unwrap() }
+    }
+
+    /// The text of `/metrics`.
+    pub async fn metrics_text(&self) -> String {
+        self.platform.http.get(&self.metrics_url).send().await.unwrap().text().await.unwrap()
     }
 
     /// The value of the counter (or gauge) `name` without labels, 0 when it is not there yet.
