@@ -78,25 +78,7 @@ impl Platform {
 
     /// [`Platform::start`] with environment variables set for the process.
     pub async fn start_with_env(backend: &Backend, site: &Demo, args: &[&str], env: &[(&str, &str)]) -> Platform {
-        let dir = site.dir.path().join(format!("platform-{}-{}", backend.name(), unique()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let log = dir.join("serve.log");
-        let data_dir = dir.join("data");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_servio"));
-        command
-            .args(["serve", "--addr", "127.0.0.1:0", "--allow-local", "--ca-cert", &site.ca_arg()])
-            .arg("--data-dir")
-            .arg(&data_dir)
-            .args(args)
-            .env("SERVIO_SECRET_KEY", KEY)
-            .env_remove("SERVIO_DATABASE_URL")
-            .env("SERVIO_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
-            .kill_on_drop(true);
-        if let Backend::Postgres(url) = backend {
-            command.args(["--database-url", url]);
-        }
+        let (mut command, data_dir, log) = serve_command(backend, site, args);
         for (name, value) in env {
             command.env(name, value);
         }
@@ -255,6 +237,31 @@ pub async fn within<T>(platform: &Platform, what: &str, bound: Duration, work: i
     result
 }
 
+/// `servio serve` on `backend` in a fresh directory beside `site`'s files, trusting its CA,
+/// with `args` added; answers the command, the data directory and the log file.
+fn serve_command(backend: &Backend, site: &Demo, args: &[&str]) -> (Command, PathBuf, PathBuf) {
+    let dir = site.dir.path().join(format!("platform-{}-{}", backend.name(), unique()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("serve.log");
+    let data_dir = dir.join("data");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_servio"));
+    command
+        .args(["serve", "--addr", "127.0.0.1:0", "--allow-local", "--ca-cert", &site.ca_arg()])
+        .arg("--data-dir")
+        .arg(&data_dir)
+        .args(args)
+        .env("SERVIO_SECRET_KEY", KEY)
+        .env_remove("SERVIO_DATABASE_URL")
+        .env("SERVIO_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+        .kill_on_drop(true);
+    if let Backend::Postgres(url) = backend {
+        command.args(["--database-url", url]);
+    }
+    (command, data_dir, log)
+}
+
 fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process's status");
     let line = status.lines().find(|l| l.starts_with(field)).unwrap_or_else(|| panic!("{field} in /proc status"));
@@ -291,26 +298,9 @@ impl WithMetrics {
     /// standard output is read to its end (so that no later line meets a closed pipe).
     pub async fn start(backend: &Backend, site: &Demo, args: &[&str]) -> WithMetrics {
         use tokio::io::AsyncBufReadExt;
-        let dir = site.dir.path().join(format!("platform-{}-{}", backend.name(), unique()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let log = dir.join("serve.log");
-        let data_dir = dir.join("data");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_servio"));
-        command
-            .args(["serve", "--addr", "127.0.0.1:0", "--allow-local", "--ca-cert", &site.ca_arg()])
-            .args(["--metrics-addr", "127.0.0.1:0"])
-            .arg("--data-dir")
-            .arg(&data_dir)
-            .args(args)
-            .env("SERVIO_SECRET_KEY", KEY)
-            .env_remove("SERVIO_DATABASE_URL")
-            .env("SERVIO_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
-            .kill_on_drop(true);
-        if let Backend::Postgres(url) = backend {
-            command.args(["--database-url", url]);
-        }
+        let metrics_args: Vec<&str> =
+            ["--metrics-addr", "127.0.0.1:0"].into_iter().chain(args.iter().copied()).collect();
+        let (mut command, data_dir, log) = serve_command(backend, site, &metrics_args);
         let mut child = command.spawn().expect("the servio binary");
         let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
         let (mut url, mut metrics_url) = (None, None);
