@@ -47,16 +47,7 @@ fn place_of_first_ref(text: &str) -> String {
 
 /// Posts `manifest` to "test your manifest" as `user`; answers the status and the page.
 async fn check_page(platform: &Platform, user: &User, manifest: &str) -> (u16, String) {
-    let form = platform
-        .http
-        .get(format!("{}/check", platform.url))
-        .header("cookie", &user.cookie)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let (_, form) = platform.page(user, "/check").await;
     let csrf = form
         .split(r#"name="csrf_token" value=""#)
         .nth(1)
