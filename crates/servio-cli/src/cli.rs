@@ -262,11 +262,12 @@ pub struct CheckPoolArgs {
     #[arg(long, env = "SERVIO_CHECK_WAIT", hide_env_values = true, default_value_t = 5, value_name = "SECONDS",
           value_parser = clap::value_parser!(u64).range(1..=600))]
     pub check_wait: u64,
-    /// Reports of checked manifests kept in memory, in MiB (estimated: eight times the text
-    /// plus 256 bytes a diagnostic); each text is checked once while it is kept.
-    #[arg(long, env = "SERVIO_CHECK_CACHE_MIB", hide_env_values = true, default_value_t = 256, value_name = "MIB",
-          value_parser = clap::value_parser!(u64).range(1..=65_536))]
-    pub check_cache_mib: u64,
+    /// Bytes the reports of checked manifests may take together in memory (estimated: eight
+    /// times the text plus 256 bytes a diagnostic; 256 MiB by default); each text is checked
+    /// once while it is kept, the least used go first.
+    #[arg(long, env = "SERVIO_CHECK_CACHE_BYTES", hide_env_values = true, default_value_t = 256 << 20, value_name = "BYTES",
+          value_parser = clap::value_parser!(u64).range(1 << 20..=1 << 40))]
+    pub check_cache_bytes: u64,
 }
 
 impl CheckPoolArgs {
@@ -276,7 +277,7 @@ impl CheckPoolArgs {
         servio_collector::CheckConfig {
             concurrency: self.check_concurrency.map_or(default.concurrency, |n| usize::try_from(n).unwrap_or(1)),
             wait: std::time::Duration::from_secs(self.check_wait),
-            cache_bytes: self.check_cache_mib * 1024 * 1024,
+            cache_bytes: self.check_cache_bytes,
         }
     }
 }
