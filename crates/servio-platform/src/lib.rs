@@ -140,11 +140,8 @@ impl AppState {
         AppState::around(collector, oauth, cache_bytes)
     }
 
-    /// The state of a platform around `collector` (its store, client and credentials).
-    pub fn with_collector(collector: Collector, oauth: Arc<connect::OAuthConfig>) -> AppState {
-        AppState::around(collector, oauth, CacheBytes::default())
-    }
-
+    /// The state of a platform around `collector` (its store, client and credentials), with
+    /// caches of `cache_bytes`.
     fn around(collector: Collector, oauth: Arc<connect::OAuthConfig>, cache_bytes: CacheBytes) -> AppState {
         // Before anything is recorded.
         metrics::handle();

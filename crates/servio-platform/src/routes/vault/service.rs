@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 use servio_client::{DiscoveryError, discover};
-use servio_collector::manifests::{CheckedText, Wait};
+use servio_collector::manifests::{CheckedManifest, CheckedText, Wait};
 use servio_manifest::diff::{TextPart, ToolChange, words};
 use servio_manifest::report_json::to_json;
 use servio_manifest::{Report, Site};
@@ -651,17 +651,22 @@ async fn moved_on(
     let manifests = state.collector.manifests();
     let old = manifests.get(&entry.site.origin, from, Wait::Bounded).await?;
     let new = manifests.get(&entry.site.origin, &current.manifest, Wait::Bounded).await?;
-    let pending = Pending::of(
-        (from, old.as_deref().map(|checked| &checked.manifest)),
-        (&current.manifest, new.as_deref().map(|checked| &checked.manifest)),
-    );
-    let changes = pending.lines();
+    // Comparing two large manifests takes a while: off the async threads, as everywhere else.
+    let (from, latest) = (from.to_owned(), current.manifest.clone());
+    let changes = manifests
+        .run(Wait::Bounded, move || Pending::of((&from, manifest_of(&old)), (&latest, manifest_of(&new))).lines())
+        .await?;
     let since = if versions.iter().any(|v| v.id == named) { "it" } else { "the version you approved" };
     Ok(ApiError::Conflict(format!(
         "version {named} is not the site's current version ({} is): since {since}, {}; review the changes again",
         current.id,
         if changes.is_empty() { "nothing that needs approval changed".to_owned() } else { changes.join("; ") }
     )))
+}
+
+/// The manifest of a checked text, when it is a valid one.
+fn manifest_of(checked: &Option<Arc<CheckedManifest>>) -> Option<&servio_manifest::Manifest> {
+    checked.as_deref().map(|checked| &checked.manifest)
 }
 
 /// The versions of a vault site, newest first, each with what changed as recorded when it was
