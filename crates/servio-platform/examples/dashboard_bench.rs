@@ -29,7 +29,8 @@ use serde_json::json;
 use servio_manifest::period::{Granularity, resolve, zone};
 use servio_platform::accounts::{new_token, token_hash};
 use servio_platform::router;
-use servio_store::{FetchedManifest, Slot};
+use servio_store::FetchedManifest;
+use servio_store::testing::daily_slot;
 
 const SITES: usize = 5;
 const METRICS_PER_SITE: usize = 10;
@@ -163,16 +164,7 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
         for (site_index, (site_id, keys)) in sites.iter().enumerate() {
             for (metric_index, key) in keys.iter().enumerate() {
                 for (day, (start, end, date)) in periods.iter().enumerate().skip(first_day) {
-                    let slot = Slot {
-                        user_id,
-                        site_id: *site_id,
-                        metric_key: key,
-                        granularity: "day",
-                        period_start: *start,
-                        period_end: *end,
-                        start_date: date,
-                        period_key: date,
-                    };
+                    let slot = daily_slot(user_id, *site_id, key, (*start, *end), date);
                     // Deterministic, varied figures with cents.
                     let value = ((day * 37 + metric_index * 101 + site_index * 13) % 5_000) as f64 + 0.25;
                     values.push((slot, value, "seeded"));

@@ -216,16 +216,7 @@ pub async fn seed_collections(
         let mut jobs = Vec::new();
         for key in seed.metrics {
             for (start, end, date) in &periods {
-                let slot = servio_store::Slot {
-                    user_id: user.id,
-                    site_id: site.id,
-                    metric_key: key,
-                    granularity: "day",
-                    period_start: *start,
-                    period_end: *end,
-                    start_date: date,
-                    period_key: date,
-                };
+                let slot = servio_store::testing::daily_slot(user.id, site.id, key, (*start, *end), date);
                 jobs.push(servio_store::NewJob {
                     slot,
                     not_before: 0,

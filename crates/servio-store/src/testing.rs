@@ -73,13 +73,25 @@ pub fn tool_call(user_id: i64, tool: &str, called_at: i64) -> crate::ToolCall {
 /// The slot of day `day` (0 is 1970-01-01) of the daily metric `sales.revenue.daily`, with
 /// `date` as its start date and key.
 pub fn day_slot(user_id: i64, site_id: i64, day: i64, date: &str) -> crate::Slot<'_> {
+    daily_slot(user_id, site_id, "sales.revenue.daily", (day * 86_400, (day + 1) * 86_400), date)
+}
+
+/// The slot of the daily metric `metric_key` for the day `[start, end)` (seconds), with `date`
+/// as its start date and key.
+pub fn daily_slot<'a>(
+    user_id: i64,
+    site_id: i64,
+    metric_key: &'a str,
+    (start, end): (i64, i64),
+    date: &'a str,
+) -> crate::Slot<'a> {
     crate::Slot {
         user_id,
         site_id,
-        metric_key: "sales.revenue.daily",
+        metric_key,
         granularity: "day",
-        period_start: day * 86_400,
-        period_end: (day + 1) * 86_400,
+        period_start: start,
+        period_end: end,
         start_date: date,
         period_key: date,
     }

@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 use servio_demo_site::DemoAuth;
 use servio_platform::accounts::{decoy_hash, new_token, token_hash};
-use servio_store::Slot;
+use servio_store::testing::daily_slot;
 
 use crate::harness::{Backend, Platform, SITE_TOKEN, WithMetrics, start_site, within};
 
@@ -98,16 +98,7 @@ async fn seed_values(platform: &Platform, user_id: i64, site_id: i64) {
     let mut values = Vec::new();
     for key in &keys {
         for (index, (start, date)) in days.iter().enumerate() {
-            let slot = Slot {
-                user_id,
-                site_id,
-                metric_key: key,
-                granularity: "day",
-                period_start: *start,
-                period_end: start + 86_400,
-                start_date: date,
-                period_key: date,
-            };
+            let slot = daily_slot(user_id, site_id, key, (*start, start + 86_400), date);
             values.push((slot, (index * 37 % 5_000) as f64 + 0.25, "seeded"));
         }
     }
