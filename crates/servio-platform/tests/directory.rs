@@ -129,3 +129,29 @@ async fn the_owner_sees_collection_health_once_five_users_stand_behind_it() {
         site.set_verification(None);
     }
 }
+
+/// Withdrawing a pending claim (`DELETE /api/directory/claims/{id}`): only its owner can, never
+/// without the session's CSRF token (a cross-site request carries the cookie alone), and a
+/// withdrawn claim is gone.
+#[tokio::test]
+async fn only_the_owner_withdraws_a_pending_claim() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let demo = common::demo_site(&ca, "t").await;
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let owner = server.sign_up(&format!("withdraw-{name}@example.com")).await;
+        let (status, claim, _) =
+            server.send(&owner, Method::POST, "/api/directory/claims", Some(json!({ "url": demo.origin }))).await;
+        assert_eq!(status, StatusCode::CREATED, "{name}: {claim}");
+        let path = format!("/api/directory/claims/{}", claim["id"]);
+
+        let other = server.sign_up(&format!("not-the-owner-{name}@example.com")).await;
+        assert_eq!(server.send(&other, Method::DELETE, &path, None).await.0, StatusCode::NOT_FOUND, "{name}");
+        let cross_site = Browser { cookie: owner.cookie.clone(), ..Browser::default() };
+        assert_eq!(server.send(&cross_site, Method::DELETE, &path, None).await.0, StatusCode::FORBIDDEN, "{name}");
+        let nobody = Browser::default();
+        assert_eq!(server.send(&nobody, Method::DELETE, &path, None).await.0, StatusCode::UNAUTHORIZED, "{name}");
+
+        assert_eq!(server.send(&owner, Method::DELETE, &path, None).await.0, StatusCode::NO_CONTENT, "{name}");
+        assert_eq!(server.send(&owner, Method::DELETE, &path, None).await.0, StatusCode::NOT_FOUND, "{name}: gone");
+    }
+}
