@@ -32,8 +32,8 @@ pub struct WorkerConfig {
     /// How long a claim holds; past it another worker may take the job over (and this one's
     /// result is then fenced out).
     pub lease: Duration,
-    /// Jobs claimed at once: one claim, their users and sites loaded once. The next batch is
-    /// claimed while this one is being called.
+    /// The most jobs claimed at once (one claim, their users and sites loaded once). A worker
+    /// claims only what it has room to call now, so a claim is smaller while calls are slow.
     pub batch: usize,
     /// Calls in flight at once; their results are committed in groups while calls go on.
     pub in_flight: usize,
@@ -150,11 +150,16 @@ async fn plan_entry(
     Ok(planned)
 }
 
+/// Adds `planned` as jobs (those that have one keep it); returns how many are new, and wakes
+/// this process's idle worker when there are any.
 async fn enqueue(collector: &Collector, planned: &[DueSlot], now: Timestamp) -> Result<u64, StoreError> {
     let mut added = 0;
     for chunk in planned.chunks(1000) {
         let jobs: Vec<NewJob> = chunk.iter().map(DueSlot::new_job).collect();
         added += collector.store.enqueue_jobs(&jobs, now.as_second()).await?;
+    }
+    if added > 0 {
+        collector.queued.notify_one();
     }
     Ok(added)
 }
@@ -239,11 +244,38 @@ impl Collector {
                 queued.push(slot);
             }
         }
-        if !queued.is_empty() {
-            let pending = self.store.pending_backfills(user.id).await?;
-            self.backfill_limits.check_in_flight(pending, queued.len())?;
+        if queued.is_empty() {
+            return Ok(0);
         }
+        // Counted and queued under the user's lock, so that two requests at once cannot both
+        // pass the limit on the same count (in this process: each other process's requests
+        // may add one more request's worth).
+        let _turn = self.backfilling.lock(user.id).await;
+        let pending = self.store.pending_backfills(user.id).await?;
+        self.backfill_limits.check_in_flight(pending, queued.len())?;
         Ok(enqueue(self, &queued, now).await?)
+    }
+}
+
+/// Locks by user, striped: a user's lock is one of [`UserLocks::STRIPES`], shared with the
+/// users whose ids fall on the same stripe (who then wait a turn), so that it costs a fixed
+/// few bytes however many users there are.
+#[derive(Debug)]
+pub(crate) struct UserLocks([tokio::sync::Mutex<()>; UserLocks::STRIPES]);
+
+impl UserLocks {
+    const STRIPES: usize = 64;
+
+    /// Waits for `user_id`'s lock; it is held until the guard is dropped.
+    pub(crate) async fn lock(&self, user_id: i64) -> tokio::sync::MutexGuard<'_, ()> {
+        let stripe = usize::try_from(user_id.rem_euclid(Self::STRIPES as i64)).unwrap_or(0);
+        self.0[stripe].lock().await
+    }
+}
+
+impl Default for UserLocks {
+    fn default() -> UserLocks {
+        UserLocks(std::array::from_fn(|_| tokio::sync::Mutex::new(())))
     }
 }
 
@@ -590,6 +622,7 @@ impl Collector {
                 lease_until: now.as_second().saturating_add(ON_DEMAND_LEASE),
                 limit: i64::try_from(planned.len()).unwrap_or(i64::MAX),
                 only: Some((user.id, entry.site.id)),
+                after_user: 0,
             };
             let jobs = self.store.claim_jobs(&claim).await?;
             let waiting = planned
@@ -720,18 +753,21 @@ const COMMIT_AT_LEAST: usize = 128;
 /// How long a commit of fewer than [`COMMIT_AT_LEAST`] results waits for more.
 const COMMIT_LINGER: Duration = Duration::from_millis(5);
 
-/// Claimed jobs with their contexts, on their way to be called.
-type Batch = (Vec<Job>, Contexts);
+/// How long a worker with room for fewer calls than [`enough_room`] waits for more before it
+/// claims what it has room for: claims of one job each would cost a query a job.
+const CLAIM_LINGER: Duration = Duration::from_millis(20);
 
-/// Claims and works jobs until `stop`, as three tasks joined by queues: [`claim_batches`]
-/// claims a batch while the one before is being called; the calls run up to
-/// `config.in_flight` at once, the jobs of one (user, site, period) in a task that asks the
-/// site once per call they share and queues their results (holding a permit per job, so at
-/// most `in_flight` calls); [`commit_results`] commits
-/// the results in groups while calls go on. So neither a claim nor a durable commit leaves the
-/// calls waiting, and one commit flushes for many jobs. On `stop` no batch is claimed and no
-/// call started any more (the jobs claimed but not called stay held, for [`hand_back`]); calls
-/// in flight get `config.grace`, then are cut off; it returns once every result is committed.
+/// Claims and works jobs until `stop`, as two tasks joined by a queue: this one claims as many
+/// jobs as there is room to call now (`config.in_flight` at once, at most `config.batch` a
+/// claim) and starts their calls, the jobs of one (user, site, period) in a task that asks the
+/// site once per call they share and queues their results (holding a permit per job);
+/// [`commit_results`] commits the results in groups while calls go on. So a durable commit
+/// never leaves the calls waiting, one commit flushes for many jobs, and a worker holds no job
+/// it cannot call yet: another user's job due now waits only for a call to end, never behind
+/// a batch of one user's backlog claimed ahead (issue 25: two batches claimed ahead of 2 s
+/// calls kept another user's values over 30 s). On `stop` no job is claimed and no call started
+/// any more (the jobs claimed but not called stay held, for [`hand_back`]); calls in flight get
+/// `config.grace`, then are cut off; it returns once every result is committed.
 async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<bool>, total: Arc<Mutex<Summary>>) {
     let in_flight = config.in_flight.clamp(1, MAX_IN_FLIGHT);
     let all = u32::try_from(in_flight).unwrap_or(u32::MAX);
@@ -743,31 +779,49 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
     // groups averaged 31 jobs; each commit's statement has a cost of its own).
     let (results, received) = mpsc::channel::<Done>(COMMIT_GROUP);
     let committer = tokio::spawn(commit_results(collector.clone(), received, total).in_current_span());
-    // One batch waits while another is being called: claims overlap calls, and a worker holds
-    // at most two batches it has not started.
-    let (claimed, mut batches) = mpsc::channel::<Batch>(1);
-    let claimer = tokio::spawn(claim_batches(collector.clone(), config, stop.clone(), claimed).in_current_span());
+    let want = u32::try_from(config.batch.max(1)).unwrap_or(u32::MAX).min(all);
+    let mut after_user = 0;
     let mut stopping = stop.clone();
-    'batches: while let Some((jobs, contexts)) = batches.recv().await {
-        for group in by_period(jobs) {
-            // A permit per job, as many as all at most: a group makes no more calls than it has jobs.
-            let permits = u32::try_from(group.len()).unwrap_or(u32::MAX).min(all);
-            let permit = tokio::select! {
-                // The semaphore is never closed, so this always holds.
-                Ok(permit) = room.clone().acquire_many_owned(permits) => permit,
-                () = stopped(&mut stopping) => break 'batches,
-            };
-            if *stop.borrow() {
-                break 'batches;
+    'claims: while !*stop.borrow() {
+        let Some(mut held) = room_to_claim(&room, want, &mut stopping).await else { break };
+        let (jobs, contexts) = match claim_batch(&collector, &config, held.num_permits(), after_user).await {
+            Ok((jobs, _)) if jobs.is_empty() && config.drain => break,
+            Ok((jobs, _)) if jobs.is_empty() => {
+                drop(held);
+                collector.wait_for_jobs(&mut stopping, config.idle).await;
+                continue;
             }
+            Ok(batch) => batch,
+            Err(error) => {
+                tracing::warn!(%error, "claiming jobs failed");
+                drop(held);
+                wait(&mut stopping, config.idle).await;
+                continue;
+            }
+        };
+        after_user = servio_store::last_served(after_user, &jobs);
+        for group in by_period(jobs) {
+            // A permit per job, as many as all at most: a group makes no more calls than it has
+            // jobs. A claim takes the other jobs of its seeds' periods too, so the room held may
+            // fall short by those; the calls in flight make it.
+            let permits = group.len().min(in_flight);
+            if held.num_permits() < permits {
+                let short = u32::try_from(permits - held.num_permits()).unwrap_or(u32::MAX);
+                tokio::select! {
+                    // The semaphore is never closed, so this always holds.
+                    Ok(more) = room.clone().acquire_many_owned(short) => held.merge(more),
+                    () = stopped(&mut stopping) => break 'claims,
+                }
+            }
+            if *stop.borrow() {
+                break 'claims;
+            }
+            let Some(permit) = held.split(permits) else { break 'claims };
             let context = contexts[&(group[0].user_id, group[0].site_id)].clone();
             let task = call(collector.clone(), context, group, permit, results.clone(), cut.clone());
             tokio::spawn(task.in_current_span());
         }
     }
-    // Unblocks the claimer if it waits to hand over a batch, and drops that batch.
-    drop(batches);
-    let _ = claimer.await;
     // A call returns its permit only after its result is queued for the committer (or it was
     // cut off).
     if *stop.borrow() && tokio::time::timeout(grace, room.acquire_many(all)).await.is_err() {
@@ -779,46 +833,61 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
     let _ = committer.await;
 }
 
+/// The share of a claim's room a worker waits for, up to [`CLAIM_LINGER`], before it claims.
+fn enough_room(want: u32) -> usize {
+    usize::try_from(want / 4).unwrap_or(usize::MAX).max(1)
+}
+
+/// Room for the calls of the next claim: at least one permit, waiting up to [`CLAIM_LINGER`]
+/// for [`enough_room`], then every permit free up to `want`. `None` once `stop` is true.
+async fn room_to_claim(
+    room: &Arc<Semaphore>,
+    want: u32,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<OwnedSemaphorePermit> {
+    let mut held = tokio::select! {
+        // The semaphore is never closed, so this always holds.
+        Ok(permit) = room.clone().acquire_owned() => permit,
+        () = stopped(stop) => return None,
+    };
+    let linger = tokio::time::sleep(CLAIM_LINGER);
+    tokio::pin!(linger);
+    while held.num_permits() < enough_room(want) {
+        tokio::select! {
+            Ok(more) = room.clone().acquire_owned() => held.merge(more),
+            () = &mut linger => break,
+        }
+    }
+    let free = usize::try_from(want).unwrap_or(usize::MAX).saturating_sub(held.num_permits());
+    let free = u32::try_from(free.min(room.available_permits())).unwrap_or(0);
+    if let Ok(more) = room.clone().try_acquire_many_owned(free) {
+        held.merge(more);
+    }
+    Some(held)
+}
+
 /// Returns once `stop` is true (or its sender is gone).
 async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|stopped| *stopped).await;
 }
 
-/// Claims batches of `config.batch` due jobs into `claimed` until `stop`, waiting
-/// `config.idle` whenever none is due (or, with `config.drain`, ending then).
-async fn claim_batches(
-    collector: Collector,
-    config: WorkerConfig,
-    mut stop: watch::Receiver<bool>,
-    claimed: mpsc::Sender<Batch>,
-) {
-    while !*stop.borrow() {
-        match claim_batch(&collector, &config).await {
-            Ok((jobs, _)) if jobs.is_empty() && config.drain => break,
-            Ok((jobs, _)) if jobs.is_empty() => wait(&mut stop, config.idle).await,
-            Ok(batch) => {
-                if claimed.send(batch).await.is_err() {
-                    break;
-                }
-            }
-            Err(error) => {
-                tracing::warn!(%error, "claiming jobs failed");
-                wait(&mut stop, config.idle).await;
-            }
-        }
-    }
-}
-
-/// Claims up to `config.batch` due jobs for `config.owner` and loads their contexts.
-async fn claim_batch(collector: &Collector, config: &WorkerConfig) -> Result<Batch, StoreError> {
+/// Claims up to `limit` due jobs for `config.owner`, each turn's users from the one after
+/// `after_user`, and loads their contexts.
+async fn claim_batch(
+    collector: &Collector,
+    config: &WorkerConfig,
+    limit: usize,
+    after_user: i64,
+) -> Result<(Vec<Job>, Contexts), StoreError> {
     let now = Timestamp::now().as_second();
     let lease = i64::try_from(config.lease.as_secs().max(1)).unwrap_or(i64::MAX);
     let claim = JobClaim {
         owner: &config.owner,
         now,
         lease_until: now.saturating_add(lease),
-        limit: i64::try_from(config.batch.max(1)).unwrap_or(i64::MAX),
+        limit: i64::try_from(limit.max(1)).unwrap_or(i64::MAX),
         only: None,
+        after_user,
     };
     let jobs = collector.store.claim_jobs(&claim).await?;
     let contexts = contexts(collector, &jobs).await?;
@@ -901,6 +970,19 @@ async fn commit_group(collector: &Collector, group: &[Done], now: Timestamp) -> 
     total
 }
 
+impl Collector {
+    /// Sleeps for `idle`, or until `stop` changes or this process queues jobs (a site added, a
+    /// backfill asked for): an idle worker then claims at once rather than at its next poll.
+    /// Jobs queued by other processes wait for the poll.
+    async fn wait_for_jobs(&self, stop: &mut watch::Receiver<bool>, idle: Duration) {
+        tokio::select! {
+            () = tokio::time::sleep(idle) => {}
+            () = self.queued.notified() => {}
+            _ = stop.changed() => {}
+        }
+    }
+}
+
 /// Sleeps for `duration`, or until `stop` changes (or its sender is gone).
 async fn wait(stop: &mut watch::Receiver<bool>, duration: Duration) {
     tokio::select! {
@@ -959,7 +1041,7 @@ mod tests {
             })
             .collect();
         store.enqueue_jobs(&jobs, 0).await.unwrap();
-        let claim = JobClaim { owner: "w", now: 1, lease_until: 100, limit: 10, only: None };
+        let claim = JobClaim { owner: "w", now: 1, lease_until: 100, limit: 10, only: None, after_user: 0 };
         let claimed = store.claim_jobs(&claim).await.unwrap();
         let group: Vec<Done> = claimed
             .into_iter()

@@ -76,6 +76,10 @@ pub struct Collector {
     manifests: Arc<ManifestCache>,
     stored_hooks: Arc<std::sync::RwLock<Vec<StoredHook>>>,
     backfill_limits: jobs::BackfillLimits,
+    /// Told when this process queues jobs, so that an idle worker claims them at once.
+    queued: Arc<tokio::sync::Notify>,
+    /// Held per user while a backfill is counted against its limit and queued.
+    backfilling: Arc<jobs::UserLocks>,
 }
 
 /// Told the users who have new values, after each commit that stored some.
@@ -108,6 +112,8 @@ impl Collector {
             manifests,
             stored_hooks: Arc::default(),
             backfill_limits: BackfillLimits::default(),
+            queued: Arc::default(),
+            backfilling: Arc::default(),
         }
     }
 

@@ -182,3 +182,66 @@ async fn a_backfill_without_a_brief_says_there_is_nothing_to_collect() {
     let error = collector.backfill(&user, &entry, day, day).await.unwrap_err();
     assert_eq!(error.kind(), servio_collector::ErrorKind::NothingToCollect, "{error}");
 }
+
+/// Issue 25: a user's backfills still to collect were counted, then queued, so requests made
+/// at once each passed the limit on the same count. Four requests of 20 periods at once,
+/// against a limit of 30 in flight: one is queued, the others refused, on every backend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backfills_asked_at_once_cannot_pass_the_limit_together() {
+    use servio_collector::jobs::BackfillLimits;
+    let ca = LocalCa::generate(&[]).unwrap();
+    let demo = common::demo_site(&ca, "demo").await;
+    for (name, collector) in common::collectors(&ca.ca_pem).await {
+        let collector = collector.with_backfill_limits(BackfillLimits { per_request: 20, in_flight: 30 });
+        let (user, entry) = common::user_with_site(&collector, &format!("all-{name}@example.com"), &demo, "demo").await;
+        let requests = (0..4).map(|month| {
+            let (collector, user, entry) = (collector.clone(), user.clone(), entry.clone());
+            // Ten days of the demo's two daily metrics: 20 periods each, in different months.
+            let first = jiff::civil::date(2026, month + 1, 1);
+            let last = jiff::civil::date(2026, month + 1, 10);
+            tokio::spawn(
+                async move { collector.queue_backfill(&user, &entry, (first, last), jiff::Timestamp::now()).await },
+            )
+        });
+        let answers = futures_util::future::join_all(requests).await;
+        let queued = answers.iter().filter(|answer| matches!(answer, Ok(Ok(20)))).count();
+        let refused = answers
+            .iter()
+            .filter(|answer| matches!(answer, Ok(Err(e)) if e.kind() == servio_collector::ErrorKind::AtLimit))
+            .count();
+        assert_eq!((queued, refused), (1, 3), "{name}: {answers:?}");
+        assert_eq!(collector.store().pending_backfills(user.id).await.unwrap(), 20, "{name}");
+    }
+}
+
+/// A backfill asked for while this process's worker waits idle is claimed at once, not at its
+/// next poll (`servio serve` polls every 5 s; here a minute, so a missed wake-up shows).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_worker_claims_a_backfill_queued_in_its_process_at_once() {
+    use std::time::Duration;
+    let ca = LocalCa::generate(&[]).unwrap();
+    let demo = common::demo_site(&ca, "demo").await;
+    let (name, collector) = common::collectors(&ca.ca_pem).await.remove(0);
+    let (user, entry) = common::user_with_site(&collector, &format!("wake-{name}@example.com"), &demo, "demo").await;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let config = servio_collector::WorkerConfig {
+        idle: Duration::from_secs(60),
+        plan_every: Duration::from_secs(3600),
+        ..servio_collector::WorkerConfig::new("idle")
+    };
+    let worker = tokio::spawn(collector.clone().run(config, stopped));
+    // Its first claim finds nothing due: it waits.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let day = jiff::civil::date(2026, 3, 1);
+    assert_eq!(collector.queue_backfill(&user, &entry, (day, day), jiff::Timestamp::now()).await.unwrap(), 2);
+    let store = collector.store().clone();
+    let collected = async {
+        while store.pending_backfills(user.id).await.unwrap() > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let woke = tokio::time::timeout(Duration::from_secs(10), collected).await;
+    stop.send(true).unwrap();
+    worker.await.unwrap();
+    assert!(woke.is_ok(), "{name}: the backfill waited for the worker's next poll");
+}

@@ -68,7 +68,7 @@ async fn bench(name: &str, store: &dyn Store) {
     let mut now = 100;
     for n in 0..claims {
         now += 1;
-        let claim = JobClaim { owner: "bench", now, lease_until: now + 600, limit: 128, only: None };
+        let claim = JobClaim { owner: "bench", now, lease_until: now + 600, limit: 128, only: None, after_user: 0 };
         let started = Instant::now();
         let jobs = store.claim_jobs(&claim).await.expect("a claim");
         times.push(started.elapsed());

@@ -42,7 +42,7 @@ use async_trait::async_trait;
 pub use collection::{AttemptOutcome, Attempted, CollectionResult, UnknownName};
 pub use error::{ErrorKind, StoreError};
 pub use health::{COUNT_STEP, DURATION_STEP_MS, Latency, OutcomeCount, ReasonCount, SiteHealth};
-pub use jobs::{Completion, Job, JobClaim, JobCounts, JobKind, JobState, NewJob};
+pub use jobs::{Completion, Job, JobClaim, JobCounts, JobKind, JobState, NewJob, last_served};
 pub use ops::{Heard, JobGauges, PoolUse, Pruned, Readiness};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -621,8 +621,9 @@ pub trait Store: Send + Sync {
     /// grows with the users who have pending jobs, not with their number (at most a batch of
     /// each user's is read). It leases them to `claim.owner`, incrementing each
     /// one's fence, and with them every other such job of the same (user, site, period key):
-    /// the metrics of a period that share a call are claimed together (so a batch may hold a
-    /// few more than `claim.limit`). Jobs another claimer holds are skipped, never waited for.
+    /// the metrics of a period that share a call are claimed together. Periods are taken whole
+    /// while the jobs before them number under `claim.limit`, so a batch passes it by at most
+    /// the last period's other jobs. Jobs another claimer holds are skipped, never waited for.
     async fn claim_jobs(&self, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError>;
     /// Completes claimed jobs in one transaction: for each, only while its fence is still the
     /// job's, sets the job's new state and writes its result (value and attempt); one whose

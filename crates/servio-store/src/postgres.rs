@@ -160,7 +160,8 @@ pub(crate) async fn claim_jobs(pool: &PgPool, claim: &JobClaim<'_>) -> Result<Ve
     // Fair turns: `users` steps through the users with pending jobs (one index descent each,
     // a loose index scan), `candidates` reads at most a batch of each one's due jobs, scheduled
     // before backfills and soonest first, and numbers them per user (`turn`); the batch is then
-    // every user's scheduled jobs turn by turn, then their backfills turn by turn. So one user's
+    // every user's scheduled jobs turn by turn, then their backfills turn by turn, each turn's
+    // users from the one after `after_user` round (see `JobClaim::after_user`). So one user's
     // backlog costs a claim one batch of reads, and another user's due jobs wait a turn at most.
     // `ranked` keeps twice a batch, in order, before the rows are locked: room for the rows a
     // concurrent claimer is taking (skipped), and few enough rows that they are found by their
@@ -170,9 +171,10 @@ pub(crate) async fn claim_jobs(pool: &PgPool, claim: &JobClaim<'_>) -> Result<Ve
     // no indexed column (unlike SQLite's, it leaves `not_before`), so that with the room the
     // table's fill factor leaves it is a HOT update: no index entry written. Claims step over
     // the jobs others hold (a few hundred at most), which costs less (BENCHMARKS.md).
-    // The due jobs of the seeds' periods that no one holds come with them, so that metrics
-    // sharing a call are in one batch (found through the unique index, which leads with the
-    // user, site and period key).
+    // The seeds' periods are taken whole while the jobs before stay under the limit
+    // (`jobs::whole_periods`), their due jobs that no one holds, so that metrics sharing a call
+    // are in one batch (found through the unique index, which leads with the user, site and
+    // period key).
     let due = |t: &str| {
         format!(
             "{t}.state = 'pending' AND {t}.not_before <= $3 AND ({t}.lease_expires IS NULL OR {t}.lease_expires <= $3)"
@@ -180,7 +182,7 @@ pub(crate) async fn claim_jobs(pool: &PgPool, claim: &JobClaim<'_>) -> Result<Ve
     };
     let (users, only) = match claim.only {
         // Collecting one vault entry now: its user only.
-        Some(_) => ("SELECT $5::BIGINT AS user_id", "AND j.site_id = $6"),
+        Some(_) => ("SELECT $6::BIGINT AS user_id", "AND j.site_id = $7"),
         None => (
             "WITH RECURSIVE walk(user_id) AS (
                  (SELECT user_id FROM jobs WHERE state = 'pending' ORDER BY user_id LIMIT 1)
@@ -194,10 +196,11 @@ pub(crate) async fn claim_jobs(pool: &PgPool, claim: &JobClaim<'_>) -> Result<Ve
         ),
     };
     let (due_j, due_s) = (due("j"), due("s"));
+    let whole_periods = crate::jobs::whole_periods(&due_s);
     let sql = format!(
         "WITH users AS ({users}),
          candidates AS (
-             SELECT c.id, c.kind, c.not_before,
+             SELECT c.id, c.user_id, c.kind, c.not_before,
                     row_number() OVER (PARTITION BY c.user_id ORDER BY c.kind, c.not_before, c.id) AS turn
              FROM users u CROSS JOIN LATERAL (
                  SELECT j.id, j.user_id, j.kind, j.not_before FROM jobs j
@@ -206,22 +209,29 @@ pub(crate) async fn claim_jobs(pool: &PgPool, claim: &JobClaim<'_>) -> Result<Ve
              ) c
          ),
          ranked AS (
-             SELECT id, kind, turn, not_before FROM candidates ORDER BY kind, turn, not_before, id LIMIT 2 * $4
+             SELECT id, user_id, kind, turn FROM candidates
+             ORDER BY kind, turn, user_id <= $5, user_id LIMIT 2 * $4
          ),
-         seeds AS (
-             SELECT j.id, j.user_id, j.site_id, j.period_key FROM ranked c JOIN jobs j ON j.id = c.id
+         locked AS (
+             SELECT j.id, j.user_id, j.site_id, j.period_key, c.kind, c.turn, c.user_id <= $5 AS wrapped
+             FROM ranked c JOIN jobs j ON j.id = c.id
              WHERE {due_j}
-             ORDER BY c.kind, c.turn, c.not_before, c.id LIMIT $4
+             ORDER BY c.kind, c.turn, c.user_id <= $5, c.user_id LIMIT $4
              FOR UPDATE OF j SKIP LOCKED
          ),
-         siblings AS (
-             SELECT s.id FROM jobs s
-             WHERE {due_s} AND (s.user_id, s.site_id, s.period_key) IN (SELECT user_id, site_id, period_key FROM seeds)
-               AND s.id NOT IN (SELECT id FROM seeds)
-             FOR UPDATE SKIP LOCKED
+         seeds AS (
+             SELECT user_id, site_id, period_key, row_number() OVER (ORDER BY kind, turn, wrapped, user_id) AS place
+             FROM locked
+         ),
+         {whole_periods},
+         chosen AS (
+             SELECT s.id FROM taken x
+             JOIN jobs s ON s.user_id = x.user_id AND s.site_id = x.site_id AND s.period_key = x.period_key
+             WHERE {due_s}
+             FOR UPDATE OF s SKIP LOCKED
          )
          UPDATE jobs SET fence = fence + 1, lease_owner = $1, lease_expires = $2, updated_at = $3
-         WHERE id IN (SELECT id FROM seeds UNION ALL SELECT id FROM siblings)
+         WHERE id IN (SELECT id FROM chosen)
          RETURNING {JOB_COLUMNS}"
     );
     // Only constant texts are formatted in; every value is bound.
@@ -229,7 +239,8 @@ pub(crate) async fn claim_jobs(pool: &PgPool, claim: &JobClaim<'_>) -> Result<Ve
         .bind(claim.owner)
         .bind(claim.lease_until)
         .bind(claim.now)
-        .bind(claim.limit);
+        .bind(claim.limit)
+        .bind(claim.after_user);
     if let Some((user_id, site_id)) = claim.only {
         query = query.bind(user_id).bind(site_id);
     }

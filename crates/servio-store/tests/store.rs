@@ -503,7 +503,7 @@ async fn enqueue_days(
 }
 
 fn claim(owner: &str, now: i64, lease: i64, limit: i64) -> servio_store::JobClaim<'_> {
-    servio_store::JobClaim { owner, now, lease_until: now + lease, limit, only: None }
+    servio_store::JobClaim { owner, now, lease_until: now + lease, limit, only: None, after_user: 0 }
 }
 
 #[tokio::test]
@@ -888,8 +888,14 @@ async fn site_health_counts_across_users_and_hides_what_few_stand_behind() {
                     )
                     .await
                     .unwrap();
-                let claim =
-                    JobClaim { owner: "w", now: at, lease_until: at + 60, limit: 1, only: Some((user_id, site_id)) };
+                let claim = JobClaim {
+                    owner: "w",
+                    now: at,
+                    lease_until: at + 60,
+                    limit: 1,
+                    only: Some((user_id, site_id)),
+                    after_user: 0,
+                };
                 let jobs = store.claim_jobs(&claim).await.unwrap();
                 let done = [servio_store::Completion { job: &jobs[0], result, duration_ms: Some(ms) }];
                 assert_eq!(store.complete_jobs(&done, at).await.unwrap(), [true]);
@@ -1155,6 +1161,35 @@ async fn a_claim_takes_the_other_jobs_of_its_periods() {
     }
 }
 
+/// Issue 25: the limit counted seeds, and each seed brought its period's other jobs: a
+/// backlog queued metric by metric put one period of the first metric in each seed, so a claim
+/// of 64 took 704 jobs of an eleven-metric brief. Whole periods are taken while the jobs
+/// before stay under the limit: a limit of five over four metrics takes two periods.
+#[tokio::test]
+async fn a_claim_takes_whole_periods_up_to_its_limit() {
+    use servio_store::{NewJob, Slot};
+    const KEYS: [&str; 4] = ["m.a", "m.b", "m.c", "m.d"];
+    for Backend { name, store, .. } in backends().await {
+        let (user, site) = job_owner(store.as_ref(), "whole@example.com").await;
+        let dates: Vec<String> = (0..10).map(|day| format!("2026-08-{:02}", day + 1)).collect();
+        // Metric by metric, as a backfill queues them: the first metric's jobs come first.
+        let mut jobs = Vec::new();
+        for key in KEYS {
+            for (day, date) in dates.iter().enumerate() {
+                let slot = Slot { metric_key: key, ..day_slot(user, site, day as i64, date) };
+                jobs.push(NewJob { slot, not_before: 0, deadline: 1_000, kind: servio_store::JobKind::Backfill });
+            }
+        }
+        assert_eq!(store.enqueue_jobs(&jobs, 0).await.unwrap(), 40, "{name}");
+        let claimed = store.claim_jobs(&claim("a", 10, 30, 5)).await.unwrap();
+        let mut periods: Vec<&str> = claimed.iter().map(|job| job.period_key.as_str()).collect();
+        periods.sort_unstable();
+        periods.dedup();
+        assert_eq!(claimed.len(), 8, "{name}: two whole periods, {periods:?}");
+        assert_eq!(periods, ["2026-08-01", "2026-08-02"], "{name}");
+    }
+}
+
 /// Regression (issue 25): a NUL in a site's error body or in a `valuePath` made PostgreSQL
 /// refuse the whole commit group, every other user's results with it (and SQLite kept the NUL).
 /// Text from sites is now stored alike on both: each NUL as U+FFFD, the rest of the group kept.
@@ -1311,6 +1346,36 @@ async fn claims_take_scheduled_jobs_first_and_users_in_turns() {
         assert!(mine.iter().all(|job| (job.user_id, job.site_id) == light), "{name}");
         assert_eq!(store.pending_backfills(heavy.0).await.unwrap(), 300, "{name}: claimed jobs are still pending");
         assert_eq!(store.pending_backfills(due.0).await.unwrap(), 0, "{name}");
+    }
+}
+
+/// Issue 25: a worker with room for one call at a time claimed one job at a time, and each
+/// claim's first turn went to the oldest job: the user whose backlog was queued first, every
+/// time. Turns start after the user the last claim served, so small claims go round.
+#[tokio::test]
+async fn small_claims_serve_users_in_rotation() {
+    use servio_store::JobKind::Backfill;
+    for Backend { name, store, .. } in backends().await {
+        let heavy = job_owner(store.as_ref(), "heavy@example.com").await;
+        let second = job_owner(store.as_ref(), "second@example.com").await;
+        let third = job_owner(store.as_ref(), "third@example.com").await;
+        // The heavy user's backlog is the oldest: it won every tie.
+        enqueue_kind(store.as_ref(), heavy, (0, 50), 0, Backfill).await;
+        enqueue_kind(store.as_ref(), second, (0, 2), 40, Backfill).await;
+        enqueue_kind(store.as_ref(), third, (0, 2), 50, Backfill).await;
+        let mut after_user = 0;
+        let mut served = Vec::new();
+        for at in 100..106 {
+            let one = servio_store::JobClaim { after_user, ..claim("a", at, 600, 1) };
+            let jobs = store.claim_jobs(&one).await.unwrap();
+            assert_eq!(jobs.len(), 1, "{name}");
+            after_user = servio_store::last_served(after_user, &jobs);
+            served.push(jobs[0].user_id);
+        }
+        let mut users = [heavy.0, second.0, third.0];
+        users.sort_unstable();
+        let round: Vec<i64> = users.iter().chain(users.iter()).copied().collect();
+        assert_eq!(served, round, "{name}: each user in turn, twice round");
     }
 }
 

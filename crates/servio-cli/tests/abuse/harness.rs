@@ -252,7 +252,8 @@ fn serve_command(backend: &Backend, site: &Demo, args: &[&str]) -> (Command, Pat
         .args(args)
         .env("SERVIO_SECRET_KEY", KEY)
         .env_remove("SERVIO_DATABASE_URL")
-        .env("SERVIO_LOG", "warn")
+        // `SERVIO_ABUSE_LOG` (for example `info,servio_collector=debug`) to see more in the log.
+        .env("SERVIO_LOG", std::env::var("SERVIO_ABUSE_LOG").unwrap_or_else(|_| "warn".into()))
         .stdout(Stdio::piped())
         .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
         .kill_on_drop(true);
