@@ -329,8 +329,9 @@ pub struct WorkerArgs {
     /// over. Longer than a batch takes (calls time out after --call-timeout, 30 s).
     #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub lease: u64,
-    /// Jobs claimed at once (one claim on the database); the next batch is claimed while this
-    /// one is being called. A worker that stops or dies holds at most two batches.
+    /// The most jobs claimed at once (one claim on the database). A worker claims only what it
+    /// has room to call now (see --in-flight), so it holds no job it cannot start and another
+    /// user's due job never waits behind a claimed backlog.
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub batch_size: u64,
     /// Calls to sites in flight at once. Results are committed in groups while calls go on.

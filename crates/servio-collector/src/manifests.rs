@@ -17,13 +17,13 @@
 //! under way. A text that is not a valid manifest is kept as such too.
 //!
 //! **Bounded in bytes**: [`CheckConfig::cache_bytes`], each entry weighed by an estimate of
-//! what it holds ([`weight`]); past the bound the least used entries go first (`quick_cache`).
+//! what it holds ([`weight`]); past the bound the least used entries go first (`moka`, as the
+//! platform's other caches).
 //! Nothing needs invalidating: a changed text is another key.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use quick_cache::sync::Cache;
 use serde_json::Value;
 use servio_manifest::schema::{ArgumentError, ArgumentValidator, UnusableSchema};
 use servio_manifest::{Brief, CheckOptions, Diagnostic, Manifest, Report, Site};
@@ -176,21 +176,12 @@ fn text_key(origin: &str, text: &str) -> TextKey {
     digest.finalize().into()
 }
 
-#[derive(Clone)]
-struct Weigh;
-
-impl quick_cache::Weighter<TextKey, Arc<CheckedText>> for Weigh {
-    fn weight(&self, _key: &TextKey, value: &Arc<CheckedText>) -> u64 {
-        value.weight
-    }
-}
-
 /// Checks and argument validations, off the async threads and bounded in number, and the
 /// reports of texts checked before (see the module's documentation for its bounds).
 pub struct ManifestCache {
     config: CheckConfig,
     permits: Arc<Semaphore>,
-    texts: Cache<TextKey, Arc<CheckedText>, Weigh>,
+    texts: moka::future::Cache<TextKey, Arc<CheckedText>>,
 }
 
 impl Default for ManifestCache {
@@ -203,18 +194,15 @@ impl ManifestCache {
     /// A cache running checks as `config` says.
     pub fn new(config: CheckConfig) -> ManifestCache {
         let concurrency = config.concurrency.max(1);
-        // One shard: an entry may be a large part of the bound, and a shard only holds entries
-        // smaller than its own part of it.
-        let options = quick_cache::OptionsBuilder::new()
-            .estimated_items_capacity(256)
-            .weight_capacity(config.cache_bytes)
-            .shards(1)
-            .build()
-            .expect("the options are complete");
+        let texts = moka::future::Cache::builder()
+            .max_capacity(config.cache_bytes)
+            // A weight is at most 4 GiB here; a manifest is at most a few megabytes.
+            .weigher(|_, text: &Arc<CheckedText>| u32::try_from(text.weight).unwrap_or(u32::MAX))
+            .build();
         ManifestCache {
             config: CheckConfig { concurrency, ..config },
             permits: Arc::new(Semaphore::new(concurrency)),
-            texts: Cache::with_options(options, Weigh, Default::default(), Default::default()),
+            texts,
         }
     }
 
@@ -260,7 +248,7 @@ impl ManifestCache {
     /// threads) unless checked before.
     pub async fn text(&self, origin: &str, text: &str, wait: Wait) -> Result<Arc<CheckedText>, Busy> {
         let key = text_key(origin, text);
-        if let Some(found) = self.texts.get(&key) {
+        if let Some(found) = self.texts.get(&key).await {
             return Ok(found);
         }
         let (origin, owned) = (origin.to_owned(), text.to_owned());
@@ -272,7 +260,8 @@ impl ManifestCache {
             let checked = CheckedManifest::of(&report).map(Arc::new);
             Arc::new(CheckedText { report, checked, weight: weight(owned.len(), diagnostics) })
         });
-        self.texts.get_or_insert_async(&key, check).await
+        // Those asking for the same text at once wait for this one check; a `Busy` is not kept.
+        self.texts.try_get_with(key, check).await.map_err(|busy| *busy)
     }
 
     /// The checked manifest of `text` served by `origin`; `None` when it is not a valid one.
@@ -390,13 +379,10 @@ mod tests {
         for patch in 0..20 {
             cache.get(ORIGIN, &manifest(&format!("1.0.{patch}")), Wait::Bounded).await.unwrap();
         }
-        assert!(
-            cache.texts.weight() <= cache.texts.capacity(),
-            "{} of {}",
-            cache.texts.weight(),
-            cache.texts.capacity()
-        );
-        assert!(cache.texts.len() < 20);
+        cache.texts.run_pending_tasks().await;
+        let bound = cache.config.cache_bytes;
+        assert!(cache.texts.weighted_size() <= bound, "{} of {bound}", cache.texts.weighted_size());
+        assert!(cache.texts.entry_count() < 20);
     }
 
     /// Regression: checks ran on the async threads without a bound; a request now waits a
