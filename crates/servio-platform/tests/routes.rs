@@ -190,6 +190,32 @@ async fn the_openapi_document_declares_parameters_where_they_are_and_unique_oper
     }
 }
 
+/// Issue 25: a request waits a bounded time for a free manifest check and is answered `503`
+/// past it; the document did not say so on any route. It does on the routes that check a
+/// manifest or validate arguments, and only there.
+#[tokio::test]
+async fn the_openapi_document_gives_503_where_a_manifest_check_may_be_busy() {
+    let (_, server) = common::servers(None).await.remove(0);
+    let (_, doc, _) = server.send(&Browser::default(), Method::GET, "/api/openapi.json", None).await;
+    let busy = |verb: &str, path: &str| doc["paths"][path][verb]["responses"]["503"].is_object();
+    for (verb, path) in [
+        ("get", "/api/vault"),
+        ("post", "/api/vault"),
+        ("get", "/api/vault/{id}"),
+        ("post", "/api/vault/{id}/approve"),
+        ("post", "/api/vault/{id}/backfill"),
+        ("get", "/api/dashboard"),
+        ("get", "/api/tools"),
+        ("post", "/api/tools/{name}/call"),
+        ("post", "/api/directory/claims/{id}/verify"),
+    ] {
+        assert!(busy(verb, path), "{verb} {path} may be busy and does not say so");
+    }
+    for (verb, path) in [("delete", "/api/vault/{id}"), ("put", "/api/vault/{id}/credential"), ("get", "/api/me")] {
+        assert!(!busy(verb, path), "{verb} {path} checks nothing");
+    }
+}
+
 /// Regression (issue 24): an `{id}` that is not a 64-bit integer answered
 /// `400 Cannot parse "null,null" to a "i64"` as `text/plain`, a status the document did not
 /// give. No such resource can exist: it is the API's JSON `404`, on every `{id}` route, whoever

@@ -89,6 +89,14 @@ impl Modify for Conventions {
                 if operation.parameters.as_ref().is_some_and(|list| list.iter().any(in_query)) {
                     refusal(operation, "400", "A query parameter is not what this route takes");
                 }
+                if checks_manifests(path, changes) {
+                    refusal(
+                        operation,
+                        "503",
+                        "Every manifest check was taken for longer than a request waits (--check-wait): \
+                         try again after Retry-After",
+                    );
+                }
                 if path.contains("{name}") {
                     parameter(
                         operation,
@@ -100,6 +108,25 @@ impl Modify for Conventions {
             }
         }
     }
+}
+
+/// The routes whose answer needs a manifest checked or arguments validated, which wait a
+/// bounded time for a free check and are answered `503` past it (`ChecksBusy`); `changes` is
+/// whether the route is one of its path's changing methods.
+fn checks_manifests(path: &str, changes: bool) -> bool {
+    const READS: &[&str] =
+        &["/api/dashboard", "/api/tools", "/api/vault", "/api/vault/{id}", "/api/directory/claims/{id}/health"];
+    const CHANGES: &[&str] = &[
+        "/api/vault",
+        "/api/vault/{id}/approve",
+        "/api/vault/{id}/keep",
+        "/api/vault/{id}/refresh",
+        "/api/vault/{id}/backfill",
+        "/api/vault/{id}/collect",
+        "/api/tools/{name}/call",
+        "/api/directory/claims/{id}/verify",
+    ];
+    if changes { CHANGES.contains(&path) } else { READS.contains(&path) }
 }
 
 /// Adds a refusal with the API's error body, unless the route documents that status itself.
