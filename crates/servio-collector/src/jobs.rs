@@ -236,6 +236,12 @@ impl Collector {
         }
         // Counted before anything is asked of the store: a range too large costs nothing more.
         self.backfill_limits.check_request(due.len())?;
+        // A user already at the limit is refused before each period is looked up (a request
+        // may ask for 10,000, each a query).
+        let pending = self.store.pending_backfills(user.id).await?;
+        if u64::try_from(pending).unwrap_or(0) >= self.backfill_limits.in_flight {
+            self.backfill_limits.check_in_flight(pending, due.len())?;
+        }
         let mut queued = Vec::new();
         for (metric, period) in &due {
             let mut slot = DueSlot::new(user, entry.site.id, metric, period, (now.as_second(), deadline));
