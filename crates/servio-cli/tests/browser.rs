@@ -189,7 +189,7 @@ async fn the_demo_dashboard_in_a_browser() {
             Some((path, width.parse().ok()?, status.parse().ok()?, scroll.parse().ok()?))
         })
         .collect();
-    assert_eq!(visits.len(), 26, "thirteen pages at two widths: {walked}");
+    assert_eq!(visits.len(), 28, "thirteen pages and the Directory with a pending claim, at two widths: {walked}");
     for (path, width, status, scroll_width) in &visits {
         assert!(scroll_width <= width, "{path} scrolls sideways at {width} px ({scroll_width} px wide): {walked}");
         let missing = *path == "/no/such/page" || *path == "/vault/999999";
@@ -197,7 +197,7 @@ async fn the_demo_dashboard_in_a_browser() {
     }
     let pngs =
         std::fs::read_dir(&shots).unwrap().filter(|e| e.as_ref().unwrap().path().extension() == Some("png".as_ref()));
-    assert_eq!(pngs.count(), 28, "a screenshot of each page at each width in {}", shots.display());
+    assert_eq!(pngs.count(), 30, "a screenshot of each page at each width in {}", shots.display());
     let line = |prefix: &str| walked.lines().find_map(|l| l.strip_prefix(prefix)).unwrap_or_else(|| panic!("{walked}"));
     assert!(line("figure: ").starts_with('$') && line("figure: ").contains('.'), "money: {walked}");
     assert!(line("axis: ").matches('$').count() >= 3 && line("axis: ").contains("-"), "value and date axes: {walked}");
@@ -214,6 +214,7 @@ async fn the_demo_dashboard_in_a_browser() {
     assert!(line("backfill done: ").contains("last collected"), "{walked}");
     assert!(line("account zone: ").starts_with("Time zone saved") && line("account zone: ").ends_with("Europe/Berlin"));
     assert!(line("account password: ").contains("is not your current password"), "{walked}");
+    assert_eq!(line("withdraw: "), "Claim withdrawn. | rows=0", "{walked}");
     let claim = line("claim: ");
     assert!(
         claim.starts_with("Pending") && claim.contains("-> Verified: listed | Verified: the site is listed."),

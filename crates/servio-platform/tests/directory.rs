@@ -155,3 +155,37 @@ async fn only_the_owner_withdraws_a_pending_claim() {
         assert_eq!(server.send(&owner, Method::DELETE, &path, None).await.0, StatusCode::NOT_FOUND, "{name}: gone");
     }
 }
+
+/// The Directory page offers "Withdraw" beside "Verify" on a pending claim (the limit on claims
+/// waiting told a page user to withdraw one, and the page had no way to): posting it as the
+/// owner removes the claim; another user's post of the same id is a 404 and removes nothing.
+#[tokio::test]
+async fn a_pending_claim_is_withdrawn_from_the_page() {
+    for (name, server) in common::servers(None).await {
+        let owner = server.sign_up(&format!("page-withdraw-{name}@example.com")).await;
+        let (status, claim, _) = server
+            .send(&owner, Method::POST, "/api/directory/claims", Some(json!({ "url": "https://w.example" })))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{name}: {claim}");
+        let action = format!("/directory/claims/{}/withdraw", claim["id"]);
+        assert!(server.page(&owner, "/directory").await.contains(&action), "{name}: no Withdraw form");
+        let post = |who: &Browser| {
+            let body = format!("csrf_token={}", who.csrf.as_deref().unwrap_or_default());
+            server
+                .http
+                .post(format!("{}{action}", server.base))
+                .header("cookie", who.cookie.as_deref().unwrap_or_default())
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body)
+                .send()
+        };
+        let other = server.sign_up(&format!("page-other-{name}@example.com")).await;
+        assert_eq!(post(&other).await.unwrap().status(), StatusCode::NOT_FOUND, "{name}");
+        let claims = |who| server.send(who, Method::GET, "/api/directory/claims", None);
+        assert_eq!(claims(&owner).await.1["claims"].as_array().unwrap().len(), 1, "{name}: still there");
+        let answer = post(&owner).await.unwrap();
+        assert_eq!(answer.status(), StatusCode::OK, "{name}");
+        assert!(answer.text().await.unwrap().contains("Claim withdrawn."), "{name}");
+        assert!(claims(&owner).await.1["claims"].as_array().unwrap().is_empty(), "{name}: withdrawn");
+    }
+}

@@ -6,7 +6,7 @@
 // shows (its first figure, axis labels, range links) and the 404 page's heading; then the site
 // page's actions as a user clicks them (collect now, a backfill with its progress until done,
 // the zone picked on sign-up from the browser's zone), the account page's forms, the Directory
-// (claim, verify, the owner's health page under its five-user threshold), and last the site's
+// (a claim withdrawn; a claim verified, the owner's health page under its five-user threshold), and last the site's
 // removal and its return through "Add to my vault"; exits non-zero on any failure.
 import { writeFileSync } from 'node:fs';
 import { launch } from './launch.mjs';
@@ -89,7 +89,20 @@ try {
 
   // The Directory: claim the demo site, put the token in its manifest, verify, see the owner's
   // health page (one user: below the threshold, so no figure).
+  // First a claim made by mistake, seen pending at both widths, then withdrawn.
   await page.goto(`${platform}/directory`);
+  await page.locator('#claim-url').fill('https://mistake.example');
+  await Promise.all([page.waitForURL('**/directory'), page.getByRole('button', { name: 'Claim' }).click()]);
+  for (const width of [1400, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    const claimWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+    await page.screenshot({ path: `${screenshots}/directory-claim-${width}.png`, fullPage: true });
+    console.log(`/directory#pending-claim ${width} 200 scrollWidth=${claimWidth}`);
+  }
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.getByRole('button', { name: 'Withdraw' }).click();
+  await page.locator('.notice').waitFor();
+  console.log(`withdraw: ${(await page.locator('.notice').textContent()).trim()} | rows=${await page.locator('#claims tr').count()}`);
   await page.locator('#claim-url').fill(origin);
   await Promise.all([page.waitForURL('**/directory'), page.getByRole('button', { name: 'Claim' }).click()]);
   const claimState = (await page.locator('#claims td.warning').first().textContent()).trim();

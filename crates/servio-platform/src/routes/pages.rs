@@ -50,6 +50,7 @@ pub const PAGES: &[(&str, &str, bool)] = &[
     ("POST", "/ai/log_arguments", true),
     ("POST", "/directory/claims", true),
     ("POST", "/directory/claims/{id}/verify", true),
+    ("POST", "/directory/claims/{id}/withdraw", true),
     ("GET", "/directory/claims/{id}/health", true),
 ];
 

@@ -1,5 +1,5 @@
 //! The Directory as a page: search for anyone, and for a signed-in user their claims with the
-//! forms to claim and verify.
+//! forms to claim, verify and withdraw.
 
 use askama::Template;
 use axum::Router;
@@ -22,6 +22,7 @@ pub fn router() -> Router<AppState> {
         ("/directory", get(directory)),
         ("/directory/claims", post(claim)),
         ("/directory/claims/{id}/verify", post(verify)),
+        ("/directory/claims/{id}/withdraw", post(withdraw)),
         ("/directory/claims/{id}/health", get(health_page)),
     ])
 }
@@ -110,6 +111,17 @@ async fn verify(
         Err(ApiError::Unprocessable(body)) => Said::Error(body["error"].as_str().unwrap_or("not verified").to_owned()),
         Err(error) => Said::Error(error.to_string()),
     };
+    directory_view(&state, Some(&posted.user), String::new(), said).await
+}
+
+/// Withdraws a claim not verified yet: the way out of the limit on claims waiting.
+async fn withdraw(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    posted: PageForm<NoFields>,
+) -> Result<Response, ApiError> {
+    service::withdraw_claim(&state, posted.user.user.id, id).await?;
+    let said = Said::Success("Claim withdrawn.".to_owned());
     directory_view(&state, Some(&posted.user), String::new(), said).await
 }
 
