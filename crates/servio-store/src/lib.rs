@@ -280,7 +280,7 @@ pub struct StoredValue {
 
 /// One metric's values from some time on, as the dashboard reads them: what it shows of each
 /// value, and the newest one's text as the site sent it (the one it shows). The other fields of
-/// a [`StoredValue`], read for each of a dashboard's 3,100 values, were a third of its query.
+/// a [`StoredValue`], read for each of a dashboard's 3,100 values, were a fifth of its query.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
     /// The site.
