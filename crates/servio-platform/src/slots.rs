@@ -57,9 +57,9 @@ pub struct Total {
     pub missing: Vec<i64>,
 }
 
-/// One site's metric, as far as slots need it.
+/// One site's metric, as far as slots need it; its values are read where they are.
 #[derive(Debug, Clone)]
-pub struct SiteMetric {
+pub struct SiteMetric<'a> {
     /// The site's id.
     pub site_id: i64,
     /// The site's display name (from its manifest).
@@ -71,7 +71,7 @@ pub struct SiteMetric {
     /// `hour`, `day`, `week` or `month`.
     pub granularity: String,
     /// Collected values as (period start instant, period's first local date, value), oldest first.
-    pub values: Vec<(i64, String, f64)>,
+    pub values: &'a [(i64, String, f64)],
 }
 
 /// The slots of `metrics`, in the order their first metric appears. Each slot lists the
@@ -154,14 +154,14 @@ fn total(metrics: &[SiteMetric], members: &[usize]) -> (Option<Total>, Option<St
 mod tests {
     use super::*;
 
-    fn metric(site_id: i64, key: &str, unit: &str, values: &[(i64, f64)]) -> SiteMetric {
+    fn metric(site_id: i64, key: &str, unit: &str, values: &[(i64, f64)]) -> SiteMetric<'static> {
         SiteMetric {
             site_id,
             site_name: format!("Shop {site_id}"),
             key: key.into(),
             unit: (!unit.is_empty()).then(|| unit.to_owned()),
             granularity: "day".into(),
-            values: values.iter().map(|&(day, v)| (day * 86_400, format!("2026-09-{day:02}"), v)).collect(),
+            values: Vec::leak(values.iter().map(|&(day, v)| (day * 86_400, format!("2026-09-{day:02}"), v)).collect()),
         }
     }
 

@@ -278,6 +278,22 @@ pub struct StoredValue {
     pub collected_at: i64,
 }
 
+/// One metric's values from some time on, as the dashboard reads them: what it shows of each
+/// value, and the newest one's text as the site sent it (the one it shows). The other fields of
+/// a [`StoredValue`], read for each of a dashboard's 3,100 values, were a fifth of its query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// The site.
+    pub site_id: i64,
+    /// The metric.
+    pub metric_key: String,
+    /// Each value as (the period's first instant, its first local date, the number), oldest
+    /// first; never empty.
+    pub points: Vec<(i64, String, f64)>,
+    /// The newest value as the site sent it.
+    pub latest_raw: String,
+}
+
 /// One collection attempt, kept whatever happened.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct Attempt {
@@ -602,14 +618,9 @@ pub trait Store: Send + Sync {
     /// where one durable commit per value would take minutes.
     async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError>;
     /// A user's values of several (site, metric key) pairs whose period starts at or after
-    /// `since`, as (site, value) ordered by site, key and period: the dashboard's one query,
-    /// where one query per metric cost more than the rest of a request.
-    async fn values_of(
-        &self,
-        user_id: i64,
-        metrics: &[(i64, &str)],
-        since: i64,
-    ) -> Result<Vec<(i64, StoredValue)>, StoreError>;
+    /// `since`, one [`Series`] per pair that has any, ordered by site and key: the dashboard's
+    /// one query, where one query per metric cost more than the rest of a request.
+    async fn values_of(&self, user_id: i64, metrics: &[(i64, &str)], since: i64) -> Result<Vec<Series>, StoreError>;
     // Jobs: scheduled collections shared by many workers (see the `jobs` module).
     /// Enqueues a job per slot; a slot that has a job already keeps it as it is (so planning
     /// from several processes is idempotent). Returns how many jobs are new.

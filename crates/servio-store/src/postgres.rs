@@ -9,7 +9,7 @@ use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 use tokio::sync::mpsc;
 
 use crate::jobs::JOB_COLUMNS;
-use crate::shared::{SiteValue, SiteValues};
+use crate::shared::{SiteValues, series};
 use crate::text::storable_opt;
 use crate::{Completion, Heard, Job, JobClaim, NewJob, Pruned, StoreError};
 
@@ -86,8 +86,8 @@ pub(crate) async fn changes(store: &PgStore) -> Result<Option<mpsc::Receiver<Hea
 pub(crate) async fn values_of(pool: &PgPool, user_id: i64, metrics: &[(i64, &str)], since: i64) -> SiteValues {
     let sites: Vec<i64> = metrics.iter().map(|(site, _)| *site).collect();
     let keys: Vec<String> = metrics.iter().map(|(_, key)| (*key).to_owned()).collect();
-    let rows: Vec<SiteValue> = sqlx::query_as(
-        "SELECT v.site_id, v.metric_key, v.granularity, v.period_start, v.start_date, v.value, v.raw, v.collected_at
+    let rows = sqlx::query_as(
+        "SELECT v.site_id, v.metric_key, v.period_start, v.start_date, v.value, v.raw
          FROM UNNEST($2::BIGINT[], $3::TEXT[]) AS w(site_id, metric_key)
          JOIN metric_values v ON v.user_id = $1 AND v.site_id = w.site_id AND v.metric_key = w.metric_key
          WHERE v.period_start >= $4
@@ -99,7 +99,7 @@ pub(crate) async fn values_of(pool: &PgPool, user_id: i64, metrics: &[(i64, &str
     .bind(since)
     .fetch_all(pool)
     .await?;
-    Ok(rows.into_iter().map(SiteValue::into_pair).collect())
+    Ok(series(rows))
 }
 
 /// Listed sites matching every word as a prefix (`rust:* & forum:*`), best first.

@@ -15,9 +15,9 @@ use crate::{ApiToken, PgStore, SqliteStore, postgres, sqlite};
 use crate::{
     Approval, Attempt, CallPage, Claim, CollectionResult, Completion, FetchedManifest, Found, Heard, Job, JobClaim,
     JobCounts, JobGauges, LAST_USED_PRECISION, LOGGED_ARGUMENTS_BYTES, LOGGED_TOOL_NAME_BYTES, Listing, McpSession,
-    NewJob, OAuthAttempt, PoolUse, Pruned, Readiness, Retries, SESSION_USE_PRECISION, Sealer, Session, SessionInfo,
-    SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version, VersionSummary,
-    error::conflict,
+    NewJob, OAuthAttempt, PoolUse, Pruned, Readiness, Retries, SESSION_USE_PRECISION, Sealer, Series, Session,
+    SessionInfo, SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version,
+    VersionSummary, error::conflict,
 };
 
 /// A session with the last use the store checks its idle limit against.
@@ -70,21 +70,24 @@ fn distinct_ids(pairs: &[(i64, i64)]) -> (Vec<i64>, Vec<i64>) {
     (users, sites)
 }
 
-/// What a backend's `values_of` returns: each value with its site.
-pub(crate) type SiteValues = Result<Vec<(i64, StoredValue)>, StoreError>;
+/// What a backend's `values_of` returns.
+pub(crate) type SiteValues = Result<Vec<Series>, StoreError>;
 
-/// A value with its site, as the dashboard's query returns them.
-#[derive(sqlx::FromRow)]
-pub(crate) struct SiteValue {
-    site_id: i64,
-    #[sqlx(flatten)]
-    value: StoredValue,
-}
-
-impl SiteValue {
-    pub(crate) fn into_pair(self) -> (i64, StoredValue) {
-        (self.site_id, self.value)
+/// Values as (site, metric key, period start, start date, value, raw), ordered by site, key
+/// and period start, as series: one per (site, key), with the newest value's raw text.
+pub(crate) fn series(rows: Vec<(i64, String, i64, String, f64, String)>) -> Vec<Series> {
+    let mut all: Vec<Series> = Vec::new();
+    for (site_id, metric_key, period_start, start_date, value, raw) in rows {
+        let point = (period_start, start_date, value);
+        match all.last_mut() {
+            Some(last) if last.site_id == site_id && last.metric_key == metric_key => {
+                last.points.push(point);
+                last.latest_raw = raw;
+            }
+            _ => all.push(Series { site_id, metric_key, points: vec![point], latest_raw: raw }),
+        }
     }
+    all
 }
 
 /// Stores one value, replacing the value of its period key (the same local period, whatever
@@ -1121,7 +1124,7 @@ macro_rules! shared_store {
 
             #[tracing::instrument(level = "debug", skip_all, fields(metrics = metrics.len()))]
             async fn values_of(&self, user_id: i64, metrics: &[(i64, &str)], since: i64)
-                -> Result<Vec<(i64, StoredValue)>, StoreError> {
+                -> Result<Vec<Series>, StoreError> {
                 $dialect::values_of(&self.pool, user_id, metrics, since).await
             }
 

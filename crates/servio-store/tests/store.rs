@@ -402,7 +402,8 @@ async fn many_values_are_stored_in_one_go() {
 }
 
 /// The dashboard's one query: only the pairs asked for, from `since`, oldest first per pair,
-/// and every double read back as `values` reads it (SQLite packs them as text).
+/// every double read back as `values` reads it (SQLite packs them as millionths or text), and
+/// the newest value's raw text.
 #[tokio::test]
 async fn values_of_several_metrics_in_one_query() {
     use servio_store::{FetchedManifest, Slot};
@@ -420,8 +421,10 @@ async fn values_of_several_metrics_in_one_query() {
             };
             sites.push(store.save_site(&fetched, 0).await.unwrap().id);
         }
-        let awkward = [0.1 + 0.2, 1e-300, 123_456.789, -0.0, 2340.0, f64::MAX];
+        // Doubles that travel as millionths and doubles that do not.
+        let awkward = [2340.0, 0.1 + 0.2, 1e-300, 123_456.789, -0.0, f64::MAX, 0.07, -1234.25, 1e-7, 9.3e15, 1.5];
         let dates: Vec<String> = (0..awkward.len()).map(|day| format!("2026-09-{:02}", day + 1)).collect();
+        let raws: Vec<String> = (0..awkward.len()).map(|day| format!("\"x{day}\" \n,]")).collect();
         let mut values = Vec::new();
         for (site, key) in [(sites[0], "a.one"), (sites[0], "a.two"), (sites[1], "a.one"), (sites[1], "b.raw")] {
             // Stored newest first, to see the order come from the store.
@@ -437,13 +440,15 @@ async fn values_of_several_metrics_in_one_query() {
                     start_date: &dates[day],
                     period_key: &dates[day],
                 };
-                values.push((slot, *value, "\"x\" \n,]"));
+                values.push((slot, *value, raws[day].as_str()));
             }
         }
         store.store_values(&values, 3).await.unwrap();
         let got = store.values_of(jo.id, &[(sites[0], "a.one"), (sites[1], "b.raw")], 86_400).await.unwrap();
-        let shape: Vec<(i64, &str, i64, u64)> =
-            got.iter().map(|(site, v)| (*site, v.metric_key.as_str(), v.period_start, v.value.to_bits())).collect();
+        let shape: Vec<(i64, &str, i64, u64)> = got
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| (s.site_id, s.metric_key.as_str(), p.0, p.2.to_bits())))
+            .collect();
         // Exactly what asking pair by pair gives (SQLite itself keeps -0.0 as 0.0, either way).
         let mut want = Vec::new();
         for (site, key) in [(sites[0], "a.one"), (sites[1], "b.raw")] {
@@ -451,12 +456,12 @@ async fn values_of_several_metrics_in_one_query() {
                 want.push((site, key, v.period_start, v.value.to_bits()));
             }
         }
-        assert_eq!(want.len(), 10, "{name}");
+        assert_eq!(want.len(), 20, "{name}");
         let exact: Vec<u64> = awkward[1..].iter().filter(|v| **v != 0.0).map(|v| v.to_bits()).collect();
         assert!(exact.iter().all(|bits| shape.iter().any(|s| s.3 == *bits)), "{name}: doubles read back exactly");
         assert_eq!(shape, want, "{name}");
-        assert_eq!((got[0].1.raw.as_str(), got[0].1.start_date.as_str()), ("\"x\" \n,]", "2026-09-02"), "{name}");
-        assert_eq!((got[0].1.granularity.as_str(), got[0].1.collected_at), ("day", 3), "{name}");
+        assert_eq!((got[0].points[0].1.as_str(), got.len()), ("2026-09-02", 2), "{name}");
+        assert_eq!(got[0].latest_raw, raws[awkward.len() - 1], "{name}: the newest value's");
         assert!(store.values_of(jo.id, &[], 0).await.unwrap().is_empty(), "{name}");
     }
 }

@@ -296,8 +296,6 @@ pub(crate) async fn dashboard_data(
     }
     let zone = servio_manifest::period::zone(&user.time_zone).map_err(ApiError::internal)?;
     let since = crate::now() - i64::from(days) * 24 * 3600;
-    let mut metrics = Vec::new();
-    let mut for_slots = Vec::new();
     let mut checked = Vec::new();
     let mut entries: Vec<(VaultEntry, Arc<CheckedManifest>)> = Vec::new();
     for entry in state.store.vault_entries(user.id).await? {
@@ -318,55 +316,77 @@ pub(crate) async fn dashboard_data(
             valid.brief.iter().flat_map(|brief| &brief.metrics).map(move |metric| (site.id, metric.key.as_str()))
         })
         .collect();
-    let mut recent: HashMap<(i64, String), Vec<servio_store::StoredValue>> = HashMap::new();
-    for (site_id, value) in state.store.values_of(user.id, &pairs, since).await? {
-        recent.entry((site_id, value.metric_key.clone())).or_default().push(value);
+    let mut recent: HashMap<(i64, String), servio_store::Series> = HashMap::new();
+    for series in state.store.values_of(user.id, &pairs, since).await? {
+        recent.insert((series.site_id, series.metric_key.clone()), series);
     }
+    let mut series = Vec::with_capacity(pairs.len());
     for (site, valid) in &checked {
-        let manifest = &valid.manifest;
         for metric in valid.brief.iter().flat_map(|brief| &brief.metrics) {
-            let values = recent.remove(&(site.id, metric.key.clone())).unwrap_or_default();
-            let latest = values.last();
-            let change = match latest {
+            let found = recent.remove(&(site.id, metric.key.clone()));
+            let change = match &found {
+                Some(found) => change(found, metric.granularity, &zone)?,
                 None => None,
-                Some(latest) => {
-                    let date: jiff::civil::Date = latest.start_date.parse().map_err(ApiError::internal)?;
-                    let period = servio_manifest::period::resolve(metric.granularity, date, 0, &zone)
-                        .map_err(ApiError::internal)?;
-                    let (compare_date, _) = comparison_start(&period).map_err(ApiError::internal)?;
-                    let previous = values.iter().find(|v| v.start_date == compare_date.to_string()).map(|v| v.value);
-                    let against = compare_date.to_string();
-                    match trend(latest.value, previous) {
-                        Trend::None => None,
-                        Trend::Absolute(change) => Some(Change { against, change, percent: None }),
-                        Trend::Relative { change, percent } => Some(Change { against, change, percent: Some(percent) }),
-                    }
-                }
             };
-            for_slots.push(SiteMetric {
-                site_id: site.id,
-                site_name: manifest.name.clone(),
-                key: metric.key.clone(),
-                unit: metric.unit.clone(),
-                granularity: metric.granularity.as_str().to_owned(),
-                values: values.iter().map(|v| (v.period_start, v.start_date.clone(), v.value)).collect(),
+            series.push((site, valid, metric, found, change));
+        }
+    }
+    // The slots read the values where they are; the metrics then take them.
+    let for_slots: Vec<SiteMetric> = series
+        .iter()
+        .map(|(site, valid, metric, found, _)| SiteMetric {
+            site_id: site.id,
+            site_name: valid.manifest.name.clone(),
+            key: metric.key.clone(),
+            unit: metric.unit.clone(),
+            granularity: metric.granularity.as_str().to_owned(),
+            values: found.as_ref().map_or(&[][..], |found| &found.points),
+        })
+        .collect();
+    let slots = slots(&for_slots);
+    drop(for_slots);
+    let metrics = series
+        .into_iter()
+        .map(|(site, valid, metric, found, change)| {
+            let (points, latest_raw) = found.map_or_else(Default::default, |found| (found.points, found.latest_raw));
+            let latest = points.last().map(|(_, date, value)| Latest {
+                period: date.clone(),
+                value: *value,
+                raw: Raw::from_stored(&latest_raw),
             });
-            let latest =
-                latest.map(|v| Latest { period: v.start_date.clone(), value: v.value, raw: Raw::from_stored(&v.raw) });
-            metrics.push(MetricData {
-                site: SiteData { id: site.id, origin: site.origin.clone(), name: manifest.name.clone() },
+            MetricData {
+                site: SiteData { id: site.id, origin: site.origin.clone(), name: valid.manifest.name.clone() },
                 key: metric.key.clone(),
                 label: servio_manifest::brief::canonical_label(&metric.key),
                 unit: metric.unit.clone(),
                 granularity: metric.granularity.as_str(),
                 latest,
                 change,
-                values: values.into_iter().map(|v| Point { period: v.start_date, value: v.value }).collect(),
-            });
-        }
-    }
-    let slots = slots(&for_slots);
+                values: points.into_iter().map(|(_, period, value)| Point { period, value }).collect(),
+            }
+        })
+        .collect();
     Ok(Dashboard { time_zone: user.time_zone.clone(), metrics, slots, attention })
+}
+
+/// The change of the newest value of `series` against its comparison period (§8), when that
+/// period was collected.
+fn change(
+    series: &servio_store::Series,
+    granularity: servio_manifest::period::Granularity,
+    zone: &jiff::tz::TimeZone,
+) -> Result<Option<Change>, ApiError> {
+    let Some((_, latest_date, latest)) = series.points.last() else { return Ok(None) };
+    let date: Date = latest_date.parse().map_err(ApiError::internal)?;
+    let period = servio_manifest::period::resolve(granularity, date, 0, zone).map_err(ApiError::internal)?;
+    let (compare_date, _) = comparison_start(&period).map_err(ApiError::internal)?;
+    let against = compare_date.to_string();
+    let previous = series.points.iter().find(|(_, date, _)| *date == against).map(|(_, _, value)| *value);
+    Ok(match trend(*latest, previous) {
+        Trend::None => None,
+        Trend::Absolute(change) => Some(Change { against, change, percent: None }),
+        Trend::Relative { change, percent } => Some(Change { against, change, percent: Some(percent) }),
+    })
 }
 
 /// The sites of `entries` (each with its acting manifest, checked) that need the user: changes
