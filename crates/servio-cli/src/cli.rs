@@ -329,9 +329,9 @@ pub struct WorkerArgs {
     /// over. Longer than a batch takes (calls time out after --call-timeout, 30 s).
     #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub lease: u64,
-    /// The most jobs claimed at once (one claim on the database). A worker claims only what it
-    /// has room to call now (see --in-flight), so it holds no job it cannot start and another
-    /// user's due job never waits behind a claimed backlog.
+    /// The most jobs claimed at once (one claim on the database). A worker holds at most
+    /// --in-flight + --batch-size jobs claimed and not done, so another user's due job waits at
+    /// most a batch behind a claimed backlog; a worker that stops or dies holds no more.
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub batch_size: u64,
     /// Calls to sites in flight at once. Results are committed in groups while calls go on.

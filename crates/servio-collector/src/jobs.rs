@@ -33,7 +33,8 @@ pub struct WorkerConfig {
     /// result is then fenced out).
     pub lease: Duration,
     /// The most jobs claimed at once (one claim, their users and sites loaded once). A worker
-    /// claims only what it has room to call now, so a claim is smaller while calls are slow.
+    /// holds at most `in_flight` + `batch` jobs claimed and not done, so claims are smaller
+    /// while calls are slow.
     pub batch: usize,
     /// Calls in flight at once; their results are committed in groups while calls go on.
     pub in_flight: usize,
@@ -759,75 +760,70 @@ const COMMIT_AT_LEAST: usize = 128;
 /// How long a commit of fewer than [`COMMIT_AT_LEAST`] results waits for more.
 const COMMIT_LINGER: Duration = Duration::from_millis(5);
 
-/// How long a worker with room for fewer calls than [`enough_room`] waits for more before it
+/// How long a claimer with room for fewer jobs than [`enough_room`] waits for more before it
 /// claims what it has room for: claims of one job each would cost a query a job.
 const CLAIM_LINGER: Duration = Duration::from_millis(20);
 
-/// Claims and works jobs until `stop`, as two tasks joined by a queue: this one claims as many
-/// jobs as there is room to call now (`config.in_flight` at once, at most `config.batch` a
-/// claim) and starts their calls, the jobs of one (user, site, period) in a task that asks the
-/// site once per call they share and queues their results (holding a permit per job);
-/// [`commit_results`] commits the results in groups while calls go on. So a durable commit
-/// never leaves the calls waiting, one commit flushes for many jobs, and a worker holds no job
-/// it cannot call yet: another user's job due now waits only for a call to end, never behind
-/// a batch of one user's backlog claimed ahead (issue 25: two batches claimed ahead of 2 s
-/// calls kept another user's values over 30 s). On `stop` no job is claimed and no call started
-/// any more (the jobs claimed but not called stay held, for [`hand_back`]); calls in flight get
-/// `config.grace`, then are cut off; it returns once every result is committed.
+/// Claimed jobs with their contexts and their share of the room for jobs claimed ahead, on
+/// their way to be called.
+struct Claimed {
+    jobs: Vec<Job>,
+    contexts: Contexts,
+    held: OwnedSemaphorePermit,
+}
+
+/// Claims and works jobs until `stop`, as three tasks joined by queues: [`claim_batches`]
+/// claims while calls go on; the calls run up to `config.in_flight` at once, the jobs of one
+/// (user, site, period) in a task that asks the site once per call they share and queues their
+/// results (holding a permit per job); [`commit_results`] commits the results in groups while
+/// calls go on. So neither a claim nor a durable commit leaves the calls waiting, and one commit
+/// flushes for many jobs. A worker holds at most `in_flight` + `batch` jobs claimed and not
+/// done: the calls in flight and one batch waiting for them, so another user's job due now waits
+/// at most `batch / in_flight` rounds of calls behind a claimed backlog, then its own (issue 25:
+/// with up to three batches of 128 held beside 64 calls of 2 s, another user's values took over
+/// 30 s, now 5-6 s; claiming only what could start at once cut throughput by half, with a claim
+/// between every round of calls). On
+/// `stop` no job is claimed and no call started any more (the jobs claimed but not called stay
+/// held, for [`hand_back`]); calls in flight get `config.grace`, then are cut off; it returns
+/// once every result is committed.
 async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<bool>, total: Arc<Mutex<Summary>>) {
     let in_flight = config.in_flight.clamp(1, MAX_IN_FLIGHT);
     let all = u32::try_from(in_flight).unwrap_or(u32::MAX);
     let grace = config.grace;
     let room = Arc::new(Semaphore::new(in_flight));
+    let ahead = Arc::new(Semaphore::new(in_flight.saturating_add(config.batch.clamp(1, MAX_IN_FLIGHT))));
     let cut = CancellationToken::new();
     // Room for a whole group: results queue while a commit is made, so calls go on meanwhile
     // and the next commit takes them all (with room for only `in_flight`, calls waited and
     // groups averaged 31 jobs; each commit's statement has a cost of its own).
     let (results, received) = mpsc::channel::<Done>(COMMIT_GROUP);
     let committer = tokio::spawn(commit_results(collector.clone(), received, total).in_current_span());
-    let want = u32::try_from(config.batch.max(1)).unwrap_or(u32::MAX).min(all);
-    let mut after_user = 0;
+    let (claimed, mut batches) = mpsc::channel::<Claimed>(1);
+    let claimer = claim_batches(collector.clone(), config, stop.clone(), ahead, claimed);
+    let claimer = tokio::spawn(claimer.in_current_span());
     let mut stopping = stop.clone();
-    'claims: while !*stop.borrow() {
-        let Some(mut held) = room_to_claim(&room, want, &mut stopping).await else { break };
-        let (jobs, contexts) = match claim_batch(&collector, &config, held.num_permits(), after_user).await {
-            Ok((jobs, _)) if jobs.is_empty() && config.drain => break,
-            Ok((jobs, _)) if jobs.is_empty() => {
-                drop(held);
-                collector.wait_for_jobs(&mut stopping, config.idle).await;
-                continue;
-            }
-            Ok(batch) => batch,
-            Err(error) => {
-                tracing::warn!(%error, "claiming jobs failed");
-                drop(held);
-                wait(&mut stopping, config.idle).await;
-                continue;
-            }
-        };
-        after_user = servio_store::last_served(after_user, &jobs);
+    'batches: while let Some(Claimed { jobs, contexts, mut held }) = batches.recv().await {
         for group in by_period(jobs) {
-            // A permit per job, as many as all at most: a group makes no more calls than it has
-            // jobs. A claim takes the other jobs of its seeds' periods too, so the room held may
-            // fall short by those; the calls in flight make it.
-            let permits = group.len().min(in_flight);
-            if held.num_permits() < permits {
-                let short = u32::try_from(permits - held.num_permits()).unwrap_or(u32::MAX);
-                tokio::select! {
-                    // The semaphore is never closed, so this always holds.
-                    Ok(more) = room.clone().acquire_many_owned(short) => held.merge(more),
-                    () = stopped(&mut stopping) => break 'claims,
-                }
-            }
+            // A permit per job, as many as all at most: a group makes no more calls than it has jobs.
+            let permits = u32::try_from(group.len()).unwrap_or(u32::MAX).min(all);
+            let permit = tokio::select! {
+                // The semaphore is never closed, so this always holds.
+                Ok(permit) = room.clone().acquire_many_owned(permits) => permit,
+                () = stopped(&mut stopping) => break 'batches,
+            };
             if *stop.borrow() {
-                break 'claims;
+                break 'batches;
             }
-            let Some(permit) = held.split(permits) else { break 'claims };
+            // A claim takes whole periods, so it may hold a few jobs more than its room ahead.
+            let Some(ahead) = held.split(group.len().min(held.num_permits())) else { break 'batches };
             let context = contexts[&(group[0].user_id, group[0].site_id)].clone();
-            let task = call(collector.clone(), context, group, permit, results.clone(), cut.clone());
+            let task = call(collector.clone(), context, group, (permit, ahead), results.clone(), cut.clone());
             tokio::spawn(task.in_current_span());
         }
     }
+    // Unblocks the claimer if it waits to hand over a batch, and drops that batch.
+    drop(batches);
+    let _ = claimer.await;
     // A call returns its permit only after its result is queued for the committer (or it was
     // cut off).
     if *stop.borrow() && tokio::time::timeout(grace, room.acquire_many(all)).await.is_err() {
@@ -839,12 +835,48 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
     let _ = committer.await;
 }
 
-/// The share of a claim's room a worker waits for, up to [`CLAIM_LINGER`], before it claims.
+/// Claims up to `config.batch` due jobs at a time into `claimed` until `stop`, as many as
+/// `ahead` has room for, each turn's users starting after the one its last claim served;
+/// waiting `config.idle` (or until this process queues jobs) whenever none is due, or, with
+/// `config.drain`, ending then.
+async fn claim_batches(
+    collector: Collector,
+    config: WorkerConfig,
+    mut stop: watch::Receiver<bool>,
+    ahead: Arc<Semaphore>,
+    claimed: mpsc::Sender<Claimed>,
+) {
+    let want = u32::try_from(config.batch.max(1)).unwrap_or(u32::MAX);
+    let mut after_user = 0;
+    while !*stop.borrow() {
+        let Some(held) = room_to_claim(&ahead, want, &mut stop).await else { break };
+        match claim_batch(&collector, &config, held.num_permits(), after_user).await {
+            Ok((jobs, _)) if jobs.is_empty() && config.drain => break,
+            Ok((jobs, _)) if jobs.is_empty() => {
+                drop(held);
+                collector.wait_for_jobs(&mut stop, config.idle).await;
+            }
+            Ok((jobs, contexts)) => {
+                after_user = servio_store::last_served(after_user, &jobs);
+                if claimed.send(Claimed { jobs, contexts, held }).await.is_err() {
+                    break;
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "claiming jobs failed");
+                drop(held);
+                wait(&mut stop, config.idle).await;
+            }
+        }
+    }
+}
+
+/// The share of a claim's room a claimer waits for, up to [`CLAIM_LINGER`], before it claims.
 fn enough_room(want: u32) -> usize {
     usize::try_from(want / 4).unwrap_or(usize::MAX).max(1)
 }
 
-/// Room for the calls of the next claim: at least one permit, waiting up to [`CLAIM_LINGER`]
+/// Room for the next claim in `room`: at least one permit, waiting up to [`CLAIM_LINGER`]
 /// for [`enough_room`], then every permit free up to `want`. `None` once `stop` is true.
 async fn room_to_claim(
     room: &Arc<Semaphore>,
@@ -902,13 +934,13 @@ async fn claim_batch(
 }
 
 /// Does the claimed jobs of one (user, site, period) and queues their results for the
-/// committer, holding `permit` (calls in flight) until then; when `cut` is cancelled first, it
+/// committer, holding `permits` (its calls in flight, its jobs claimed) until then; when `cut` is cancelled first, it
 /// leaves the jobs held (for [`hand_back`]).
 async fn call(
     collector: Collector,
     context: Result<Arc<LoadedEntry>, Resolution>,
     jobs: Vec<Job>,
-    permit: OwnedSemaphorePermit,
+    permits: (OwnedSemaphorePermit, OwnedSemaphorePermit),
     results: mpsc::Sender<Done>,
     cut: CancellationToken,
 ) {
@@ -927,7 +959,7 @@ async fn call(
         // The jobs stay claimed; another claim takes them over when their leases end.
         Err(error) => tracing::warn!(job_id = first, %error, "collection jobs are left to their leases"),
     }
-    drop(permit);
+    drop(permits);
 }
 
 /// Commits results as they arrive, in groups: whatever arrived while one commit was being made
