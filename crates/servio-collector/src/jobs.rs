@@ -782,10 +782,9 @@ struct Claimed {
 /// at most `batch / in_flight` rounds of calls behind a claimed backlog, then its own (issue 25:
 /// with up to three batches of 128 held beside 64 calls of 2 s, another user's values took over
 /// 30 s, now 5-6 s; claiming only what could start at once cut throughput by half, with a claim
-/// between every round of calls). On
-/// `stop` no job is claimed and no call started any more (the jobs claimed but not called stay
-/// held, for [`hand_back`]); calls in flight get `config.grace`, then are cut off; it returns
-/// once every result is committed.
+/// between every round of calls). On `stop` no job is claimed and no call started any more (the
+/// jobs claimed but not called stay held, for [`hand_back`]); calls in flight get
+/// `config.grace`, then are cut off; it returns once every result is committed.
 async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<bool>, total: Arc<Mutex<Summary>>) {
     let in_flight = config.in_flight.clamp(1, MAX_IN_FLIGHT);
     let all = u32::try_from(in_flight).unwrap_or(u32::MAX);

@@ -200,7 +200,7 @@ pub(crate) async fn claim_jobs(pool: &PgPool, claim: &JobClaim<'_>) -> Result<Ve
     let sql = format!(
         "WITH users AS ({users}),
          candidates AS (
-             SELECT c.id, c.user_id, c.kind, c.not_before,
+             SELECT c.id, c.user_id, c.kind,
                     row_number() OVER (PARTITION BY c.user_id ORDER BY c.kind, c.not_before, c.id) AS turn
              FROM users u CROSS JOIN LATERAL (
                  SELECT j.id, j.user_id, j.kind, j.not_before FROM jobs j

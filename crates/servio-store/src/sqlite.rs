@@ -221,7 +221,7 @@ pub(crate) async fn claim_jobs(pool: &SqlitePool, claim: &JobClaim<'_>) -> Resul
          ),
          users AS ({users}),
          candidates AS (
-             SELECT c.id, c.user_id, c.site_id, c.period_key, c.kind, c.not_before,
+             SELECT c.user_id, c.site_id, c.period_key, c.kind,
                     row_number() OVER (PARTITION BY c.user_id ORDER BY c.kind, c.not_before, c.id) AS turn
              FROM users u JOIN jobs c ON c.id IN (
                  SELECT j.id FROM jobs j WHERE j.user_id = u.user_id AND {due_j} {only}
