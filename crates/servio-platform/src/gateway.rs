@@ -42,6 +42,11 @@ pub struct Gateway {
     changes: broadcast::Sender<Change>,
     /// Where changes are announced to the other processes sharing the database.
     announcer: OnceLock<Arc<dyn Store>>,
+    /// The notices to announce, in the order the changes were made, to the one task that
+    /// sends them (started with the first): sent from a task each, a revocation could reach
+    /// the other processes after a change made after it, and a stream opened with the revoked
+    /// token would hear that change.
+    notices: OnceLock<mpsc::UnboundedSender<Vec<String>>>,
     /// This gateway's name in its notices, so that it knows its own when it hears them.
     id: String,
     /// Told of every change, from this process or another (the dashboard's cache).
@@ -65,6 +70,7 @@ impl Gateway {
             log: OnceLock::new(),
             changes: broadcast::channel(256).0,
             announcer: OnceLock::new(),
+            notices: OnceLock::new(),
             id: servio_collector::process_owner("gateway"),
             hooks: std::sync::RwLock::default(),
         }
@@ -162,13 +168,16 @@ pub fn new_values_notices(users: &[i64]) -> Vec<String> {
 /// notice that fails is logged: the others see the change when what they keep expires.
 pub fn announce(store: Arc<dyn Store>, notices: Vec<String>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-    runtime.spawn(async move {
-        for notice in notices {
-            if let Err(error) = store.announce(&notice).await {
-                tracing::warn!(%error, notice, "announcing a change to the other processes failed");
-            }
+    runtime.spawn(async move { announce_now(store.as_ref(), notices).await });
+}
+
+/// Sends `notices` through `store`, in order, logging those that fail.
+async fn announce_now(store: &dyn Store, notices: Vec<String>) {
+    for notice in notices {
+        if let Err(error) = store.announce(&notice).await {
+            tracing::warn!(%error, notice, "announcing a change to the other processes failed");
         }
-    });
+    }
 }
 
 impl Gateway {
@@ -247,11 +256,13 @@ impl Gateway {
         if !matches!(change, Change::Values(_)) {
             self.contexts.remove(&change.user_id());
         }
+        // The hooks first: a stream told that a token was revoked asks the token cache at
+        // once, and must not find the token still kept there.
+        self.tell_hooks(Some(change));
         if let Change::Catalogue(_) | Change::Access(_) = change {
             // No receiver just means no MCP client is connected here.
             let _ = self.changes.send(change);
         }
-        self.tell_hooks(Some(change));
     }
 
     /// Tells the hooks of `change`, or with `None` that changes may have gone unheard.
@@ -267,9 +278,20 @@ impl Gateway {
     }
 
     fn send(&self, notices: Vec<String>) {
-        if let Some(store) = self.announcer.get() {
-            announce(store.clone(), notices);
-        }
+        let Some(store) = self.announcer.get() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let queue = self.notices.get_or_init(|| {
+            let (queue, mut waiting) = mpsc::unbounded_channel::<Vec<String>>();
+            let store = store.clone();
+            runtime.spawn(async move {
+                while let Some(notices) = waiting.recv().await {
+                    announce_now(store.as_ref(), notices).await;
+                }
+            });
+            queue
+        });
+        // Fails only once the runtime that ran the task is gone.
+        let _ = queue.send(notices);
     }
 
     fn kept(&self, user_id: i64) -> Option<Arc<UserContext>> {

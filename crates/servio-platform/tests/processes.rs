@@ -137,3 +137,35 @@ async fn a_token_revoked_through_one_process_ends_the_stream_another_holds() {
     let heard = common::hear(&mut stream, "notifications/tools/list_changed", Duration::from_secs(10)).await;
     assert!(!heard.text.contains("list_changed") && heard.ended, "the stream ended, told nothing: {heard:?}");
 }
+
+/// A process's notices reach the others in the order its changes were made: a token revoked
+/// and then a catalogue changed must be heard in that order, or a stream opened with the
+/// revoked token hears the change (each notice was sent from a task of its own, and a later
+/// one could pass an earlier one: this suite's revocation test failed about one run in seven).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_announces_its_changes_in_the_order_it_made_them() {
+    use servio_platform::gateway::Change;
+    let Some(url) = shared_database() else { return };
+    let [maker, hearer] = two_processes(&url).await;
+    let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = heard.clone();
+    hearer.state.gateway.on_change(move |change| {
+        if let Some(Change::Catalogue(user_id) | Change::Access(user_id)) = change {
+            record.lock().unwrap().push(user_id);
+        }
+    });
+    let made: Vec<i64> = (1..=200).collect();
+    for user_id in &made {
+        if user_id % 2 == 0 {
+            maker.state.gateway.access_revoked(*user_id);
+        } else {
+            maker.state.gateway.catalogue_changed(*user_id);
+        }
+    }
+    let started = std::time::Instant::now();
+    while heard.lock().unwrap().len() < made.len() {
+        assert!(started.elapsed() < Duration::from_secs(10), "heard {} of {}", heard.lock().unwrap().len(), made.len());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(*heard.lock().unwrap(), made, "heard in another order than made");
+}
