@@ -23,7 +23,8 @@ impl SqliteStore {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .foreign_keys(true)
-            .journal_mode(if memory { SqliteJournalMode::Memory } else { SqliteJournalMode::Wal });
+            .journal_mode(if memory { SqliteJournalMode::Memory } else { SqliteJournalMode::Wal })
+            .pragma("mmap_size", MMAP_BYTES.to_string());
         if !memory {
             private_files(options.get_filename())?;
         }
@@ -33,6 +34,12 @@ impl SqliteStore {
         Ok(SqliteStore { pool })
     }
 }
+
+/// How much of the database file SQLite maps into memory and reads in place (256 MiB): pages
+/// read with `read()` were copied from the kernel's cache into each connection's own 2 MiB
+/// cache. The mapped pages are the kernel's file cache, shared by every connection and
+/// released under memory pressure, not the process's heap.
+const MMAP_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Makes the database file (created here when missing) readable by its owner only, and the
 /// WAL and shared-memory files beside it too when they exist: they hold users' sealed
@@ -63,69 +70,48 @@ fn private_files(_database: &std::path::Path) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// The dashboard's one query, one row per metric with its values packed.
+/// The dashboard's one query: every metric's values since `since`, in one row.
 pub(crate) async fn values_of(pool: &SqlitePool, user_id: i64, metrics: &[(i64, &str)], since: i64) -> SiteValues {
     if metrics.is_empty() {
         return Ok(Vec::new());
     }
-    // One row per metric, its values aggregated into a JSON array: sqlx hands SQLite rows
-    // over one channel message each, which made 3,100 rows cost most of a dashboard
-    // request. Two IN lists over the columns of `metric_values_since` let SQLite seek each
-    // (site, key) combination; combinations nobody asked for are dropped below. The newest
-    // value's raw text comes with `max(period_start)` (SQLite takes a bare column from the
-    // row of the one max()), not with every value.
+    // One row in all, a JSON array of [site, key, values, newest raw text] a metric: sqlx hands
+    // SQLite rows over one channel message each, which made 3,100 rows cost most of a request.
+    // A metric's values are one text, "start date number" each, comma-separated, the number a
+    // count of millionths or, after an `f`, `quote`'s text (as many digits as it takes to read
+    // back the same double). Most come ready-made from the index `metric_values_as_sent`
+    // (migration 0020): printing each value was half the query. The newest value's raw text is
+    // read once a metric, from the newest row.
     //
-    // Each number travels exactly, and mostly without being printed: as a count of millionths
-    // when that count gives back the very same double (figures with up to six decimals, such
-    // as money), otherwise as `quote`'s text, which has as many digits as it takes to read back
-    // the same double. Printing every double (`quote`, a round trip of decimal conversions)
-    // was a third of the query's time.
+    // Two IN lists over the index's first columns let SQLite seek each (site, key)
+    // combination; combinations nobody asked for are dropped below.
     let mut sites: Vec<i64> = metrics.iter().map(|(site, _)| *site).collect();
     let mut keys: Vec<&str> = metrics.iter().map(|(_, key)| *key).collect();
     sites.sort_unstable();
     sites.dedup();
     keys.sort_unstable();
     keys.dedup();
-    let marks = |n: usize| vec!["?"; n].join(", ");
-    let sql = format!(
-        "SELECT site_id, metric_key,
-                json_group_array(json_array(period_start, start_date,
-                    CASE WHEN micros / {MICROS:.1} = value THEN micros END,
-                    CASE WHEN micros / {MICROS:.1} = value THEN NULL ELSE quote(value) END)) AS packed,
-                max(period_start), raw
-         FROM (SELECT *, CAST(round(value * {MICROS:.1}) AS INTEGER) AS micros FROM metric_values
-               WHERE user_id = ? AND site_id IN ({}) AND metric_key IN ({}) AND period_start >= ?)
-         GROUP BY site_id, metric_key ORDER BY site_id, metric_key",
-        marks(sites.len()),
-        marks(keys.len())
-    );
-    // Only `?` marks and a constant are formatted in; every value is bound.
-    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(user_id);
+    let sql = values_sql(sites.len(), keys.len());
+    // Only `$N` marks and a constant are formatted in; every value is bound.
+    let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(user_id).bind(since);
     for site in &sites {
         query = query.bind(site);
     }
     for key in &keys {
         query = query.bind(*key);
     }
-    let rows: Vec<(i64, String, String, i64, String)> = query.bind(since).fetch_all(pool).await?;
+    let packed: String = query.fetch_one(pool).await?;
+    let corrupt = |e: &dyn std::fmt::Display| StoreError::Corrupt(format!("packed values: {e}"));
+    let rows: Vec<(i64, String, &str, String)> = serde_json::from_str(&packed).map_err(|e| corrupt(&e))?;
     let wanted: std::collections::HashSet<(i64, &str)> = metrics.iter().copied().collect();
     let mut all = Vec::with_capacity(rows.len());
-    for (site_id, metric_key, packed, _, latest_raw) in rows {
+    for (site_id, metric_key, sent, latest_raw) in rows {
         if !wanted.contains(&(site_id, metric_key.as_str())) {
             continue;
         }
-        let corrupt = |e: &dyn std::fmt::Display| StoreError::Corrupt(format!("packed values: {e}"));
-        let packed: Vec<(i64, &str, Option<i64>, Option<&str>)> =
-            serde_json::from_str(&packed).map_err(|e| corrupt(&e))?;
-        let mut points = Vec::with_capacity(packed.len());
-        for (period_start, start_date, micros, text) in packed {
-            let value = match (micros, text) {
-                // The same division SQLite checked, so the same double.
-                (Some(micros), _) => micros as f64 / MICROS,
-                (None, Some(text)) => text.parse().map_err(|e| corrupt(&format_args!("value {text:?}: {e}")))?,
-                (None, None) => return Err(corrupt(&"a value without a number")),
-            };
-            points.push((period_start, start_date.to_owned(), value));
+        let mut points = Vec::with_capacity(sent.len() / 24);
+        for text in sent.split(',') {
+            points.push(point_as_sent(text).map_err(|e| corrupt(&e))?);
         }
         // Aggregates keep no order of their own.
         points.sort_by_key(|point| point.0);
@@ -134,8 +120,65 @@ pub(crate) async fn values_of(pool: &SqlitePool, user_id: i64, metrics: &[(i64, 
     Ok(all)
 }
 
-/// The unit values travel in from `values_of` when they can: millionths.
-const MICROS: f64 = 1e6;
+/// `values_of`'s query for `sites` site ids and `keys` metric keys: the user is `$1`, the
+/// instant `$2`, then the sites and the keys.
+fn values_sql(sites: usize, keys: usize) -> String {
+    let marks = |from: usize, n: usize| (from..from + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+    format!(
+        "SELECT json_group_array(json_array(site_id, metric_key, sent,
+                    (SELECT raw FROM metric_values r
+                     WHERE r.user_id = $1 AND r.site_id = g.site_id AND r.metric_key = g.metric_key
+                       AND r.period_start = g.newest)))
+         FROM (SELECT site_id, metric_key, max(period_start) AS newest,
+                      group_concat(coalesce({VALUE_AS_SENT},
+                                            period_start || ' ' || start_date || ' f' || quote(value)), ',') AS sent
+               FROM metric_values
+               WHERE user_id = $1 AND period_start >= $2 AND site_id IN ({}) AND metric_key IN ({})
+               GROUP BY site_id, metric_key) g",
+        marks(3, sites),
+        marks(3 + sites, keys)
+    )
+}
+
+/// A value as `metric_values_as_sent` holds it (`NULL` when the value is not a whole number of
+/// millionths): period start, start date and the count of millionths, space-separated. The
+/// migration that made the index (0020) repeats this text: SQLite reads an indexed
+/// expression's value from the index only where a query spells the same expression.
+pub(crate) const VALUE_AS_SENT: &str = "CASE WHEN CAST(round(value * 1000000.0) AS INTEGER) / 1000000.0 = value \
+    THEN period_start || ' ' || start_date || ' ' || CAST(round(value * 1000000.0) AS INTEGER) END";
+
+/// One value of `values_of`'s text: "start date millionths" or "start date f<quote's text>".
+/// Read by hand: some 3,000 values a render, where splitting and `str::parse` were a tenth of it.
+fn point_as_sent(text: &str) -> Result<(i64, String, f64), String> {
+    let bad = || format!("value {text:?}");
+    let (start, rest) = text.split_once(' ').ok_or_else(bad)?;
+    let (date, number) = rest.split_once(' ').ok_or_else(bad)?;
+    let start = whole_number(start).ok_or_else(bad)?;
+    let value = match number.strip_prefix('f') {
+        Some(printed) => printed.parse().map_err(|_| bad())?,
+        // The same division SQLite checked, so the same double.
+        None => whole_number(number).ok_or_else(bad)? as f64 / 1e6,
+    };
+    Ok((start, date.to_owned(), value))
+}
+
+/// A whole number in decimal digits with an optional `-`, as SQLite prints an integer.
+fn whole_number(text: &str) -> Option<i64> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(digits) => (true, digits),
+        None => (false, text),
+    };
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    // Accumulated negative, so that i64::MIN reads too.
+    let mut value: i64 = 0;
+    for byte in digits.bytes() {
+        let digit = byte.checked_sub(b'0').filter(|d| *d <= 9)?;
+        value = value.checked_mul(10)?.checked_sub(i64::from(digit))?;
+    }
+    if negative { Some(value) } else { value.checked_neg() }
+}
 
 /// Listed sites matching every word as a prefix (`"rust"* "forum"*`), best first.
 pub(crate) const SEARCH_MATCHING: crate::SearchMatching = crate::SearchMatching {
@@ -299,4 +342,51 @@ pub(crate) async fn changes(_: &SqliteStore) -> Result<Option<tokio::sync::mpsc:
 /// The statement pruning `what`: the shared one.
 pub(crate) fn prune_sql(what: Pruned) -> &'static str {
     what.sql()
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::Row;
+
+    use super::{SqliteStore, point_as_sent, values_sql};
+
+    /// The dashboard's query reads the values from the index (migration 0020) rather than
+    /// evaluating each: it does so only while the query repeats the index's expression.
+    #[tokio::test]
+    async fn the_values_query_reads_the_numbers_the_index_holds() {
+        let store = SqliteStore::open("sqlite::memory:").await.unwrap();
+        let sql = format!("EXPLAIN {}", values_sql(2, 3));
+        let steps = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_all(&store.pool).await.unwrap();
+        // EXPLAIN's columns: addr, opcode, p1, p2, p3, p4 (a function's name and arity), ...
+        let functions: Vec<String> = steps
+            .iter()
+            .filter(|step| step.get::<String, _>(1) == "Function")
+            .filter_map(|step| step.try_get::<String, _>(5).ok())
+            .collect();
+        assert!(functions.iter().any(|f| f.starts_with("quote")), "the other values are printed: {functions:?}");
+        assert!(!functions.iter().any(|f| f.starts_with("round")), "a value evaluated per row: {functions:?}");
+    }
+
+    #[test]
+    fn values_read_back_as_sent() {
+        assert_eq!(point_as_sent("86400 1970-01-02 3969550000"), Ok((86_400, "1970-01-02".into(), 3969.55)));
+        assert_eq!(point_as_sent("-3600 1969-12-31 f1.0e+300"), Ok((-3600, "1969-12-31".into(), 1e300)));
+        assert_eq!(point_as_sent("0 1970-01-01 f0.1234567891"), Ok((0, "1970-01-01".into(), 0.1234567891)));
+        let extremes = ["-9223372036854775808 d 9223372036854775807", "9223372036854775807 d -9223372036854775808"];
+        assert_eq!(point_as_sent(extremes[0]).map(|p| p.0), Ok(i64::MIN));
+        assert_eq!(point_as_sent(extremes[1]).map(|p| p.2), Ok(i64::MIN as f64 / 1e6));
+        for bad in [
+            "",
+            "0 1970-01-01",
+            "x 1970-01-01 1",
+            "0 1970-01-01 fx",
+            "0 1970-01-01 1.5",
+            "0 1970-01-01 +1",
+            "0 1970-01-01 -",
+            "9223372036854775808 d 1",
+            "0 d 99999999999999999999",
+        ] {
+            assert!(point_as_sent(bad).is_err(), "{bad:?}");
+        }
+    }
 }
