@@ -44,8 +44,31 @@ pub fn handle() -> &'static PrometheusHandle {
             tracing::warn!("another metrics recorder is installed; /metrics stays empty");
         }
         describe();
+        keep_up(handle.clone());
         handle
     })
+}
+
+/// How often histograms' samples are folded into their buckets.
+const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// The name of the thread that does it.
+const UPKEEP_THREAD: &str = "metrics-upkeep";
+
+/// Folds the histograms' samples into their buckets every [`UPKEEP_EVERY`], on a thread of its
+/// own. The recorder keeps every sample (8 bytes and more) until then, and only a scrape did
+/// it: a process nobody scrapes (no `--metrics-addr`) grew by some 2 MiB a 100,000 requests,
+/// without end.
+fn keep_up(handle: PrometheusHandle) {
+    let started = std::thread::Builder::new().name(UPKEEP_THREAD.into()).spawn(move || {
+        loop {
+            std::thread::sleep(UPKEEP_EVERY);
+            handle.run_upkeep();
+        }
+    });
+    if let Err(error) = started {
+        tracing::warn!(%error, "starting the metrics upkeep failed; histograms grow until scraped");
+    }
 }
 
 /// The help lines of every metric.
@@ -160,6 +183,20 @@ pub fn router(store: Arc<dyn Store>) -> axum::Router {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Histograms keep their samples until an upkeep: a thread does one every few seconds,
+    /// whether or not anyone scrapes.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn histograms_are_folded_without_a_scrape() {
+        handle();
+        let names: Vec<String> = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+            .map(|name| name.trim().to_owned())
+            .collect();
+        assert!(names.iter().any(|name| name == UPKEEP_THREAD), "no upkeep thread among {names:?}");
+    }
 
     #[test]
     fn status_labels_are_the_numbers_whatever_the_status() {
