@@ -114,7 +114,8 @@ fn message(body: &Value) -> &str {
 fn mcp_tool(tool: &Value) -> Option<Tool> {
     let name = tool.get("name")?.as_str()?.to_owned();
     let description = tool.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let schema = tool.get("input_schema").and_then(Value::as_object).cloned().unwrap_or_default();
+    // In the form MCP clients accept (a boolean property becomes an object), as on `/mcp`.
+    let schema = tool.get("input_schema").map(servio_platform::mcp::schema::offered).unwrap_or_default();
     let mut listed = Tool::new(name, description, Arc::new(schema));
     if let (Some(own), Some(origin)) =
         (tool.get("tool").and_then(Value::as_str), tool.get("origin").and_then(Value::as_str))

@@ -7,6 +7,7 @@
 //! SDK leaves to us: a foreign `Origin` is refused, and a session belongs to the user who opened
 //! it, so one token never reaches another user's tools or notifications.
 
+pub mod schema;
 mod sessions;
 mod transport;
 
@@ -272,10 +273,7 @@ fn unreadable(request: &CustomRequest) -> McpError {
 
 /// A catalogue tool as MCP lists it.
 fn mcp_tool(tool: &gateway::CatalogueTool) -> Tool {
-    let schema = match &tool.input_schema {
-        Value::Object(schema) => schema.clone(),
-        _ => Default::default(),
-    };
+    let schema = schema::offered(&tool.input_schema);
     let mut listed = Tool::new(tool.name.clone(), tool.description.clone(), Arc::new(schema));
     listed.title = Some(format!("{} on {}", tool.tool, tool.origin));
     listed

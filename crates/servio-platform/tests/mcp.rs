@@ -157,3 +157,41 @@ async fn a_revoked_token_ends_its_streams_and_sign_outs_say_which_tokens_stay() 
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{name}: revoked");
     }
 }
+
+/// Issue 26, point 3 (§9): a property schema `true` or `false` made the TypeScript SDK reject
+/// the whole `tools/list`. MCP clients get the object of the same meaning; the HTTP API still
+/// shows the site's own schema.
+#[tokio::test]
+async fn boolean_property_schemas_reach_mcp_clients_as_objects() {
+    let (demo, servers) = common::demo_and_servers("schema-token").await;
+    demo.site.edit_manifest(Some(std::sync::Arc::new(|manifest: &mut Value| {
+        if let Some(tools) = manifest["tools"].as_array_mut() {
+            for tool in tools {
+                tool["input_schema"]["properties"]["anything"] = json!(true);
+                tool["input_schema"]["properties"]["nothing"] = json!(false);
+            }
+        }
+    })));
+    for (name, server) in servers {
+        let ana = server.sign_up(&format!("ana-schema-{name}@example.com")).await;
+        let body = json!({ "url": demo.origin, "token": "schema-token" });
+        let (status, added, _) = server.send(&ana, Method::POST, "/api/vault", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{name}: {added}");
+        let (_, tools, _) = server.send(&ana, Method::GET, "/api/tools", None).await;
+        let own = &tools["tools"][0]["input_schema"]["properties"];
+        assert_eq!((&own["anything"], &own["nothing"]), (&json!(true), &json!(false)), "{name}: the site's own");
+
+        let token = common::token_of_browser(&server, &ana).await;
+        let session = open_session(&server, &token).await;
+        let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+        let listed =
+            messages(mcp(&server, Method::POST, &token, Some(&session)).json(&list).send().await.unwrap()).await;
+        let tools = listed.iter().find_map(|m| m["result"]["tools"].as_array()).expect("a tools/list result");
+        assert!(!tools.is_empty(), "{name}");
+        for tool in tools {
+            let properties = &tool["inputSchema"]["properties"];
+            assert!(properties.as_object().unwrap().values().all(Value::is_object), "{name}: {properties}");
+            assert_eq!((&properties["anything"], &properties["nothing"]), (&json!({}), &json!({ "not": {} })));
+        }
+    }
+}
