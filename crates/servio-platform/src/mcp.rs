@@ -20,9 +20,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, ServerNotification,
+    SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::common::server_side_http::SessionId;
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -201,34 +202,111 @@ impl ServerHandler for McpGateway {
         let Some(token) = bearer(&parts.headers).map(crate::accounts::token_hash) else { return };
         let session: Option<SessionId> =
             parts.headers.get("mcp-session-id").and_then(|id| id.to_str().ok()).map(SessionId::from);
-        let mut changes = self.state.gateway.subscribe();
+        let mut changes = CatalogueChanges::new(&self.state, user.id, token);
         let (peer, state, sessions) = (context.peer, self.state.clone(), self.sessions.clone());
         let ended = self.ended.token().clone();
         tokio::spawn(async move {
             loop {
                 let heard = tokio::select! {
                     () = ended.cancelled() => return,
-                    heard = changes.recv() => heard,
+                    heard = changes.next() => heard,
                 };
-                let change = match heard {
-                    Ok(change) if change.user_id() != user.id => continue,
-                    Ok(change) => Some(change),
-                    // A lagging receiver may have missed this user's notice: act as if told.
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                };
-                if !token_works(&state, &token, user.id).await {
-                    end_session(&state, &sessions, session.as_ref()).await;
-                    return;
-                }
-                if matches!(change, Some(gateway::Change::Access(_))) {
-                    continue;
+                match heard {
+                    Heard::Changed => {}
+                    Heard::Revoked => return end_session(&state, &sessions, session.as_ref()).await,
+                    Heard::Closed => return,
                 }
                 if peer.notify_tool_list_changed().await.is_err() {
                     return; // The session is gone.
                 }
             }
         });
+    }
+
+    /// `subscriptions/listen` (2026-07-28) carries changes of the user's catalogue, and nothing
+    /// else yet.
+    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// A `subscriptions/listen` stream: every change of the user's catalogue, here or in another
+    /// process, as `notifications/tools/list_changed`, for as long as the client listens, the
+    /// process runs and the API token it was opened with works (once it is revoked the stream
+    /// ends with an error that says so).
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let request = context.request_context();
+        let user = self.user(&request.extensions)?;
+        let token = request
+            .extensions
+            .get::<Parts>()
+            .and_then(|parts| bearer(&parts.headers))
+            .map(crate::accounts::token_hash)
+            .ok_or_else(|| McpError::internal_error("the request reached MCP without a token", None))?;
+        let mut changes = CatalogueChanges::new(&self.state, user.id, token);
+        let stopping = self.state.stopping.token();
+        loop {
+            let heard = tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                () = stopping.cancelled() => return Ok(()),
+                heard = changes.next() => heard,
+            };
+            match heard {
+                Heard::Changed => {}
+                Heard::Revoked => {
+                    return Err(McpError::invalid_request("the API token of this stream was revoked", None));
+                }
+                Heard::Closed => return Ok(()),
+            }
+            let changed = ServerNotification::ToolListChangedNotification(Default::default());
+            if context.sink().send(changed).await.is_err() {
+                return Ok(()); // The client is gone.
+            }
+        }
+    }
+}
+
+/// The changes of one user's catalogue, as a stream of one API token hears them.
+struct CatalogueChanges {
+    state: AppState,
+    user_id: i64,
+    /// The hash of the API token the stream was opened with.
+    token: String,
+    changes: tokio::sync::broadcast::Receiver<gateway::Change>,
+}
+
+/// What a stream hears next.
+enum Heard {
+    /// The catalogue may have changed: tell the client.
+    Changed,
+    /// The stream's API token no longer works: end the stream.
+    Revoked,
+    /// The process is stopping.
+    Closed,
+}
+
+impl CatalogueChanges {
+    fn new(state: &AppState, user_id: i64, token: String) -> CatalogueChanges {
+        CatalogueChanges { state: state.clone(), user_id, token, changes: state.gateway.subscribe() }
+    }
+
+    /// Waits for the next change of the user's catalogue, or for the token to be revoked. Every
+    /// notice of the user asks whether the token still works.
+    async fn next(&mut self) -> Heard {
+        loop {
+            let change = match self.changes.recv().await {
+                Ok(change) if change.user_id() != self.user_id => continue,
+                Ok(change) => Some(change),
+                // A lagging receiver may have missed this user's notice: act as if told.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return Heard::Closed,
+            };
+            if !token_works(&self.state, &self.token, self.user_id).await {
+                return Heard::Revoked;
+            }
+            if !matches!(change, Some(gateway::Change::Access(_))) {
+                return Heard::Changed;
+            }
+        }
     }
 }
 

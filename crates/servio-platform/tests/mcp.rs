@@ -195,3 +195,70 @@ async fn boolean_property_schemas_reach_mcp_clients_as_objects() {
         }
     }
 }
+
+/// Issue 26, point 1: a 2026-07-28 client's `subscriptions/listen` was answered "method not
+/// found", so it never heard that the vault changed. Its stream now hears its own user's
+/// catalogue changes, not another user's, and ends with an error once its token is revoked.
+#[tokio::test]
+async fn a_listen_stream_hears_its_users_catalogue_changes_until_its_token_is_revoked() {
+    for (name, server) in common::servers(None).await {
+        let ana = server.sign_up(&format!("ana-listen-{name}@example.com")).await;
+        let token = common::token_of_browser(&server, &ana).await;
+        let ben = token_of(&server, &format!("ben-listen-{name}@example.com")).await;
+        let ana_id =
+            server.state.store.user_by_email(&format!("ana-listen-{name}@example.com")).await.unwrap().unwrap().id;
+        let ben_id =
+            server.state.store.user_by_email(&format!("ben-listen-{name}@example.com")).await.unwrap().unwrap().id;
+        let mut stream = common::listen_stateless(&server, &token).await;
+        let mut bens = common::listen_stateless(&server, &ben).await;
+
+        server.state.gateway.catalogue_changed(ben_id);
+        let changed = "notifications/tools/list_changed";
+        let heard = common::hear(&mut bens, changed, std::time::Duration::from_secs(10)).await;
+        assert!(heard.text.contains(changed), "{name}: ben hears his own change: {heard:?}");
+        let heard = common::hear(&mut stream, changed, std::time::Duration::from_millis(500)).await;
+        assert!(!heard.text.contains(changed), "{name}: ana heard ben's change: {heard:?}");
+
+        server.state.gateway.catalogue_changed(ana_id);
+        let heard = common::hear(&mut stream, changed, std::time::Duration::from_secs(10)).await;
+        assert!(heard.text.contains(changed), "{name}: ana hears hers: {heard:?}");
+
+        let (_, tokens, _) = server.send(&ana, Method::GET, "/api/tokens", None).await;
+        let id = tokens["tokens"][0]["id"].as_i64().unwrap();
+        let (status, _, _) = server.send(&ana, Method::DELETE, &format!("/api/tokens/{id}"), None).await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{name}");
+        let heard = common::hear(&mut stream, "revoked", std::time::Duration::from_secs(10)).await;
+        assert!(heard.text.contains("the API token of this stream was revoked"), "{name}: {heard:?}");
+        assert!(!heard.text.contains(changed), "{name}: {heard:?}");
+    }
+}
+
+/// Issue 26, point 1: 2026-07-28 requests are stateless (no session): `server/discover` and
+/// `tools/list` answer at once, each for the user of the token it carries.
+#[tokio::test]
+async fn stateless_requests_answer_for_the_user_of_their_token() {
+    let (demo, servers) = common::demo_and_servers("stateless-token").await;
+    for (name, server) in servers {
+        let ana = server.sign_up(&format!("ana-stateless-{name}@example.com")).await;
+        let body = json!({ "url": demo.origin, "token": "stateless-token" });
+        let (status, added, _) = server.send(&ana, Method::POST, "/api/vault", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{name}: {added}");
+        let ana = common::token_of_browser(&server, &ana).await;
+        let ben = token_of(&server, &format!("ben-stateless-{name}@example.com")).await;
+
+        let discover = common::stateless(&server, &ana, 1, "server/discover", json!({})).send().await.unwrap();
+        assert_eq!(discover.status(), StatusCode::OK, "{name}");
+        assert!(discover.headers().get("mcp-session-id").is_none(), "{name}: no session");
+        let discovered = messages(discover).await;
+        let versions = &discovered[0]["result"]["supportedVersions"];
+        assert!(versions.as_array().is_some_and(|v| v.contains(&json!("2026-07-28"))), "{name}: {discovered:?}");
+
+        for (who, token, tools) in [("ana", &ana, true), ("ben", &ben, false)] {
+            let list = common::stateless(&server, token, 2, "tools/list", json!({})).send().await.unwrap();
+            assert_eq!(list.status(), StatusCode::OK, "{name}: {who}");
+            let answer = messages(list).await;
+            let listed = answer[0]["result"]["tools"].as_array().unwrap_or_else(|| panic!("{name}: {answer:?}"));
+            assert_eq!(!listed.is_empty(), tools, "{name}: {who}'s tools: {answer:?}");
+        }
+    }
+}

@@ -169,3 +169,17 @@ async fn a_process_announces_its_changes_in_the_order_it_made_them() {
     }
     assert_eq!(*heard.lock().unwrap(), made, "heard in another order than made");
 }
+
+/// Issue 26, point 1: a `subscriptions/listen` stream (2026-07-28) held by one process hears a
+/// catalogue change made through another.
+#[tokio::test]
+async fn a_listen_stream_held_by_one_process_hears_a_change_made_through_another() {
+    let Some(url) = shared_database() else { return };
+    let [holder, changer] = two_processes(&url).await;
+    let (user_id, token) = user_and_token(&holder, "lee-processes@example.com").await;
+    let mut stream = common::listen_stateless(&holder, &token).await;
+    changer.state.gateway.catalogue_changed(user_id);
+    let changed = "notifications/tools/list_changed";
+    let heard = common::hear(&mut stream, changed, Duration::from_secs(10)).await;
+    assert!(heard.text.contains(changed), "the holder's stream heard the change: {heard:?}");
+}

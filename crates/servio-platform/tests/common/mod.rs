@@ -275,3 +275,37 @@ pub async fn hear(stream: &mut reqwest::Response, needle: &str, wait: std::time:
     .await;
     heard
 }
+
+/// The current revision of MCP, stateless: every request says its version and the client's
+/// capabilities in its `_meta`, and no session exists.
+pub const STATELESS: &str = "2026-07-28";
+
+/// A 2026-07-28 request of `method` with `params`, with the `_meta` and headers that revision
+/// requires.
+pub fn stateless(server: &Server, token: &str, id: i64, method: &str, mut params: Value) -> RequestBuilder {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": STATELESS,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": { "name": "test", "version": "0" },
+    });
+    server
+        .http
+        .post(format!("{}/mcp", server.base))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", STATELESS)
+        .header("mcp-method", method)
+        .json(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+}
+
+/// A `subscriptions/listen` stream (2026-07-28) of catalogue changes for `token`, once the
+/// server acknowledged it.
+pub async fn listen_stateless(server: &Server, token: &str) -> reqwest::Response {
+    let notifications = json!({ "notifications": { "toolsListChanged": true } });
+    let mut stream = stateless(server, token, 1, "subscriptions/listen", notifications).send().await.unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    let acknowledged = "notifications/subscriptions/acknowledged";
+    let heard = hear(&mut stream, acknowledged, std::time::Duration::from_secs(10)).await;
+    assert!(heard.text.contains(acknowledged), "{heard:?}");
+    stream
+}
