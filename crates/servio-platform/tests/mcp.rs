@@ -262,3 +262,30 @@ async fn stateless_requests_answer_for_the_user_of_their_token() {
         }
     }
 }
+
+/// Issue 26, point 1: a request in a revision this server does not know is refused with the
+/// versions it does, as the 2026-07-28 specification says.
+#[tokio::test]
+async fn an_unknown_protocol_version_is_refused_with_the_known_ones() {
+    for (name, server) in common::servers(None).await {
+        let token = token_of(&server, &format!("ana-version-{name}@example.com")).await;
+        let mut meta = json!({});
+        meta["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2099-01-01",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        let request = server
+            .http
+            .post(format!("{}/mcp", server.base))
+            .bearer_auth(&token)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2099-01-01")
+            .header("mcp-method", "tools/list")
+            .json(&json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": meta }));
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {text}");
+        assert!(text.contains("2026-07-28"), "{name}: names the versions it knows: {text}");
+    }
+}
