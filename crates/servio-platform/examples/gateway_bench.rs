@@ -1,6 +1,8 @@
 //! The latency the AI gateway adds to a tool call: `shop.getSalesSummary` on the demo site
 //! called directly (HTTPS, bearer token) against the same call through the platform, by
-//! prefixed name over `POST /api/tools/{name}/call` and as `tools/call` on an `/mcp` session.
+//! prefixed name over `POST /api/tools/{name}/call`, as `tools/call` on an `/mcp` session
+//! (2025-06-18), and as a stateless `tools/call` of MCP 2026-07-28 (no session; the protocol
+//! version and client capabilities in the request's `_meta`, the `Mcp-Method` header).
 //! The platform stores in an SQLite file, as `servio serve` does by default.
 //!
 //! One call at a time (latency, not throughput), on kept-alive connections, in alternating
@@ -68,7 +70,24 @@ async fn main() {
         .header("mcp-session-id", &session)
         .header("mcp-protocol-version", "2025-06-18")
         .json(&call);
-    let paths = [("direct to the site", direct), ("gateway, HTTP API", api), ("gateway, MCP", mcp)];
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                       "io.modelcontextprotocol/clientCapabilities": {} });
+    let stateless_call = json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                                 "params": { "name": name, "arguments": args, "_meta": meta } });
+    let stateless = http
+        .post(format!("{base}/mcp"))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", &name)
+        .json(&stateless_call);
+    let paths = [
+        ("direct to the site", direct),
+        ("gateway, HTTP API", api),
+        ("gateway, MCP 2025", mcp),
+        ("gateway, MCP 2026", stateless),
+    ];
 
     let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); paths.len()];
     for (_, request) in &paths {
