@@ -7,6 +7,7 @@
 //! SDK leaves to us: a foreign `Origin` is refused, and a session belongs to the user who opened
 //! it, so one token never reaches another user's tools or notifications.
 
+mod batch;
 pub mod schema;
 mod sessions;
 mod transport;
@@ -60,7 +61,7 @@ pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
     );
     use axum::middleware::{from_fn, from_fn_with_state};
     axum::Router::new()
-        .fallback_service(mcp)
+        .fallback(move |request: Request| batch::split(mcp.clone(), request))
         .layer(from_fn(transport::answer_with_spec_statuses))
         .layer(from_fn_with_state(
             transport::Owners::new(sessions, state.store.clone(), state.quotas.mcp_sessions),

@@ -289,3 +289,56 @@ async fn an_unknown_protocol_version_is_refused_with_the_known_ones() {
         assert!(text.contains("2026-07-28"), "{name}: names the versions it knows: {text}");
     }
 }
+
+/// Issue 26, point 1: MCP 2025-03-26 requires JSON-RPC batches, which were refused with 400. A
+/// batch in a 2025-03-26 session is answered as one array, each request in it for the session's
+/// user only; a batch that names a later revision, an empty one and an `initialize` in one are
+/// refused with what is wrong.
+#[tokio::test]
+async fn batches_are_answered_in_a_2025_03_26_session() {
+    for (name, server) in common::servers(None).await {
+        let ana = token_of(&server, &format!("ana-batch-{name}@example.com")).await;
+        let ben = token_of(&server, &format!("ben-batch-{name}@example.com")).await;
+        let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": { "name": "old", "version": "0" } } });
+        let post = |token: &str| {
+            server
+                .http
+                .post(format!("{}/mcp", server.base))
+                .bearer_auth(token)
+                .header("accept", "application/json, text/event-stream")
+        };
+        let opened = post(&ana).json(&initialize).send().await.unwrap();
+        assert_eq!(opened.status(), StatusCode::OK, "{name}");
+        let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+        let batch = json!([
+            { "jsonrpc": "2.0", "method": "notifications/initialized" },
+        ]);
+        let answer = post(&ana).header("mcp-session-id", &session).json(&batch).send().await.unwrap();
+        assert_eq!(answer.status(), StatusCode::ACCEPTED, "{name}: notifications only");
+
+        let batch = json!([
+            { "jsonrpc": "2.0", "id": "a", "method": "tools/list" },
+            { "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": "zz" } },
+            { "jsonrpc": "2.0", "id": 7, "method": "ping" },
+            { "jsonrpc": "2.0", "id": 8, "method": "initialize", "params": initialize["params"] },
+        ]);
+        let answer = post(&ana).header("mcp-session-id", &session).json(&batch).send().await.unwrap();
+        assert_eq!(answer.status(), StatusCode::OK, "{name}");
+        let answers: Value = answer.json().await.unwrap();
+        let answers = answers.as_array().unwrap_or_else(|| panic!("{name}: {answers}"));
+        assert_eq!(answers.len(), 3, "{name}: {answers:?}");
+        assert!(answers[0]["result"]["tools"].is_array() && answers[0]["id"] == "a", "{name}: {answers:?}");
+        assert_eq!((&answers[1]["id"], &answers[1]["result"]), (&json!(7), &json!({})), "{name}");
+        assert_eq!((&answers[2]["id"], &answers[2]["error"]["code"]), (&json!(8), &json!(-32600)), "{name}");
+
+        let bens = post(&ben).header("mcp-session-id", &session).json(&batch).send().await.unwrap();
+        assert_eq!(bens.status(), StatusCode::NOT_FOUND, "{name}: another user's batch in ana's session");
+        let later = post(&ana).header("mcp-session-id", &session).header("mcp-protocol-version", "2025-06-18");
+        let later = later.json(&batch).send().await.unwrap();
+        assert_eq!(later.status(), StatusCode::BAD_REQUEST, "{name}");
+        assert!(later.text().await.unwrap().contains("2025-03-26 only"), "{name}");
+        let empty = post(&ana).header("mcp-session-id", &session).json(&json!([])).send().await.unwrap();
+        assert_eq!(empty.status(), StatusCode::BAD_REQUEST, "{name}: an empty batch");
+    }
+}
