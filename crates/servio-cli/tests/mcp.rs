@@ -400,17 +400,30 @@ async fn token_forwarder(target: String, token: String) -> String {
     format!("http://localhost:{port}")
 }
 
-/// The scenarios of `@modelcontextprotocol/conformance` that apply to a server offering tools
-/// it does not choose: the suite's `tools-call-*` and `json-schema-2020-12` scenarios call or
-/// look for test tools by fixed names (`test_simple_text`, ...), and the resources, prompts, logging, completion, sampling and
-/// elicitation ones test capabilities the gateway does not offer.
-const CONFORMANCE_SCENARIOS: &[&str] = &[
-    "server-initialize",
-    "ping",
-    "tools-list",
-    "server-sse-multiple-streams",
-    "server-sse-polling",
-    "dns-rebinding-protection",
+/// The scenarios of `@modelcontextprotocol/conformance` run, each at a revision: the sessions
+/// of 2025-11-25 and the stateless requests of 2026-07-28. Not run, as they do not apply to a
+/// gateway whose tools are the sites' own: `tools-call-*`, `json-schema-2020-12` and
+/// `http-custom-header-server-validation` call or look for the suite's test tools by fixed
+/// names (`test_simple_text`, tools with `x-mcp-header`); the resources, prompts, logging,
+/// completion, sampling, elicitation, `input-required-result-*`, tasks and skills scenarios test
+/// capabilities the gateway does not offer (resources and prompts are to come, issue 26).
+/// Checks of the scenarios run that cannot apply, or are not built yet, are listed with why
+/// in `tests/mcp/expected-failures.yml`; the suite fails on one that passes (a stale entry).
+const CONFORMANCE_SCENARIOS: &[(&str, &str)] = &[
+    ("server-initialize", "2025-11-25"),
+    ("ping", "2025-11-25"),
+    ("tools-list", "2025-11-25"),
+    ("server-sse-multiple-streams", "2025-11-25"),
+    ("server-sse-polling", "2025-11-25"),
+    ("dns-rebinding-protection", "2025-11-25"),
+    ("server-session-lifecycle", "2025-11-25"),
+    ("server-session-lifecycle", "2025-03-26"),
+    ("server-stateless", "2026-07-28"),
+    ("tools-list", "2026-07-28"),
+    ("server-sse-multiple-streams", "2026-07-28"),
+    ("dns-rebinding-protection", "2026-07-28"),
+    ("http-header-validation", "2026-07-28"),
+    ("caching", "2026-07-28"),
 ];
 
 #[tokio::test]
@@ -424,16 +437,21 @@ async fn the_mcp_conformance_suite_passes() {
     }
     let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
     let forwarder = token_forwarder(platform.base.clone(), platform.ana.clone()).await;
-    for scenario in CONFORMANCE_SCENARIOS {
+    let expected = tools_dir().join("expected-failures.yml");
+    for (scenario, revision) in CONFORMANCE_SCENARIOS {
         let output = Command::new(&node)
             .arg(&suite)
             .args(["server", "--url", &format!("{forwarder}/mcp"), "--scenario", scenario])
+            .args(["--spec-version", revision, "--expected-failures"])
+            .arg(&expected)
             .kill_on_drop(true)
             .output();
         let output = tokio::time::timeout(Duration::from_secs(120), output).await.unwrap().unwrap();
         let printed = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-        eprintln!("{scenario}:\n{printed}");
-        assert!(output.status.success(), "conformance scenario {scenario} failed:\n{printed}");
-        assert!(printed.contains("Passed:") && !printed.contains("FAILURE"), "{scenario}:\n{printed}");
+        eprintln!("{scenario} ({revision}):\n{printed}");
+        // The suite exits 0 when every failure is an expected one, and 1 on any other failure
+        // or on an expected failure that passed.
+        assert!(output.status.success(), "conformance scenario {scenario} ({revision}) failed:\n{printed}");
+        assert!(printed.contains("Passed:"), "{scenario} ({revision}):\n{printed}");
     }
 }
