@@ -144,6 +144,15 @@ impl Server {
         assert_eq!(status, StatusCode::CREATED, "{body}");
         browser(&body, set_cookie)
     }
+
+    /// Signs up `email` and adds the site at `origin` to their vault with the bearer `token`.
+    pub async fn sign_up_with_site(&self, email: &str, origin: &str, token: &str) -> Browser {
+        let who = self.sign_up(email).await;
+        let body = json!({ "url": origin, "token": token });
+        let (status, added, _) = self.send(&who, Method::POST, "/api/vault", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "adding {origin} for {email}: {added}");
+        who
+    }
 }
 
 /// The browser a sign-up or sign-in answer (`body`, `set_cookie`) makes, after checking the
