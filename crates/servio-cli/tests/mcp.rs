@@ -148,7 +148,11 @@ fn expected_revenue() -> String {
 
 /// Lists and calls as `ana` and checks everything the gateway promises along the way.
 async fn list_and_call(platform: &Platform, mut client: PyClient, how: &str) {
-    let hello = client.next().await;
+    let mut hello = client.next().await;
+    if how.contains("2026") {
+        assert_eq!(hello["protocol"].take(), json!("2026-07-28"), "{how}");
+        hello.as_object_mut().unwrap().remove("protocol");
+    }
     assert_eq!(hello, json!({ "server": "servio", "listChanged": true }), "{how}");
 
     let listed = client.next().await;
@@ -202,6 +206,9 @@ async fn the_python_sdk_lists_and_calls_colliding_tools_through_mcp() {
         let steps = list_and_call_steps(&platform);
         let client = PyClient::http(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps);
         list_and_call(&platform, client, &format!("/mcp on {name}")).await;
+        // The SDK's default: 2026-07-28, stateless.
+        let client = PyClient::modern(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps);
+        list_and_call(&platform, client, &format!("/mcp 2026-07-28 on {name}")).await;
     }
 }
 
@@ -219,11 +226,12 @@ async fn the_python_sdk_lists_and_calls_through_servio_mcp_over_stdio() {
 #[tokio::test]
 async fn clients_are_told_when_the_catalogue_changes() {
     let Some(python) = python() else { return };
-    for how in ["/mcp", "servio mcp"] {
+    for how in ["/mcp", "/mcp 2026-07-28", "servio mcp"] {
         let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
         let steps = json!([{ "await_change": 20 }, { "list": true }]);
         let mut client = match how {
             "/mcp" => PyClient::http(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps),
+            "/mcp 2026-07-28" => PyClient::modern(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps),
             _ => PyClient::stdio(&python, &platform.base, &platform.ana, &steps),
         };
         client.next().await; // hello

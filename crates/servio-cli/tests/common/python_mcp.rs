@@ -38,6 +38,14 @@ impl PyClient {
         PyClient::spawn(command)
     }
 
+    /// The SDK's default client (`Client(mode="auto")`), which speaks 2026-07-28 to a server
+    /// that offers it.
+    pub fn modern(python: &Path, url: &str, token: &str, steps: &Value) -> PyClient {
+        let mut command = Command::new(python);
+        command.arg(tools_dir().join("client.py")).args(["modern", url, token, &steps.to_string()]);
+        PyClient::spawn(command)
+    }
+
     pub fn stdio(python: &Path, platform: &str, token: &str, steps: &Value) -> PyClient {
         let mut command = Command::new(python);
         command

@@ -3,7 +3,10 @@
 The Rust tests run it against the platform's /mcp endpoint or against `servio mcp` over
 stdio, and read one JSON line per step from its standard output.
 
-    client.py http URL TOKEN STEPS_JSON
+    client.py http URL TOKEN STEPS_JSON      (the classic session: the initialize handshake)
+    client.py modern URL TOKEN STEPS_JSON    (the SDK's default, `Client(mode="auto")`: it
+                                              discovers the server and speaks 2026-07-28,
+                                              stateless, hearing changes on a listen stream)
     client.py stdio STEPS_JSON -- COMMAND ARG...
 
 STEPS_JSON is a list of steps: {"list": true}, {"call": NAME, "args": {...}}, or
@@ -18,6 +21,7 @@ import sys
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.client import Client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -75,6 +79,33 @@ async def run(streams, steps):
                 changed = anyio.Event()
 
 
+async def run_modern(transport, steps):
+    async with Client(transport, mode="auto") as client:
+        session = client.session
+        tools = wire(session.server_capabilities).get("tools", {}) if session.server_capabilities else {}
+        emit({"server": session.server_info.name, "listChanged": bool(tools.get("listChanged")),
+              "protocol": session.protocol_version})
+        for step in steps:
+            if "list" in step:
+                listed = await client.list_tools(cache_mode="refresh")
+                emit({"tools": [tool_json(t) for t in listed.tools]})
+            elif "call" in step:
+                try:
+                    result = await client.call_tool(step["call"], step.get("args", {}))
+                    emit({"result": result_json(result)})
+                except Exception as error:  # a protocol error (unknown tool)
+                    emit({"protocol_error": str(error)})
+            elif "await_change" in step:
+                changed = False
+                async with client.listen(tools_list_changed=True) as subscription:
+                    emit({"waiting": True})
+                    with anyio.move_on_after(step["await_change"]):
+                        async for _event in subscription:
+                            changed = True
+                            break
+                emit({"changed": changed})
+
+
 async def main():
     mode = sys.argv[1]
     if mode == "http":
@@ -82,6 +113,11 @@ async def main():
         client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
         async with client, streamable_http_client(url, http_client=client) as streams:
             await run(streams, steps)
+    elif mode == "modern":
+        url, token, steps = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+        client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with client:
+            await run_modern(streamable_http_client(url, http_client=client), steps)
     elif mode == "stdio":
         steps = json.loads(sys.argv[2])
         command = sys.argv[sys.argv.index("--") + 1 :]
