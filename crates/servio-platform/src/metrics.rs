@@ -190,12 +190,19 @@ mod tests {
     #[test]
     fn histograms_are_folded_without_a_scrape() {
         handle();
-        let names: Vec<String> = std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-            .map(|name| name.trim().to_owned())
-            .collect();
-        assert!(names.iter().any(|name| name == UPKEEP_THREAD), "no upkeep thread among {names:?}");
+        let names = || -> Vec<String> {
+            std::fs::read_dir("/proc/self/task")
+                .unwrap()
+                .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+                .map(|name| name.trim().to_owned())
+                .collect()
+        };
+        // A new thread names itself once it runs: until then it has its parent's name.
+        let started = std::time::Instant::now();
+        while !names().iter().any(|name| name == UPKEEP_THREAD) {
+            assert!(started.elapsed() < Duration::from_secs(10), "no upkeep thread among {:?}", names());
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     #[test]
