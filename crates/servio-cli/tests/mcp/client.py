@@ -47,6 +47,22 @@ def result_json(result):
     return {"isError": bool(sent.get("isError")), "structured": sent.get("structuredContent"), "texts": texts}
 
 
+async def list_or_call(step, list_tools, call_tool):
+    """Runs a `list` or `call` step and prints its line; False for any other step."""
+    if "list" in step:
+        listed = await list_tools()
+        emit({"tools": [tool_json(t) for t in listed.tools]})
+    elif "call" in step:
+        try:
+            result = await call_tool(step["call"], step.get("args", {}))
+            emit({"result": result_json(result)})
+        except Exception as error:  # a protocol error (unknown tool)
+            emit({"protocol_error": str(error)})
+    else:
+        return False
+    return True
+
+
 async def run(streams, steps):
     read, write = streams[0], streams[1]
     changed = anyio.Event()
@@ -62,16 +78,9 @@ async def run(streams, steps):
         tools = sent.get("capabilities", {}).get("tools", {})
         emit({"server": sent["serverInfo"]["name"], "listChanged": bool(tools.get("listChanged"))})
         for step in steps:
-            if "list" in step:
-                listed = await session.list_tools()
-                emit({"tools": [tool_json(t) for t in listed.tools]})
-            elif "call" in step:
-                try:
-                    result = await session.call_tool(step["call"], step.get("args", {}))
-                    emit({"result": result_json(result)})
-                except Exception as error:  # a protocol error (unknown tool)
-                    emit({"protocol_error": str(error)})
-            elif "await_change" in step:
+            if await list_or_call(step, session.list_tools, session.call_tool):
+                continue
+            if "await_change" in step:
                 emit({"waiting": True})
                 with anyio.move_on_after(step["await_change"]):
                     await changed.wait()
@@ -86,16 +95,9 @@ async def run_modern(transport, steps):
         emit({"server": session.server_info.name, "listChanged": bool(tools.get("listChanged")),
               "protocol": session.protocol_version})
         for step in steps:
-            if "list" in step:
-                listed = await client.list_tools(cache_mode="refresh")
-                emit({"tools": [tool_json(t) for t in listed.tools]})
-            elif "call" in step:
-                try:
-                    result = await client.call_tool(step["call"], step.get("args", {}))
-                    emit({"result": result_json(result)})
-                except Exception as error:  # a protocol error (unknown tool)
-                    emit({"protocol_error": str(error)})
-            elif "await_change" in step:
+            if await list_or_call(step, lambda: client.list_tools(cache_mode="refresh"), client.call_tool):
+                continue
+            if "await_change" in step:
                 changed = False
                 async with client.listen(tools_list_changed=True) as subscription:
                     emit({"waiting": True})
