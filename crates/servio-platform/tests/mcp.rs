@@ -337,5 +337,19 @@ async fn batches_are_answered_in_a_2025_03_26_session() {
         assert!(later.text().await.unwrap().contains("2025-03-26 only"), "{name}");
         let empty = post(&ana).header("mcp-session-id", &session).json(&json!([])).send().await.unwrap();
         assert_eq!(empty.status(), StatusCode::BAD_REQUEST, "{name}: an empty batch");
+        let pings: Vec<Value> = (0..101).map(|id| json!({ "jsonrpc": "2.0", "id": id, "method": "ping" })).collect();
+        let many = post(&ana).header("mcp-session-id", &session).json(&pings).send().await.unwrap();
+        assert_eq!(many.status(), StatusCode::BAD_REQUEST, "{name}: 101 messages");
+        assert!(many.text().await.unwrap().contains("at most 100"), "{name}");
+        let answers: Value = post(&ana)
+            .header("mcp-session-id", &session)
+            .json(&pings[..100])
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(answers.as_array().map(Vec::len), Some(100), "{name}: 100 messages are taken");
     }
 }

@@ -7,7 +7,9 @@
 //!
 //! A batch is refused, with a JSON-RPC error and `400`, when its request names a revision
 //! after 2025-03-26 (`MCP-Protocol-Version`, which 2025-03-26 clients do not send), when it is
-//! empty, and for an `initialize` inside it (which 2025-03-26 forbids).
+//! empty or holds more than [`MAX_MESSAGES`] messages, and for an `initialize` inside it
+//! (which 2025-03-26 forbids). Its answers are held together up to [`ANSWER_BYTES`]: a request
+//! after that is not run, and is answered with an error saying so.
 
 use std::convert::Infallible;
 
@@ -21,8 +23,11 @@ use tower::ServiceExt;
 /// The one revision with batches.
 const BATCH_REVISION: &str = "2025-03-26";
 
-/// The most of one answer that is read into a batch's answer (the request body's bound).
-const ANSWER_LIMIT: usize = crate::json_body::MAX_BODY;
+/// The most messages a batch may hold: each runs in turn within the one HTTP request.
+pub(crate) const MAX_MESSAGES: usize = 100;
+
+/// The most bytes of answers a batch holds together (8 MiB).
+pub(crate) const ANSWER_BYTES: usize = 8 * 1024 * 1024;
 
 /// Answers `request` through `inner`, splitting a JSON-RPC batch into its messages.
 pub(super) async fn split<S>(inner: S, request: Request) -> Response
@@ -54,18 +59,32 @@ where
     if messages.is_empty() {
         return refused(StatusCode::BAD_REQUEST, -32600, "an empty batch");
     }
+    if messages.len() > MAX_MESSAGES {
+        let message = format!("a batch of {} messages: at most {MAX_MESSAGES} are taken", messages.len());
+        return refused(StatusCode::BAD_REQUEST, -32600, &message);
+    }
     let mut answers = Vec::new();
+    let mut room = ANSWER_BYTES;
     for message in messages {
         let id = message.get("id").filter(|_| message.get("method").is_some()).cloned();
         if message.get("method").and_then(Value::as_str) == Some("initialize") {
             answers.push(error(id.unwrap_or(Value::Null), -32600, "initialize may not be part of a batch"));
             continue;
         }
+        if room == 0 {
+            // Not run: its answer would have no room.
+            let full = format!("not run: the batch's answers passed {ANSWER_BYTES} bytes");
+            answers.extend(id.map(|id| error(id, -32603, &full)));
+            continue;
+        }
         let mut one = Request::from_parts(parts.clone(), Body::from(message.to_string()));
         one.headers_mut().remove(header::CONTENT_LENGTH);
         let answer = pass(inner.clone(), one).await;
-        match answer_of(answer, id.as_ref()).await {
-            Ok(Some(answer)) => answers.push(answer),
+        match answer_of(answer, id.as_ref(), room).await {
+            Ok(Some((answer, size))) => {
+                room = room.saturating_sub(size);
+                answers.push(answer);
+            }
             Ok(None) => {}
             // The session is gone or belongs to no one: the whole batch gets that answer.
             Err(status) => return status,
@@ -92,16 +111,19 @@ where
 }
 
 /// The answer to the request `id` (`None` for a notification or a response) in `response`,
-/// read from JSON or from an event stream. A `404` (no such session) is the batch's answer.
-async fn answer_of(response: Response, id: Option<&Value>) -> Result<Option<Value>, Response> {
+/// read from JSON or from an event stream, with the bytes read (at most `room`; a larger
+/// answer is an error taking all the room). A `404` (no such session) is the batch's answer.
+async fn answer_of(response: Response, id: Option<&Value>, room: usize) -> Result<Option<(Value, usize)>, Response> {
     let status = response.status();
     if status == StatusCode::NOT_FOUND {
         return Err(response);
     }
     let Some(id) = id else { return Ok(None) };
-    let Ok(bytes) = axum::body::to_bytes(response.into_body(), ANSWER_LIMIT).await else {
-        return Ok(Some(error(id.clone(), -32603, "the answer was too large to batch")));
+    let Ok(bytes) = axum::body::to_bytes(response.into_body(), room).await else {
+        let full = format!("the batch's answers passed {ANSWER_BYTES} bytes");
+        return Ok(Some((error(id.clone(), -32603, &full), room)));
     };
+    let size = bytes.len();
     let text = String::from_utf8_lossy(&bytes);
     let answer = text
         .lines()
@@ -109,13 +131,14 @@ async fn answer_of(response: Response, id: Option<&Value>) -> Result<Option<Valu
         .chain(text.trim_start().starts_with('{').then_some(text.as_ref()))
         .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
         .find(|message| message.get("id") == Some(id) && message.get("method").is_none());
-    Ok(Some(answer.unwrap_or_else(|| {
+    let answer = answer.unwrap_or_else(|| {
         error(
             id.clone(),
             -32603,
             &format!("no answer ({}): {}", status.as_u16(), text.chars().take(200).collect::<String>()),
         )
-    })))
+    });
+    Ok(Some((answer, size)))
 }
 
 fn error(id: Value, code: i64, message: &str) -> Value {
