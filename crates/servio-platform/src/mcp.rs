@@ -54,8 +54,9 @@ pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
     let own_origins = transport::own_origins(&state.oauth.public_url);
     let factory_state = state.clone();
     let factory_sessions = sessions.clone();
+    let listening = Arc::new(Listening::default());
     let mcp = StreamableHttpService::new(
-        move || Ok(McpGateway::new(factory_state.clone(), factory_sessions.clone())),
+        move || Ok(McpGateway::new(factory_state.clone(), factory_sessions.clone(), listening.clone())),
         sessions.clone(),
         config,
     );
@@ -118,12 +119,14 @@ struct McpGateway {
     /// closed, timed out, or beyond its user's limit), so that the task telling its client of
     /// changes ends with it instead of waiting for its user's next change.
     ended: Arc<tokio_util::sync::DropGuard>,
+    /// The `subscriptions/listen` streams open in this process, by user.
+    listening: Arc<Listening>,
 }
 
 impl McpGateway {
-    fn new(state: AppState, sessions: Arc<LocalSessionManager>) -> McpGateway {
+    fn new(state: AppState, sessions: Arc<LocalSessionManager>, listening: Arc<Listening>) -> McpGateway {
         let ended = tokio_util::sync::CancellationToken::new().drop_guard();
-        McpGateway { state, owner: Arc::default(), sessions, ended: Arc::new(ended) }
+        McpGateway { state, owner: Arc::default(), sessions, ended: Arc::new(ended), listening }
     }
 
     /// The user a request comes from, checked against the session's owner: a second line behind
@@ -243,6 +246,13 @@ impl ServerHandler for McpGateway {
             .and_then(|parts| bearer(&parts.headers))
             .map(crate::accounts::token_hash)
             .ok_or_else(|| McpError::internal_error("the request reached MCP without a token", None))?;
+        let limit = self.state.quotas.mcp_sessions;
+        let _open = self.listening.open(user.id, limit).ok_or_else(|| {
+            McpError::invalid_request(
+                format!("at most {limit} listen streams of one user are open at once: close one first"),
+                None,
+            )
+        })?;
         let mut changes = CatalogueChanges::new(&self.state, user.id, token);
         let stopping = self.state.stopping.token();
         loop {
@@ -261,6 +271,43 @@ impl ServerHandler for McpGateway {
             let changed = ServerNotification::ToolListChangedNotification(Default::default());
             if context.sink().send(changed).await.is_err() {
                 return Ok(()); // The client is gone.
+            }
+        }
+    }
+}
+
+/// How many `subscriptions/listen` streams each user has open in this process: as many as the
+/// MCP sessions a user may hold (`SERVIO_MAX_MCP_SESSIONS`), since each holds a connection and a
+/// task for as long as it lasts.
+#[derive(Default)]
+struct Listening(std::sync::Mutex<std::collections::HashMap<i64, usize>>);
+
+/// One open listen stream, counted until it is dropped.
+struct OpenStream<'a> {
+    listening: &'a Listening,
+    user_id: i64,
+}
+
+impl Listening {
+    /// Counts a new stream of `user_id`, or `None` when the user has `limit` open already.
+    fn open(&self, user_id: i64, limit: usize) -> Option<OpenStream<'_>> {
+        let mut open = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let count = open.entry(user_id).or_default();
+        if *count >= limit {
+            return None;
+        }
+        *count += 1;
+        Some(OpenStream { listening: self, user_id })
+    }
+}
+
+impl Drop for OpenStream<'_> {
+    fn drop(&mut self) {
+        let mut open = self.listening.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(count) = open.get_mut(&self.user_id) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.user_id);
             }
         }
     }

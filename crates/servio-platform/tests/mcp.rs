@@ -353,3 +353,34 @@ async fn batches_are_answered_in_a_2025_03_26_session() {
         assert_eq!(answers.as_array().map(Vec::len), Some(100), "{name}: 100 messages are taken");
     }
 }
+
+/// A user's `subscriptions/listen` streams are bounded like their sessions (100 by default):
+/// each holds a connection and a task. The next is refused with the limit, another user's are
+/// not counted, and once streams close their places are free again.
+#[tokio::test]
+async fn a_users_listen_streams_are_bounded() {
+    let servers = common::servers(None).await;
+    let (name, server) = &servers[0];
+    let ana = token_of(server, &format!("ana-streams-{name}@example.com")).await;
+    let ben = token_of(server, &format!("ben-streams-{name}@example.com")).await;
+    let limit = server.state.quotas.mcp_sessions;
+    let mut open = Vec::new();
+    for _ in 0..limit {
+        open.push(common::listen_stateless(server, &ana).await);
+    }
+    let mut refused = common::listen_stateless(server, &ana).await;
+    let heard = common::hear(&mut refused, "at most", std::time::Duration::from_secs(10)).await;
+    assert!(heard.text.contains(&format!("at most {limit} listen streams")), "{name}: {heard:?}");
+    drop(common::listen_stateless(server, &ben).await);
+
+    drop(open);
+    let started = std::time::Instant::now();
+    loop {
+        let mut again = common::listen_stateless(server, &ana).await;
+        let heard = common::hear(&mut again, "at most", std::time::Duration::from_millis(300)).await;
+        if !heard.text.contains("at most") {
+            break;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{name}: closed streams still counted");
+    }
+}
