@@ -75,10 +75,12 @@ pub enum Command {
     /// Speak MCP on standard input and output for a desktop AI client, offering the tools of
     /// your Servio vault.
     ///
-    /// Each tool is named SITE_TOOL as on the platform; calls go to the platform with your API
-    /// token, which uses your stored credential for each site. Nothing but MCP is written to
-    /// standard output. Configure it in the client as the command `servio mcp --url URL` with
-    /// SERVIO_TOKEN in its environment.
+    /// It relays the platform's MCP endpoint (URL/mcp): every message goes there with your API
+    /// token and every answer and notice comes back, so it offers what /mcp offers, in the
+    /// revision the client speaks. Each tool is named SITE_TOOL as on the platform, and the
+    /// platform calls it with your stored credential for the site. Nothing but MCP is written
+    /// to standard output. Configure it in the client as the command `servio mcp --url URL`
+    /// with SERVIO_TOKEN in its environment.
     Mcp(McpArgs),
 }
 
@@ -309,9 +311,10 @@ pub struct McpArgs {
     /// Trust the certificate authorities in this PEM file too when reaching the platform.
     #[arg(long, env = "SERVIO_CA_CERT", value_name = "PEM", hide_env_values = true)]
     pub ca_cert: Option<PathBuf>,
-    /// How often to look for changes of the tool list, to tell the AI client, in seconds.
-    #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
-    pub poll: u64,
+    /// Ignored, kept so that configurations written for earlier versions still start: changes
+    /// now come from the platform as it makes them, with no polling.
+    #[arg(long, hide = true, value_name = "SECONDS")]
+    pub poll: Option<u64>,
     #[command(flatten)]
     pub log: LogArgs,
 }

@@ -1,58 +1,64 @@
-//! `servio mcp`: an MCP server on standard input and output whose tools are the user's
-//! catalogue on a platform. It is a thin bridge over the platform's HTTP API
-//! (`GET /api/tools`, `POST /api/tools/{name}/call`), so the platform stays the one place
-//! that holds site credentials; it polls the catalogue and tells the AI client when it changes.
+//! `servio mcp`: the platform's MCP endpoint (`/mcp`) on standard input and output, for desktop
+//! clients that start a command. It is a transport relay, not a second server: each message
+//! the AI client writes goes to `/mcp` with the user's API token, and each message `/mcp` sends
+//! comes back on standard output, so every method, revision and notice of `/mcp` exists here by
+//! construction and the platform stays the one place that holds site credentials.
+//!
+//! rmcp's streamable HTTP client carries the messages: it follows the client's choice of
+//! revision (an `initialize` opens a session and its event stream; a 2026-07-28 request goes
+//! stateless with the headers that revision wants), runs requests side by side (a `tools/call`
+//! does not wait behind a `subscriptions/listen` stream), and turns a cancellation into the
+//! end of its request.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
-use reqwest::StatusCode;
-use reqwest::Url;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+use reqwest::{StatusCode, Url};
+use rmcp::RoleServer;
+use rmcp::model::{ErrorCode, ErrorData, JsonRpcMessage, RequestId};
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransport, StreamableHttpClientTransportConfig, StreamableHttpError,
 };
-use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use rmcp::transport::{IntoTransport, Transport};
 use serde_json::Value;
 
 use crate::cli::McpArgs;
 use crate::{Failure, Outcome};
 
+/// How long reaching the platform may take. A request's answer is not bound here: a tool call
+/// is bound by the gateway, and streams (`GET`, `subscriptions/listen`) last as long as wanted.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
 pub fn run(args: &McpArgs) -> Result<Outcome, Failure> {
-    let bridge = Bridge::new(args)?;
+    let platform = Platform::new(args)?;
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     runtime.block_on(async {
         // Fail at once, on stderr, when the platform or the token is wrong: an AI client shows
         // little of what a server that dies later says.
-        bridge.tools().await.map_err(|e| anyhow!("{}: {}", bridge.base, e.message))?;
-        let running =
-            bridge.serve(rmcp::transport::stdio()).await.context("starting MCP on standard input and output")?;
-        running.waiting().await.context("serving MCP")?;
-        anyhow::Ok(())
+        platform.check().await?;
+        let client = IntoTransport::<RoleServer, _, _>::into_transport(rmcp::transport::stdio());
+        relay(client, platform.transport()).await
     })?;
     Ok(Outcome::Ok)
 }
 
-/// The MCP handler: every request becomes a request to the platform.
-#[derive(Clone)]
-struct Bridge {
+/// The platform's address, the HTTP client that reaches it, and the API token.
+struct Platform {
     http: reqwest::Client,
     base: Url,
-    token: Arc<str>,
-    poll: Duration,
+    token: String,
 }
 
-impl Bridge {
-    fn new(args: &McpArgs) -> anyhow::Result<Bridge> {
+impl Platform {
+    fn new(args: &McpArgs) -> anyhow::Result<Platform> {
         let mut base = Url::parse(args.url.trim()).with_context(|| format!("--url {:?} is not a URL", args.url))?;
         if !matches!(base.scheme(), "http" | "https") {
             return Err(anyhow!("--url {:?} must be an http:// or https:// address of the platform", args.url));
         }
         base.set_path("/");
-        let mut http = reqwest::Client::builder().timeout(Duration::from_secs(60));
+        base.set_query(None);
+        let mut http = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT);
         if let Some(path) = &args.ca_cert {
             let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
             for certificate in reqwest::Certificate::from_pem_bundle(&pem)
@@ -67,122 +73,96 @@ impl Bridge {
                 "no API token: pass --token or set SERVIO_TOKEN (create one on the platform's \"AI clients\" page, /ai)"
             ));
         }
-        Ok(Bridge {
-            http: http.build().context("building the HTTP client")?,
-            base,
-            token: token.into(),
-            poll: Duration::from_secs(args.poll),
-        })
+        Ok(Platform { http: http.build().context("building the HTTP client")?, base, token: token.to_owned() })
     }
 
-    fn url(&self, segments: &[&str]) -> Url {
-        let mut url = self.base.clone();
-        if let Ok(mut path) = url.path_segments_mut() {
-            path.clear().extend(segments);
-        }
-        url
-    }
-
-    /// The catalogue as the platform lists it.
-    async fn tools(&self) -> Result<Vec<Value>, McpError> {
-        let (status, body) = self.send(self.http.get(self.url(&["api", "tools"]))).await?;
-        if status != StatusCode::OK {
-            return Err(McpError::internal_error(format!("the platform answered {status}: {}", message(&body)), None));
-        }
-        Ok(body.get("tools").and_then(Value::as_array).cloned().unwrap_or_default())
-    }
-
-    async fn send(&self, request: reqwest::RequestBuilder) -> Result<(StatusCode, Value), McpError> {
-        let response = request
+    /// Whether the platform answers and takes the token, asked of its HTTP API once.
+    async fn check(&self) -> anyhow::Result<()> {
+        let url = self.base.join("api/tools").context("the platform's tool list address")?;
+        let response = self
+            .http
+            .get(url)
             .bearer_auth(&self.token)
+            .timeout(CONNECT_TIMEOUT)
             .send()
             .await
-            .map_err(|e| McpError::internal_error(format!("the platform cannot be reached: {e}"), None))?;
-        let status = response.status();
-        if status == StatusCode::UNAUTHORIZED {
-            return Err(McpError::internal_error("the platform refused the API token: create a new one", None));
-        }
-        let body = response.json::<Value>().await.unwrap_or(Value::Null);
-        Ok((status, body))
-    }
-}
-
-fn message(body: &Value) -> &str {
-    body.get("error").and_then(Value::as_str).unwrap_or("no details")
-}
-
-fn mcp_tool(tool: &Value) -> Option<Tool> {
-    let name = tool.get("name")?.as_str()?.to_owned();
-    let description = tool.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
-    // In the form MCP clients accept (a boolean property becomes an object), as on `/mcp`.
-    let schema = tool.get("input_schema").map(servio_platform::mcp::schema::offered).unwrap_or_default();
-    let mut listed = Tool::new(name, description, Arc::new(schema));
-    if let (Some(own), Some(origin)) =
-        (tool.get("tool").and_then(Value::as_str), tool.get("origin").and_then(Value::as_str))
-    {
-        listed.title = Some(format!("{own} on {origin}"));
-    }
-    Some(listed)
-}
-
-impl ServerHandler for Bridge {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
-            .with_server_info(Implementation::new("servio", env!("CARGO_PKG_VERSION")))
-            .with_instructions(format!(
-                "The tools of the sites in your Servio vault on {}, each named SITE_TOOL.",
-                self.base
-            ))
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        let tools = self.tools().await?;
-        Ok(ListToolsResult::with_all_items(tools.iter().filter_map(mcp_tool).collect()))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let args = Value::Object(request.arguments.unwrap_or_default());
-        let url = self.url(&["api", "tools", &request.name, "call"]);
-        let (status, body) = self.send(self.http.post(url).json(&args)).await?;
-        match status {
-            StatusCode::OK => {
-                let result = body.get("result").cloned().unwrap_or(Value::Null);
-                Ok(CallToolResult::structured(servio_platform::mcp::structured(result)).into())
+            .map_err(|e| anyhow!("{}: the platform cannot be reached: {e}", self.base))?;
+        match response.status() {
+            StatusCode::OK => Ok(()),
+            StatusCode::UNAUTHORIZED => {
+                Err(anyhow!("{}: the platform refused the API token: create a new one on /ai", self.base))
             }
-            StatusCode::NOT_FOUND => Err(McpError::invalid_params(message(&body).to_owned(), None)),
-            _ => {
-                let text = message(&body).to_owned();
-                let mut result = CallToolResult::structured_error(body);
-                result.content = vec![ContentBlock::text(text)];
-                Ok(result.into())
+            status => {
+                let body = response.json::<Value>().await.unwrap_or(Value::Null);
+                let message = body.get("error").and_then(Value::as_str).unwrap_or("no details");
+                Err(anyhow!("{}: the platform answered {status}: {message}", self.base))
             }
         }
     }
 
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let bridge = self.clone();
-        let peer = context.peer;
-        tokio::spawn(async move {
-            let mut last = bridge.tools().await.ok();
-            loop {
-                tokio::time::sleep(bridge.poll).await;
-                // A failed look is no change: the next one may succeed.
-                let Ok(now) = bridge.tools().await else { continue };
-                if last.as_ref() != Some(&now) {
-                    last = Some(now);
-                    if peer.notify_tool_list_changed().await.is_err() {
-                        return; // The client is gone.
+    /// rmcp's streamable HTTP client for `/mcp`, sending the token with every request.
+    fn transport(&self) -> StreamableHttpClientTransport<reqwest::Client> {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{}mcp", self.base));
+        config.auth_header = Some(self.token.clone());
+        StreamableHttpClientTransport::with_client(self.http.clone(), config)
+    }
+}
+
+/// Carries messages both ways until the client closes standard input or the platform's side
+/// ends. A request the platform could not be asked is answered with an error that says why, so
+/// the client never waits for an answer that will not come.
+async fn relay(
+    mut client: impl Transport<RoleServer>,
+    mut platform: StreamableHttpClientTransport<reqwest::Client>,
+) -> anyhow::Result<()> {
+    let (failed, mut failures) = tokio::sync::mpsc::unbounded_channel();
+    let outcome = loop {
+        tokio::select! {
+            message = client.receive() => {
+                let Some(message) = message else { break Ok(()) };
+                let id = match &message {
+                    JsonRpcMessage::Request(request) => Some(request.id.clone()),
+                    _ => None,
+                };
+                let sending = platform.send(message);
+                let failed = failed.clone();
+                tokio::spawn(async move {
+                    if let Err(error) = sending.await {
+                        tracing::warn!(%error, "a message did not reach the platform");
+                        if let Some(id) = id {
+                            let _ = failed.send(unanswered(id, &error));
+                        }
                     }
+                });
+            }
+            message = platform.receive() => {
+                let Some(message) = message else {
+                    break Err(anyhow!("the connection to the platform's /mcp ended"));
+                };
+                if let Err(error) = client.send(message).await {
+                    break Err(anyhow!("writing to standard output: {error}"));
                 }
             }
-        });
-    }
+            Some(message) = failures.recv() => {
+                if let Err(error) = client.send(message).await {
+                    break Err(anyhow!("writing to standard output: {error}"));
+                }
+            }
+        }
+    };
+    let _ = platform.close().await;
+    outcome
+}
+
+/// The error answer to request `id` when it could not be sent to the platform, saying why.
+fn unanswered(id: RequestId, error: &StreamableHttpError<reqwest::Error>) -> rmcp::model::ServerJsonRpcMessage {
+    let reason = match error {
+        StreamableHttpError::AuthRequired(_) | StreamableHttpError::InsufficientScope(_) => {
+            "it refused the API token (revoked?): create a new one on the platform's /ai page".to_owned()
+        }
+        StreamableHttpError::Client(error) => format!("it cannot be reached: {error}"),
+        other => other.to_string(),
+    };
+    let message = format!("the platform did not answer this request: {reason}");
+    JsonRpcMessage::error(ErrorData::new(ErrorCode::INTERNAL_ERROR, message, None), Some(id))
 }

@@ -219,6 +219,8 @@ async fn the_python_sdk_lists_and_calls_through_servio_mcp_over_stdio() {
     let steps = list_and_call_steps(&platform);
     let client = PyClient::stdio(&python, &platform.base, &platform.ana, &steps);
     list_and_call(&platform, client, "servio mcp").await;
+    let client = PyClient::stdio_modern(&python, &platform.base, &platform.ana, &steps);
+    list_and_call(&platform, client, "servio mcp 2026-07-28").await;
 }
 
 /// Both ways in, the client hears `notifications/tools/list_changed` when a site leaves the
@@ -226,18 +228,19 @@ async fn the_python_sdk_lists_and_calls_through_servio_mcp_over_stdio() {
 #[tokio::test]
 async fn clients_are_told_when_the_catalogue_changes() {
     let Some(python) = python() else { return };
-    for how in ["/mcp", "/mcp 2026-07-28", "servio mcp"] {
+    for how in ["/mcp", "/mcp 2026-07-28", "servio mcp", "servio mcp 2026-07-28"] {
         let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
         let steps = json!([{ "await_change": 20 }, { "list": true }]);
         let mut client = match how {
             "/mcp" => PyClient::http(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps),
             "/mcp 2026-07-28" => PyClient::modern(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps),
-            _ => PyClient::stdio(&python, &platform.base, &platform.ana, &steps),
+            "servio mcp" => PyClient::stdio(&python, &platform.base, &platform.ana, &steps),
+            _ => PyClient::stdio_modern(&python, &platform.base, &platform.ana, &steps),
         };
         client.next().await; // hello
         assert_eq!(client.next().await, json!({ "waiting": true }), "{how}");
-        // Let the bridge take its first look, and the gateway hear `notifications/initialized`
-        // (answered 202 at once, handled after) and open the client's stream, before the
+        // Let the gateway hear `notifications/initialized` (answered 202 at once, handled
+        // after) and open the client's stream, or the listen stream be acknowledged, before the
         // change: on a loaded CI machine the change could come first and go unheard.
         tokio::time::sleep(Duration::from_millis(1500)).await;
         platform.remove_second_site(&platform.ana).await;
@@ -462,4 +465,63 @@ async fn the_mcp_conformance_suite_passes() {
         assert!(output.status.success(), "conformance scenario {scenario} ({revision}) failed:\n{printed}");
         assert!(printed.contains("Passed:"), "{scenario} ({revision}):\n{printed}");
     }
+}
+
+/// `servio mcp` started with a token the platform refuses says so on standard error and exits,
+/// before any MCP: an AI client shows little of what a server that dies later says.
+#[tokio::test]
+async fn servio_mcp_refuses_to_start_with_a_token_the_platform_refuses() {
+    let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
+    let output = Command::new(env!("CARGO_BIN_EXE_servio"))
+        .args(["mcp", "--url", &platform.base])
+        .env("SERVIO_TOKEN", "svt_not_a_token")
+        .stdin(std::process::Stdio::null())
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(30), output).await.unwrap().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("the platform refused the API token"), "{stderr}");
+    assert!(output.stdout.is_empty(), "nothing but MCP on standard output");
+}
+
+/// Once the token of a running `servio mcp` is revoked, each request is answered with an error
+/// that says the platform did not take it: the client is never left waiting for an answer.
+#[tokio::test]
+async fn servio_mcp_answers_every_request_after_its_token_is_revoked() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
+    let mut relay = Command::new(env!("CARGO_BIN_EXE_servio"))
+        .args(["mcp", "--url", &platform.base])
+        .env("SERVIO_TOKEN", &platform.ben)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = relay.stdin.take().unwrap();
+    let mut lines = BufReader::new(relay.stdout.take().unwrap()).lines();
+    let mut ask = async |message: Value| {
+        stdin.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+        if message.get("id").is_none() {
+            return Value::Null;
+        }
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.unwrap().unwrap().unwrap();
+        serde_json::from_str::<Value>(&line).unwrap()
+    };
+    let params =
+        json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } });
+    let hello = ask(json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params })).await;
+    assert_eq!(hello["result"]["serverInfo"]["name"], "servio", "{hello}");
+    ask(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await;
+    let listed = ask(json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" })).await;
+    assert!(!listed["result"]["tools"].as_array().unwrap().is_empty(), "{listed}");
+
+    let (_, tokens) = platform.send(&platform.ben, Method::GET, "/api/tokens", None).await;
+    let id = tokens["tokens"][0]["id"].as_i64().unwrap();
+    let (status, _) = platform.send(&platform.ben, Method::DELETE, &format!("/api/tokens/{id}"), None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let refused = ask(json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/list" })).await;
+    assert_eq!(refused["id"], 3, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("the platform did not answer this request: it refused the API token"), "{refused}");
 }

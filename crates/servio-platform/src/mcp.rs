@@ -8,7 +8,7 @@
 //! it, so one token never reaches another user's tools or notifications.
 
 mod batch;
-pub mod schema;
+mod schema;
 mod sessions;
 mod transport;
 
@@ -407,7 +407,7 @@ fn mcp_tool(tool: &gateway::CatalogueTool) -> Tool {
 
 /// MCP's structured content is an object: a site's object result as it is, anything else
 /// (an array, a number) under `result`.
-pub fn structured(result: Value) -> Value {
+fn structured(result: Value) -> Value {
     match result {
         Value::Object(_) => result,
         other => json!({ "result": other }),

@@ -46,12 +46,21 @@ impl PyClient {
         PyClient::spawn(command)
     }
 
+    /// The classic session over `servio mcp`.
     pub fn stdio(python: &Path, platform: &str, token: &str, steps: &Value) -> PyClient {
+        PyClient::over_servio_mcp(python, "stdio", platform, token, steps)
+    }
+
+    /// The SDK's default client (2026-07-28) over `servio mcp`.
+    pub fn stdio_modern(python: &Path, platform: &str, token: &str, steps: &Value) -> PyClient {
+        PyClient::over_servio_mcp(python, "stdio-modern", platform, token, steps)
+    }
+
+    fn over_servio_mcp(python: &Path, mode: &str, platform: &str, token: &str, steps: &Value) -> PyClient {
         let mut command = Command::new(python);
         command
             .arg(tools_dir().join("client.py"))
-            .args(["stdio", &steps.to_string(), "--", env!("CARGO_BIN_EXE_servio"), "mcp", "--url", platform])
-            .args(["--poll", "1"])
+            .args([mode, &steps.to_string(), "--", env!("CARGO_BIN_EXE_servio"), "mcp", "--url", platform])
             .env("SERVIO_TOKEN", token);
         PyClient::spawn(command)
     }

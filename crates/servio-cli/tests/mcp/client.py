@@ -7,7 +7,8 @@ stdio, and read one JSON line per step from its standard output.
     client.py modern URL TOKEN STEPS_JSON    (the SDK's default, `Client(mode="auto")`: it
                                               discovers the server and speaks 2026-07-28,
                                               stateless, hearing changes on a listen stream)
-    client.py stdio STEPS_JSON -- COMMAND ARG...
+    client.py stdio STEPS_JSON -- COMMAND ARG...         (the classic session over stdio)
+    client.py stdio-modern STEPS_JSON -- COMMAND ARG...  (the SDK's default over stdio)
 
 STEPS_JSON is a list of steps: {"list": true}, {"call": NAME, "args": {...}}, or
 {"await_change": SECONDS} (prints {"waiting": true}, then waits for
@@ -120,13 +121,16 @@ async def main():
         client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
         async with client:
             await run_modern(streamable_http_client(url, http_client=client), steps)
-    elif mode == "stdio":
+    elif mode in ("stdio", "stdio-modern"):
         steps = json.loads(sys.argv[2])
         command = sys.argv[sys.argv.index("--") + 1 :]
         # The SDK gives a server a minimal environment by default; servio mcp reads SERVIO_TOKEN.
         params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
-        async with stdio_client(params) as streams:
-            await run(streams, steps)
+        if mode == "stdio-modern":
+            await run_modern(stdio_client(params), steps)
+        else:
+            async with stdio_client(params) as streams:
+                await run(streams, steps)
     else:
         sys.exit(f"unknown mode {mode!r}")
 
