@@ -53,6 +53,8 @@ pub struct Reading {
     pub retry_at: Option<i64>,
     /// How long the site took to answer (milliseconds, a renewal's second call included).
     pub duration_ms: Option<f64>,
+    /// What the value was read from ([`source_of`]), stored with it for audit.
+    pub source: Option<String>,
 }
 
 impl Reading {
@@ -61,7 +63,8 @@ impl Reading {
     pub(crate) fn to_write(&self, not_before: Option<i64>) -> CollectionResult<'_> {
         match &self.outcome {
             CollectionOutcome::Stored(value) => {
-                CollectionResult::Stored { value: *value, raw: self.raw.as_deref().unwrap_or_default() }
+                let raw = self.raw.as_deref().unwrap_or_default();
+                CollectionResult::Stored { value: *value, raw, source: self.source.as_deref() }
             }
             CollectionOutcome::Dropped(reason) => CollectionResult::Dropped { reason, raw: self.raw.as_deref() },
             CollectionOutcome::Failed { reason, transient: true } => {
@@ -82,11 +85,12 @@ impl Reading {
             raw: None,
             retry_at: None,
             duration_ms: None,
+            source: None,
         }
     }
 
     fn dropped(reason: String, raw: Option<String>) -> Reading {
-        Reading { outcome: CollectionOutcome::Dropped(reason), raw, retry_at: None, duration_ms: None }
+        Reading { outcome: CollectionOutcome::Dropped(reason), raw, retry_at: None, duration_ms: None, source: None }
     }
 }
 
@@ -104,6 +108,7 @@ pub fn judge(answer: &Result<Vec<u8>, CallError>, value_path: &ValuePath) -> Rea
                 raw: Some(found.raw),
                 retry_at: None,
                 duration_ms: None,
+                source: None,
             },
             Err(dropped) => Reading::dropped(format!("valuePath {value_path}: {}", dropped.reason), dropped.raw),
         },
@@ -198,10 +203,28 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
-    /// What the answer means for `metric`.
-    pub(crate) fn reading(&self, metric: &Metric) -> Reading {
-        Reading { duration_ms: Some(self.duration_ms), ..judge(&self.body, &metric.value_path) }
+    /// What the answer to a call with `args` (resolved in the user's zone named `zone_name`)
+    /// means for `metric`.
+    pub(crate) fn reading(&self, metric: &Metric, args: &Value, zone_name: &str) -> Reading {
+        Reading {
+            duration_ms: Some(self.duration_ms),
+            source: Some(source_of(metric, args, zone_name)),
+            ..judge(&self.body, &metric.value_path)
+        }
     }
+}
+
+/// What a value of `metric` is read from, kept with it for audit: the zone its period was
+/// resolved in, the tool, the resolved arguments and the `valuePath`, as a JSON object
+/// (`{"time_zone", "tool", "arguments", "value_path"}`).
+pub fn source_of(metric: &Metric, args: &Value, zone_name: &str) -> String {
+    serde_json::json!({
+        "time_zone": zone_name,
+        "tool": metric.tool,
+        "arguments": args,
+        "value_path": metric.value_path.to_string(),
+    })
+    .to_string()
 }
 
 /// The arguments of `metric` for `period` in the user's zone named `zone_name`.
@@ -365,9 +388,9 @@ impl Collector {
                 let answer = self.ask(ask).await;
                 let now = jiff::Timestamp::now();
                 for index in members {
-                    let (metric, period, _) = &wanted[index];
-                    let outcome =
-                        self.write_reading((user, &entry.site), (metric, period), answer.reading(metric), now).await?;
+                    let (metric, period, args) = &wanted[index];
+                    let reading = answer.reading(metric, args, &user.time_zone);
+                    let outcome = self.write_reading((user, &entry.site), (metric, period), reading, now).await?;
                     summary.add(&outcome);
                 }
             }

@@ -332,7 +332,7 @@ enum Resolution {
     /// The site was asked; with a transient failure, `not_before` is when to try again
     /// (`None`: not before the deadline, so the job fails). `period` is the period asked for,
     /// its first instant and end, as resolved in the user's zone when it was asked.
-    Answered { answer: Reading, not_before: Option<i64>, period: (i64, i64) },
+    Answered { answer: Box<Reading>, not_before: Option<i64>, period: (i64, i64) },
     /// The job cannot be done any more, for this reason (logged).
     Failed(String),
     /// The period has not ended yet in the user's zone, which changed since it was planned
@@ -478,13 +478,13 @@ async fn resolve(
     for (members, answer) in groups.iter().zip(&answers) {
         for &member in members {
             let (index, ready) = asked[member];
-            let reading = answer.reading(ready.metric);
+            let reading = answer.reading(ready.metric, &ready.args, &context.user.time_zone);
             let not_before = match reading.is_transient() {
                 true => retry_not_before(collector, &jobs[index], (now, ready.deadline), reading.retry_at).await?,
                 false => None,
             };
             let period = (ready.period.start.as_second(), ready.period.end.as_second());
-            resolutions[index] = Some(Resolution::Answered { answer: reading, not_before, period });
+            resolutions[index] = Some(Resolution::Answered { answer: Box::new(reading), not_before, period });
         }
     }
     // Every job is either prepared for a call or resolved already.
@@ -1054,8 +1054,9 @@ mod tests {
             raw: Some(value.to_string()),
             retry_at: None,
             duration_ms: Some(1.0),
+            source: None,
         };
-        Resolution::Answered { answer, not_before: None, period: (0, 86_400) }
+        Resolution::Answered { answer: Box::new(answer), not_before: None, period: (0, 86_400) }
     }
 
     /// A group of results that the store refuses as a whole is committed result by result, so

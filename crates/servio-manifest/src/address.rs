@@ -114,8 +114,15 @@ pub fn is_shortened(site: &Site, tool: &str) -> bool {
 /// 64-character rule. A name depends only on the tools it collides with, so adding or
 /// removing a site renames nothing else.
 pub fn assign_names(tools: &[(&Site, &str)]) -> Vec<String> {
+    assign_names_beside(tools, &[])
+}
+
+/// [`assign_names`] beside `reserved`, the names of tools the platform offers itself: a site
+/// tool that would be named like one of them collides with it and takes the suffix, and the
+/// platform's tool keeps its name.
+pub fn assign_names_beside(tools: &[(&Site, &str)], reserved: &[&str]) -> Vec<String> {
     let plain: Vec<String> = tools.iter().map(|(site, tool)| site.prefixed_name(tool)).collect();
-    let mut count: HashMap<&str, usize> = HashMap::new();
+    let mut count: HashMap<&str, usize> = reserved.iter().map(|name| (*name, 1)).collect();
     for name in &plain {
         *count.entry(name.as_str()).or_default() += 1;
     }
@@ -135,6 +142,15 @@ pub fn assign_names(tools: &[(&Site, &str)]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_site_tool_named_like_a_platform_tool_takes_the_suffix() {
+        let (servio, other) = (Site::parse("servio").unwrap(), Site::parse("example.com").unwrap());
+        let names = assign_names_beside(&[(&servio, "metrics"), (&other, "metrics")], &["servio_metrics"]);
+        let hash = servio.hash("metrics");
+        assert_eq!(names, [format!("servio_metrics_{}", &hash[..6]), "example_com_metrics".to_owned()]);
+        assert_eq!(assign_names(&[(&servio, "metrics")]), ["servio_metrics"], "nothing reserved");
+    }
 
     #[test]
     fn site_identifiers() {

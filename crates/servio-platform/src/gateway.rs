@@ -259,7 +259,7 @@ impl Gateway {
         // The hooks first: a stream told that a token was revoked asks the token cache at
         // once, and must not find the token still kept there.
         self.tell_hooks(Some(change));
-        if let Change::Catalogue(_) | Change::Access(_) = change {
+        if let Change::Catalogue(_) | Change::Access(_) | Change::Values(_) = change {
             // No receiver just means no MCP client is connected here.
             let _ = self.changes.send(change);
         }
@@ -522,7 +522,8 @@ async fn read_catalogue(state: &AppState, user: &User) -> Result<Catalogue, ApiE
             places.push((index, tool_index));
         }
     }
-    let names = servio_manifest::address::assign_names(&pairs);
+    // The platform's own tool keeps its name; a site tool named like it takes the suffix (§4).
+    let names = servio_manifest::address::assign_names_beside(&pairs, &[crate::figures::TOOL_NAME]);
     let tools = names
         .into_iter()
         .zip(&places)

@@ -13,6 +13,7 @@ pub mod cache;
 pub mod chart;
 pub mod connect;
 pub mod error;
+pub mod figures;
 pub mod format;
 pub mod gateway;
 pub mod json_body;

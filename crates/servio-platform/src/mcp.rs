@@ -8,6 +8,7 @@
 //! it, so one token never reaches another user's tools or notifications.
 
 mod batch;
+mod figures;
 mod schema;
 mod sessions;
 mod transport;
@@ -21,8 +22,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, ServerNotification,
-    SubscriptionFilter, Tool,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ResourceUpdatedNotification, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
+    ServerNotification, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::common::server_side_http::SessionId;
@@ -121,12 +124,24 @@ struct McpGateway {
     ended: Arc<tokio_util::sync::DropGuard>,
     /// The `subscriptions/listen` streams open in this process, by user.
     listening: Arc<Listening>,
+    /// The resources this session subscribed to (`resources/subscribe`, before 2026-07-28).
+    subscribed: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
 }
+
+/// How many resources one session or listen stream may watch: every metric a user could have.
+const MAX_SUBSCRIPTIONS: usize = 1000;
 
 impl McpGateway {
     fn new(state: AppState, sessions: Arc<LocalSessionManager>, listening: Arc<Listening>) -> McpGateway {
         let ended = tokio_util::sync::CancellationToken::new().drop_guard();
-        McpGateway { state, owner: Arc::default(), sessions, ended: Arc::new(ended), listening }
+        McpGateway {
+            state,
+            owner: Arc::default(),
+            sessions,
+            ended: Arc::new(ended),
+            listening,
+            subscribed: Arc::default(),
+        }
     }
 
     /// The user a request comes from, checked against the session's owner: a second line behind
@@ -146,11 +161,21 @@ impl McpGateway {
 
 impl ServerHandler for McpGateway {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_prompts()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("servio", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "The tools of the sites in your Servio vault, each named SITE_TOOL (the site's host and port, \
-                 then the tool's own name). Calls use your stored credentials for each site.",
+                 then the tool's own name). Calls use your stored credentials for each site. Your metrics, as \
+                 Servio collected them (each value with the tool, arguments and valuePath it was read from), \
+                 are resources servio://metrics/SITE/METRIC, the read-only tool servio_metrics, and the \
+                 prompt morning_briefing: quote those figures rather than reading numbers out of tool answers.",
             )
     }
 
@@ -164,7 +189,7 @@ impl ServerHandler for McpGateway {
             tracing::error!(user_id = user.id, error = %e, "listing MCP tools failed");
             McpError::internal_error("the tool catalogue could not be read", None)
         })?;
-        let tools = catalogue.tools().iter().map(mcp_tool).collect();
+        let tools = std::iter::once(figures::tool()).chain(catalogue.tools().iter().map(mcp_tool)).collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -175,6 +200,9 @@ impl ServerHandler for McpGateway {
     ) -> Result<CallToolResponse, McpError> {
         let user = self.user(&context.extensions)?;
         let args = Value::Object(request.arguments.unwrap_or_default());
+        if request.name == crate::figures::TOOL_NAME {
+            return figures::call_tool(&self.state, &user, &args).await.map(Into::into);
+        }
         match gateway::call(&self.state, &user, &request.name, &args).await {
             Ok(result) => Ok(CallToolResult::structured(structured(result)).into()),
             Err(Failure::UnknownTool(name)) => {
@@ -183,6 +211,82 @@ impl ServerHandler for McpGateway {
             Err(failure @ Failure::InvalidName(_)) => Err(McpError::invalid_params(failure.to_string(), None)),
             Err(failure) => Ok(tool_error(&failure).into()),
         }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let user = self.user(&context.extensions)?;
+        figures::list_resources(&self.state, &user).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.user(&context.extensions)?;
+        Ok(figures::list_resource_templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let user = self.user(&context.extensions)?;
+        figures::read_resource(&self.state, &user, &request.uri).await.map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        self.user(&context.extensions)?;
+        Ok(figures::list_prompts())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let user = self.user(&context.extensions)?;
+        figures::get_prompt(&self.state, &user, &request.name).await.map(Into::into)
+    }
+
+    /// `resources/subscribe` (before 2026-07-28): the session hears
+    /// `notifications/resources/updated` for the metric whenever the user's values change.
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let user = self.user(&context.extensions)?;
+        // Only a metric the user has: reading it checks that.
+        figures::read_resource(&self.state, &user, &request.uri).await?;
+        let mut subscribed = self.subscribed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if subscribed.len() >= MAX_SUBSCRIPTIONS && !subscribed.contains(&request.uri) {
+            let message = format!("one session watches at most {MAX_SUBSCRIPTIONS} resources: unsubscribe first");
+            return Err(McpError::invalid_request(message, None));
+        }
+        subscribed.insert(request.uri);
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.user(&context.extensions)?;
+        self.subscribed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(&request.uri);
+        Ok(())
     }
 
     /// A request the SDK could not read as one it knows. A `tools/call` or `tools/list` whose
@@ -197,46 +301,65 @@ impl ServerHandler for McpGateway {
         Err(unreadable(&request))
     }
 
-    /// Tells the client of every change of its user's catalogue, as long as the API token the
-    /// session was opened with still works: once it is revoked (here or in another process)
-    /// the session ends and its streams with it.
+    /// Tells the client of every change of its user's catalogue, and of new values of the
+    /// resources it subscribed to, as long as the API token the session was opened with still
+    /// works: once it is revoked (here or in another process) the session ends and its streams
+    /// with it.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let Ok(user) = self.user(&context.extensions) else { return };
         let Some(parts) = context.extensions.get::<Parts>() else { return };
         let Some(token) = bearer(&parts.headers).map(crate::accounts::token_hash) else { return };
         let session: Option<SessionId> =
             parts.headers.get("mcp-session-id").and_then(|id| id.to_str().ok()).map(SessionId::from);
-        let mut changes = CatalogueChanges::new(&self.state, user.id, token);
+        let mut changes = Changes::new(&self.state, user.id, token);
         let (peer, state, sessions) = (context.peer, self.state.clone(), self.sessions.clone());
-        let ended = self.ended.token().clone();
+        let (ended, subscribed) = (self.ended.token().clone(), self.subscribed.clone());
         tokio::spawn(async move {
             loop {
                 let heard = tokio::select! {
                     () = ended.cancelled() => return,
                     heard = changes.next() => heard,
                 };
-                match heard {
-                    Heard::Changed => {}
+                let (catalogue, values) = match heard {
+                    Heard::Changed { catalogue, values } => (catalogue, values),
                     Heard::Revoked => return end_session(&state, &sessions, session.as_ref()).await,
                     Heard::Closed => return,
-                }
-                if peer.notify_tool_list_changed().await.is_err() {
+                };
+                if catalogue && peer.notify_tool_list_changed().await.is_err() {
                     return; // The session is gone.
+                }
+                let watched: Vec<String> = match values {
+                    true => {
+                        subscribed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().cloned().collect()
+                    }
+                    false => Vec::new(),
+                };
+                for uri in watched {
+                    if peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri)).await.is_err() {
+                        return;
+                    }
                 }
             }
         });
     }
 
-    /// `subscriptions/listen` (2026-07-28) carries changes of the user's catalogue, and nothing
-    /// else yet.
-    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    /// `subscriptions/listen` (2026-07-28) carries changes of the user's catalogue and updates
+    /// of the metrics asked for (addresses of metrics, at most [`MAX_SUBSCRIPTIONS`]; others
+    /// are left out of the acknowledged filter).
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::builder().tools_list_changed().build();
+        let metrics = requested.resource_subscriptions.iter().flatten();
+        let metrics: Vec<String> =
+            metrics.filter(|uri| crate::figures::Ask::from_uri(uri).is_ok()).take(MAX_SUBSCRIPTIONS).cloned().collect();
+        accepted.resource_subscriptions = Some(metrics);
+        Some(accepted)
     }
 
     /// A `subscriptions/listen` stream: every change of the user's catalogue, here or in another
-    /// process, as `notifications/tools/list_changed`, for as long as the client listens, the
-    /// process runs and the API token it was opened with works (once it is revoked the stream
-    /// ends with an error that says so).
+    /// process, as `notifications/tools/list_changed`, and new values as
+    /// `notifications/resources/updated` for each metric it watches, for as long as the client
+    /// listens, the process runs and the API token it was opened with works (once it is revoked
+    /// the stream ends with an error that says so).
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let request = context.request_context();
         let user = self.user(&request.extensions)?;
@@ -253,7 +376,8 @@ impl ServerHandler for McpGateway {
                 None,
             )
         })?;
-        let mut changes = CatalogueChanges::new(&self.state, user.id, token);
+        let mut changes = Changes::new(&self.state, user.id, token);
+        let watched = context.accepted().resource_subscriptions.clone().unwrap_or_default();
         let stopping = self.state.stopping.token();
         loop {
             let heard = tokio::select! {
@@ -261,16 +385,27 @@ impl ServerHandler for McpGateway {
                 () = stopping.cancelled() => return Ok(()),
                 heard = changes.next() => heard,
             };
-            match heard {
-                Heard::Changed => {}
+            let (catalogue, values) = match heard {
+                Heard::Changed { catalogue, values } => (catalogue, values),
                 Heard::Revoked => {
                     return Err(McpError::invalid_request("the API token of this stream was revoked", None));
                 }
                 Heard::Closed => return Ok(()),
+            };
+            let mut notices = Vec::new();
+            if catalogue {
+                notices.push(ServerNotification::ToolListChangedNotification(Default::default()));
             }
-            let changed = ServerNotification::ToolListChangedNotification(Default::default());
-            if context.sink().send(changed).await.is_err() {
-                return Ok(()); // The client is gone.
+            if values {
+                notices.extend(watched.iter().map(|uri| {
+                    let updated = ResourceUpdatedNotificationParam::new(uri.clone());
+                    ServerNotification::ResourceUpdatedNotification(ResourceUpdatedNotification::new(updated))
+                }));
+            }
+            for notice in notices {
+                if context.sink().send(notice).await.is_err() {
+                    return Ok(()); // The client is gone.
+                }
             }
         }
     }
@@ -313,8 +448,8 @@ impl Drop for OpenStream<'_> {
     }
 }
 
-/// The changes of one user's catalogue, as a stream of one API token hears them.
-struct CatalogueChanges {
+/// The changes of one user's catalogue and values, as a stream of one API token hears them.
+struct Changes {
     state: AppState,
     user_id: i64,
     /// The hash of the API token the stream was opened with.
@@ -324,21 +459,26 @@ struct CatalogueChanges {
 
 /// What a stream hears next.
 enum Heard {
-    /// The catalogue may have changed: tell the client.
-    Changed,
+    /// The catalogue, or the values, may have changed: tell the client.
+    Changed {
+        /// The catalogue.
+        catalogue: bool,
+        /// The values.
+        values: bool,
+    },
     /// The stream's API token no longer works: end the stream.
     Revoked,
     /// The process is stopping.
     Closed,
 }
 
-impl CatalogueChanges {
-    fn new(state: &AppState, user_id: i64, token: String) -> CatalogueChanges {
-        CatalogueChanges { state: state.clone(), user_id, token, changes: state.gateway.subscribe() }
+impl Changes {
+    fn new(state: &AppState, user_id: i64, token: String) -> Changes {
+        Changes { state: state.clone(), user_id, token, changes: state.gateway.subscribe() }
     }
 
-    /// Waits for the next change of the user's catalogue, or for the token to be revoked. Every
-    /// notice of the user asks whether the token still works.
+    /// Waits for the next change of the user's catalogue or values, or for the token to be
+    /// revoked. Every notice of the user asks whether the token still works.
     async fn next(&mut self) -> Heard {
         loop {
             let change = match self.changes.recv().await {
@@ -351,8 +491,11 @@ impl CatalogueChanges {
             if !token_works(&self.state, &self.token, self.user_id).await {
                 return Heard::Revoked;
             }
-            if !matches!(change, Some(gateway::Change::Access(_))) {
-                return Heard::Changed;
+            match change {
+                Some(gateway::Change::Catalogue(_)) => return Heard::Changed { catalogue: true, values: false },
+                Some(gateway::Change::Values(_)) => return Heard::Changed { catalogue: false, values: true },
+                Some(gateway::Change::Access(_) | gateway::Change::Context(_)) => {}
+                None => return Heard::Changed { catalogue: true, values: true },
             }
         }
     }

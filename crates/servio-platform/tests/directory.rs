@@ -102,7 +102,7 @@ async fn the_owner_sees_collection_health_once_five_users_stand_behind_it() {
             for day in 1..=6 {
                 let date = format!("2026-02-{day:02}");
                 let slot = servio_store::testing::day_slot(*user_id, *site_id, day, &date);
-                let stored = servio_store::CollectionResult::Stored { value: 1.0, raw: "1" };
+                let stored = servio_store::CollectionResult::Stored { value: 1.0, raw: "1", source: None };
                 server.state.store.record_result(&slot, &stored, now - day * 86_400).await.unwrap();
             }
         }

@@ -53,6 +53,9 @@ pub enum CollectionResult<'a> {
         value: f64,
         /// The value as the site sent it.
         raw: &'a str,
+        /// What it was read from, as a JSON object (`time_zone`, `tool`, `arguments`,
+        /// `value_path`), for audit; `None` where that is not known.
+        source: Option<&'a str>,
     },
     /// The value was dropped: an attempt `dropped` logged; a job failed for good.
     Dropped {
@@ -85,7 +88,15 @@ impl CollectionResult<'_> {
     /// The value to store, when there is one.
     pub fn value(&self) -> Option<(f64, &str)> {
         match self {
-            CollectionResult::Stored { value, raw } => Some((*value, raw)),
+            CollectionResult::Stored { value, raw, .. } => Some((*value, raw)),
+            _ => None,
+        }
+    }
+
+    /// What a stored value was read from (see [`CollectionResult::Stored`]).
+    pub fn source(&self) -> Option<&str> {
+        match self {
+            CollectionResult::Stored { source, .. } => *source,
             _ => None,
         }
     }

@@ -268,14 +268,21 @@ pub struct StoredValue {
     pub granularity: String,
     /// The period's first instant.
     pub period_start: i64,
+    /// The period's end (exclusive).
+    pub period_end: i64,
     /// The period's first local date.
     pub start_date: String,
+    /// The period's key (see [`Slot::period_key`]).
+    pub period_key: String,
     /// The number.
     pub value: f64,
     /// The value as the site sent it.
     pub raw: String,
     /// When it was collected.
     pub collected_at: i64,
+    /// What it was read from, a JSON object (see [`CollectionResult::Stored`]); `None` for
+    /// values collected before it was recorded.
+    pub source: Option<String>,
 }
 
 /// One metric's values from some time on, as the dashboard reads them: what it shows of each
@@ -311,6 +318,30 @@ pub struct Attempt {
     /// The raw value found, when there was one.
     pub raw: Option<String>,
     /// When a transient failure is tried again (Unix seconds), if it is.
+    pub retry_at: Option<i64>,
+}
+
+/// The most periods [`Store::unfilled_periods`] returns: a range's worth for any granularity
+/// (400 days of hours is 9,600).
+pub const UNFILLED_LIMIT: i64 = 10_000;
+
+/// A period of a metric with no value, and the latest attempt at it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct UnfilledPeriod {
+    /// The period's first instant.
+    pub period_start: i64,
+    /// The period's first local date.
+    pub start_date: String,
+    /// The period's key (`None` for attempts logged before keys).
+    pub period_key: Option<String>,
+    /// When the latest attempt was made.
+    pub attempted_at: i64,
+    /// How it ended: dropped, failed or retry.
+    #[sqlx(try_from = "String")]
+    pub outcome: AttemptOutcome,
+    /// Why.
+    pub reason: Option<String>,
+    /// When a transient failure is tried again, if it is.
     pub retry_at: Option<i64>,
 }
 
@@ -591,6 +622,15 @@ pub trait Store: Send + Sync {
     ) -> Result<SiteHealth, StoreError>;
     /// The latest attempts for a user's site, newest first.
     async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError>;
+    /// The periods of one metric starting at or after `since` that have no value, each with its
+    /// latest attempt (why it has none), oldest period first; at most [`UNFILLED_LIMIT`].
+    async fn unfilled_periods(
+        &self,
+        user_id: i64,
+        site_id: i64,
+        metric_key: &str,
+        since: i64,
+    ) -> Result<Vec<UnfilledPeriod>, StoreError>;
     /// Every vault entry of every user, as (user, entry), for the collector.
     async fn all_vault_entries(&self) -> Result<Vec<(User, VaultEntry)>, StoreError>;
     /// The vault entries of `pairs` (user id, site id) with their users, in one query for up

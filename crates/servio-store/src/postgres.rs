@@ -279,13 +279,14 @@ pub(crate) async fn complete_jobs(
     let attempts: Vec<_> = completions.iter().map(|c| c.result.attempt()).collect();
     let reasons: Vec<Option<Cow<'_, str>>> = attempts.iter().map(|a| storable_opt(a.and_then(|a| a.reason))).collect();
     let raws: Vec<Option<Cow<'_, str>>> = attempts.iter().map(|a| storable_opt(a.and_then(|a| a.raw))).collect();
+    let sources: Vec<Option<Cow<'_, str>>> = completions.iter().map(|c| storable_opt(c.result.source())).collect();
     let matched: Vec<(i64, i64)> = sqlx::query_as(
         "WITH c AS (
              SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[], $5::DOUBLE PRECISION[],
                                   $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::BIGINT[], $11::DOUBLE PRECISION[],
-                                  $12::BIGINT[], $13::BIGINT[])
+                                  $12::BIGINT[], $13::BIGINT[], $14::TEXT[])
                  WITH ORDINALITY AS c(id, fence, state, not_before, value, outcome, reason, raw, retry_at,
-                                      duration_ms, period_start, period_end, n)
+                                      duration_ms, period_start, period_end, source, n)
          ),
          done AS (
              UPDATE jobs AS j SET state = c.state, not_before = COALESCE(c.not_before, j.not_before),
@@ -295,14 +296,14 @@ pub(crate) async fn complete_jobs(
          ),
          stored AS (
              INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end,
-                                        start_date, value, raw, collected_at, period_key)
+                                        start_date, value, raw, collected_at, period_key, source)
              SELECT d.user_id, d.site_id, d.metric_key, d.granularity, c.period_start, c.period_end,
-                    d.start_date, c.value, c.raw, $10, d.period_key
+                    d.start_date, c.value, c.raw, $10, d.period_key, c.source
              FROM done d JOIN c ON (c.id, c.fence) = (d.id, d.fence) WHERE c.value IS NOT NULL
              ON CONFLICT (user_id, site_id, metric_key, period_key) DO UPDATE SET
                  value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at,
                  granularity = excluded.granularity, period_start = excluded.period_start,
-                 period_end = excluded.period_end, start_date = excluded.start_date
+                 period_end = excluded.period_end, start_date = excluded.start_date, source = excluded.source
          ),
          logged AS (
              INSERT INTO collection_attempts (user_id, site_id, metric_key, period_start, start_date,
@@ -329,6 +330,7 @@ pub(crate) async fn complete_jobs(
     // is planned only for a slot it does not settle.)
     .bind(completions.iter().map(|c| c.job.period_start).collect::<Vec<i64>>())
     .bind(completions.iter().map(|c| c.job.period_end).collect::<Vec<i64>>())
+    .bind(sources.iter().map(Option::as_deref).collect::<Vec<Option<&str>>>())
     .fetch_all(pool)
     .await?;
     // By job and fence: a job claimed again by the same worker may be in a batch twice.

@@ -16,8 +16,8 @@ use crate::{
     Approval, Attempt, CallPage, Claim, CollectionResult, Completion, FetchedManifest, Found, Heard, Job, JobClaim,
     JobCounts, JobGauges, LAST_USED_PRECISION, LOGGED_ARGUMENTS_BYTES, LOGGED_TOOL_NAME_BYTES, Listing, McpSession,
     NewJob, OAuthAttempt, PoolUse, Pruned, Readiness, Retries, SESSION_USE_PRECISION, Sealer, Series, Session,
-    SessionInfo, SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue, ToolCall, User, VaultEntry, Version,
-    VersionSummary, error::conflict,
+    SessionInfo, SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue, ToolCall, UnfilledPeriod, User,
+    VaultEntry, Version, VersionSummary, error::conflict,
 };
 
 /// A session with the last use the store checks its idle limit against.
@@ -93,15 +93,15 @@ pub(crate) fn series(rows: Vec<(i64, String, i64, String, f64, String)>) -> Vec<
 /// Stores one value, replacing the value of its period key (the same local period, whatever
 /// zone it was collected in: its instants become the new ones).
 /// Binds: user, site, metric key, granularity, period start, period end, start date, value,
-/// raw, collected at, period key.
+/// raw, collected at, period key, source.
 const STORE_VALUE: &str = "INSERT INTO metric_values
          (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at,
-          period_key)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+          period_key, source)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
      ON CONFLICT (user_id, site_id, metric_key, period_key) DO UPDATE SET
          value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at,
          granularity = excluded.granularity, period_start = excluded.period_start, period_end = excluded.period_end,
-         start_date = excluded.start_date";
+         start_date = excluded.start_date, source = excluded.source";
 
 /// Deletes an hour value of a slot stored before period keys (see `Slot::legacy_key`), which a
 /// new value of that hour replaces. Binds: user, site, metric key, legacy key.
@@ -263,8 +263,7 @@ macro_rules! shared_store {
             async fn store_value_on(
                 conn: &mut <$db as sqlx::Database>::Connection,
                 slot: &Slot<'_>,
-                value: f64,
-                raw: &str,
+                (value, raw, source): (f64, &str, Option<&str>),
                 now: i64,
             ) -> Result<(), StoreError> {
                 if slot.granularity == "hour" {
@@ -272,11 +271,11 @@ macro_rules! shared_store {
                         .execute(&mut *conn)
                         .await?;
                 }
-                let raw = crate::storable(raw);
+                let (raw, source) = (crate::storable(raw), storable_opt(source));
                 bind!(
                     sqlx::query(STORE_VALUE),
                     slot.user_id, slot.site_id, slot.metric_key, slot.granularity, slot.period_start, slot.period_end,
-                    slot.start_date, value, &*raw, now, slot.period_key
+                    slot.start_date, value, &*raw, now, slot.period_key, source.as_deref()
                 )
                 .execute(&mut *conn)
                 .await?;
@@ -312,7 +311,7 @@ macro_rules! shared_store {
                 now: i64,
             ) -> Result<(), StoreError> {
                 if let Some((value, raw)) = result.value() {
-                    Self::store_value_on(&mut *conn, slot, value, raw, now).await?;
+                    Self::store_value_on(&mut *conn, slot, (value, raw, result.source()), now).await?;
                 }
                 let Some(attempt) = result.attempt() else { return Ok(()) };
                 let (reason, raw) = (storable_opt(attempt.reason), storable_opt(attempt.raw));
@@ -913,7 +912,9 @@ macro_rules! shared_store {
                 -> Result<Vec<StoredValue>, StoreError> {
                 let values = bind!(
                     sqlx::query_as(
-                        "SELECT metric_key, granularity, period_start, start_date, value, raw, collected_at FROM metric_values
+                        "SELECT metric_key, granularity, period_start, period_end, start_date, period_key, value, raw, collected_at,
+                                source
+                         FROM metric_values
                          WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start >= $4 ORDER BY period_start",
                     ),
                     user_id, site_id, metric_key, since
@@ -935,6 +936,35 @@ macro_rules! shared_store {
                 .fetch_all(&self.pool)
                 .await?;
                 Ok(attempts)
+            }
+
+            #[tracing::instrument(level = "debug", skip(self))]
+            async fn unfilled_periods(&self, user_id: i64, site_id: i64, metric_key: &str, since: i64)
+                -> Result<Vec<UnfilledPeriod>, StoreError> {
+                // Each period's latest attempt, unless the period has a value (of its key, or,
+                // for an attempt logged before keys, of its start).
+                let unfilled = bind!(
+                    sqlx::query_as(
+                        "SELECT period_start, start_date, period_key, attempted_at, outcome, reason, retry_at
+                         FROM (
+                             SELECT a.*, row_number() OVER (PARTITION BY COALESCE(a.period_key, a.start_date || '@' || a.period_start)
+                                                            ORDER BY a.id DESC) AS newest
+                             FROM collection_attempts a
+                             WHERE a.user_id = $1 AND a.site_id = $2 AND a.metric_key = $3 AND a.period_start >= $4
+                         ) latest
+                         WHERE newest = 1 AND outcome <> 'stored' AND NOT EXISTS (
+                             SELECT 1 FROM metric_values v
+                             WHERE v.user_id = $1 AND v.site_id = $2 AND v.metric_key = $3
+                               AND (v.period_key = latest.period_key
+                                    OR (latest.period_key IS NULL AND v.period_start = latest.period_start))
+                         )
+                         ORDER BY period_start LIMIT $5",
+                    ),
+                    user_id, site_id, metric_key, since, crate::UNFILLED_LIMIT
+                )
+                .fetch_all(&self.pool)
+                .await?;
+                Ok(unfilled)
             }
 
             #[tracing::instrument(level = "debug", skip(self))]
@@ -1116,7 +1146,7 @@ macro_rules! shared_store {
             async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError> {
                 let mut tx = self.pool.begin().await?;
                 for (slot, value, raw) in values {
-                    Self::store_value_on(&mut tx, slot, *value, raw, now).await?;
+                    Self::store_value_on(&mut tx, slot, (*value, raw, None), now).await?;
                 }
                 tx.commit().await?;
                 Ok(())

@@ -291,8 +291,15 @@ async fn one_value_per_slot_and_every_attempt_logged() {
             start_date: "2026-08-20",
             period_key: "2026-08-20",
         };
-        store.record_result(&slot, &CollectionResult::Stored { value: 2340.0, raw: "\"$2,340.00\"" }, 5).await.unwrap();
-        store.record_result(&slot, &CollectionResult::Stored { value: 2341.5, raw: "2341.5" }, 6).await.unwrap();
+        store
+            .record_result(&slot, &CollectionResult::Stored { value: 2340.0, raw: "\"$2,340.00\"", source: None }, 5)
+            .await
+            .unwrap();
+        let source = Some(r#"{"tool":"shop.getSalesSummary"}"#);
+        store
+            .record_result(&slot, &CollectionResult::Stored { value: 2341.5, raw: "2341.5", source }, 6)
+            .await
+            .unwrap();
         let later = Slot { period_start: 87_400, start_date: "2026-08-21", period_key: "2026-08-21", ..slot.clone() };
         let dropped = CollectionResult::Dropped { reason: "the value is null", raw: Some("null") };
         store.record_result(&later, &dropped, 7).await.unwrap();
@@ -300,6 +307,7 @@ async fn one_value_per_slot_and_every_attempt_logged() {
         let values = store.values(hal.id, site.id, "sales.revenue.daily", 0).await.unwrap();
         assert_eq!(values.len(), 1, "{name}: replaced, not duplicated");
         assert_eq!((values[0].value, values[0].raw.as_str()), (2341.5, "2341.5"), "{name}");
+        assert_eq!(values[0].source.as_deref(), source, "{name}: what the value was read from");
         let attempts = store.attempts(hal.id, site.id, 10).await.unwrap();
         assert_eq!(attempts.len(), 3, "{name}");
         assert_eq!(
@@ -562,8 +570,11 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
         assert_eq!(second.len(), 1, "{name}: the lease expired");
         assert_eq!((second[0].id, second[0].fence), (first[0].id, 2), "{name}");
 
-        let stale =
-            Completion { job: &first[0], result: CollectionResult::Stored { value: 1.0, raw: "1" }, duration_ms: None };
+        let stale = Completion {
+            job: &first[0],
+            result: CollectionResult::Stored { value: 1.0, raw: "1", source: None },
+            duration_ms: None,
+        };
         assert_eq!(store.complete_jobs(&[stale], 41).await.unwrap(), [false], "{name}: fenced out");
         assert!(store.values(user, site, "sales.revenue.daily", 0).await.unwrap().is_empty(), "{name}");
         assert!(store.attempts(user, site, 10).await.unwrap().is_empty(), "{name}: not even an attempt");
@@ -571,12 +582,13 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
 
         let current = Completion {
             job: &second[0],
-            result: CollectionResult::Stored { value: 2.0, raw: "\"$2\"" },
+            result: CollectionResult::Stored { value: 2.0, raw: "\"$2\"", source: Some(r#"{"tool":"t"}"#) },
             duration_ms: None,
         };
         assert_eq!(store.complete_jobs(&[current], 42).await.unwrap(), [true], "{name}");
         let values = store.values(user, site, "sales.revenue.daily", 0).await.unwrap();
         assert_eq!((values.len(), values[0].value, values[0].raw.as_str()), (1, 2.0, "\"$2\""), "{name}");
+        assert_eq!(values[0].source.as_deref(), Some(r#"{"tool":"t"}"#), "{name}: what it was read from");
         let attempts = store.attempts(user, site, 10).await.unwrap();
         assert_eq!(attempts.iter().map(|a| a.outcome.as_str()).collect::<Vec<_>>(), ["stored"], "{name}");
         assert!(store.claim_jobs(&claim("c", 1_000, 30, 5)).await.unwrap().is_empty(), "{name}: done");
@@ -603,10 +615,14 @@ async fn a_job_twice_in_one_completion_is_written_once_under_its_current_fence()
         let second = store.claim_jobs(&claim("a", 40, 30, 5)).await.unwrap();
         assert_eq!((second[0].id, second[0].fence), (first[0].id, 2), "{name}");
         let both = [
-            Completion { job: &first[0], result: CollectionResult::Stored { value: 1.0, raw: "1" }, duration_ms: None },
+            Completion {
+                job: &first[0],
+                result: CollectionResult::Stored { value: 1.0, raw: "1", source: None },
+                duration_ms: None,
+            },
             Completion {
                 job: &second[0],
-                result: CollectionResult::Stored { value: 2.0, raw: "2" },
+                result: CollectionResult::Stored { value: 2.0, raw: "2", source: None },
                 duration_ms: None,
             },
         ];
@@ -837,7 +853,10 @@ async fn removal_and_account_deletion_take_the_users_data_with_them() {
             store.add_to_vault(user.id, site.id, 0).await.unwrap();
             assert!(store.set_credential(user.id, site.id, Some(b"sealed")).await.unwrap(), "{name}");
             let slot = day_slot(user.id, site.id, 1, "2026-01-02");
-            store.record_result(&slot, &CollectionResult::Stored { value: 1.0, raw: "1" }, 5).await.unwrap();
+            store
+                .record_result(&slot, &CollectionResult::Stored { value: 1.0, raw: "1", source: None }, 5)
+                .await
+                .unwrap();
             let slot = day_slot(user.id, site.id, 2, "2026-01-03");
             let job = servio_store::NewJob { slot, not_before: 0, deadline: 9, kind: servio_store::JobKind::Scheduled };
             store.enqueue_jobs(&[job], 0).await.unwrap();
@@ -911,8 +930,15 @@ async fn site_health_counts_across_users_and_hides_what_few_stand_behind() {
         for i in 0..6 {
             let user = store.create_user(&format!("health-{i}-{name}@example.com"), "h", "UTC", 0).await.unwrap();
             // Six users stored a value, in 10 to 60 ms; five of them also had one dropped.
-            attempt(user.id, site, 1, CollectionResult::Stored { value: 1.0, raw: "1" }, 10.0 * (i + 1) as f64, 1_000)
-                .await;
+            attempt(
+                user.id,
+                site,
+                1,
+                CollectionResult::Stored { value: 1.0, raw: "1", source: None },
+                10.0 * (i + 1) as f64,
+                1_000,
+            )
+            .await;
             if i < 5 {
                 attempt(user.id, site, 2, not_a_number.clone(), 5.0, 1_000).await;
             }
@@ -972,8 +998,11 @@ async fn handed_back_jobs_are_claimed_at_once_and_fence_out_their_old_holder() {
         assert_eq!(ids, held_ids, "{name}: the handed-back jobs, at once, not the other owner's");
         assert!(taken.iter().all(|job| job.fence == 3), "{name}: claimed, handed back, claimed again");
 
-        let late =
-            Completion { job: &held[0], result: CollectionResult::Stored { value: 1.0, raw: "1" }, duration_ms: None };
+        let late = Completion {
+            job: &held[0],
+            result: CollectionResult::Stored { value: 1.0, raw: "1", source: None },
+            duration_ms: None,
+        };
         assert_eq!(store.complete_jobs(&[late], 22).await.unwrap(), [false], "{name}: the old holder is fenced out");
     }
 }
@@ -1084,9 +1113,15 @@ async fn one_value_per_period_key_whatever_the_zone() {
         let auckland =
             Slot { period_start: 1_787_140_800, period_end: 1_787_227_200, ..day_slot(user, site, 0, "2026-08-20") };
         let new_york = Slot { period_start: 1_787_198_400, period_end: 1_787_284_800, ..auckland.clone() };
-        store.record_result(&auckland, &CollectionResult::Stored { value: 1.0, raw: "1" }, 10).await.unwrap();
+        store
+            .record_result(&auckland, &CollectionResult::Stored { value: 1.0, raw: "1", source: None }, 10)
+            .await
+            .unwrap();
         assert!(store.slot_settled(&new_york).await.unwrap(), "{name}: the date has a value");
-        store.record_result(&new_york, &CollectionResult::Stored { value: 2.0, raw: "2" }, 20).await.unwrap();
+        store
+            .record_result(&new_york, &CollectionResult::Stored { value: 2.0, raw: "2", source: None }, 20)
+            .await
+            .unwrap();
         let values = store.values(user, site, "sales.revenue.daily", 0).await.unwrap();
         let got: Vec<(&str, i64, f64)> =
             values.iter().map(|v| (v.start_date.as_str(), v.period_start, v.value)).collect();
@@ -1135,7 +1170,7 @@ async fn an_hour_value_from_before_keys_is_replaced_by_its_hour() {
         store.store_values(&[(hour.clone(), 1.0, "1")], 5).await.unwrap();
         let keyed = Slot { period_key: "1970-01-01T01", ..hour.clone() };
         assert!(store.slot_settled(&keyed).await.unwrap(), "{name}: settled by the value from before");
-        store.record_result(&keyed, &CollectionResult::Stored { value: 2.0, raw: "2" }, 6).await.unwrap();
+        store.record_result(&keyed, &CollectionResult::Stored { value: 2.0, raw: "2", source: None }, 6).await.unwrap();
         let values = store.values(user, site, "visits.hourly", 0).await.unwrap();
         assert_eq!(values.iter().map(|v| v.value).collect::<Vec<_>>(), [2.0], "{name}: replaced, not beside it");
     }
@@ -1218,7 +1253,7 @@ async fn a_nul_from_a_site_is_stored_as_a_replacement_and_costs_no_other_result(
                 CollectionResult::Dropped { reason: "valuePath data.to\0tal: no value there", raw: Some("\"4\0\"") }
             }
             (true, _) => CollectionResult::Failed { reason: "the tool answered 400: \0" },
-            (false, _) => CollectionResult::Stored { value: 7.0, raw: "7" },
+            (false, _) => CollectionResult::Stored { value: 7.0, raw: "7", source: None },
         };
         let completions: Vec<Completion> =
             jobs.iter().map(|job| Completion { job, result: results(job), duration_ms: Some(1.0) }).collect();

@@ -283,26 +283,36 @@ pub const STATELESS: &str = "2026-07-28";
 /// A 2026-07-28 request of `method` with `params`, with the `_meta` and headers that revision
 /// requires.
 pub fn stateless(server: &Server, token: &str, id: i64, method: &str, mut params: Value) -> RequestBuilder {
+    // The name the 2026-07-28 headers carry for methods that name something.
+    let named = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str).map(str::to_owned);
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": STATELESS,
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": { "name": "test", "version": "0" },
     });
-    server
+    let request = server
         .http
         .post(format!("{}/mcp", server.base))
         .bearer_auth(token)
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", STATELESS)
-        .header("mcp-method", method)
-        .json(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+        .header("mcp-method", method);
+    let request = match named {
+        Some(name) => request.header("mcp-name", name),
+        None => request,
+    };
+    request.json(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
 }
 
 /// A `subscriptions/listen` stream (2026-07-28) of catalogue changes for `token`, once the
 /// server acknowledged it.
 pub async fn listen_stateless(server: &Server, token: &str) -> reqwest::Response {
-    let notifications = json!({ "notifications": { "toolsListChanged": true } });
-    let mut stream = stateless(server, token, 1, "subscriptions/listen", notifications).send().await.unwrap();
+    listen_stateless_with(server, token, json!({ "notifications": { "toolsListChanged": true } })).await
+}
+
+/// A `subscriptions/listen` stream (2026-07-28) with the params `filter`, once acknowledged.
+pub async fn listen_stateless_with(server: &Server, token: &str, filter: Value) -> reqwest::Response {
+    let mut stream = stateless(server, token, 1, "subscriptions/listen", filter).send().await.unwrap();
     assert_eq!(stream.status(), StatusCode::OK);
     let acknowledged = "notifications/subscriptions/acknowledged";
     let heard = hear(&mut stream, acknowledged, std::time::Duration::from_secs(10)).await;

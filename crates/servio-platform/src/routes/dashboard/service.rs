@@ -264,7 +264,7 @@ impl Raw {
         utoipa::openapi::ObjectBuilder::new().schema_type(types).build()
     }
 
-    fn from_stored(text: &str) -> Raw {
+    pub(crate) fn from_stored(text: &str) -> Raw {
         RawValue::from_string(text.to_owned()).map_or_else(|_| Raw::Text(text.to_owned()), Raw::Json)
     }
 }

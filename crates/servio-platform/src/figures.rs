@@ -1,0 +1,480 @@
+//! The audited figures, for AI clients: every metric collected for a user, and one metric's
+//! periods over a range, each with what it was read from (the zone, the tool, the resolved
+//! arguments, the `valuePath`), the comparison the dashboard shows (§8) and why the periods
+//! without a value have none. MCP serves them as resources, as the read-only tool
+//! [`TOOL_NAME`] and in the `morning_briefing` prompt (see [`crate::mcp`]).
+//!
+//! A metric's address is `servio://metrics/{site}/{metric}`, where `{site}` is the site's host
+//! (and `:port` when not the default) and `{metric}` the brief's key; `?from=&to=` (local
+//! period start dates, `YYYY-MM-DD`) choose the range.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+use serde::Serialize;
+use serde_json::Value;
+use servio_collector::manifests::{CheckedManifest, Wait};
+use servio_collector::trend::{Trend, comparison_start, trend};
+use servio_manifest::Metric;
+use servio_manifest::period::{Granularity, Period};
+use servio_store::{AttemptOutcome, StoredValue, UnfilledPeriod, User, VaultEntry};
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::routes::dashboard::service::Raw;
+
+/// The tool that answers with the figures.
+pub const TOOL_NAME: &str = "servio_metrics";
+/// Where a metric's address starts.
+pub const URI_PREFIX: &str = "servio://metrics/";
+/// The address of any metric over any range (RFC 6570).
+pub const URI_TEMPLATE: &str = "servio://metrics/{site}/{metric}{?from,to}";
+
+/// Why figures could not be given.
+#[derive(Debug, thiserror::Error)]
+pub enum FiguresError {
+    /// The address or the arguments are wrong: says what.
+    #[error("{0}")]
+    Invalid(String),
+    /// No such metric in the user's vault.
+    #[error("{0}")]
+    NotFound(String),
+    /// The platform failed.
+    #[error(transparent)]
+    Api(#[from] ApiError),
+}
+
+/// A metric collected for the user.
+pub struct MetricRef {
+    /// The site's host and port, as in the address.
+    pub site: String,
+    /// The site's origin.
+    pub origin: String,
+    /// The site's id in the vault.
+    site_id: i64,
+    /// The manifest's name.
+    pub site_name: String,
+    /// The metric as the acting brief declares it.
+    pub metric: Metric,
+}
+
+impl MetricRef {
+    /// Its address.
+    pub fn uri(&self) -> String {
+        format!("{URI_PREFIX}{}/{}", self.site, self.metric.key)
+    }
+
+    /// Its name for people: the canonical key's label, or the key.
+    pub fn title(&self) -> String {
+        let label = servio_manifest::brief::canonical_label(&self.metric.key).unwrap_or(&self.metric.key);
+        format!("{label} on {}", self.site_name)
+    }
+}
+
+/// One entry of the list of metrics.
+#[derive(Debug, Serialize)]
+pub struct Listed {
+    /// The site's host and port.
+    pub site: String,
+    /// The site's origin.
+    pub origin: String,
+    /// The manifest's name.
+    pub site_name: String,
+    /// The metric's key.
+    pub metric: String,
+    /// The canonical key's label.
+    pub label: Option<&'static str>,
+    /// The declared unit.
+    pub unit: Option<String>,
+    /// `hour`, `day`, `week` or `month`.
+    pub granularity: &'static str,
+    /// The metric's resource.
+    pub uri: String,
+}
+
+impl From<&MetricRef> for Listed {
+    fn from(found: &MetricRef) -> Listed {
+        Listed {
+            site: found.site.clone(),
+            origin: found.origin.clone(),
+            site_name: found.site_name.clone(),
+            metric: found.metric.key.clone(),
+            label: servio_manifest::brief::canonical_label(&found.metric.key),
+            unit: found.metric.unit.clone(),
+            granularity: found.metric.granularity.as_str(),
+            uri: found.uri(),
+        }
+    }
+}
+
+/// The host and port of `origin` (`shop.example`, `localhost:8443`): its address's `{site}`.
+fn authority(origin: &str) -> &str {
+    origin.split_once("://").map_or(origin, |(_, rest)| rest).trim_end_matches('/')
+}
+
+/// Every metric of the briefs acting for `user` (the manifests they approved), site by site.
+pub async fn metrics(state: &AppState, user: &User) -> Result<Vec<MetricRef>, ApiError> {
+    let mut found = Vec::new();
+    for entry in state.store.vault_entries(user.id).await? {
+        let Some(acting) = acting(state, &entry).await? else { continue };
+        for metric in acting.brief.iter().flat_map(|brief| &brief.metrics) {
+            found.push(MetricRef {
+                site: authority(&entry.site.origin).to_owned(),
+                origin: entry.site.origin.clone(),
+                site_id: entry.site.id,
+                site_name: acting.manifest.name.clone(),
+                metric: metric.clone(),
+            });
+        }
+    }
+    Ok(found)
+}
+
+async fn acting(state: &AppState, entry: &VaultEntry) -> Result<Option<Arc<CheckedManifest>>, ApiError> {
+    Ok(state.collector.acting(entry, Wait::Bounded).await?)
+}
+
+/// Which metric, over which local dates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ask {
+    /// The site: its host and port, its origin, or any URL on it.
+    pub site: String,
+    /// The metric's key.
+    pub metric: String,
+    /// The first period's start date, `YYYY-MM-DD`.
+    pub from: Option<String>,
+    /// The last period's start date.
+    pub to: Option<String>,
+}
+
+impl Ask {
+    /// The ask a metric's address makes: `servio://metrics/{site}/{metric}[?from=&to=]`.
+    pub fn from_uri(uri: &str) -> Result<Ask, FiguresError> {
+        // No resource has an address of another form: it is not there.
+        let invalid = || FiguresError::NotFound(format!("{uri:?} is not a metric's address: {URI_TEMPLATE}"));
+        let rest = uri.strip_prefix(URI_PREFIX).ok_or_else(invalid)?;
+        let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (site, metric) = path.split_once('/').ok_or_else(invalid)?;
+        if site.is_empty() || metric.is_empty() || metric.contains('/') {
+            return Err(invalid());
+        }
+        let mut ask = Ask { site: site.to_owned(), metric: metric.to_owned(), ..Ask::default() };
+        for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
+            match &*name {
+                "from" => ask.from = Some(value.into_owned()),
+                "to" => ask.to = Some(value.into_owned()),
+                other => return Err(FiguresError::Invalid(format!("{uri:?}: unknown parameter {other:?}: from, to"))),
+            }
+        }
+        Ok(ask)
+    }
+
+    /// The address of this ask (with its range, when it names one).
+    fn uri(&self, found: &MetricRef) -> String {
+        let mut uri = found.uri();
+        let range: Vec<String> = [("from", &self.from), ("to", &self.to)]
+            .into_iter()
+            .filter_map(|(name, value)| Some(format!("{name}={}", value.as_deref()?)))
+            .collect();
+        if !range.is_empty() {
+            uri = format!("{uri}?{}", range.join("&"));
+        }
+        uri
+    }
+}
+
+/// The metric `ask` names among `metrics`: the site by its host and port (whatever scheme or
+/// path it was given with), the metric by its key.
+pub fn find<'a>(metrics: &'a [MetricRef], ask: &Ask) -> Result<&'a MetricRef, FiguresError> {
+    let wanted = servio_manifest::Site::parse(ask.site.trim())
+        .map_err(|e| FiguresError::Invalid(format!("site {:?}: {e}", ask.site)))?;
+    let wanted = authority(wanted.origin());
+    let of_site: Vec<&MetricRef> = metrics.iter().filter(|m| m.site.eq_ignore_ascii_case(wanted)).collect();
+    if of_site.is_empty() {
+        return Err(FiguresError::NotFound(format!("no site {wanted:?} with collected metrics in your vault")));
+    }
+    of_site.into_iter().find(|m| m.metric.key == ask.metric).ok_or_else(|| {
+        FiguresError::NotFound(format!("site {wanted:?} has no metric {:?} in the brief you approved", ask.metric))
+    })
+}
+
+/// One metric's periods over a range.
+#[derive(Debug, Serialize)]
+pub struct History {
+    /// Its address, with the range asked for.
+    pub uri: String,
+    /// The metric.
+    #[serde(flatten)]
+    pub listed: Listed,
+    /// The user's zone now, in which `from` and `to` are read.
+    pub time_zone: String,
+    /// The first period's start date.
+    pub from: String,
+    /// The last period's start date.
+    pub to: String,
+    /// What each period is compared with (§8).
+    pub compared_with: &'static str,
+    /// The periods with a value, oldest first.
+    pub periods: Vec<Figure>,
+    /// The periods tried without a value, oldest first, each with why.
+    pub unfilled: Vec<Unfilled>,
+    /// How to read it.
+    pub note: &'static str,
+}
+
+/// What a model is told of the figures.
+const NOTE: &str = "Each value is the number the site's tool answered at value_path, for the period \
+    in time_zone, collected at collected_at; raw is that answer's value as the site wrote it. A \
+    period in neither periods nor unfilled was not collected (yet). A comparison is made only \
+    against a period that was collected; otherwise it says why not.";
+
+/// A period with its value, and where the value comes from.
+#[derive(Debug, Serialize)]
+pub struct Figure {
+    /// The period's key: its start date (and hour, for `hour`).
+    pub period: String,
+    /// Its first instant, RFC 3339 in the zone it was collected in.
+    pub period_start: String,
+    /// The first instant after it.
+    pub period_end: String,
+    /// The zone it was resolved in when collected (`null` for values from before this was kept).
+    pub time_zone: Option<String>,
+    /// The value.
+    pub value: f64,
+    /// The value as the site sent it: a number or a string.
+    pub raw: Raw,
+    /// When it was collected (UTC).
+    pub collected_at: String,
+    /// The tool called, unprefixed.
+    pub tool: Option<String>,
+    /// The arguments it was called with, placeholders filled.
+    pub arguments: Option<Value>,
+    /// Where the number was in the answer.
+    pub value_path: Option<String>,
+    /// Against the comparison period.
+    pub comparison: Comparison,
+}
+
+/// A period against its comparison period (§8).
+#[derive(Debug, Serialize)]
+pub struct Comparison {
+    /// The comparison period's key.
+    pub period: Option<String>,
+    /// Its value, when it was collected.
+    pub value: Option<f64>,
+    /// The difference, when there is a value to compare with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<f64>,
+    /// The difference in percent, unless the earlier value is 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percent: Option<f64>,
+    /// Why there is nothing to compare with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A period tried without a value.
+#[derive(Debug, Serialize)]
+pub struct Unfilled {
+    /// The period's key.
+    pub period: String,
+    /// Its first instant (UTC).
+    pub period_start: String,
+    /// `dropped` (the answer held no number), `failed` (for good) or `retrying`.
+    pub outcome: &'static str,
+    /// Why, as the collection log says.
+    pub reason: String,
+    /// When it was last tried (UTC).
+    pub attempted_at: String,
+    /// When it is tried again, if it is (UTC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<String>,
+}
+
+/// How many days a range may span: a year's periods with room; an hour's range, a month.
+const MAX_SPAN_DAYS: i64 = 400;
+const MAX_HOUR_SPAN_DAYS: i64 = 31;
+/// How far before a range its comparison periods reach (a month, for `month`).
+const COMPARISON_REACH_SECONDS: i64 = 32 * 24 * 3600;
+
+/// The periods of `found` that `ask` wants, for `user`.
+pub async fn history(state: &AppState, user: &User, found: &MetricRef, ask: &Ask) -> Result<History, FiguresError> {
+    let zone = servio_manifest::period::zone(&user.time_zone).map_err(ApiError::internal)?;
+    let granularity = found.metric.granularity;
+    let (from, to) = range(ask, granularity, &zone)?;
+    let first = servio_manifest::period::resolve(granularity, from, 0, &zone)
+        .map_err(|e| FiguresError::Invalid(format!("`from` {from}: {e:?}")))?;
+    let since = first.start.as_second() - COMPARISON_REACH_SECONDS;
+    let values = state.store.values(user.id, found.site_id, &found.metric.key, since).await.map_err(ApiError::from)?;
+    let unfilled =
+        state.store.unfilled_periods(user.id, found.site_id, &found.metric.key, since).await.map_err(ApiError::from)?;
+    let (from_text, to_text) = (from.to_string(), to.to_string());
+    let in_range = |date: &str| (from_text.as_str()..=to_text.as_str()).contains(&date);
+    let by_key: HashMap<&str, &StoredValue> = values.iter().map(|v| (v.period_key.as_str(), v)).collect();
+    let why_not: HashMap<String, &UnfilledPeriod> = unfilled.iter().map(|u| (unfilled_key(u), u)).collect();
+    let periods = values
+        .iter()
+        .filter(|v| in_range(&v.start_date))
+        .map(|v| figure(v, granularity, &zone, (&by_key, &why_not)))
+        .collect();
+    let unfilled = unfilled.iter().filter(|u| in_range(&u.start_date)).map(unfilled_of).collect();
+    Ok(History {
+        uri: ask.uri(found),
+        listed: Listed::from(found),
+        time_zone: user.time_zone.clone(),
+        from: from_text,
+        to: to_text,
+        compared_with: compared_with(granularity),
+        periods,
+        unfilled,
+        note: NOTE,
+    })
+}
+
+/// The dates asked for, checked: by default the recent periods (two days of hours, four weeks
+/// of days, twelve weeks, twelve months) up to today in `zone`.
+fn range(ask: &Ask, granularity: Granularity, zone: &TimeZone) -> Result<(Date, Date), FiguresError> {
+    let date = |name: &str, text: &str| -> Result<Date, FiguresError> {
+        text.parse::<Date>()
+            .map_err(|e| FiguresError::Invalid(format!("`{name}` {text:?} is not a date of the form YYYY-MM-DD: {e}")))
+    };
+    let today = jiff::Timestamp::now().to_zoned_datetime(zone.clone()).date();
+    let to = ask.to.as_deref().map(|text| date("to", text)).transpose()?.unwrap_or(today);
+    let back = match granularity {
+        Granularity::Hour => 1,
+        Granularity::Day => 27,
+        Granularity::Week => 7 * 12,
+        Granularity::Month => 366,
+    };
+    let from = match ask.from.as_deref() {
+        Some(text) => date("from", text)?,
+        None => to.checked_sub(jiff::Span::new().days(back)).unwrap_or(to),
+    };
+    let span = (to - from).get_days();
+    let most = if granularity == Granularity::Hour { MAX_HOUR_SPAN_DAYS } else { MAX_SPAN_DAYS };
+    if to < from || i64::from(span) > most {
+        return Err(FiguresError::Invalid(format!(
+            "`to` must be on or after `from`, at most {most} days later for a metric by the {}",
+            granularity.as_str()
+        )));
+    }
+    Ok((from, to))
+}
+
+fn compared_with(granularity: Granularity) -> &'static str {
+    match granularity {
+        Granularity::Hour => "the same hour the day before",
+        Granularity::Day => "the same weekday a week earlier",
+        Granularity::Week => "the week before",
+        Granularity::Month => "the month before",
+    }
+}
+
+/// What a stored source says (a JSON object; `{}` for values from before it was kept).
+fn source_of(value: &StoredValue) -> serde_json::Map<String, Value> {
+    value.source.as_deref().and_then(|text| serde_json::from_str(text).ok()).unwrap_or_default()
+}
+
+/// `instant` (Unix seconds) in RFC 3339, in `zone` or in UTC.
+fn instant(seconds: i64, zone: Option<&TimeZone>) -> String {
+    let Ok(instant) = jiff::Timestamp::from_second(seconds) else { return seconds.to_string() };
+    match zone {
+        Some(zone) => instant.to_zoned_datetime(zone.clone()).strftime("%Y-%m-%dT%H:%M:%S%:z").to_string(),
+        None => instant.to_string(),
+    }
+}
+
+type Known<'a> = (&'a HashMap<&'a str, &'a StoredValue>, &'a HashMap<String, &'a UnfilledPeriod>);
+
+/// A stored value as a figure, with its comparison among the values and unfilled periods known.
+fn figure(value: &StoredValue, granularity: Granularity, user_zone: &TimeZone, known: Known<'_>) -> Figure {
+    let mut source = source_of(value);
+    let zone_name = source.get("time_zone").and_then(Value::as_str).map(str::to_owned);
+    let zone = zone_name.as_deref().and_then(|name| servio_manifest::period::zone(name).ok());
+    let text = |name: &str| source.get(name).and_then(Value::as_str).map(str::to_owned);
+    let (tool, value_path) = (text("tool"), text("value_path"));
+    let arguments = source.remove("arguments");
+    // The period as collected: resolved in its zone (the user's, for values from before the
+    // zone was kept) from its key.
+    let period = Period::from_key(granularity, &value.period_key, zone.as_ref().unwrap_or(user_zone));
+    Figure {
+        period: value.period_key.clone(),
+        period_start: instant(value.period_start, zone.as_ref()),
+        period_end: instant(value.period_end, zone.as_ref()),
+        time_zone: zone_name,
+        value: value.value,
+        raw: Raw::from_stored(&value.raw),
+        collected_at: instant(value.collected_at, None),
+        tool,
+        arguments,
+        value_path,
+        comparison: comparison(value.value, period.as_ref(), known),
+    }
+}
+
+/// A value against its comparison period, when that was collected; otherwise why not.
+fn comparison(current: f64, period: Option<&Period>, (values, unfilled): Known<'_>) -> Comparison {
+    let key = period.and_then(|period| {
+        let (date, hour) = comparison_start(period).ok()?;
+        Some(match period.granularity {
+            Granularity::Hour => format!("{date}T{hour:02}"),
+            _ => date.to_string(),
+        })
+    });
+    let none = |period: Option<String>, reason: String| Comparison {
+        period,
+        value: None,
+        change: None,
+        percent: None,
+        reason: Some(reason),
+    };
+    let Some(key) = key else {
+        return none(None, "the period could not be resolved to find the one before it".to_owned());
+    };
+    let previous = values.get(key.as_str()).map(|found| found.value);
+    match trend(current, previous) {
+        Trend::None => {
+            let reason = match unfilled.get(&key) {
+                Some(tried) => format!("{key} has no value: {}", tried.reason.as_deref().unwrap_or("no reason logged")),
+                None => format!("nothing was collected for {key}"),
+            };
+            none(Some(key), reason)
+        }
+        Trend::Absolute(change) => Comparison {
+            period: Some(key),
+            value: previous,
+            change: Some(change),
+            percent: None,
+            reason: Some("the earlier value is 0: no percentage".to_owned()),
+        },
+        Trend::Relative { change, percent } => Comparison {
+            period: Some(key),
+            value: previous,
+            change: Some(change),
+            percent: Some(percent),
+            reason: None,
+        },
+    }
+}
+
+/// The key of an unfilled period (its start date and instant, for attempts from before keys).
+fn unfilled_key(unfilled: &UnfilledPeriod) -> String {
+    unfilled.period_key.clone().unwrap_or_else(|| format!("{}@{}", unfilled.start_date, unfilled.period_start))
+}
+
+fn unfilled_of(unfilled: &UnfilledPeriod) -> Unfilled {
+    Unfilled {
+        period: unfilled_key(unfilled),
+        period_start: instant(unfilled.period_start, None),
+        outcome: match unfilled.outcome {
+            AttemptOutcome::Dropped => "dropped",
+            AttemptOutcome::Retry => "retrying",
+            _ => "failed",
+        },
+        reason: unfilled.reason.clone().unwrap_or_else(|| "no reason logged".to_owned()),
+        attempted_at: instant(unfilled.attempted_at, None),
+        retry_at: unfilled.retry_at.map(|at| instant(at, None)),
+    }
+}

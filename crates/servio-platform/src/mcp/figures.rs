@@ -1,0 +1,272 @@
+//! The audited figures ([`crate::figures`]) in MCP's words: each metric a resource (and one
+//! template for any range), the read-only tool [`TOOL_NAME`] for clients that only call tools,
+//! and the `morning_briefing` prompt.
+
+use std::sync::Arc;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolResult, ContentBlock, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    Prompt, PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, Tool,
+    ToolAnnotations,
+};
+use serde_json::{Value, json};
+use servio_store::User;
+
+use crate::AppState;
+use crate::figures::{self, Ask, Figure, FiguresError, History, Listed, MetricRef, TOOL_NAME};
+
+/// The prompt that assembles the morning's briefing.
+pub const PROMPT_NAME: &str = "morning_briefing";
+const JSON: &str = "application/json";
+
+/// An MCP error for figures that could not be given: the client's mistake as invalid params
+/// (a resource that is not there as MCP's "resource not found", -32002), the platform's as an
+/// internal error, logged.
+fn mcp_error(error: FiguresError, user: &User) -> McpError {
+    match error {
+        FiguresError::Invalid(message) => McpError::invalid_params(message, None),
+        FiguresError::NotFound(message) => McpError::resource_not_found(message, None),
+        FiguresError::Api(error) => {
+            tracing::error!(user_id = user.id, %error, "reading figures failed");
+            McpError::internal_error("the figures could not be read", None)
+        }
+    }
+}
+
+async fn metrics(state: &AppState, user: &User) -> Result<Vec<MetricRef>, McpError> {
+    figures::metrics(state, user).await.map_err(|e| mcp_error(e.into(), user))
+}
+
+/// Every metric collected for the user, as a resource.
+pub async fn list_resources(state: &AppState, user: &User) -> Result<ListResourcesResult, McpError> {
+    let resources = metrics(state, user)
+        .await?
+        .iter()
+        .map(|found| {
+            let mut resource = Resource::new(found.uri(), format!("{}/{}", found.site, found.metric.key));
+            resource.title = Some(found.title());
+            resource.description = Some(format!(
+                "The {} values of {} from {}: each period with where its number comes from, the \
+                 comparison the dashboard shows, and why periods without a value have none. \
+                 Add ?from=YYYY-MM-DD&to=YYYY-MM-DD for another range.",
+                found.metric.granularity.as_str(),
+                found.metric.key,
+                found.origin
+            ));
+            resource.mime_type = Some(JSON.to_owned());
+            resource
+        })
+        .collect();
+    Ok(ListResourcesResult::with_all_items(resources))
+}
+
+/// The one template: any metric over any range.
+pub fn list_resource_templates() -> ListResourceTemplatesResult {
+    let mut template = ResourceTemplate::new(figures::URI_TEMPLATE, "metric");
+    template.title = Some("A metric over a range of periods".to_owned());
+    template.description = Some(
+        "site: the site's host[:port]; metric: the brief's key; from, to: the first and last \
+         period start dates (YYYY-MM-DD, in your time zone)."
+            .to_owned(),
+    );
+    template.mime_type = Some(JSON.to_owned());
+    ListResourceTemplatesResult::with_all_items(vec![template])
+}
+
+/// One metric's periods, as `application/json`.
+pub async fn read_resource(state: &AppState, user: &User, uri: &str) -> Result<ReadResourceResult, McpError> {
+    let history = async { history(state, user, &Ask::from_uri(uri).map_err(|e| mcp_error(e, user))?).await };
+    let history = history.await.map_err(|mut error| {
+        // The address asked for, as the specification asks of a resource that is not there.
+        if error.code == rmcp::model::ErrorCode::RESOURCE_NOT_FOUND {
+            error.data = Some(json!({ "uri": uri }));
+        }
+        error
+    })?;
+    let text = serde_json::to_string(&history).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+    let contents = ResourceContents::TextResourceContents {
+        uri: uri.to_owned(),
+        mime_type: Some(JSON.to_owned()),
+        text,
+        meta: None,
+    };
+    Ok(ReadResourceResult::new(vec![contents]))
+}
+
+async fn history(state: &AppState, user: &User, ask: &Ask) -> Result<History, McpError> {
+    let metrics = metrics(state, user).await?;
+    let found = figures::find(&metrics, ask).map_err(|e| mcp_error(e, user))?;
+    figures::history(state, user, found, ask).await.map_err(|e| mcp_error(e, user))
+}
+
+/// The tool, as listed.
+pub fn tool() -> Tool {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "site": {
+                "type": "string",
+                "description": "The site: its host[:port] as listed, its origin or any URL on it. With `metric`.",
+            },
+            "metric": { "type": "string", "description": "The metric's key, such as sales.revenue.daily. With `site`." },
+            "from": { "type": "string", "format": "date", "description": "The first period's start date, YYYY-MM-DD." },
+            "to": { "type": "string", "format": "date", "description": "The last period's start date, YYYY-MM-DD." },
+        },
+        "additionalProperties": false,
+    });
+    let Value::Object(schema) = schema else { unreachable!("an object literal") };
+    let description = "Your audited figures from Servio. Without arguments: which metrics you have \
+        (site, metric, unit, granularity). With site and metric (and optionally from and to): that \
+        metric's periods, each with its value exactly as collected, the site's raw answer, when it \
+        was collected, the tool, arguments and value_path it was read with, and the comparison with \
+        the earlier period; periods without a value say why. Quote these numbers rather than \
+        calling the site's tools and reading their answers yourself.";
+    let mut tool = Tool::new(TOOL_NAME, description, Arc::new(schema));
+    tool.title = Some("Your metrics (Servio)".to_owned());
+    let mut annotations = ToolAnnotations::new();
+    annotations.title = tool.title.clone();
+    annotations.read_only_hint = Some(true);
+    annotations.destructive_hint = Some(false);
+    annotations.idempotent_hint = Some(true);
+    annotations.open_world_hint = Some(false);
+    tool.with_annotations(annotations)
+}
+
+/// A call of the tool: the list, or one metric's periods; a mistake in the arguments is a tool
+/// error the model can read and correct.
+pub async fn call_tool(state: &AppState, user: &User, args: &Value) -> Result<CallToolResult, McpError> {
+    let text = |name: &str| args.get(name).and_then(Value::as_str).map(str::to_owned);
+    if let Some(unknown) = args
+        .as_object()
+        .and_then(|args| args.keys().find(|key| !["site", "metric", "from", "to"].contains(&key.as_str())).cloned())
+    {
+        return Ok(tool_mistake(format!("unknown argument {unknown:?}: site, metric, from, to")));
+    }
+    match (text("site"), text("metric")) {
+        (None, None) => {
+            let listed: Vec<Listed> = metrics(state, user).await?.iter().map(Listed::from).collect();
+            Ok(CallToolResult::structured(json!({ "metrics": listed })))
+        }
+        (Some(site), Some(metric)) => {
+            let ask = Ask { site, metric, from: text("from"), to: text("to") };
+            let metrics = metrics(state, user).await?;
+            let found = match figures::find(&metrics, &ask) {
+                Ok(found) => found,
+                Err(FiguresError::Api(error)) => return Err(mcp_error(FiguresError::Api(error), user)),
+                Err(mistake) => return Ok(tool_mistake(mistake.to_string())),
+            };
+            match figures::history(state, user, found, &ask).await {
+                Ok(history) => Ok(CallToolResult::structured(serde_json::to_value(history).unwrap_or_default())),
+                Err(FiguresError::Api(error)) => Err(mcp_error(FiguresError::Api(error), user)),
+                Err(mistake) => Ok(tool_mistake(mistake.to_string())),
+            }
+        }
+        _ => Ok(tool_mistake("give both `site` and `metric` for a metric's periods, or neither for the list".into())),
+    }
+}
+
+fn tool_mistake(message: String) -> CallToolResult {
+    let mut result = CallToolResult::structured_error(json!({ "error": message }));
+    result.content = vec![ContentBlock::text(message)];
+    result
+}
+
+/// The prompt, as listed.
+pub fn list_prompts() -> ListPromptsResult {
+    let mut prompt = Prompt::new(
+        PROMPT_NAME,
+        Some(
+            "This morning's briefing from your audited figures: each metric's latest value, its \
+             comparison, and where each number comes from.",
+        ),
+        None,
+    );
+    prompt.title = Some("Morning briefing".to_owned());
+    ListPromptsResult::with_all_items(vec![prompt])
+}
+
+/// The briefing: one user message holding each metric's latest figure, its comparison and its
+/// source, for the model to present without recomputing anything.
+pub async fn get_prompt(state: &AppState, user: &User, name: &str) -> Result<GetPromptResult, McpError> {
+    if name != PROMPT_NAME {
+        return Err(McpError::invalid_params(format!("no prompt named {name:?}: {PROMPT_NAME}"), None));
+    }
+    let metrics = metrics(state, user).await?;
+    let mut lines = vec![format!(
+        "Give me my morning briefing from these figures, collected by Servio in my time zone \
+         ({}). Quote each number as it is given here and say where it comes from; do not \
+         recompute, estimate or fill in missing values.",
+        user.time_zone
+    )];
+    if metrics.is_empty() {
+        lines.push("No metrics are collected for me yet: say so.".to_owned());
+    }
+    for found in &metrics {
+        let ask = Ask { site: found.origin.clone(), metric: found.metric.key.clone(), ..Ask::default() };
+        let history = figures::history(state, user, found, &ask).await.map_err(|e| mcp_error(e, user))?;
+        lines.push(briefing_line(found, &history));
+    }
+    let message = PromptMessage::new_text(Role::User, lines.join("\n\n"));
+    Ok(GetPromptResult::new(vec![message]).with_description("This morning's figures, with their sources"))
+}
+
+/// One metric in the briefing.
+fn briefing_line(found: &MetricRef, history: &History) -> String {
+    let unit = found.metric.unit.as_deref();
+    let head = format!("- {} ({}, {})", found.title(), found.metric.key, found.origin);
+    let Some(latest) = history.periods.last() else {
+        let why = history
+            .unfilled
+            .last()
+            .map(|u| format!("; the latest try, for {}, was {}: {}", u.period, u.outcome, u.reason))
+            .unwrap_or_default();
+        return format!("{head}: no value collected from {} to {}{why}.", history.from, history.to);
+    };
+    format!(
+        "{head}: {} for {}. {} Source: {}. Resource: {}",
+        crate::format::amount(latest.value, unit),
+        latest.period,
+        comparison_sentence(latest, history.compared_with, unit),
+        source_sentence(latest),
+        history.uri,
+    )
+}
+
+fn comparison_sentence(figure: &Figure, compared_with: &str, unit: Option<&str>) -> String {
+    let against = &figure.comparison;
+    let period = against.period.as_deref().unwrap_or("the earlier period");
+    match (against.value, against.change, against.percent) {
+        (Some(previous), Some(change), Some(percent)) => format!(
+            "Against {compared_with} ({period}: {}): {}{} ({percent:+}%).",
+            crate::format::amount(previous, unit),
+            if change >= 0.0 { "+" } else { "" },
+            crate::format::amount(change, unit),
+        ),
+        (Some(_), Some(change), None) => format!(
+            "Against {compared_with} ({period}: 0): {}{}.",
+            if change >= 0.0 { "+" } else { "" },
+            crate::format::amount(change, unit)
+        ),
+        _ => format!("No comparison: {}.", against.reason.as_deref().unwrap_or("nothing to compare with")),
+    }
+}
+
+fn source_sentence(figure: &Figure) -> String {
+    let raw = serde_json::to_string(&figure.raw).unwrap_or_default();
+    match (&figure.tool, &figure.value_path) {
+        (Some(tool), Some(path)) => format!(
+            "the site's tool {tool} called with {}, the number at {path} (the site wrote {raw}), collected {} for \
+             the period {} to {} ({})",
+            figure.arguments.as_ref().map(Value::to_string).unwrap_or_else(|| "{}".to_owned()),
+            figure.collected_at,
+            figure.period_start,
+            figure.period_end,
+            figure.time_zone.as_deref().unwrap_or("zone not recorded"),
+        ),
+        _ => format!(
+            "collected {} (the site wrote {raw}); the call it came from was not recorded then",
+            figure.collected_at
+        ),
+    }
+}
