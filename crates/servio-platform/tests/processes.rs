@@ -183,3 +183,21 @@ async fn a_listen_stream_held_by_one_process_hears_a_change_made_through_another
     let heard = common::hear(&mut stream, changed, Duration::from_secs(10)).await;
     assert!(heard.text.contains(changed), "the holder's stream heard the change: {heard:?}");
 }
+
+/// Issue 26, point 4: a listen stream held by one process that watches a metric hears
+/// `notifications/resources/updated` when values of its user are stored through another (a
+/// worker, or another `serve`).
+#[tokio::test]
+async fn a_listen_stream_watching_a_metric_hears_values_stored_through_another_process() {
+    let Some(url) = shared_database() else { return };
+    let [holder, collector] = two_processes(&url).await;
+    let (user_id, token) = user_and_token(&holder, "fay-processes@example.com").await;
+    let uri = "servio://metrics/shop.example/sales.revenue.daily";
+    let filter = serde_json::json!({ "notifications": { "resourceSubscriptions": [uri] } });
+    let mut stream = common::listen_stateless_with(&holder, &token, filter).await;
+    // What the collector's hook does after a commit that stored values for the user.
+    collector.state.gateway.values_changed(&[user_id]);
+    let updated = "notifications/resources/updated";
+    let heard = common::hear(&mut stream, updated, Duration::from_secs(10)).await;
+    assert!(heard.text.contains(updated) && heard.text.contains(uri), "{heard:?}");
+}
