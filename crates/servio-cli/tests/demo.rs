@@ -63,7 +63,7 @@ async fn demo_restarted_on_its_data_directory_keeps_one_site_and_its_user() {
 /// `localhost_PORT_shop_getSalesSummary` and gets the figure the dashboard shows.
 #[tokio::test]
 async fn an_mcp_client_of_the_demo_user_gets_the_dashboards_figure() {
-    let Some(python) = common::python_mcp::python() else { return };
+    let Some(python) = common::mcp_clients::python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (_child, output) = start_demo(dir.path()).await;
     let demo = read_demo_json(dir.path());
@@ -80,8 +80,8 @@ async fn an_mcp_client_of_the_demo_user_gets_the_dashboards_figure() {
 
     let (url, token) = (demo["url"].as_str().unwrap(), demo["api_token"].as_str().unwrap());
     let clients = [
-        common::python_mcp::PyClient::http(&python, &format!("{url}/mcp"), token, &steps),
-        common::python_mcp::PyClient::stdio(&python, url, token, &steps),
+        common::mcp_clients::ScriptClient::http(&python, &format!("{url}/mcp"), token, &steps),
+        common::mcp_clients::ScriptClient::stdio(&python, url, token, &steps),
     ];
     for mut client in clients {
         client.next().await;

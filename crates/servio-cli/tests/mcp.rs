@@ -21,7 +21,7 @@ use servio_demo_site::{LocalCa, Site, SiteConfig, serve_https_on};
 use servio_platform::AppState;
 use tokio::process::Command;
 
-use common::python_mcp::{PyClient, python, tools_dir};
+use common::mcp_clients::{ScriptClient, node, python, tools_dir};
 
 mod common;
 
@@ -147,7 +147,7 @@ fn expected_revenue() -> String {
 }
 
 /// Lists and calls as `ana` and checks everything the gateway promises along the way.
-async fn list_and_call(platform: &Platform, mut client: PyClient, how: &str) {
+async fn list_and_call(platform: &Platform, mut client: ScriptClient, how: &str) {
     let mut hello = client.next().await;
     if how.contains("2026") {
         assert_eq!(hello["protocol"].take(), json!("2026-07-28"), "{how}");
@@ -204,10 +204,10 @@ async fn the_python_sdk_lists_and_calls_colliding_tools_through_mcp() {
     for (name, store) in servio_store::testing::backends().await {
         let platform = platform(store).await;
         let steps = list_and_call_steps(&platform);
-        let client = PyClient::http(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps);
+        let client = ScriptClient::http(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps);
         list_and_call(&platform, client, &format!("/mcp on {name}")).await;
         // The SDK's default: 2026-07-28, stateless.
-        let client = PyClient::modern(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps);
+        let client = ScriptClient::modern(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps);
         list_and_call(&platform, client, &format!("/mcp 2026-07-28 on {name}")).await;
     }
 }
@@ -217,9 +217,9 @@ async fn the_python_sdk_lists_and_calls_through_servio_mcp_over_stdio() {
     let Some(python) = python() else { return };
     let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
     let steps = list_and_call_steps(&platform);
-    let client = PyClient::stdio(&python, &platform.base, &platform.ana, &steps);
+    let client = ScriptClient::stdio(&python, &platform.base, &platform.ana, &steps);
     list_and_call(&platform, client, "servio mcp").await;
-    let client = PyClient::stdio_modern(&python, &platform.base, &platform.ana, &steps);
+    let client = ScriptClient::stdio_modern(&python, &platform.base, &platform.ana, &steps);
     list_and_call(&platform, client, "servio mcp 2026-07-28").await;
 }
 
@@ -232,10 +232,12 @@ async fn clients_are_told_when_the_catalogue_changes() {
         let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
         let steps = json!([{ "await_change": 20 }, { "list": true }]);
         let mut client = match how {
-            "/mcp" => PyClient::http(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps),
-            "/mcp 2026-07-28" => PyClient::modern(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps),
-            "servio mcp" => PyClient::stdio(&python, &platform.base, &platform.ana, &steps),
-            _ => PyClient::stdio_modern(&python, &platform.base, &platform.ana, &steps),
+            "/mcp" => ScriptClient::http(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps),
+            "/mcp 2026-07-28" => {
+                ScriptClient::modern(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps)
+            }
+            "servio mcp" => ScriptClient::stdio(&python, &platform.base, &platform.ana, &steps),
+            _ => ScriptClient::stdio_modern(&python, &platform.base, &platform.ana, &steps),
         };
         client.next().await; // hello
         assert_eq!(client.next().await, json!({ "waiting": true }), "{how}");
@@ -533,4 +535,74 @@ async fn servio_mcp_answers_every_request_after_its_token_is_revoked() {
     assert_eq!(refused["id"], 3, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("the platform did not answer this request: it refused the API token"), "{refused}");
+}
+
+/// The TypeScript SDK's v2 client (`@modelcontextprotocol/client` 2.4) lists and calls the
+/// colliding tools over 2026-07-28 and hears a change of the vault on its listen stream.
+#[tokio::test]
+async fn the_typescript_sdk_lists_calls_and_hears_a_change() {
+    let Some(node) = node() else { return };
+    let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
+    let url = format!("{}/mcp", platform.base);
+    let client = ScriptClient::typescript(&node, &url, &platform.ana, &list_and_call_steps(&platform));
+    list_and_call(&platform, client, "TypeScript SDK 2026-07-28").await;
+
+    let steps = json!([{ "await_change": 20 }, { "list": true }]);
+    let mut client = ScriptClient::typescript(&node, &url, &platform.ana, &steps);
+    let hello = client.next().await;
+    assert_eq!(hello["protocol"], "2026-07-28", "{hello}");
+    assert_eq!(client.next().await, json!({ "waiting": true }));
+    platform.remove_second_site(&platform.ana).await;
+    assert_eq!(client.next().await, json!({ "changed": true }));
+    let listed = client.next().await;
+    let second = platform.expected_names("shop.getSalesSummary")[1].clone();
+    assert!(!listed.to_string().contains(&second), "{listed}");
+    client.finish().await;
+}
+
+/// The Inspector's CLI (`@modelcontextprotocol/inspector` 2.x, `--cli`), one method per run,
+/// as a person checking their setup would: the tools (the platform's own among them), a call,
+/// a metric's resource and the briefing; another user's token sees none of it.
+#[tokio::test]
+async fn the_inspector_cli_lists_calls_reads_and_gets_the_briefing() {
+    let Some(node) = node() else { return };
+    let inspector = tools_dir().join("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+    let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
+    let url = format!("{}/mcp", platform.base);
+    let run = async |token: &str, args: &[&str]| -> Value {
+        let output = Command::new(&node)
+            .arg(&inspector)
+            .args(["--cli", &url, "--transport", "http", "--header", &format!("Authorization: Bearer {token}")])
+            .args(args)
+            .env("HOME", std::env::temp_dir())
+            .kill_on_drop(true)
+            .output();
+        let output = tokio::time::timeout(Duration::from_secs(60), output).await.unwrap().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "inspector {args:?}: {stdout}{stderr}");
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("inspector {args:?}: {e}: {stdout}{stderr}"))
+    };
+    let listed = run(&platform.ana, &["--method", "tools/list"]).await;
+    let names: Vec<&str> = listed["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    let sales = platform.expected_names("shop.getSalesSummary");
+    assert!(names.contains(&"servio_metrics") && names.contains(&sales[0].as_str()), "{names:?}");
+
+    let call = ["--method", "tools/call", "--tool-name", &sales[0], "--tool-arg", "from=2026-08-20", "to=2026-08-20"];
+    let called = run(&platform.ana, &call).await;
+    assert_eq!(called["structuredContent"]["data"]["totals"]["revenue"], expected_revenue().as_str(), "{called}");
+
+    let metrics = run(&platform.ana, &["--method", "tools/call", "--tool-name", "servio_metrics"]).await;
+    // A metric of the site only ana has (ben has the second one too).
+    let listed = metrics["structuredContent"]["metrics"].as_array().unwrap_or_else(|| panic!("{metrics}"));
+    let hers =
+        listed.iter().find(|m| m["origin"] == platform.origins[0].as_str()).unwrap_or_else(|| panic!("{metrics}"));
+    let uri = hers["uri"].as_str().unwrap();
+    let read = run(&platform.ana, &["--method", "resources/read", "--uri", uri]).await;
+    assert_eq!(read["contents"][0]["mimeType"], "application/json", "{read}");
+    let briefing = run(&platform.ana, &["--method", "prompts/get", "--prompt-name", "morning_briefing"]).await;
+    assert!(briefing["messages"][0]["content"]["text"].as_str().is_some_and(|t| t.contains("briefing")), "{briefing}");
+
+    let his = run(&platform.ben, &["--method", "tools/call", "--tool-name", "servio_metrics"]).await;
+    assert!(!his["structuredContent"]["metrics"].to_string().contains(uri), "{his}");
 }

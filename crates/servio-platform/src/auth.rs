@@ -33,8 +33,21 @@ pub enum Via {
         /// The CSRF token.
         csrf_token: String,
     },
-    /// A personal API token.
-    ApiToken,
+    /// A personal API token, by its id.
+    ApiToken {
+        /// The token's id (the call log names it).
+        token_id: i64,
+    },
+}
+
+impl Via {
+    /// The API token asking, if one is.
+    pub fn token_id(&self) -> Option<i64> {
+        match self {
+            Via::ApiToken { token_id } => Some(*token_id),
+            Via::Session { .. } => None,
+        }
+    }
 }
 
 /// A signed-in caller.
@@ -130,8 +143,8 @@ impl Presented<'_> {
 pub async fn resolve(state: &AppState, presented: Presented<'_>) -> Result<Option<Caller>, servio_store::StoreError> {
     match presented {
         Presented::ApiToken(token) => {
-            let user = state.tokens.user(state, &token_hash(token)).await?;
-            Ok(user.map(|user| Caller { user, via: Via::ApiToken }))
+            let holder = state.tokens.user(state, &token_hash(token)).await?;
+            Ok(holder.map(|(user, token_id)| Caller { user, via: Via::ApiToken { token_id } }))
         }
         Presented::SessionCookie(token) => {
             let hash = token_hash(token);
@@ -216,7 +229,7 @@ async fn page_user(parts: &Parts, state: &AppState) -> Result<Option<PageUser>, 
     let Some(presented) = Presented::for_page(parts) else { return Ok(None) };
     Ok(resolve(state, presented).await?.and_then(|caller| match caller.via {
         Via::Session { token_hash, csrf_token } => Some(PageUser { user: caller.user, csrf_token, token_hash }),
-        Via::ApiToken => None,
+        Via::ApiToken { .. } => None,
     }))
 }
 
@@ -289,35 +302,35 @@ pub const TOKEN_TTL: std::time::Duration = std::time::Duration::from_secs(1);
 /// user drops that user's entries in this process at once; only a deletion made through another
 /// process can take up to [`TOKEN_TTL`] to bite.
 #[derive(Default)]
-pub struct TokenCache(std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, servio_store::User)>>);
+pub struct TokenCache(std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, TokenHolder)>>);
+
+/// The owner of an API token, and the token's id.
+pub type TokenHolder = (servio_store::User, i64);
 
 impl TokenCache {
-    /// The owner of the token with this hash.
-    pub async fn user(
-        &self,
-        state: &AppState,
-        hash: &str,
-    ) -> Result<Option<servio_store::User>, servio_store::StoreError> {
+    /// The owner of the token with this hash, and the token's id.
+    pub async fn user(&self, state: &AppState, hash: &str) -> Result<Option<TokenHolder>, servio_store::StoreError> {
         {
             let kept = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            if let Some((_, user)) = kept.get(hash).filter(|(at, _)| at.elapsed() < TOKEN_TTL) {
-                return Ok(Some(user.clone()));
+            if let Some((_, holder)) = kept.get(hash).filter(|(at, _)| at.elapsed() < TOKEN_TTL) {
+                return Ok(Some(holder.clone()));
             }
         }
-        let user = state.store.user_by_api_token(hash, now()).await?;
-        if let Some(user) = &user {
+        let holder = state.store.user_by_api_token(hash, now()).await?;
+        if let Some(holder) = &holder {
             let mut kept = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             if kept.len() >= 4096 {
                 kept.retain(|_, (at, _)| at.elapsed() < TOKEN_TTL);
             }
-            kept.insert(hash.to_owned(), (std::time::Instant::now(), user.clone()));
+            kept.insert(hash.to_owned(), (std::time::Instant::now(), holder.clone()));
         }
-        Ok(user)
+        Ok(holder)
     }
 
     /// Drops every kept token of `user_id`.
     pub fn forget_user(&self, user_id: i64) {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).retain(|_, (_, user)| user.id != user_id);
+        let mut kept = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        kept.retain(|_, (_, (user, _))| user.id != user_id);
     }
 
     /// Drops every kept token (when notices from other processes may have been missed).

@@ -641,7 +641,9 @@ impl std::fmt::Display for Failure {
 ///
 /// A name the log could not keep is refused first and not logged: queued, it would fail the
 /// log's batch on PostgreSQL.
-pub async fn call(state: &AppState, user: &User, name: &str, args: &Value) -> Result<Value, Failure> {
+/// `caller` is the user and the API token they call with (`None`: a browser session).
+pub async fn call(state: &AppState, caller: (&User, Option<i64>), name: &str, args: &Value) -> Result<Value, Failure> {
+    let (user, token_id) = caller;
     crate::text::check_text(name).map_err(Failure::InvalidName)?;
     // A name no catalogue holds can be as long as the request: it is logged, shown and echoed
     // cut to a bound, with its length, so its size decides nothing the platform keeps.
@@ -676,9 +678,57 @@ pub async fn call(state: &AppState, user: &User, name: &str, args: &Value) -> Re
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,
             // Bounded here too, not only by the store: the log's queue holds calls until written.
             arguments: keep_arguments.then(|| servio_store::logged_arguments(&args.to_string()).into_owned()),
+            token_id,
+            token_name: None,
+            kind: "tool".to_owned(),
+            detail: result.as_ref().err().map(|failure| logged_detail(&failure.to_string())),
         },
     );
     result
+}
+
+/// A worded status as the log keeps it: bounded here, since the log's queue holds it until
+/// written.
+fn logged_detail(detail: &str) -> String {
+    servio_store::clipped(detail, servio_store::LOGGED_DETAIL_BYTES).into_owned()
+}
+
+/// What the platform answered itself, for the call log: a metrics query, a resource read or
+/// a prompt (`kind`), `what` (the tool's or prompt's name, the resource's address), its status
+/// word and, when it failed, why.
+pub struct Asked<'a> {
+    /// `metrics`, `resource` or `prompt`.
+    pub kind: &'static str,
+    /// What was asked for.
+    pub what: &'a str,
+    /// `ok`, or the failure's status word.
+    pub status: &'static str,
+    /// Why it failed.
+    pub detail: Option<String>,
+    /// When it started, and how long it took.
+    pub started: (i64, Instant),
+}
+
+/// Logs what the platform answered itself for `caller` (see [`Asked`]); arguments are not kept.
+pub fn log_asked(state: &AppState, caller: (&User, Option<i64>), asked: Asked<'_>) {
+    let (user, token_id) = caller;
+    state.gateway.log(
+        &state.store,
+        ToolCall {
+            id: 0,
+            user_id: user.id,
+            site_id: None,
+            tool: servio_store::clipped(asked.what, servio_store::LOGGED_TOOL_NAME_BYTES).into_owned(),
+            called_at: asked.started.0,
+            status: asked.status.to_owned(),
+            duration_ms: asked.started.1.elapsed().as_secs_f64() * 1000.0,
+            arguments: None,
+            token_id,
+            token_name: None,
+            kind: asked.kind.to_owned(),
+            detail: asked.detail.as_deref().map(logged_detail),
+        },
+    );
 }
 
 async fn call_found(

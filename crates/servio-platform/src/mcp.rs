@@ -88,13 +88,14 @@ fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
 /// Resolves the bearer API token to its user, or answers 401 before the SDK runs.
 async fn require_user(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let token = bearer(request.headers());
-    let user = match token {
+    let holder = match token {
         Some(token) => state.tokens.user(&state, &crate::accounts::token_hash(token)).await,
         None => Ok(None),
     };
-    match user {
-        Ok(Some(user)) => {
+    match holder {
+        Ok(Some((user, token_id))) => {
             request.extensions_mut().insert(user);
+            request.extensions_mut().insert(TokenId(token_id));
             next.run(request).await
         }
         Ok(None) => {
@@ -109,6 +110,10 @@ async fn require_user(State(state): State<AppState>, mut request: Request, next:
         }
     }
 }
+
+/// The id of the API token a request carries (the call log names it).
+#[derive(Debug, Clone, Copy)]
+struct TokenId(i64);
 
 /// One MCP session's handler.
 #[derive(Clone)]
@@ -157,6 +162,28 @@ impl McpGateway {
         }
         Ok(user)
     }
+
+    /// [`McpGateway::user`], with the API token the request carries.
+    fn caller(&self, extensions: &rmcp::model::Extensions) -> Result<(User, Option<i64>), McpError> {
+        let user = self.user(extensions)?;
+        let token = extensions.get::<Parts>().and_then(|parts| parts.extensions.get::<TokenId>()).map(|id| id.0);
+        Ok((user, token))
+    }
+
+    /// Logs what the platform answered itself (see [`gateway::Asked`]).
+    fn log_asked<T>(
+        &self,
+        caller: (&User, Option<i64>),
+        (kind, what): (&'static str, &str),
+        started: (i64, std::time::Instant),
+        result: &Result<T, McpError>,
+    ) {
+        let (status, detail) = match result {
+            Ok(_) => ("ok", None),
+            Err(error) => (asked_status(error), Some(error.message.to_string())),
+        };
+        gateway::log_asked(&self.state, caller, gateway::Asked { kind, what, status, detail, started });
+    }
 }
 
 impl ServerHandler for McpGateway {
@@ -198,12 +225,24 @@ impl ServerHandler for McpGateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let user = self.user(&context.extensions)?;
+        let (user, token) = self.caller(&context.extensions)?;
         let args = Value::Object(request.arguments.unwrap_or_default());
         if request.name == crate::figures::TOOL_NAME {
-            return figures::call_tool(&self.state, &user, &args).await.map(Into::into);
+            let started = (crate::now(), std::time::Instant::now());
+            let result = figures::call_tool(&self.state, &user, &args).await;
+            // A mistake in the arguments is a tool result with isError: logged as such.
+            let logged = match &result {
+                Ok(called) if called.is_error == Some(true) => {
+                    let said = called.content.iter().find_map(|c| c.as_text()).map(|t| t.text.clone());
+                    Err(McpError::invalid_params(said.unwrap_or_default(), None))
+                }
+                Ok(_) => Ok(()),
+                Err(error) => Err(error.clone()),
+            };
+            self.log_asked((&user, token), ("metrics", crate::figures::TOOL_NAME), started, &logged);
+            return result.map(Into::into);
         }
-        match gateway::call(&self.state, &user, &request.name, &args).await {
+        match gateway::call(&self.state, (&user, token), &request.name, &args).await {
             Ok(result) => Ok(CallToolResult::structured(structured(result)).into()),
             Err(Failure::UnknownTool(name)) => {
                 Err(McpError::invalid_params(format!("no tool named {name:?} in your vault"), None))
@@ -236,8 +275,11 @@ impl ServerHandler for McpGateway {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let user = self.user(&context.extensions)?;
-        figures::read_resource(&self.state, &user, &request.uri).await.map(Into::into)
+        let (user, token) = self.caller(&context.extensions)?;
+        let started = (crate::now(), std::time::Instant::now());
+        let result = figures::read_resource(&self.state, &user, &request.uri).await;
+        self.log_asked((&user, token), ("resource", &request.uri), started, &result);
+        result.map(Into::into)
     }
 
     async fn list_prompts(
@@ -254,8 +296,11 @@ impl ServerHandler for McpGateway {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let user = self.user(&context.extensions)?;
-        figures::get_prompt(&self.state, &user, &request.name).await.map(Into::into)
+        let (user, token) = self.caller(&context.extensions)?;
+        let started = (crate::now(), std::time::Instant::now());
+        let result = figures::get_prompt(&self.state, &user, &request.name).await;
+        self.log_asked((&user, token), ("prompt", &request.name), started, &result);
+        result.map(Into::into)
     }
 
     /// `resources/subscribe` (before 2026-07-28): the session hears
@@ -505,7 +550,7 @@ impl Changes {
 /// answer keeps the stream (the next notice asks again).
 async fn token_works(state: &AppState, token: &str, user_id: i64) -> bool {
     match state.tokens.user(state, token).await {
-        Ok(found) => found.is_some_and(|user| user.id == user_id),
+        Ok(found) => found.is_some_and(|(user, _)| user.id == user_id),
         Err(error) => {
             tracing::warn!(user_id, %error, "checking an MCP stream's token failed; the stream stays");
             true
@@ -538,6 +583,16 @@ fn unreadable(request: &CustomRequest) -> McpError {
         _ => "{\"cursor\": string} or nothing",
     };
     McpError::invalid_params(format!("{} takes {expected}: {reason}", request.method), None)
+}
+
+/// The call log's status word for what the platform refused to answer itself.
+fn asked_status(error: &McpError) -> &'static str {
+    match error.code {
+        ErrorCode::RESOURCE_NOT_FOUND => "not_found",
+        ErrorCode::INVALID_PARAMS => "invalid_arguments",
+        ErrorCode::INVALID_REQUEST => "invalid_request",
+        _ => "internal",
+    }
 }
 
 /// A catalogue tool as MCP lists it.

@@ -247,3 +247,86 @@ async fn new_values_reach_the_streams_that_watch_the_metric() {
         assert!(heard.text.contains(updated), "{name}: {heard:?}");
     }
 }
+
+/// Issue 26, point 8: the call log names the token of each call (a revoked one as revoked),
+/// keeps resource reads and metric queries beside tool calls, and says what went wrong in words.
+#[tokio::test]
+async fn the_call_log_names_the_token_and_words_each_status() {
+    let (demo, servers) = common::demo_and_servers("call-log").await;
+    for (name, server) in servers {
+        let email = format!("ana-log-{name}@example.com");
+        let ana = server.sign_up_with_site(&email, &demo.origin, "call-log").await;
+        let new_token = |label: &'static str| {
+            let (server, ana) = (&server, &ana);
+            async move {
+                let body = json!({ "name": label });
+                let (status, created, _) = server.send(ana, Method::POST, "/api/tokens", Some(body)).await;
+                assert_eq!(status, StatusCode::CREATED, "{created}");
+                (created["token"].as_str().unwrap().to_owned(), created["id"].as_i64().unwrap())
+            }
+        };
+        let (laptop, _) = new_token("laptop").await;
+        let (phone, phone_id) = new_token("phone").await;
+        let ben = token_of(&server, &format!("ben-log-{name}@example.com")).await;
+        let tools = ask(&server, &laptop, "tools/list", json!({})).await;
+        let sales = tools["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"].as_str().unwrap().ends_with("shop_getSalesSummary"));
+        let sales = sales.unwrap_or_else(|| panic!("{name}: {tools}"));
+        let sales = sales["name"].as_str().unwrap().to_owned();
+
+        let args = json!({ "from": "2026-08-20", "to": "2026-08-20" });
+        let called = ask(&server, &laptop, "tools/call", json!({ "name": sales, "arguments": args })).await;
+        assert_eq!(called["result"]["isError"], false, "{name}: {called}");
+        let wrong = json!({ "name": sales, "arguments": { "from": 7 } });
+        let wrong = ask(&server, &phone, "tools/call", wrong).await;
+        assert_eq!(wrong["result"]["isError"], true, "{name}: {wrong}");
+        ask(&server, &phone, "tools/call", json!({ "name": "servio_metrics", "arguments": {} })).await;
+        ask(&server, &laptop, "resources/read", json!({ "uri": "servio://metrics/nowhere.example/x" })).await;
+        let (status, _, _) = server.send(&ana, Method::DELETE, &format!("/api/tokens/{phone_id}"), None).await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{name}");
+
+        // The log is written in the background: wait for all four.
+        let log = wait_for_calls(&server, &laptop, 4).await;
+        let calls = log["calls"].as_array().unwrap();
+        let find = |kind: &str, status: &str| {
+            calls.iter().find(|c| c["kind"] == kind && c["status"] == status).unwrap_or_else(|| panic!("{name}: {log}"))
+        };
+        let ok = find("tool", "ok");
+        assert_eq!((&ok["made_with"], &ok["token"]["name"]), (&json!("token \"laptop\""), &json!("laptop")), "{ok}");
+        assert_eq!(ok["status_text"], "answered", "{name}");
+        let invalid = find("tool", "invalid_arguments");
+        assert_eq!((&invalid["made_with"], &invalid["token"]), (&json!("a revoked token"), &Value::Null), "{invalid}");
+        assert!(invalid["status_text"].as_str().unwrap().contains("/from"), "{name}: the words: {invalid}");
+        let metrics = find("metrics", "ok");
+        assert_eq!(metrics["tool"], "servio_metrics", "{name}");
+        let read = find("resource", "not_found");
+        assert_eq!(read["tool"], "servio://metrics/nowhere.example/x", "{name}");
+        assert!(read["status_text"].as_str().unwrap().contains("no site"), "{name}: {read}");
+
+        // Another user's log holds none of it.
+        let (status, his) = get_calls(&server, &ben).await;
+        assert_eq!((status, &his["calls"]), (StatusCode::OK, &json!([])), "{name}");
+    }
+}
+
+async fn get_calls(server: &Server, token: &str) -> (StatusCode, Value) {
+    let answer = server.http.get(format!("{}/api/tool-calls", server.base)).bearer_auth(token).send().await.unwrap();
+    (answer.status(), answer.json().await.unwrap())
+}
+
+/// The call log of `token`'s user once it holds `count` calls (within 10 s).
+async fn wait_for_calls(server: &Server, token: &str, count: usize) -> Value {
+    let started = std::time::Instant::now();
+    loop {
+        let (status, log) = get_calls(server, token).await;
+        assert_eq!(status, StatusCode::OK, "{log}");
+        if log["calls"].as_array().map_or(0, Vec::len) >= count {
+            return log;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "the log has {log}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -411,7 +411,21 @@ pub struct ToolCall {
     pub duration_ms: f64,
     /// The arguments as JSON, only when the user keeps them.
     pub arguments: Option<String>,
+    /// The API token that made the call (`None`: a browser session, or a call logged before
+    /// tokens were).
+    pub token_id: Option<i64>,
+    /// The token's name, read with the log while the token exists (`None` once revoked).
+    #[sqlx(default)]
+    pub token_name: Option<String>,
+    /// What was asked: `tool` (a site's tool), `metrics` (`servio_metrics`), `resource` (a
+    /// metric's resource, its address in `tool`) or `prompt`.
+    pub kind: String,
+    /// What went wrong, in words, at most [`LOGGED_DETAIL_BYTES`]; `None` when it went well.
+    pub detail: Option<String>,
 }
+
+/// The most bytes of a call's worded status the log keeps.
+pub const LOGGED_DETAIL_BYTES: usize = 1024;
 
 /// The most bytes of a tool name the call log keeps: a longer name (only an unknown tool's can
 /// be, §4 names are short) is kept cut, followed by its length ([`clipped`]).
@@ -484,10 +498,10 @@ pub trait Store: Send + Sync {
         now: i64,
         limit: i64,
     ) -> Result<ApiToken, StoreError>;
-    /// The owner of the API token with this hash; records the use to the minute (a token used
-    /// again within a minute of its recorded use is not written again, so that a program
-    /// polling with it does not turn every read into a write).
-    async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<User>, StoreError>;
+    /// The owner of the API token with this hash, and the token's id; records the use to the
+    /// minute (a token used again within a minute of its recorded use is not written again, so
+    /// that a program polling with it does not turn every read into a write).
+    async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<(User, i64)>, StoreError>;
     /// A user's API tokens.
     async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>, StoreError>;
     /// Deletes one of a user's API tokens; false when there was none.

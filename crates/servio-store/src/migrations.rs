@@ -29,6 +29,7 @@ const TEMPLATES: &[(&str, &str)] = templates! {
     "0007_jobs" "0008_gateway" "0009_session_idle" "0010_oauth_attempts" "0011_attempt_duration"
     "0012_mcp_sessions" "0013_lean_collection_writes" "0014_period_keys" "0015_key_check" "0016_approval_versions"
     "0018_version_changes" "0019_fair_collection" "0020_values_as_sent" "0021_value_sources"
+    "0022_call_log_callers"
 };
 
 /// A migration's version and description, from its file stem.

@@ -14,10 +14,10 @@ use crate::text::{clipped, logged_arguments, storable, storable_opt};
 use crate::{ApiToken, PgStore, SqliteStore, postgres, sqlite};
 use crate::{
     Approval, Attempt, CallPage, Claim, CollectionResult, Completion, FetchedManifest, Found, Heard, Job, JobClaim,
-    JobCounts, JobGauges, LAST_USED_PRECISION, LOGGED_ARGUMENTS_BYTES, LOGGED_TOOL_NAME_BYTES, Listing, McpSession,
-    NewJob, OAuthAttempt, PoolUse, Pruned, Readiness, Retries, SESSION_USE_PRECISION, Sealer, Series, Session,
-    SessionInfo, SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue, ToolCall, UnfilledPeriod, User,
-    VaultEntry, Version, VersionSummary, error::conflict,
+    JobCounts, JobGauges, LAST_USED_PRECISION, LOGGED_ARGUMENTS_BYTES, LOGGED_DETAIL_BYTES, LOGGED_TOOL_NAME_BYTES,
+    Listing, McpSession, NewJob, OAuthAttempt, PoolUse, Pruned, Readiness, Retries, SESSION_USE_PRECISION, Sealer,
+    Series, Session, SessionInfo, SiteHealth, SiteRecord, Slot, Store, StoreError, StoredValue, ToolCall,
+    UnfilledPeriod, User, VaultEntry, Version, VersionSummary, error::conflict,
 };
 
 /// A session with the last use the store checks its idle limit against.
@@ -33,6 +33,7 @@ struct SessionRow {
 struct TokenOwner {
     #[sqlx(flatten)]
     user: User,
+    token_id: i64,
     last_used_at: Option<i64>,
 }
 
@@ -126,10 +127,13 @@ macro_rules! attempt_of_slot {
 /// A page of a user's call log, newest first. Binds: user, before (an id), limit, and the
 /// longest tool name and arguments read whole: rows logged before fields were bounded are read
 /// cut (a name) or without (arguments), so that no page holds more than its rows' bounds.
-const TOOL_CALLS_PAGE: &str = "SELECT id, user_id, site_id,
-         CASE WHEN length(tool) > $4 THEN substr(tool, 1, $4) || '…' ELSE tool END AS tool,
-         called_at, status, duration_ms, CASE WHEN length(arguments) > $5 THEN NULL ELSE arguments END AS arguments
-     FROM tool_calls WHERE user_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3";
+const TOOL_CALLS_PAGE: &str = "SELECT c.id, c.user_id, c.site_id,
+         CASE WHEN length(c.tool) > $4 THEN substr(c.tool, 1, $4) || '…' ELSE c.tool END AS tool,
+         c.called_at, c.status, c.duration_ms,
+         CASE WHEN length(c.arguments) > $5 THEN NULL ELSE c.arguments END AS arguments,
+         c.token_id, t.name AS token_name, c.kind, c.detail
+     FROM tool_calls c LEFT JOIN api_tokens t ON t.id = c.token_id AND t.user_id = c.user_id
+     WHERE c.user_id = $1 AND c.id < $2 ORDER BY c.id DESC LIMIT $3";
 
 /// The longest tool name and arguments [`TOOL_CALLS_PAGE`] reads whole, in characters (`INT`,
 /// as `substr` takes): the bounds the log writes, with room for the note on a cut name.
@@ -489,21 +493,21 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<User>, StoreError> {
+            async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<(User, i64)>, StoreError> {
                 let found: Option<TokenOwner> = sqlx::query_as(
-                    "SELECT u.id, u.email, u.password_hash, u.time_zone, u.created_at, t.last_used_at
+                    "SELECT u.id, u.email, u.password_hash, u.time_zone, u.created_at, t.id AS token_id, t.last_used_at
                      FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1",
                 )
                 .bind(token_hash)
                 .fetch_optional(&self.pool)
                 .await?;
-                let Some(TokenOwner { user, last_used_at }) = found else { return Ok(None) };
+                let Some(TokenOwner { user, token_id, last_used_at }) = found else { return Ok(None) };
                 if last_used_at.is_none_or(|at| now - at >= LAST_USED_PRECISION) {
                     bind!(sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2"), now, token_hash)
                         .execute(&self.pool)
                         .await?;
                 }
-                Ok(Some(user))
+                Ok(Some((user, token_id)))
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
@@ -1116,13 +1120,16 @@ macro_rules! shared_store {
                     let (tool, status) = (storable(&tool).into_owned(), storable(&call.status));
                     let arguments = call.arguments.as_deref().map(logged_arguments);
                     let arguments = storable_opt(arguments.as_deref());
+                    let detail = call.detail.as_deref().map(|detail| clipped(detail, LOGGED_DETAIL_BYTES));
+                    let (kind, detail) = (storable(&call.kind), storable_opt(detail.as_deref()));
                     bind!(
                         sqlx::query(
-                            "INSERT INTO tool_calls (user_id, site_id, tool, called_at, status, duration_ms, arguments)
-                             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                            "INSERT INTO tool_calls (user_id, site_id, tool, called_at, status, duration_ms, arguments,
+                                                     token_id, kind, detail)
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
                         ),
                         call.user_id, call.site_id, tool.as_str(), call.called_at, &*status, call.duration_ms,
-                        arguments.as_deref()
+                        arguments.as_deref(), call.token_id, &*kind, detail.as_deref()
                     )
                     .execute(&mut *tx)
                     .await?;

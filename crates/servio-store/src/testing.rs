@@ -67,6 +67,10 @@ pub fn tool_call(user_id: i64, tool: &str, called_at: i64) -> crate::ToolCall {
         status: "ok".to_owned(),
         duration_ms: 1.0,
         arguments: None,
+        token_id: None,
+        token_name: None,
+        kind: "tool".to_owned(),
+        detail: None,
     }
 }
 

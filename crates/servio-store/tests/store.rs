@@ -93,7 +93,7 @@ async fn api_tokens_find_their_owner_only() {
         let chen = store.create_user("chen@example.com", "h", "UTC", 0).await.unwrap();
         let dana = store.create_user("dana@example.com", "h", "UTC", 0).await.unwrap();
         let token = store.create_api_token(chen.id, "laptop", "token-hash", 5, 100).await.unwrap();
-        assert_eq!(store.user_by_api_token("token-hash", 7).await.unwrap().map(|u| u.id), Some(chen.id), "{name}");
+        assert_eq!(store.user_by_api_token("token-hash", 7).await.unwrap().map(|(u, _)| u.id), Some(chen.id), "{name}");
         assert_eq!(store.api_tokens(chen.id).await.unwrap()[0].last_used_at, Some(7), "{name}");
         assert!(store.api_tokens(dana.id).await.unwrap().is_empty(), "{name}");
         assert!(!store.delete_api_token(dana.id, token.id).await.unwrap(), "{name}: not hers to delete");
@@ -481,7 +481,7 @@ async fn a_token_use_is_recorded_to_the_minute() {
         let kai = store.create_user("kai@example.com", "h", "UTC", 0).await.unwrap();
         store.create_api_token(kai.id, "poller", "kai-hash", 0, 100).await.unwrap();
         for (now, recorded) in [(100, 100), (159, 100), (160, 160)] {
-            assert_eq!(store.user_by_api_token("kai-hash", now).await.unwrap().map(|u| u.id), Some(kai.id));
+            assert_eq!(store.user_by_api_token("kai-hash", now).await.unwrap().map(|(u, _)| u.id), Some(kai.id));
             assert_eq!(store.api_tokens(kai.id).await.unwrap()[0].last_used_at, Some(recorded), "{name} at {now}");
         }
     }

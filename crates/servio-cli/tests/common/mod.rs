@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-pub mod python_mcp;
+pub mod mcp_clients;
 pub mod servio_demo;
 
 use servio_demo_site::{DemoAuth, LocalCa, Running, Site, SiteConfig, serve_https_on};

@@ -110,7 +110,7 @@ async fn sign_out(api: Api) -> Result<Response, ApiError> {
 async fn me(caller: Caller) -> Json<SessionView> {
     let csrf_token = match caller.via {
         Via::Session { csrf_token, .. } => Some(csrf_token),
-        Via::ApiToken => None,
+        Via::ApiToken { .. } => None,
     };
     Json(SessionView { user: (&caller.user).into(), csrf_token })
 }
@@ -151,7 +151,7 @@ async fn delete_token(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<S
 fn session_hash(via: &Via) -> &str {
     match via {
         Via::Session { token_hash, .. } => token_hash,
-        Via::ApiToken => "",
+        Via::ApiToken { .. } => "",
     }
 }
 

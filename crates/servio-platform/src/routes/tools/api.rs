@@ -51,7 +51,7 @@ async fn call(
     if !args.is_object() {
         return Err(ApiError::BadRequest("the body must be the arguments as a JSON object".into()));
     }
-    match gateway::call(&api.state, &api.user, &name, &args).await {
+    match gateway::call(&api.state, (&api.user, api.via.token_id()), &name, &args).await {
         Ok(result) => Ok(Json(CallResult { result }).into_response()),
         Err(failure) => Ok(failure_response(&failure)),
     }

@@ -56,11 +56,29 @@ pub struct CallView {
     pub called_at: i64,
     /// `ok` or why it failed (`site_error`, `invalid_arguments`, …).
     pub status: String,
+    /// The status in words: `answered`, or what went wrong (`the site answered 503: …`).
+    pub status_text: String,
+    /// What was asked: `tool` (a site's tool), `metrics` (`servio_metrics`), `resource` (a
+    /// metric's resource, its address in `tool`) or `prompt`.
+    pub kind: String,
+    /// The API token that made it, while it exists; `null` once revoked or for a browser session.
+    pub token: Option<TokenRef>,
+    /// Who made it, in words: `token "laptop"`, `a revoked token`, or `a browser session`.
+    pub made_with: String,
     /// How long it took.
     pub duration_ms: f64,
     /// The arguments, when the user keeps them.
     #[schema(value_type = Option<Object>)]
     pub arguments: Option<Value>,
+}
+
+/// An API token, as the call log names it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TokenRef {
+    /// Its id.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
 }
 
 /// The user's call log.
@@ -114,14 +132,31 @@ pub(crate) async fn call_log(state: &AppState, user_id: i64, page: CallPage) -> 
     let log_arguments = state.store.log_arguments(user_id).await?;
     let calls = calls
         .into_iter()
-        .map(|c| CallView {
-            id: c.id,
-            arguments: c.arguments.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()),
-            tool: c.tool,
-            site_id: c.site_id,
-            called_at: c.called_at,
-            status: c.status,
-            duration_ms: c.duration_ms,
+        .map(|c| {
+            let token = c.token_id.zip(c.token_name).map(|(id, name)| TokenRef { id, name });
+            let made_with = match (&token, c.token_id) {
+                (Some(token), _) => format!("token {:?}", token.name),
+                (None, Some(_)) => "a revoked token".to_owned(),
+                (None, None) => "a browser session, or a token before the log kept them".to_owned(),
+            };
+            let status_text = match (c.status.as_str(), c.detail) {
+                ("ok", _) => "answered".to_owned(),
+                (_, Some(detail)) => detail,
+                (status, None) => status.replace('_', " "),
+            };
+            CallView {
+                id: c.id,
+                arguments: c.arguments.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()),
+                tool: c.tool,
+                site_id: c.site_id,
+                called_at: c.called_at,
+                status: c.status,
+                status_text,
+                kind: c.kind,
+                token,
+                made_with,
+                duration_ms: c.duration_ms,
+            }
         })
         .collect();
     Ok(CallLog { log_arguments, calls, next_before })
