@@ -2,7 +2,9 @@
 //! called directly (HTTPS, bearer token) against the same call through the platform, by
 //! prefixed name over `POST /api/tools/{name}/call`, as `tools/call` on an `/mcp` session
 //! (2025-06-18), and as a stateless `tools/call` of MCP 2026-07-28 (no session; the protocol
-//! version and client capabilities in the request's `_meta`, the `Mcp-Method` header).
+//! version and client capabilities in the request's `_meta`, the `Mcp-Method` header). And a
+//! stateless `resources/read` of one day of a metric (collected before the run): the platform
+//! answers it alone, so its whole latency is the platform's.
 //! The platform stores in an SQLite file, as `servio serve` does by default.
 //!
 //! One call at a time (latency, not throughput), on kept-alive connections, in alternating
@@ -53,7 +55,12 @@ async fn main() {
         .send()
         .await
         .unwrap();
-    assert!(added.status().is_success(), "adding the demo site: {}", added.text().await.unwrap());
+    let added: Value = added.json().await.unwrap();
+    let id = added["site"]["id"].as_i64().unwrap_or_else(|| panic!("adding the demo site: {added}"));
+    let backfill = json!({ "from": "2026-08-13", "to": "2026-08-20" });
+    let url = format!("{base}/api/vault/{id}/backfill");
+    let filled = http.post(url).bearer_auth(token).json(&backfill).send().await.unwrap();
+    assert!(filled.status().is_success(), "collecting a week: {}", filled.text().await.unwrap());
     let name = servio_manifest::Site::parse(&origin).unwrap().prefixed_name("shop.getSalesSummary");
     let args = json!({ "from": "2026-08-20", "to": "2026-08-20" });
 
@@ -82,11 +89,23 @@ async fn main() {
         .header("mcp-method", "tools/call")
         .header("mcp-name", &name)
         .json(&stateless_call);
+    let uri = format!("servio://metrics/{}/sales.revenue.daily?from=2026-08-20&to=2026-08-20", &origin[8..]);
+    let read =
+        json!({ "jsonrpc": "2.0", "id": 9, "method": "resources/read", "params": { "uri": uri, "_meta": meta } });
+    let read = http
+        .post(format!("{base}/mcp"))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "resources/read")
+        .header("mcp-name", &uri)
+        .json(&read);
     let paths = [
         ("direct to the site", direct),
         ("gateway, HTTP API", api),
         ("gateway, MCP 2025", mcp),
         ("gateway, MCP 2026", stateless),
+        ("resource read, 2026", read),
     ];
 
     let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); paths.len()];
@@ -106,7 +125,9 @@ async fn main() {
     println!("{} calls per path, one at a time, in {BLOCKS} alternating blocks", BLOCKS * PER_BLOCK);
     println!("{:<20} {:>9} {:>9} {:>14} {:>14}", "path", "p50 ms", "p99 ms", "p50 overhead", "p99 overhead");
     for ((label, _), (p50, p99)) in paths.iter().zip(&stats) {
-        println!("{label:<20} {p50:>9.3} {p99:>9.3} {:>11.3} ms {:>11.3} ms", p50 - stats[0].0, p99 - stats[0].1);
+        // A resource read calls no site: all of it is the platform's.
+        let (base50, base99) = if label.starts_with("resource") { (0.0, 0.0) } else { stats[0] };
+        println!("{label:<20} {p50:>9.3} {p99:>9.3} {:>11.3} ms {:>11.3} ms", p50 - base50, p99 - base99);
     }
 }
 
