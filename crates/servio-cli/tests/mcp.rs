@@ -606,3 +606,62 @@ async fn the_inspector_cli_lists_calls_reads_and_gets_the_briefing() {
     let his = run(&platform.ben, &["--method", "tools/call", "--tool-name", "servio_metrics"]).await;
     assert!(!his["structuredContent"]["metrics"].to_string().contains(uri), "{his}");
 }
+
+/// Issue 26, point 6: `servio_metrics`'s MCP App view, rendered by the extension's own host
+/// bridge (`@modelcontextprotocol/ext-apps`) in Chromium from a real `/mcp`: the dashboard's
+/// cards with their figures, no request beyond the host's own, nothing wider than the frame at
+/// 390 px. The screenshots (390 and 1400 px) are left in the target directory to look at.
+#[tokio::test]
+async fn the_metrics_view_renders_in_an_mcp_apps_host() {
+    let Some(node) = node() else { return };
+    if !std::path::Path::new(&std::env::var("CHROMIUM").unwrap_or("/usr/bin/chromium".into())).exists() {
+        assert!(std::env::var_os("CI").is_none(), "Chromium is not installed in CI");
+        eprintln!("skipped: no Chromium (see .ci/run)");
+        return;
+    }
+    let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
+    let (_, vault) = platform.send(&platform.ana, Method::GET, "/api/vault", None).await;
+    let id =
+        vault["sites"].as_array().unwrap().iter().find(|s| s["origin"] == platform.origins[0].as_str()).unwrap()["id"]
+            .as_i64()
+            .unwrap();
+    let today = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::get("Pacific/Auckland").unwrap()).date();
+    let (first, last) =
+        (today.checked_sub(jiff::ToSpan::days(15)).unwrap(), today.checked_sub(jiff::ToSpan::days(1)).unwrap());
+    let range = json!({ "from": first.to_string(), "to": last.to_string() });
+    let (status, summary) =
+        platform.send(&platform.ana, Method::POST, &format!("/api/vault/{id}/backfill"), Some(range)).await;
+    assert_eq!(status, StatusCode::OK, "{summary}");
+
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp-app");
+    let output = Command::new(&node)
+        .arg(tools_dir().join("apps/host.mjs"))
+        .args([&platform.base, &platform.ana])
+        .arg(&out)
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), output).await.unwrap().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the host failed: {stdout}{stderr}");
+    let seen: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+    let (cents, _) = servio_demo_site::site::daily_figures(&last.to_string(), "Pacific/Auckland");
+    let revenue = servio_demo_site::site::dollars(cents);
+    for width in ["390", "1400"] {
+        let text = seen["text"][width].as_str().unwrap_or_default();
+        assert!(text.contains("Revenue") && text.contains(&revenue), "{width} px: {revenue} in {text}");
+        assert_eq!(seen[format!("overflows_{width}")], false, "{width} px: the view is wider than its frame");
+    }
+    let host = "http://127.0.0.1:";
+    let elsewhere: Vec<&str> = seen["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|url| !url.starts_with(host))
+        .collect();
+    assert!(elsewhere.iter().all(|url| url.starts_with("about:") || url.starts_with("data:")), "{elsewhere:?}");
+    for shot in seen["screenshots"].as_array().unwrap() {
+        assert!(std::path::Path::new(shot.as_str().unwrap()).exists(), "{shot}");
+    }
+}

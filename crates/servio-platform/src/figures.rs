@@ -53,7 +53,7 @@ pub struct MetricRef {
     /// The site's origin.
     pub origin: String,
     /// The site's id in the vault.
-    site_id: i64,
+    pub(crate) site_id: i64,
     /// The manifest's name.
     pub site_name: String,
     /// The metric as the acting brief declares it.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolResult, ContentBlock, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    Prompt, PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, Tool,
+    MetaObject, Prompt, PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, Tool,
     ToolAnnotations,
 };
 use serde_json::{Value, json};
@@ -19,6 +19,20 @@ use crate::figures::{self, Ask, Figure, FiguresError, History, Listed, MetricRef
 /// The prompt that assembles the morning's briefing.
 pub const PROMPT_NAME: &str = "morning_briefing";
 const JSON: &str = "application/json";
+/// The MCP App view of the tool's results (MCP Apps, `io.modelcontextprotocol/ui`): the
+/// dashboard's cards, rendered by the platform into each result's `_meta["io.servio/cards"]`.
+pub const VIEW_URI: &str = "ui://servio/metrics";
+const VIEW_MIME: &str = "text/html;profile=mcp-app";
+/// Where a result carries its rendered cards for the view.
+const CARDS_META: &str = "io.servio/cards";
+
+/// A JSON object as MCP's `_meta`.
+fn meta(value: Value) -> Option<MetaObject> {
+    match value {
+        Value::Object(object) => Some(MetaObject(object)),
+        _ => None,
+    }
+}
 
 /// An MCP error for figures that could not be given: the client's mistake as invalid params
 /// (a resource that is not there as MCP's "resource not found", -32002), the platform's as an
@@ -57,8 +71,33 @@ pub async fn list_resources(state: &AppState, user: &User) -> Result<ListResourc
             resource.mime_type = Some(JSON.to_owned());
             resource
         })
+        .chain(std::iter::once(view_resource()))
         .collect();
     Ok(ListResourcesResult::with_all_items(resources))
+}
+
+/// The view, as listed.
+fn view_resource() -> Resource {
+    let mut view = Resource::new(VIEW_URI, "metrics-view");
+    view.title = Some("Your metrics, as on the dashboard".to_owned());
+    view.description = Some(format!("The MCP App view of {TOOL_NAME}'s results: the dashboard's cards."));
+    view.mime_type = Some(VIEW_MIME.to_owned());
+    view
+}
+
+/// The view's HTML, with what it may reach (nothing: `connectDomains` and `resourceDomains`
+/// empty; the figures come with each result).
+fn read_view() -> Result<ReadResourceResult, McpError> {
+    let html = crate::routes::dashboard::pages::app_view_html()
+        .map_err(|e| McpError::internal_error(format!("rendering the view: {e}"), None))?;
+    let ui = json!({ "ui": { "csp": { "connectDomains": [], "resourceDomains": [] }, "prefersBorder": true } });
+    let contents = ResourceContents::TextResourceContents {
+        uri: VIEW_URI.to_owned(),
+        mime_type: Some(VIEW_MIME.to_owned()),
+        text: html,
+        meta: meta(ui),
+    };
+    Ok(ReadResourceResult::new(vec![contents]))
 }
 
 /// The one template: any metric over any range.
@@ -76,6 +115,9 @@ pub fn list_resource_templates() -> ListResourceTemplatesResult {
 
 /// One metric's periods, as `application/json`.
 pub async fn read_resource(state: &AppState, user: &User, uri: &str) -> Result<ReadResourceResult, McpError> {
+    if uri == VIEW_URI {
+        return read_view();
+    }
     let history = async { history(state, user, &Ask::from_uri(uri).map_err(|e| mcp_error(e, user))?).await };
     let history = history.await.map_err(|mut error| {
         // The address asked for, as the specification asks of a resource that is not there.
@@ -124,6 +166,8 @@ pub fn tool() -> Tool {
         calling the site's tools and reading their answers yourself.";
     let mut tool = Tool::new(TOOL_NAME, description, Arc::new(schema));
     tool.title = Some("Your metrics (Servio)".to_owned());
+    // Hosts that render MCP Apps show the results in the view (the legacy key for 1.x hosts).
+    tool.meta = meta(json!({ "ui": { "resourceUri": VIEW_URI }, "ui/resourceUri": VIEW_URI }));
     let mut annotations = ToolAnnotations::new();
     annotations.title = tool.title.clone();
     annotations.read_only_hint = Some(true);
@@ -146,7 +190,7 @@ pub async fn call_tool(state: &AppState, user: &User, args: &Value) -> Result<Ca
     match (text("site"), text("metric")) {
         (None, None) => {
             let listed: Vec<Listed> = metrics(state, user).await?.iter().map(Listed::from).collect();
-            Ok(CallToolResult::structured(json!({ "metrics": listed })))
+            with_cards(state, user, None, CallToolResult::structured(json!({ "metrics": listed }))).await
         }
         (Some(site), Some(metric)) => {
             let ask = Ask { site, metric, from: text("from"), to: text("to") };
@@ -156,14 +200,35 @@ pub async fn call_tool(state: &AppState, user: &User, args: &Value) -> Result<Ca
                 Err(FiguresError::Api(error)) => return Err(mcp_error(FiguresError::Api(error), user)),
                 Err(mistake) => return Ok(tool_mistake(mistake.to_string())),
             };
+            let only = Some((found.site_id, found.metric.key.as_str()));
             match figures::history(state, user, found, &ask).await {
-                Ok(history) => Ok(CallToolResult::structured(serde_json::to_value(history).unwrap_or_default())),
+                Ok(history) => {
+                    let result = CallToolResult::structured(serde_json::to_value(history).unwrap_or_default());
+                    with_cards(state, user, only, result).await
+                }
                 Err(FiguresError::Api(error)) => Err(mcp_error(FiguresError::Api(error), user)),
                 Err(mistake) => Ok(tool_mistake(mistake.to_string())),
             }
         }
         _ => Ok(tool_mistake("give both `site` and `metric` for a metric's periods, or neither for the list".into())),
     }
+}
+
+/// `result` with the dashboard's cards rendered for the view (every card, or `only` one
+/// metric's), in its `_meta`: a host passes it to the view, a model reads the structured
+/// content.
+async fn with_cards(
+    state: &AppState,
+    user: &User,
+    only: Option<(i64, &str)>,
+    mut result: CallToolResult,
+) -> Result<CallToolResult, McpError> {
+    let cards = crate::routes::dashboard::pages::cards_html(state, user, only).await.map_err(|e| {
+        tracing::error!(user_id = user.id, error = %e, "rendering the cards of the metrics view failed");
+        McpError::internal_error("the figures could not be read", None)
+    })?;
+    result.meta = meta(json!({ CARDS_META: cards }));
+    Ok(result)
 }
 
 fn tool_mistake(message: String) -> CallToolResult {

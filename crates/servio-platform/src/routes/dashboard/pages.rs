@@ -123,13 +123,7 @@ impl Today {
 async fn page(State(state): State<AppState>, user: PageUser, Query(view): Query<View>) -> Result<Response, ApiError> {
     let range = view.range.filter(|r| RANGES.contains(r)).unwrap_or(DEFAULT_RANGE);
     let today = Today::of(&user.user)?;
-    let mut dashboard = dashboard_data(&state, &user.user, range + COMPARISON_DAYS).await?;
-    let mut attempts = HashMap::new();
-    for metric in &dashboard.metrics {
-        if let std::collections::hash_map::Entry::Vacant(entry) = attempts.entry(metric.site.id) {
-            entry.insert(state.store.attempts(user.user.id, metric.site.id, ATTEMPTS_READ).await?);
-        }
-    }
+    let (mut dashboard, attempts) = dashboard_and_attempts(&state, &user.user, range).await?;
     let statuses = statuses(&dashboard, &attempts, &today);
     let attention = std::mem::take(&mut dashboard.attention);
     let page = DashboardPage {
@@ -141,6 +135,67 @@ async fn page(State(state): State<AppState>, user: PageUser, Query(view): Query<
         attention,
     };
     Ok(render(&page))
+}
+
+/// The dashboard data of `user` over `range` days, and the recent attempts of each site.
+async fn dashboard_and_attempts(
+    state: &AppState,
+    user: &servio_store::User,
+    range: u32,
+) -> Result<(Dashboard, HashMap<i64, Vec<Attempt>>), ApiError> {
+    let dashboard = dashboard_data(state, user, range + COMPARISON_DAYS).await?;
+    let mut attempts = HashMap::new();
+    for metric in &dashboard.metrics {
+        if let std::collections::hash_map::Entry::Vacant(entry) = attempts.entry(metric.site.id) {
+            entry.insert(state.store.attempts(user.id, metric.site.id, ATTEMPTS_READ).await?);
+        }
+    }
+    Ok((dashboard, attempts))
+}
+
+/// The dashboard's cards alone, for the MCP App view (`templates/mcp_app_cards.html`).
+#[derive(Template)]
+#[template(path = "mcp_app_cards.html")]
+struct AppCards {
+    cards: Vec<Card>,
+}
+
+/// The dashboard's cards of `user` (the default range), as the page renders them: every card,
+/// or with `only` (a site's id and a metric key) that metric's line alone.
+pub(crate) async fn cards_html(
+    state: &AppState,
+    user: &servio_store::User,
+    only: Option<(i64, &str)>,
+) -> Result<String, ApiError> {
+    let today = Today::of(user)?;
+    let (mut dashboard, attempts) = dashboard_and_attempts(state, user, DEFAULT_RANGE).await?;
+    if let Some((site_id, key)) = only {
+        // A slot of several sites keeps only this one's line: its total would be another's.
+        let keep: Vec<bool> = dashboard.metrics.iter().map(|m| m.site.id == site_id && m.key == key).collect();
+        for slot in &mut dashboard.slots {
+            let kept = slot.metrics.iter().zip(&slot.sites).filter(|(index, _)| keep.get(**index) == Some(&true));
+            (slot.metrics, slot.sites) = kept.map(|(index, site)| (*index, *site)).unzip();
+            if slot.metrics.len() < 2 {
+                slot.total = None;
+                slot.note = None;
+            }
+        }
+        dashboard.slots.retain(|slot| !slot.metrics.is_empty());
+    }
+    let page = AppCards { cards: cards(dashboard, &attempts, &today, DEFAULT_RANGE)? };
+    page.render().map_err(ApiError::internal)
+}
+
+/// The MCP App view (`templates/mcp_app.html`).
+#[derive(Template)]
+#[template(path = "mcp_app.html")]
+struct AppView {
+    version: &'static str,
+}
+
+/// The MCP App view's HTML: the same for every user, the figures come with each result.
+pub(crate) fn app_view_html() -> Result<String, ApiError> {
+    AppView { version: env!("CARGO_PKG_VERSION") }.render().map_err(ApiError::internal)
 }
 
 /// Each period of the chart with its value and its comparison period's value.
