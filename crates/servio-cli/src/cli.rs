@@ -154,6 +154,10 @@ pub struct ServeArgs {
     /// each; several MiB for 1,000 tools); the least used go first.
     #[arg(long, env = "SERVIO_CATALOGUE_CACHE_BYTES", default_value_t = 64 << 20, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(0..=1 << 40), hide_env_values = true)]
     pub catalogue_cache_bytes: u64,
+    /// Bytes the kept MCP figure resources may take together (each metric's periods as served,
+    /// up to 30 s each and 32 per user; a few KiB each); the least used go first.
+    #[arg(long, env = "SERVIO_FIGURES_CACHE_BYTES", default_value_t = 16 << 20, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(0..=1 << 40), hide_env_values = true)]
+    pub figures_cache_bytes: u64,
     /// Versions of each site's manifest kept: the newest N, plus every version a user still
     /// has approved or kept; older ones are deleted when a refresh stores a new one, and
     /// every minute.

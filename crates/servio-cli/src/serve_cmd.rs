@@ -34,7 +34,11 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         // The platform fetches user-supplied URLs: the public guard, unless told otherwise.
         let client = platform.client(false, None)?;
         let oauth = platform.oauth(format!("http://{local}"))?;
-        let cache_bytes = CacheBytes { dashboards: args.dashboard_cache_bytes, catalogues: args.catalogue_cache_bytes };
+        let cache_bytes = CacheBytes {
+            dashboards: args.dashboard_cache_bytes,
+            catalogues: args.catalogue_cache_bytes,
+            figures: args.figures_cache_bytes,
+        };
         let checks = platform.checks.config();
         let mut state = AppState::with_limits(Arc::from(store), client, secrets, oauth, checks, cache_bytes);
         let days = |n: u64| Duration::from_secs(n * 86_400);

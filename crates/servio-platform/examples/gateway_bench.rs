@@ -77,29 +77,21 @@ async fn main() {
         .header("mcp-session-id", &session)
         .header("mcp-protocol-version", "2025-06-18")
         .json(&call);
-    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                       "io.modelcontextprotocol/clientCapabilities": {} });
-    let stateless_call = json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/call",
-                                 "params": { "name": name, "arguments": args, "_meta": meta } });
-    let stateless = http
-        .post(format!("{base}/mcp"))
-        .bearer_auth(token)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", &name)
-        .json(&stateless_call);
+    let stateless = |method: &str, named: &str, params: Value| {
+        let mut params = params;
+        params["_meta"] = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                  "io.modelcontextprotocol/clientCapabilities": {} });
+        http.post(format!("{base}/mcp"))
+            .bearer_auth(token)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method)
+            .header("mcp-name", named)
+            .json(&json!({ "jsonrpc": "2.0", "id": 8, "method": method, "params": params }))
+    };
     let uri = format!("servio://metrics/{}/sales.revenue.daily?from=2026-08-20&to=2026-08-20", &origin[8..]);
-    let read =
-        json!({ "jsonrpc": "2.0", "id": 9, "method": "resources/read", "params": { "uri": uri, "_meta": meta } });
-    let read = http
-        .post(format!("{base}/mcp"))
-        .bearer_auth(token)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "resources/read")
-        .header("mcp-name", &uri)
-        .json(&read);
+    let read = stateless("resources/read", &uri, json!({ "uri": uri }));
+    let stateless = stateless("tools/call", &name, json!({ "name": name, "arguments": args }));
     let paths = [
         ("direct to the site", direct),
         ("gateway, HTTP API", api),
@@ -108,6 +100,9 @@ async fn main() {
         ("resource read, 2026", read),
     ];
 
+    // `GATEWAY_BENCH_ONLY=resource` runs the paths whose label starts so (for a profiler).
+    let only = std::env::var("GATEWAY_BENCH_ONLY").unwrap_or_default();
+    let paths: Vec<_> = paths.into_iter().filter(|(label, _)| label.starts_with(only.as_str())).collect();
     let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); paths.len()];
     for (_, request) in &paths {
         for _ in 0..WARM_UP {

@@ -9,17 +9,15 @@
 //! period start dates, `YYYY-MM-DD`) choose the range.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use serde::Serialize;
 use serde_json::Value;
-use servio_collector::manifests::{CheckedManifest, Wait};
 use servio_collector::trend::{Trend, comparison_start, trend};
 use servio_manifest::Metric;
 use servio_manifest::period::{Granularity, Period};
-use servio_store::{AttemptOutcome, StoredValue, UnfilledPeriod, User, VaultEntry};
+use servio_store::{AttemptOutcome, StoredValue, UnfilledPeriod, User};
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -114,11 +112,12 @@ fn authority(origin: &str) -> &str {
     origin.split_once("://").map_or(origin, |(_, rest)| rest).trim_end_matches('/')
 }
 
-/// Every metric of the briefs acting for `user` (the manifests they approved), site by site.
+/// Every metric of the briefs acting for `user` (the manifests they approved), site by site,
+/// from the gateway's kept catalogue (the same sites, read once for tools and figures alike).
 pub async fn metrics(state: &AppState, user: &User) -> Result<Vec<MetricRef>, ApiError> {
+    let catalogue = crate::gateway::catalogue(state, user).await?;
     let mut found = Vec::new();
-    for entry in state.store.vault_entries(user.id).await? {
-        let Some(acting) = acting(state, &entry).await? else { continue };
+    for (entry, acting) in catalogue.sites() {
         for metric in acting.brief.iter().flat_map(|brief| &brief.metrics) {
             found.push(MetricRef {
                 site: authority(&entry.site.origin).to_owned(),
@@ -130,10 +129,6 @@ pub async fn metrics(state: &AppState, user: &User) -> Result<Vec<MetricRef>, Ap
         }
     }
     Ok(found)
-}
-
-async fn acting(state: &AppState, entry: &VaultEntry) -> Result<Option<Arc<CheckedManifest>>, ApiError> {
-    Ok(state.collector.acting(entry, Wait::Bounded).await?)
 }
 
 /// Which metric, over which local dates.
@@ -162,10 +157,13 @@ impl Ask {
         }
         let mut ask = Ask { site: site.to_owned(), metric: metric.to_owned(), ..Ask::default() };
         for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
-            match &*name {
-                "from" => ask.from = Some(value.into_owned()),
-                "to" => ask.to = Some(value.into_owned()),
+            let slot = match &*name {
+                "from" => &mut ask.from,
+                "to" => &mut ask.to,
                 other => return Err(FiguresError::Invalid(format!("{uri:?}: unknown parameter {other:?}: from, to"))),
+            };
+            if slot.replace(value.into_owned()).is_some() {
+                return Err(FiguresError::Invalid(format!("{uri:?}: `{name}` is given twice")));
             }
         }
         Ok(ask)
@@ -307,9 +305,12 @@ pub async fn history(state: &AppState, user: &User, found: &MetricRef, ask: &Ask
     let first = servio_manifest::period::resolve(granularity, from, 0, &zone)
         .map_err(|e| FiguresError::Invalid(format!("`from` {from}: {e:?}")))?;
     let since = first.start.as_second() - COMPARISON_REACH_SECONDS;
-    let values = state.store.values(user.id, found.site_id, &found.metric.key, since).await.map_err(ApiError::from)?;
-    let unfilled =
-        state.store.unfilled_periods(user.id, found.site_id, &found.metric.key, since).await.map_err(ApiError::from)?;
+    // Both at once: on SQLite, two of the pool's readers.
+    let (values, unfilled) = tokio::try_join!(
+        state.store.values(user.id, found.site_id, &found.metric.key, since),
+        state.store.unfilled_periods(user.id, found.site_id, &found.metric.key, since),
+    )
+    .map_err(ApiError::from)?;
     let (from_text, to_text) = (from.to_string(), to.to_string());
     let in_range = |date: &str| (from_text.as_str()..=to_text.as_str()).contains(&date);
     let by_key: HashMap<&str, &StoredValue> = values.iter().map(|v| (v.period_key.as_str(), v)).collect();

@@ -430,6 +430,12 @@ impl Catalogue {
         &self.tools
     }
 
+    /// The vault's sites, each with the checked manifest acting for the user (the one they
+    /// approved), in vault order.
+    pub fn sites(&self) -> &[(VaultEntry, Arc<CheckedManifest>)] {
+        &self.sites
+    }
+
     fn find(&self, name: &str) -> Option<(&CatalogueTool, &VaultEntry, &Arc<CheckedManifest>, usize)> {
         let at = self.tools.iter().position(|tool| tool.name == name)?;
         let (site, tool) = self.places[at];

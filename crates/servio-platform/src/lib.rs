@@ -63,6 +63,8 @@ pub struct AppState {
     pub retention: upkeep::Retention,
     /// Rendered dashboards, kept until their user's data changes.
     pub dashboards: Arc<routes::dashboard::cache::DashboardCache>,
+    /// The figure resources MCP served (their JSON), kept until their user's data changes.
+    pub figures: Arc<routes::dashboard::cache::FiguresCache>,
     /// What one user may hold at once (tokens, claims, sessions).
     pub quotas: quotas::Quotas,
 }
@@ -96,13 +98,15 @@ impl Stopping {
 pub struct CacheBytes {
     /// Rendered dashboards (up to 1 MiB each for a user with 200 metrics).
     pub dashboards: u64,
+    /// The figure resources MCP served (a few KiB each; a year of hours, some 4 MiB).
+    pub figures: u64,
     /// Users' catalogues (megabytes each at 1,000 tools).
     pub catalogues: u64,
 }
 
 impl Default for CacheBytes {
     fn default() -> CacheBytes {
-        CacheBytes { dashboards: 64 << 20, catalogues: gateway::DEFAULT_CATALOGUE_BYTES }
+        CacheBytes { dashboards: 64 << 20, catalogues: gateway::DEFAULT_CATALOGUE_BYTES, figures: 16 << 20 }
     }
 }
 
@@ -157,6 +161,9 @@ impl AppState {
         let dashboards = Arc::new(routes::dashboard::cache::DashboardCache::new(cache_bytes.dashboards));
         let stale = dashboards.clone();
         gateway.on_change(move |change| stale.forget(change));
+        let figures = Arc::new(routes::dashboard::cache::FiguresCache::figures(cache_bytes.figures));
+        let stale = figures.clone();
+        gateway.on_change(move |change| stale.forget(change));
         let told = gateway.clone();
         collector.on_stored(move |users| told.values_changed(users));
         // API tokens revoked here or in another process are not reused from what is kept.
@@ -178,6 +185,7 @@ impl AppState {
             stopping: Stopping::default(),
             retention: upkeep::Retention::default(),
             dashboards,
+            figures,
             quotas: quotas::Quotas::default(),
         }
     }

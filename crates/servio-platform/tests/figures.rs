@@ -331,3 +331,33 @@ async fn wait_for_calls(server: &Server, token: &str, count: usize) -> Value {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The figures a read keeps are dropped when new values land: a read after a collection has
+/// them, at once, however recently the same address was read.
+#[tokio::test]
+async fn a_read_after_new_values_has_them() {
+    let (demo, servers) = common::demo_and_servers("kept-figures").await;
+    for (name, server) in servers {
+        let email = format!("ana-kept-{name}@example.com");
+        let ana = server.sign_up_with_site(&email, &demo.origin, "kept-figures").await;
+        let token = common::token_of_browser(&server, &ana).await;
+        let uri =
+            format!("servio://metrics/{}/sales.revenue.daily?from=2026-08-20&to=2026-08-20", site_of(&demo.origin));
+        let periods = |read: Value| -> usize {
+            let figures: Value = serde_json::from_str(read["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+            figures["periods"].as_array().unwrap().len()
+        };
+        let before = ask(&server, &token, "resources/read", json!({ "uri": uri })).await;
+        assert_eq!(periods(before), 0, "{name}: nothing collected yet");
+        backfill(&server, &ana, ("2026-08-20", "2026-08-20")).await;
+        let after = ask(&server, &token, "resources/read", json!({ "uri": uri })).await;
+        assert_eq!(periods(after), 1, "{name}: the new value, not the kept answer");
+        // The same address twice in a row is one render.
+        let again = ask(&server, &token, "resources/read", json!({ "uri": uri })).await;
+        assert_eq!(periods(again), 1, "{name}");
+        // A parameter given twice is refused (its address would be an unbounded cache key).
+        let twice = format!("{uri}&from=2026-08-20");
+        let refused = ask(&server, &token, "resources/read", json!({ "uri": twice })).await;
+        assert_eq!(refused["error"]["code"], -32602, "{name}: {refused}");
+    }
+}

@@ -108,12 +108,12 @@ async fn values_stored_through_one_process_drop_the_dashboard_another_keeps() {
     let dashboard = keeper.http.get(format!("{}/api/dashboard", keeper.base)).bearer_auth(&token).send().await.unwrap();
     assert_eq!(dashboard.status(), StatusCode::OK);
     let days = servio_platform::routes::dashboard::service::DEFAULT_DAYS;
-    assert!(keeper.state.dashboards.get(user_id, days).is_some(), "kept after the first answer");
+    assert!(keeper.state.dashboards.get(user_id, &days).is_some(), "kept after the first answer");
 
     // What the collector's hook does after a commit that stored values for the user.
     collector.state.gateway.values_changed(&[user_id]);
     let started = std::time::Instant::now();
-    while keeper.state.dashboards.get(user_id, days).is_some() {
+    while keeper.state.dashboards.get(user_id, &days).is_some() {
         assert!(started.elapsed() < Duration::from_secs(10), "the keeper still keeps the old dashboard");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -118,15 +118,20 @@ pub async fn read_resource(state: &AppState, user: &User, uri: &str) -> Result<R
     if uri == VIEW_URI {
         return read_view();
     }
-    let history = async { history(state, user, &Ask::from_uri(uri).map_err(|e| mcp_error(e, user))?).await };
-    let history = history.await.map_err(|mut error| {
+    // Kept until the user's values or vault change (or 30 s): a model reads the same figures
+    // again and again while they stay the same.
+    let render = || async {
+        let history = history(state, user, &Ask::from_uri(uri).map_err(|e| mcp_error(e, user))?).await?;
+        serde_json::to_vec(&history).map_err(|e| McpError::internal_error(e.to_string(), None))
+    };
+    let rendered = state.figures.get_or_render(user.id, uri.to_owned(), render).await.map_err(|mut error| {
         // The address asked for, as the specification asks of a resource that is not there.
         if error.code == rmcp::model::ErrorCode::RESOURCE_NOT_FOUND {
             error.data = Some(json!({ "uri": uri }));
         }
         error
     })?;
-    let text = serde_json::to_string(&history).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+    let text = String::from_utf8_lossy(&rendered.body).into_owned();
     let contents = ResourceContents::TextResourceContents {
         uri: uri.to_owned(),
         mime_type: Some(JSON.to_owned()),

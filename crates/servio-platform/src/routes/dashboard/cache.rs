@@ -1,5 +1,7 @@
 //! Rendered dashboards kept per user and window, each with its `ETag`: a dashboard is asked
 //! for far more often than it changes (a user's values change when a collection stores one).
+//! The same cache, by address instead of window, keeps the figures MCP serves as resources
+//! ([`FiguresCache`]), bounded by `--figures-cache-bytes`, [`FIGURES_PER_USER`] per user.
 //!
 //! Bounded in bytes: the kept bodies weigh at most the `--dashboard-cache-bytes` setting
 //! ([`DashboardCache::new`]), each user's entry weighing the bodies of the windows it holds (at
@@ -63,62 +65,111 @@ impl Rendered {
     }
 }
 
-/// One user's kept dashboards, by window (days): each rendered dashboard and when its data was
-/// read, oldest first. Replaced whole when a window is added, so that its weight is counted
-/// again.
-#[derive(Debug, Clone, Default)]
-struct Windows(Vec<(u32, Instant, Arc<Rendered>)>);
+/// How many figure resources one user's entry keeps at most.
+pub const FIGURES_PER_USER: usize = 32;
 
-impl Weight for Windows {
+/// One user's kept answers, by window (days, or a resource's address): each rendered answer and
+/// when its data was read, oldest first. Replaced whole when a window is added, so that its
+/// weight is counted again.
+#[derive(Debug, Clone)]
+struct Windows<W>(Vec<(W, Instant, Arc<Rendered>)>);
+
+impl<W> Default for Windows<W> {
+    fn default() -> Self {
+        Windows(Vec::new())
+    }
+}
+
+impl<W: Window> Weight for Windows<W> {
     fn weight(&self) -> usize {
-        ENTRY_OVERHEAD + self.0.iter().map(|(_, _, rendered)| rendered.body.len()).sum::<usize>()
+        let each = self.0.iter().map(|(window, _, rendered)| window.bytes() + rendered.body.len());
+        ENTRY_OVERHEAD + each.sum::<usize>()
+    }
+}
+
+/// What an answer is kept by besides its user, and what that key weighs.
+pub trait Window: Clone + Eq + std::hash::Hash + Send + Sync + 'static {
+    /// The bytes the key holds besides itself.
+    fn bytes(&self) -> usize;
+}
+
+impl Window for u32 {
+    fn bytes(&self) -> usize {
+        0
+    }
+}
+
+impl Window for String {
+    fn bytes(&self) -> usize {
+        self.len()
     }
 }
 
 /// The kept dashboards, by user, bounded in bytes.
-pub struct DashboardCache {
-    entries: Counted<i64, Windows>,
+pub type DashboardCache = RenderCache<u32>;
+
+/// The kept figure resources (their JSON), by user and address, bounded in bytes.
+pub type FiguresCache = RenderCache<String>;
+
+/// Rendered answers kept by user and window (`W`), bounded in bytes.
+pub struct RenderCache<W> {
+    entries: Counted<i64, Windows<W>>,
     /// One render at a time per user and window: when an entry expires under load, the
     /// requests that find it gone wait for one render instead of each making its own.
-    renders: Mutex<HashMap<(i64, u32), Gate>>,
+    renders: Mutex<HashMap<(i64, W), Gate>>,
+    /// How many windows one user's entry keeps.
+    per_user: usize,
 }
 
-impl std::fmt::Debug for DashboardCache {
+impl<W: Window> std::fmt::Debug for RenderCache<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DashboardCache").field("bytes", &self.entries.bytes()).finish_non_exhaustive()
+        f.debug_struct("RenderCache").field("bytes", &self.entries.bytes()).finish_non_exhaustive()
     }
 }
 
 /// Held while one dashboard renders.
 type Gate = Arc<tokio::sync::Mutex<()>>;
 
-impl DashboardCache {
-    /// A cache whose bodies weigh at most `bytes` together.
+impl RenderCache<u32> {
+    /// A cache of dashboards whose bodies weigh at most `bytes` together.
     pub fn new(bytes: u64) -> DashboardCache {
-        DashboardCache { entries: Counted::new("dashboard", bytes, KEPT), renders: Mutex::default() }
+        RenderCache::named("dashboard", bytes, WINDOWS)
+    }
+}
+
+impl RenderCache<String> {
+    /// A cache of figure resources whose bodies weigh at most `bytes` together.
+    pub fn figures(bytes: u64) -> FiguresCache {
+        RenderCache::named("figures", bytes, FIGURES_PER_USER)
+    }
+}
+
+impl<W: Window> RenderCache<W> {
+    fn named(name: &'static str, bytes: u64, per_user: usize) -> RenderCache<W> {
+        RenderCache { entries: Counted::new(name, bytes, KEPT), renders: Mutex::default(), per_user }
     }
 
-    /// The dashboard kept for `user_id` over `days`, while fresh (counted as a hit or a miss).
-    pub fn get(&self, user_id: i64, days: u32) -> Option<Arc<Rendered>> {
-        let found = self.find(user_id, days);
+    /// The answer kept for `user_id` over `window`, while fresh (counted as a hit or a miss).
+    pub fn get(&self, user_id: i64, window: &W) -> Option<Arc<Rendered>> {
+        let found = self.find(user_id, window);
         self.entries.count(found.is_some());
         found
     }
 
-    fn find(&self, user_id: i64, days: u32) -> Option<Arc<Rendered>> {
+    fn find(&self, user_id: i64, window: &W) -> Option<Arc<Rendered>> {
         let windows = self.entries.peek(&user_id)?;
-        let (_, at, rendered) = windows.0.iter().find(|(window, _, _)| *window == days)?;
+        let (_, at, rendered) = windows.0.iter().find(|(kept, _, _)| kept == window)?;
         (at.elapsed() < KEPT).then(|| rendered.clone())
     }
 
-    /// The dashboard of `user_id` over `days`: the kept one, or the one `render` makes (its
-    /// JSON body), kept. Concurrent callers for the same dashboard share one render.
-    pub async fn get_or_render<F, Fut, E>(&self, user_id: i64, days: u32, render: F) -> Result<Arc<Rendered>, E>
+    /// The answer of `user_id` over `window`: the kept one, or the one `render` makes (its
+    /// JSON body), kept. Concurrent callers for the same answer share one render.
+    pub async fn get_or_render<F, Fut, E>(&self, user_id: i64, window: W, render: F) -> Result<Arc<Rendered>, E>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Vec<u8>, E>>,
     {
-        if let Some(kept) = self.get(user_id, days) {
+        if let Some(kept) = self.get(user_id, &window) {
             return Ok(kept);
         }
         let gate = {
@@ -126,29 +177,29 @@ impl DashboardCache {
             if renders.len() >= GATES {
                 renders.retain(|_, gate| Arc::strong_count(gate) > 1);
             }
-            renders.entry((user_id, days)).or_default().clone()
+            renders.entry((user_id, window.clone())).or_default().clone()
         };
         let _turn = gate.lock().await;
         // Rendered while this one waited.
-        if let Some(kept) = self.find(user_id, days) {
+        if let Some(kept) = self.find(user_id, &window) {
             return Ok(kept);
         }
         let started = Instant::now();
         let body = render().await?;
-        Ok(self.keep(user_id, days, body, started))
+        Ok(self.keep(user_id, window, body, started))
     }
 
-    /// Keeps `body` as the dashboard of `user_id` over `days`, rendered at `since` (before the
+    /// Keeps `body` as the answer of `user_id` over `window`, rendered at `since` (before the
     /// data was read, so that a change made while it was being read is not hidden for long);
     /// answers it with its tag.
-    pub fn keep(&self, user_id: i64, days: u32, body: Vec<u8>, since: Instant) -> Arc<Rendered> {
+    pub fn keep(&self, user_id: i64, window: W, body: Vec<u8>, since: Instant) -> Arc<Rendered> {
         let rendered = Arc::new(Rendered::of(body));
         let mut windows = self.entries.peek(&user_id).map(|kept| (*kept).clone()).unwrap_or_default();
-        windows.0.retain(|(window, at, _)| *window != days && at.elapsed() < KEPT);
-        if windows.0.len() >= WINDOWS {
+        windows.0.retain(|(kept, at, _)| *kept != window && at.elapsed() < KEPT);
+        if windows.0.len() >= self.per_user {
             windows.0.remove(0);
         }
-        windows.0.push((days, since, rendered.clone()));
+        windows.0.push((window, since, rendered.clone()));
         self.entries.insert(user_id, windows);
         rendered
     }
@@ -177,16 +228,16 @@ mod tests {
         let cache = DashboardCache::new(1 << 20);
         let first = cache.keep(1, 28, b"{\"a\":1}".to_vec(), Instant::now());
         cache.keep(2, 28, b"{\"a\":1}".to_vec(), Instant::now());
-        assert_eq!(cache.get(2, 28).unwrap().etag, first.etag, "the same body, the same tag");
-        assert!(cache.get(1, 7).is_none());
+        assert_eq!(cache.get(2, &28).unwrap().etag, first.etag, "the same body, the same tag");
+        assert!(cache.get(1, &7).is_none());
         cache.forget(Some(Change::Values(1)));
-        assert!(cache.get(1, 28).is_none());
-        assert!(cache.get(2, 28).is_some());
+        assert!(cache.get(1, &28).is_none());
+        assert!(cache.get(2, &28).is_some());
         let second = cache.keep(1, 28, b"{\"a\":2}".to_vec(), Instant::now());
         assert_ne!(second.etag, first.etag);
         assert!(second.matches(Some(&second.etag)));
         cache.forget(None);
-        assert!(cache.get(2, 28).is_none());
+        assert!(cache.get(2, &28).is_none());
     }
 
     /// A stampede: many requests find the dashboard gone at once; one renders, all get it.
