@@ -35,6 +35,11 @@ pub const CONTEXT_TTL: Duration = Duration::from_secs(2);
 /// How many call-log entries the writer commits in one transaction at most.
 const LOG_BATCH: usize = 256;
 
+/// How long the call-log writer gathers calls after the first before it commits them: calls
+/// that come one at a time then share a commit (on SQLite, an `fsync`) instead of paying one
+/// each, which was a fifth of a gateway call's overhead (BENCHMARKS.md). A flush does not wait.
+const LOG_LINGER: Duration = Duration::from_millis(50);
+
 /// The gateway's shared state: each user's catalogue, the call-log writer and change notices.
 pub struct Gateway {
     contexts: Counted<i64, UserContext>,
@@ -361,6 +366,14 @@ fn start_log_writer(store: Arc<dyn Store>) -> mpsc::UnboundedSender<LogEntry> {
         let mut received = Vec::with_capacity(LOG_BATCH);
         let mut batch = Vec::with_capacity(LOG_BATCH);
         while receiver.recv_many(&mut received, LOG_BATCH).await > 0 {
+            let deadline = tokio::time::Instant::now() + LOG_LINGER;
+            while received.len() < LOG_BATCH && !received.iter().any(|entry| matches!(entry, LogEntry::Flush(_))) {
+                let room = LOG_BATCH - received.len();
+                match tokio::time::timeout_at(deadline, receiver.recv_many(&mut received, room)).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
             let mut flushed = Vec::new();
             for entry in received.drain(..) {
                 match entry {
