@@ -370,23 +370,16 @@ impl ServerHandler for McpGateway {
                     () = ended.cancelled() => return,
                     heard = changes.next() => heard,
                 };
-                let (catalogue, values) = match heard {
+                let changed = match heard {
                     Heard::Changed { catalogue, values } => (catalogue, values),
                     Heard::Revoked => return end_session(&state, &sessions, session.as_ref()).await,
                     Heard::Closed => return,
                 };
-                if catalogue && peer.notify_tool_list_changed().await.is_err() {
-                    return; // The session is gone.
-                }
-                let watched: Vec<String> = match values {
-                    true => {
-                        subscribed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().cloned().collect()
-                    }
-                    false => Vec::new(),
-                };
-                for uri in watched {
-                    if peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri)).await.is_err() {
-                        return;
+                let watched: Vec<String> =
+                    subscribed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().cloned().collect();
+                for notice in notices(changed, &watched) {
+                    if peer.send_notification(notice).await.is_err() {
+                        return; // The session is gone.
                     }
                 }
             }
@@ -435,30 +428,31 @@ impl ServerHandler for McpGateway {
                 () = stopping.cancelled() => return Ok(()),
                 heard = changes.next() => heard,
             };
-            let (catalogue, values) = match heard {
+            let changed = match heard {
                 Heard::Changed { catalogue, values } => (catalogue, values),
                 Heard::Revoked => {
                     return Err(McpError::invalid_request("the API token of this stream was revoked", None));
                 }
                 Heard::Closed => return Ok(()),
             };
-            let mut notices = Vec::new();
-            if catalogue {
-                notices.push(ServerNotification::ToolListChangedNotification(Default::default()));
-            }
-            if values {
-                notices.extend(watched.iter().map(|uri| {
-                    let updated = ResourceUpdatedNotificationParam::new(uri.clone());
-                    ServerNotification::ResourceUpdatedNotification(ResourceUpdatedNotification::new(updated))
-                }));
-            }
-            for notice in notices {
+            for notice in notices(changed, &watched) {
                 if context.sink().send(notice).await.is_err() {
                     return Ok(()); // The client is gone.
                 }
             }
         }
     }
+}
+
+/// What a change heard (of the catalogue, of the values) tells a client, on a session's stream
+/// or a listen stream alike: that its tool list changed, and an update of each metric it watches.
+fn notices((catalogue, values): (bool, bool), watched: &[String]) -> Vec<ServerNotification> {
+    let changed = catalogue.then(|| ServerNotification::ToolListChangedNotification(Default::default()));
+    let updated = watched.iter().filter(|_| values).map(|uri| {
+        let updated = ResourceUpdatedNotificationParam::new(uri.clone());
+        ServerNotification::ResourceUpdatedNotification(ResourceUpdatedNotification::new(updated))
+    });
+    changed.into_iter().chain(updated).collect()
 }
 
 /// How many `subscriptions/listen` streams each user has open in this process: as many as the
