@@ -34,7 +34,7 @@ async fn due_periods_are_collected_once_and_wait_after_a_transient_failure() {
         let (joe, entry) = common::user_with_site(&collector, &format!("joe-{name}@example.com"), &demo, "demo").await;
         assert_eq!(collect(joe.clone(), entry.clone()).await, [2, 0, 0, 0], "{name}");
         assert_eq!(collect(joe.clone(), entry.clone()).await, [0, 0, 0, 0], "{name}: settled");
-        let values = collector.store().values(joe.id, entry.site.id, "sales.revenue.daily", 0).await.unwrap();
+        let values = collector.store().values(joe.id, entry.site.id, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
         assert_eq!(values.len(), 1, "{name}: only the current period, no history");
 
         let (kim, entry) = common::user_with_site(&collector, &format!("kim-{name}@example.com"), &demo, "demo").await;
@@ -136,7 +136,7 @@ async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
 
     // Only the accepted forms are stored, with their number and raw text.
     let store = collector.store();
-    let stored = store.values(user.id, entry.site.id, "sales.revenue.daily", 0).await.unwrap();
+    let stored = store.values(user.id, entry.site.id, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
     let stored: Vec<(String, String, f64)> = stored.into_iter().map(|v| (v.start_date, v.raw, v.value)).collect();
     let expected: Vec<(String, String, f64)> =
         accepted.into_iter().map(|(date, raw, value)| (date, raw.to_owned(), value)).collect();
@@ -150,7 +150,7 @@ async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
     let slow = impatient.collect_due(&user, &entry, &mut Planner::new(now)).await.unwrap();
     demo.site.set_misbehaviour(TOOL, None);
     assert_eq!((slow.stored, slow.failed), (0, 2), "a timeout");
-    let stored_after = store.values(user.id, entry.site.id, "sales.revenue.daily", 0).await.unwrap();
+    let stored_after = store.values(user.id, entry.site.id, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
     assert_eq!(stored_after.len(), stored.len(), "a timeout stores nothing");
 
     // Every drop and failure is in the log with a reason a site owner can act on.

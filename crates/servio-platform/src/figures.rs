@@ -21,7 +21,7 @@ use servio_store::{AttemptOutcome, StoredValue, UnfilledPeriod, User};
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::routes::dashboard::service::Raw;
+use crate::routes::dashboard::service::{Range, Raw, dates};
 
 /// The tool that answers with the figures.
 pub const TOOL_NAME: &str = "servio_metrics";
@@ -291,24 +291,34 @@ pub struct Unfilled {
     pub retry_at: Option<String>,
 }
 
-/// How many days a range may span: a year's periods with room; an hour's range, a month.
-const MAX_SPAN_DAYS: i64 = 400;
+/// How many days an hour's range may span (others, 400: [`dates`]).
 const MAX_HOUR_SPAN_DAYS: i64 = 31;
 /// How far before a range its comparison periods reach (a month, for `month`).
 const COMPARISON_REACH_SECONDS: i64 = 32 * 24 * 3600;
+/// How far the same local period may lie from where the user's zone now puts it, when it was
+/// collected in another zone (offsets differ by 26 hours at most).
+const ZONE_ROOM_SECONDS: i64 = 27 * 3600;
 
 /// The periods of `found` that `ask` wants, for `user`.
 pub async fn history(state: &AppState, user: &User, found: &MetricRef, ask: &Ask) -> Result<History, FiguresError> {
     let zone = servio_manifest::period::zone(&user.time_zone).map_err(ApiError::internal)?;
     let granularity = found.metric.granularity;
     let (from, to) = range(ask, granularity, &zone)?;
-    let first = servio_manifest::period::resolve(granularity, from, 0, &zone)
-        .map_err(|e| FiguresError::Invalid(format!("`from` {from}: {e:?}")))?;
-    let since = first.start.as_second() - COMPARISON_REACH_SECONDS;
+    let resolve = |granularity, date| {
+        servio_manifest::period::resolve(granularity, date, 0, &zone)
+            .map_err(|e| FiguresError::Invalid(format!("{date}: {e:?}")))
+    };
+    // From the comparison periods before the range to its last period's end (the day's, for
+    // hours), with a day's room either side for values collected in another zone: what is read
+    // grows with the range, not with everything collected since.
+    let since = resolve(granularity, from)?.start.as_second() - COMPARISON_REACH_SECONDS;
+    let last = if granularity == Granularity::Hour { Granularity::Day } else { granularity };
+    let until = resolve(last, to)?.end.as_second() + ZONE_ROOM_SECONDS;
+    let starts = since - ZONE_ROOM_SECONDS..until;
     // Both at once: on SQLite, two of the pool's readers.
     let (values, unfilled) = tokio::try_join!(
-        state.store.values(user.id, found.site_id, &found.metric.key, since),
-        state.store.unfilled_periods(user.id, found.site_id, &found.metric.key, since),
+        state.store.values(user.id, found.site_id, &found.metric.key, starts.clone()),
+        state.store.unfilled_periods(user.id, found.site_id, &found.metric.key, starts),
     )
     .map_err(ApiError::from)?;
     let (from_text, to_text) = (from.to_string(), to.to_string());
@@ -334,31 +344,34 @@ pub async fn history(state: &AppState, user: &User, found: &MetricRef, ask: &Ask
     })
 }
 
-/// The dates asked for, checked: by default the recent periods (two days of hours, four weeks
-/// of days, twelve weeks, twelve months) up to today in `zone`.
+/// The dates asked for, checked as a backfill's are (`YYYY-MM-DD` from 1970 to 2999, `to` at
+/// most 400 days after `from`), and an hour's range at most [`MAX_HOUR_SPAN_DAYS`]: by default
+/// the recent periods (two days of hours, four weeks of days, twelve weeks, twelve months) up
+/// to today in `zone`.
 fn range(ask: &Ask, granularity: Granularity, zone: &TimeZone) -> Result<(Date, Date), FiguresError> {
-    let date = |name: &str, text: &str| -> Result<Date, FiguresError> {
-        text.parse::<Date>()
-            .map_err(|e| FiguresError::Invalid(format!("`{name}` {text:?} is not a date of the form YYYY-MM-DD: {e}")))
+    let to = match &ask.to {
+        Some(text) => text.clone(),
+        None => jiff::Timestamp::now().to_zoned_datetime(zone.clone()).date().to_string(),
     };
-    let today = jiff::Timestamp::now().to_zoned_datetime(zone.clone()).date();
-    let to = ask.to.as_deref().map(|text| date("to", text)).transpose()?.unwrap_or(today);
     let back = match granularity {
         Granularity::Hour => 1,
         Granularity::Day => 27,
         Granularity::Week => 7 * 12,
         Granularity::Month => 366,
     };
-    let from = match ask.from.as_deref() {
-        Some(text) => date("from", text)?,
-        None => to.checked_sub(jiff::Span::new().days(back)).unwrap_or(to),
+    let from = match &ask.from {
+        Some(text) => text.clone(),
+        // A `to` that is not a date is said so by the check.
+        None => to
+            .parse::<Date>()
+            .ok()
+            .and_then(|to| to.checked_sub(jiff::Span::new().days(back)).ok())
+            .map_or_else(|| to.clone(), |from| from.to_string()),
     };
-    let span = (to - from).get_days();
-    let most = if granularity == Granularity::Hour { MAX_HOUR_SPAN_DAYS } else { MAX_SPAN_DAYS };
-    if to < from || i64::from(span) > most {
+    let (from, to) = dates(&Range { from, to }).map_err(|error| FiguresError::Invalid(error.to_string()))?;
+    if granularity == Granularity::Hour && i64::from((to - from).get_days()) > MAX_HOUR_SPAN_DAYS {
         return Err(FiguresError::Invalid(format!(
-            "`to` must be on or after `from`, at most {most} days later for a metric by the {}",
-            granularity.as_str()
+            "`to` must be at most {MAX_HOUR_SPAN_DAYS} days after `from` for a metric by the hour"
         )));
     }
     Ok((from, to))

@@ -62,12 +62,15 @@ async fn a_site_is_collected_backfilled_and_removed_from_its_page() {
 
         // Remove: gone from the vault, with its values; the page of the site is a 404.
         let user_id = queued_user(&server).await;
-        assert!(!server.state.store.values(user_id, id, "sales.revenue.daily", 0).await.unwrap().is_empty());
+        assert!(!server.state.store.values(user_id, id, "sales.revenue.daily", 0..i64::MAX).await.unwrap().is_empty());
         let removed = me.post(&format!("/vault/{id}/remove"), &[]).await;
         assert_eq!(removed.location.as_deref(), Some("/vault?removed=1"), "{name}");
         let vault = me.get("/vault?removed=1").await;
         assert!(vault.html.contains("was removed from your vault") && !vault.html.contains(&demo.origin), "{name}");
-        assert!(server.state.store.values(user_id, id, "sales.revenue.daily", 0).await.unwrap().is_empty(), "{name}");
+        assert!(
+            server.state.store.values(user_id, id, "sales.revenue.daily", 0..i64::MAX).await.unwrap().is_empty(),
+            "{name}"
+        );
         let gone = me.get(&site_path).await;
         assert_eq!(gone.status, StatusCode::NOT_FOUND, "{name}");
         assert!(gone.html.contains("<!doctype html>"), "{name}: an HTML 404");

@@ -615,13 +615,14 @@ pub trait Store: Send + Sync {
     async fn record_result(&self, slot: &Slot<'_>, result: &CollectionResult<'_>, now: i64) -> Result<(), StoreError>;
     /// The transient failures of a slot (its period key) so far.
     async fn retries(&self, slot: &Slot<'_>) -> Result<Retries, StoreError>;
-    /// A user's values of one metric of one site whose period starts at or after `since`, oldest first.
+    /// A user's values of one metric of one site whose period starts within `starts` (Unix
+    /// seconds), oldest first.
     async fn values(
         &self,
         user_id: i64,
         site_id: i64,
         metric_key: &str,
-        since: i64,
+        starts: std::ops::Range<i64>,
     ) -> Result<Vec<StoredValue>, StoreError>;
     /// How collections from `site_id` ended since `since`, across its users (see the `health`
     /// module): only the figures at least `min_users` distinct users stand behind, counting
@@ -636,14 +637,14 @@ pub trait Store: Send + Sync {
     ) -> Result<SiteHealth, StoreError>;
     /// The latest attempts for a user's site, newest first.
     async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError>;
-    /// The periods of one metric starting at or after `since` that have no value, each with its
+    /// The periods of one metric starting within `starts` that have no value, each with its
     /// latest attempt (why it has none), oldest period first; at most [`UNFILLED_LIMIT`].
     async fn unfilled_periods(
         &self,
         user_id: i64,
         site_id: i64,
         metric_key: &str,
-        since: i64,
+        starts: std::ops::Range<i64>,
     ) -> Result<Vec<UnfilledPeriod>, StoreError>;
     /// Every vault entry of every user, as (user, entry), for the collector.
     async fn all_vault_entries(&self) -> Result<Vec<(User, VaultEntry)>, StoreError>;

@@ -912,16 +912,17 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip_all)]
-            async fn values(&self, user_id: i64, site_id: i64, metric_key: &str, since: i64)
+            async fn values(&self, user_id: i64, site_id: i64, metric_key: &str, starts: std::ops::Range<i64>)
                 -> Result<Vec<StoredValue>, StoreError> {
                 let values = bind!(
                     sqlx::query_as(
                         "SELECT metric_key, granularity, period_start, period_end, start_date, period_key, value, raw, collected_at,
                                 source
                          FROM metric_values
-                         WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start >= $4 ORDER BY period_start",
+                         WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start >= $4 AND period_start < $5
+                         ORDER BY period_start",
                     ),
-                    user_id, site_id, metric_key, since
+                    user_id, site_id, metric_key, starts.start, starts.end
                 )
                 .fetch_all(&self.pool)
                 .await?;
@@ -943,7 +944,7 @@ macro_rules! shared_store {
             }
 
             #[tracing::instrument(level = "debug", skip(self))]
-            async fn unfilled_periods(&self, user_id: i64, site_id: i64, metric_key: &str, since: i64)
+            async fn unfilled_periods(&self, user_id: i64, site_id: i64, metric_key: &str, starts: std::ops::Range<i64>)
                 -> Result<Vec<UnfilledPeriod>, StoreError> {
                 // Each period's latest attempt, unless the period has a value (of its key, or,
                 // for an attempt logged before keys, of its start).
@@ -955,6 +956,7 @@ macro_rules! shared_store {
                                                             ORDER BY a.id DESC) AS newest
                              FROM collection_attempts a
                              WHERE a.user_id = $1 AND a.site_id = $2 AND a.metric_key = $3 AND a.period_start >= $4
+                               AND a.period_start < $5
                          ) latest
                          WHERE newest = 1 AND outcome <> 'stored' AND NOT EXISTS (
                              SELECT 1 FROM metric_values v
@@ -962,9 +964,9 @@ macro_rules! shared_store {
                                AND (v.period_key = latest.period_key
                                     OR (latest.period_key IS NULL AND v.period_start = latest.period_start))
                          )
-                         ORDER BY period_start LIMIT $5",
+                         ORDER BY period_start LIMIT $6",
                     ),
-                    user_id, site_id, metric_key, since, crate::UNFILLED_LIMIT
+                    user_id, site_id, metric_key, starts.start, starts.end, crate::UNFILLED_LIMIT
                 )
                 .fetch_all(&self.pool)
                 .await?;

@@ -304,7 +304,7 @@ async fn one_value_per_slot_and_every_attempt_logged() {
         let dropped = CollectionResult::Dropped { reason: "the value is null", raw: Some("null") };
         store.record_result(&later, &dropped, 7).await.unwrap();
 
-        let values = store.values(hal.id, site.id, "sales.revenue.daily", 0).await.unwrap();
+        let values = store.values(hal.id, site.id, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
         assert_eq!(values.len(), 1, "{name}: replaced, not duplicated");
         assert_eq!((values[0].value, values[0].raw.as_str()), (2341.5, "2341.5"), "{name}");
         assert_eq!(values[0].source.as_deref(), source, "{name}: what the value was read from");
@@ -316,9 +316,15 @@ async fn one_value_per_slot_and_every_attempt_logged() {
             "{name}"
         );
         assert!(
-            store.values(hal.id, site.id, "sales.revenue.daily", 2_000).await.unwrap().is_empty(),
+            store.values(hal.id, site.id, "sales.revenue.daily", 2_000..i64::MAX).await.unwrap().is_empty(),
             "{name}: a dropped value is no value"
         );
+        assert!(store.values(hal.id, site.id, "sales.revenue.daily", 0..1_000).await.unwrap().is_empty(), "{name}");
+        // The period without a value, with its latest attempt; none past the range's end.
+        let unfilled = store.unfilled_periods(hal.id, site.id, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
+        let found: Vec<_> = unfilled.iter().map(|u| (u.period_start, u.outcome, u.reason.as_deref())).collect();
+        assert_eq!(found, [(87_400, AttemptOutcome::Dropped, Some("the value is null"))], "{name}");
+        assert!(store.unfilled_periods(hal.id, site.id, "sales.revenue.daily", 0..87_400).await.unwrap().is_empty());
     }
 }
 
@@ -401,7 +407,7 @@ async fn many_values_are_stored_in_one_go() {
             .collect();
         values.push((values[0].0.clone(), 99.0, "again"));
         store.store_values(&values, 1).await.unwrap();
-        let stored = store.values(ida.id, site.id, "sales.orders.daily", 0).await.unwrap();
+        let stored = store.values(ida.id, site.id, "sales.orders.daily", 0..i64::MAX).await.unwrap();
         assert_eq!(stored.len(), 30, "{name}");
         assert_eq!((stored[0].value, stored[0].raw.as_str()), (99.0, "again"), "{name}: the later one wins");
         assert_eq!((stored[29].value, stored[29].start_date.as_str()), (29.0, "2026-09-30"), "{name}");
@@ -460,7 +466,7 @@ async fn values_of_several_metrics_in_one_query() {
         // Exactly what asking pair by pair gives (SQLite itself keeps -0.0 as 0.0, either way).
         let mut want = Vec::new();
         for (site, key) in [(sites[0], "a.one"), (sites[1], "b.raw")] {
-            for v in store.values(jo.id, site, key, 86_400).await.unwrap() {
+            for v in store.values(jo.id, site, key, 86_400..i64::MAX).await.unwrap() {
                 want.push((site, key, v.period_start, v.value.to_bits()));
             }
         }
@@ -576,7 +582,7 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
             duration_ms: None,
         };
         assert_eq!(store.complete_jobs(&[stale], 41).await.unwrap(), [false], "{name}: fenced out");
-        assert!(store.values(user, site, "sales.revenue.daily", 0).await.unwrap().is_empty(), "{name}");
+        assert!(store.values(user, site, "sales.revenue.daily", 0..i64::MAX).await.unwrap().is_empty(), "{name}");
         assert!(store.attempts(user, site, 10).await.unwrap().is_empty(), "{name}: not even an attempt");
         assert_eq!(store.job_counts().await.unwrap().pending, 1, "{name}: nor the job's state");
 
@@ -586,7 +592,7 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
             duration_ms: None,
         };
         assert_eq!(store.complete_jobs(&[current], 42).await.unwrap(), [true], "{name}");
-        let values = store.values(user, site, "sales.revenue.daily", 0).await.unwrap();
+        let values = store.values(user, site, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
         assert_eq!((values.len(), values[0].value, values[0].raw.as_str()), (1, 2.0, "\"$2\""), "{name}");
         assert_eq!(values[0].source.as_deref(), Some(r#"{"tool":"t"}"#), "{name}: what it was read from");
         let attempts = store.attempts(user, site, 10).await.unwrap();
@@ -627,7 +633,7 @@ async fn a_job_twice_in_one_completion_is_written_once_under_its_current_fence()
             },
         ];
         assert_eq!(store.complete_jobs(&both, 41).await.unwrap(), [false, true], "{name}");
-        let values = store.values(user, site, "sales.revenue.daily", 0).await.unwrap();
+        let values = store.values(user, site, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
         assert_eq!(values.iter().map(|v| v.value).collect::<Vec<_>>(), [2.0], "{name}");
         let attempts = store.attempts(user, site, 10).await.unwrap();
         assert_eq!(attempts.iter().map(|a| a.raw.as_deref()).collect::<Vec<_>>(), [Some("2")], "{name}");
@@ -677,7 +683,10 @@ async fn retries_come_back_after_their_backoff_and_other_results_end_the_job() {
             store.attempts(user, site, 10).await.unwrap().into_iter().map(|a| a.outcome.to_string()).collect();
         outcomes.sort();
         assert_eq!(outcomes, ["dropped", "failed", "retry", "retry"], "{name}");
-        assert!(store.values(user, site, "sales.revenue.daily", 0).await.unwrap().is_empty(), "{name}: no zeros");
+        assert!(
+            store.values(user, site, "sales.revenue.daily", 0..i64::MAX).await.unwrap().is_empty(),
+            "{name}: no zeros"
+        );
     }
 }
 
@@ -867,7 +876,7 @@ async fn removal_and_account_deletion_take_the_users_data_with_them() {
         let collected = |user_id| {
             let store = &store;
             async move {
-                let values = store.values(user_id, site.id, "sales.revenue.daily", 0).await.unwrap().len();
+                let values = store.values(user_id, site.id, "sales.revenue.daily", 0..i64::MAX).await.unwrap().len();
                 let attempts = store.attempts(user_id, site.id, 10).await.unwrap().len();
                 let jobs = store.pending_jobs(user_id, site.id).await.unwrap();
                 (values, attempts, jobs)
@@ -1122,7 +1131,7 @@ async fn one_value_per_period_key_whatever_the_zone() {
             .record_result(&new_york, &CollectionResult::Stored { value: 2.0, raw: "2", source: None }, 20)
             .await
             .unwrap();
-        let values = store.values(user, site, "sales.revenue.daily", 0).await.unwrap();
+        let values = store.values(user, site, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
         let got: Vec<(&str, i64, f64)> =
             values.iter().map(|v| (v.start_date.as_str(), v.period_start, v.value)).collect();
         assert_eq!(got, [("2026-08-20", new_york.period_start, 2.0)], "{name}: replaced, with the new instants");
@@ -1171,7 +1180,7 @@ async fn an_hour_value_from_before_keys_is_replaced_by_its_hour() {
         let keyed = Slot { period_key: "1970-01-01T01", ..hour.clone() };
         assert!(store.slot_settled(&keyed).await.unwrap(), "{name}: settled by the value from before");
         store.record_result(&keyed, &CollectionResult::Stored { value: 2.0, raw: "2", source: None }, 6).await.unwrap();
-        let values = store.values(user, site, "visits.hourly", 0).await.unwrap();
+        let values = store.values(user, site, "visits.hourly", 0..i64::MAX).await.unwrap();
         assert_eq!(values.iter().map(|v| v.value).collect::<Vec<_>>(), [2.0], "{name}: replaced, not beside it");
     }
 }
@@ -1258,7 +1267,11 @@ async fn a_nul_from_a_site_is_stored_as_a_replacement_and_costs_no_other_result(
         let completions: Vec<Completion> =
             jobs.iter().map(|job| Completion { job, result: results(job), duration_ms: Some(1.0) }).collect();
         assert_eq!(store.complete_jobs(&completions, 11).await.unwrap(), [true; 6], "{name}: the whole group");
-        assert_eq!(store.values(healthy.0, healthy.1, "sales.revenue.daily", 0).await.unwrap().len(), 3, "{name}");
+        assert_eq!(
+            store.values(healthy.0, healthy.1, "sales.revenue.daily", 0..i64::MAX).await.unwrap().len(),
+            3,
+            "{name}"
+        );
         let mut reasons: Vec<String> =
             store.attempts(hostile.0, hostile.1, 10).await.unwrap().into_iter().filter_map(|a| a.reason).collect();
         reasons.sort();

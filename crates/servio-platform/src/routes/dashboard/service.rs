@@ -61,7 +61,7 @@ pub struct CollectSummary {
 
 /// The dates of `range`: both `YYYY-MM-DD` within [`BACKFILL_DATES`], `to` on or after
 /// `from`, at most 400 days later.
-fn dates(range: &Range) -> Result<(Date, Date), ApiError> {
+pub(crate) fn dates(range: &Range) -> Result<(Date, Date), ApiError> {
     let date = |field: &str, text: &str| -> Result<Date, ApiError> {
         let date: Date = text.parse().map_err(|e| {
             ApiError::BadRequest(format!("`{field}` {text:?} is not a date of the form YYYY-MM-DD: {e}"))
