@@ -334,7 +334,10 @@ impl Credentials {
     /// Sends a call with `token` through `send`; when the site answers `401` to it, renews the
     /// token once (unless it is a pasted token, or another call renewed it meanwhile) and sends
     /// again. The one place of that rule, for the collector and the gateway alike.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the user, the site and its manifest, the sealed credential, the token and the sender: a struct for one call would only move the list"
+    )]
     pub async fn send_with_renewal<T, F, Fut>(
         &self,
         user_id: i64,

@@ -37,7 +37,6 @@ pub mod brief;
 pub mod diagnostic;
 pub mod diff;
 mod fields;
-pub mod human;
 pub mod json;
 mod lints;
 pub mod locate;

@@ -310,7 +310,10 @@ impl ServerHandler for McpGateway {
 
     /// `resources/subscribe` (before 2026-07-28): the session hears
     /// `notifications/resources/updated` for the metric whenever the user's values change.
-    #[allow(deprecated)]
+    #[allow(
+        deprecated,
+        reason = "resources/subscribe is deprecated by 2026-07-28 and still served to earlier revisions"
+    )]
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
@@ -328,7 +331,10 @@ impl ServerHandler for McpGateway {
         Ok(())
     }
 
-    #[allow(deprecated)]
+    #[allow(
+        deprecated,
+        reason = "resources/subscribe is deprecated by 2026-07-28 and still served to earlier revisions"
+    )]
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,

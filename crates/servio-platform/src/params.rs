@@ -84,7 +84,7 @@ mod tests {
     }
 
     /// A route without the parameter is our mistake: 500, not the caller's 404. (An id that
-    /// does not read is driven through the router in `tests/routes.rs`.)
+    /// does not read is driven through the router in `tests/it/routes.rs`.)
     #[tokio::test]
     async fn a_missing_path_parameter_is_ours() {
         let (mut parts, ()) = Request::builder().uri("/x/1").body(()).unwrap().into_parts();

@@ -140,8 +140,9 @@ mod tests {
 
     use super::{Dialect, migrator};
 
-    /// SHA-384 of each migration as the backends shipped it before the templates (version,
-    /// SQLite, PostgreSQL): what existing databases hold in `_sqlx_migrations.checksum`.
+    /// SHA-384 of every migration as the backends shipped it (version, SQLite, PostgreSQL): what
+    /// existing databases hold in `_sqlx_migrations.checksum`. A new migration adds its row here
+    /// when it lands; from then on its bytes never change.
     const SHIPPED: &[(i64, &str, &str)] = &[
         (
             1,
@@ -193,12 +194,67 @@ mod tests {
             "c8b4531df08d800f0e2a59cf487f349dc405ca82c04d3387eaefdae0d5f349fb15b09082c10409569d056b84dd383c51",
             "9d813735ef78b1a53b6538a2b517bea97b27490add42832b2d4f939f52d4a0712f510ccef3e2482556892b51fac672c7",
         ),
+        (
+            11,
+            "edbf5d29634152aea0f152b4c8099d23839c6b42c1aead685270da10ff06da27a234381de508d9ccae7319fbd82c2a90",
+            "87f293207a7dc49a28096001faf68b33db2eb7894c9d4372ca95c2e6b4ce86d6f846e3bdeb307cfda553dcf8ed7f0f35",
+        ),
+        (
+            12,
+            "396405e4377096f2a50333ddfaf64e5d546f2c544626fb739f4362fc71b61c0d7108d4d44f81415217cce20435ec8825",
+            "5ed8b3586179dd8b58188a932f3536938b8e6be0b4ce18fe997bb0463ce0487ea592c3cdc8a77d3d9e9aa8289a98464b",
+        ),
+        (
+            13,
+            "48e72d3cf3900b103935a12f46dcdfbf0e384e89fcd94aa4897533ff832ce1797f12709e6dbf7b138db758c7e9b288c7",
+            "41cc0ac160927662ec41d48395d63196bca500d42d4db6241bbae8905b7854099121413d276ae5d3a3cc5d0dc8df76c5",
+        ),
+        (
+            14,
+            "ee0f8bdacb431a12a828450d1dcfd5d578fb2d91131d6d2d935c52626525167823a61139e285a6a92ebb8201211481ea",
+            "61b3341daee7670b351e26f21733158b409e99237f3e57edc2950b47aa9794b3e9529219953188b243498a9333f0e447",
+        ),
+        (
+            15,
+            "54afedf450cc5b02d4b2075fe17ac089fe9e30c6c79e85259815fb3c8949f9241a3f90395e430183f8ef14eb5af2e6eb",
+            "5c44ff3d10397225c6313c1110fb5aa3d1177a82c1c54310a24fcd866b7abda9f856e7904ffca96ead9cb1fdd4954e91",
+        ),
+        (
+            16,
+            "106f76a4a8dbfaea1715525e4cb3deabd08929950723e6b740241376f19a7a373b7e26718830981d56b85d377b23715d",
+            "145d40c7754c7bc32954ba32f9f80ff497b04b7f9f9d0d2bd9db872b6ddb10aacec62fcbc6859d044bf89e9b9165ae43",
+        ),
+        (
+            18,
+            "6c9cf9008efd5222f348ad987ab000677677c445ec7d761a32f9b6329df3ca1723f85a60a0f4f6dd7f1f61ce7017a391",
+            "6c9cf9008efd5222f348ad987ab000677677c445ec7d761a32f9b6329df3ca1723f85a60a0f4f6dd7f1f61ce7017a391",
+        ),
+        (
+            19,
+            "09b955eba72d4e8e5f19f600cf3e380451905fc213b1725bc44fcc1260e693d06da66255cffe5f67ddd12f380b96fbdf",
+            "4bc0a2918cb9022abfcf512efdb44e6fe05ee2a1516c93df3e0ba9cb8a6a1194226fdf46fcef9eb826a1bfe9721b54f2",
+        ),
+        (
+            20,
+            "6980cc0a885f32c18e40a3daa2c61fa9c0457f5e280d7edd298a5e49986817512b4b910a7884a51c91753ddc86872034",
+            "d1f4c9a181f42f8fdf8e0fa2c6867a8de305a7cef41e691e65a5599eecd18a92c3e61c8139ac3c5d709ad42abab6ac38",
+        ),
+        (
+            21,
+            "3c1ed7cf3b08023236bfe6fd328db4c57aa81a4d798c83706cc3542e5b521d6c38d0a7d269dacb531d0812c4842ed495",
+            "3c1ed7cf3b08023236bfe6fd328db4c57aa81a4d798c83706cc3542e5b521d6c38d0a7d269dacb531d0812c4842ed495",
+        ),
+        (
+            22,
+            "a9e5702a9d1e191505300a84654c53a2415138d3349f92c84dddc89076dddda7ece504f891b8dd0af5535d634e5d8b77",
+            "a4aab1cc9c0db3245245b2b81e0abc36232ec32fb5b5e7ab618c8faf590da3039c9dd320829d8517699e6b551b969b8d",
+        ),
     ];
 
-    /// The first checksums of `dialect`'s migrations, as many as were shipped.
-    fn shipped_checksums(dialect: Dialect) -> Vec<(i64, String)> {
+    /// The checksums of every migration of `dialect`.
+    fn rendered_checksums(dialect: Dialect) -> Vec<(i64, String)> {
         let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
-        migrator(dialect).iter().take(SHIPPED.len()).map(|m| (m.version, hex(&m.checksum))).collect()
+        migrator(dialect).iter().map(|m| (m.version, hex(&m.checksum))).collect()
     }
 
     /// Versions count up from 1 (a number may be skipped: numbers are handed out to changes
@@ -275,7 +331,7 @@ mod tests {
             .expect("SQLite in memory");
         let found = migrate_across_keys(&sqlite, Dialect::Sqlite).await;
         assert_eq!(found, (want_values.clone(), want_jobs.clone()), "sqlite");
-        let Ok(url) = std::env::var("SERVIO_TEST_DATABASE_URL") else { return };
+        let Some(url) = crate::testing::postgres_url() else { return };
         let schema = crate::testing::fresh_schema(&url).await;
         let options: sqlx::postgres::PgConnectOptions = url.parse().expect("a PostgreSQL URL");
         let postgres = sqlx::postgres::PgPoolOptions::new()
@@ -286,13 +342,19 @@ mod tests {
         assert_eq!(migrate_across_keys(&postgres, Dialect::Postgres).await, (want_values, want_jobs), "postgres");
     }
 
-    /// A changed byte in an applied migration makes every existing database refuse to open; new
-    /// migrations come after these, and this list never changes.
+    /// A changed byte in an applied migration makes every existing database refuse to open: every
+    /// migration is listed in `SHIPPED`, and rows are only ever added to it.
     #[test]
     fn rendered_migrations_are_byte_for_byte_the_shipped_ones() {
         let sqlite: Vec<(i64, String)> = SHIPPED.iter().map(|row| (row.0, row.1.to_owned())).collect();
         let postgres: Vec<(i64, String)> = SHIPPED.iter().map(|row| (row.0, row.2.to_owned())).collect();
-        assert_eq!(shipped_checksums(Dialect::Sqlite), sqlite, "SQLite");
-        assert_eq!(shipped_checksums(Dialect::Postgres), postgres, "PostgreSQL");
+        let rendered = rendered_checksums(Dialect::Sqlite);
+        let unlisted: Vec<i64> = rendered.iter().skip(SHIPPED.len()).map(|(version, _)| *version).collect();
+        assert!(
+            unlisted.is_empty(),
+            "migrations {unlisted:?} have no row in SHIPPED: add their checksums as they land"
+        );
+        assert_eq!(rendered, sqlite, "SQLite");
+        assert_eq!(rendered_checksums(Dialect::Postgres), postgres, "PostgreSQL");
     }
 }

@@ -10,11 +10,45 @@ use crate::{PgStore, SqliteStore, Store};
 pub async fn backends() -> Vec<(&'static str, Box<dyn Store>)> {
     let sqlite = SqliteStore::open("sqlite::memory:").await.expect("an in-memory SQLite database");
     let mut all: Vec<(&'static str, Box<dyn Store>)> = vec![("sqlite", Box::new(sqlite))];
-    match std::env::var("SERVIO_TEST_DATABASE_URL") {
-        Ok(url) => all.push(("postgres", Box::new(postgres(&url).await))),
-        Err(_) => tracing::warn!("skipped: the PostgreSQL backend (SERVIO_TEST_DATABASE_URL is not set)"),
+    if let Some(url) = postgres_url() {
+        all.push(("postgres", Box::new(postgres(&url).await)));
     }
     all
+}
+
+/// The variable naming the PostgreSQL database tests run on.
+pub const DATABASE_URL_VAR: &str = "SERVIO_TEST_DATABASE_URL";
+
+/// The variable that makes a missing [`DATABASE_URL_VAR`] a failure (`.ci/run` sets it).
+pub const REQUIRE_POSTGRES_VAR: &str = "SERVIO_TEST_REQUIRE_POSTGRES";
+
+/// The PostgreSQL database tests run on, from `SERVIO_TEST_DATABASE_URL`; `None` skips
+/// PostgreSQL's runs.
+///
+/// A skip is said once per test binary, on standard error past the test harness's capture
+/// (which keeps what a passing test prints): a newcomer without PostgreSQL sees that those
+/// runs did not happen. With `SERVIO_TEST_REQUIRE_POSTGRES=1` (as `.ci/run` sets it) a missing
+/// URL fails the asking test instead, so CI cannot pass without them.
+///
+/// # Panics
+/// When the URL is missing and `SERVIO_TEST_REQUIRE_POSTGRES` is set to anything but `0`.
+pub fn postgres_url() -> Option<String> {
+    if let Some(url) = std::env::var(DATABASE_URL_VAR).ok().filter(|url| !url.is_empty()) {
+        return Some(url);
+    }
+    let required = std::env::var(REQUIRE_POSTGRES_VAR).is_ok_and(|value| !value.is_empty() && value != "0");
+    assert!(!required, "{REQUIRE_POSTGRES_VAR} is set but {DATABASE_URL_VAR} is not: the PostgreSQL tests must run");
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        use std::io::Write;
+        // Straight to the file descriptor: `eprintln!` would be captured with the test's output.
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: the PostgreSQL tests are skipped ({DATABASE_URL_VAR} is not set; e.g. \
+             {DATABASE_URL_VAR}=postgres://postgres@127.0.0.1:5432/test runs them)"
+        );
+    });
+    None
 }
 
 /// A PostgreSQL store in a fresh schema, so that parallel tests never meet.

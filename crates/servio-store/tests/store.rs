@@ -1094,10 +1094,8 @@ async fn changes_announced_by_one_process_are_heard_by_the_others_on_its_schema(
     let sqlite = SqliteStore::open("sqlite::memory:").await.unwrap();
     assert!(sqlite.changes().await.unwrap().is_none());
     sqlite.announce("nobody hears this").await.unwrap();
-    let Ok(url) = std::env::var("SERVIO_TEST_DATABASE_URL") else {
-        eprintln!("skipped: change notices need PostgreSQL (SERVIO_TEST_DATABASE_URL is not set)");
-        return;
-    };
+    // Change notices need PostgreSQL.
+    let Some(url) = servio_store::testing::postgres_url() else { return };
     let sharing = servio_store::testing::postgres_sharing(&url, 2).await;
     let elsewhere = servio_store::testing::postgres(&url).await;
     let mut heard = sharing[1].changes().await.unwrap().expect("PostgreSQL listens");

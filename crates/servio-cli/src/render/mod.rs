@@ -1,4 +1,4 @@
-//! Rendering reports: for people (`human`, from `servio_manifest`), for programs (`json`) and for code review tools
+//! Rendering reports: for people (`human`, from `servio_report`), for programs (`json`) and for code review tools
 //! (`sarif`). All three read the same [`servio_manifest::Report`].
 
 use std::io::IsTerminal;
@@ -6,9 +6,9 @@ use std::io::IsTerminal;
 pub mod json;
 pub mod sarif;
 
-/// The human rendering lives with the manifest crate: the platform's "test your manifest" page
-/// shows the same text.
-pub use servio_manifest::human::{self, Style};
+/// The human rendering lives in `servio-report`: the platform's "test your manifest" page shows
+/// the same text.
+pub use servio_report::{self as human, Style};
 
 /// Colour only on a terminal, and never when `NO_COLOR` is set to anything non-empty.
 pub fn detect_style() -> Style {

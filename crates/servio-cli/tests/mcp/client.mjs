@@ -1,5 +1,5 @@
 // An MCP client nobody on this project wrote: the TypeScript SDK's v2 client
-// (`@modelcontextprotocol/client` from npm), run by crates/servio-cli/tests/mcp.rs against
+// (`@modelcontextprotocol/client` from npm), run by crates/servio-cli/tests/it/mcp.rs against
 // the platform's /mcp. It negotiates the revision (`versionNegotiation: auto`: 2026-07-28 with
 // a server that offers it) and prints one JSON line per step, as client.py does:
 //

@@ -1,5 +1,5 @@
 // Starts oauth2-mock-server on 127.0.0.1 with a free port and prints "listening PORT".
-// Used by crates/servio-client/tests/oauth_independent.rs; stops when stdin closes.
+// Used by crates/servio-client/tests/it/oauth_independent.rs; stops when stdin closes.
 import { OAuth2Server } from 'oauth2-mock-server';
 
 const server = new OAuth2Server();

@@ -1,5 +1,5 @@
 // Renders `servio_metrics`'s MCP App view in Chromium the way a chat client does, and
-// screenshots it at 390 and 1400 px: run by crates/servio-cli/tests/mcp.rs.
+// screenshots it at 390 and 1400 px: run by crates/servio-cli/tests/it/mcp.rs.
 //
 //     node host.mjs PLATFORM_URL TOKEN OUT_DIR [ARGS_JSON]
 //

@@ -3,8 +3,8 @@
 //! a date and a zone.
 
 use serde::Deserialize;
-use servio_manifest::human::{Style, render};
 use servio_manifest::{CheckOptions, Site, period, resolve_brief};
+use servio_report::{Style, render};
 
 use crate::AppState;
 use crate::error::ApiError;

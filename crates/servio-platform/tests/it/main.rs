@@ -1,0 +1,23 @@
+//! The platform's integration tests over real HTTP, on every backend. One binary for the crate,
+//! so the platform is linked once.
+
+mod account_page;
+mod accounts;
+mod ai;
+mod approval;
+mod arguments;
+mod bad_bytes;
+mod check_page;
+mod common;
+mod connect;
+mod dashboard;
+mod directory;
+mod figures;
+mod json_body;
+mod mcp;
+mod ops;
+mod pages;
+mod processes;
+mod routes;
+mod site_page;
+mod vault;

@@ -1,0 +1,205 @@
+//! The invariants of ARCHITECTURE.md that a machine can check. Each test names the rule it
+//! holds and, when it fails, every place that breaks it, with what to do instead.
+//!
+//! Migration checksums are held where the migrations are rendered
+//! (`servio-store/src/migrations.rs`, `rendered_migrations_are_byte_for_byte_the_shipped_ones`).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::{root, rust_files, shown};
+
+/// Which workspace crates each crate may depend on (dev-dependencies aside): the layering of
+/// ARCHITECTURE.md, from the pure format up to the binary. A new crate gets a row here and
+/// in `crates/README.md`.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("servio-manifest", &[]),
+    ("servio-report", &["servio-manifest"]),
+    ("servio-client", &["servio-manifest"]),
+    ("servio-store", &[]),
+    ("servio-demo-site", &[]),
+    ("servio-collector", &["servio-client", "servio-manifest", "servio-store"]),
+    ("servio-platform", &["servio-client", "servio-collector", "servio-manifest", "servio-report", "servio-store"]),
+    (
+        "servio-cli",
+        &[
+            "servio-client",
+            "servio-collector",
+            "servio-demo-site",
+            "servio-manifest",
+            "servio-platform",
+            "servio-report",
+            "servio-store",
+        ],
+    ),
+    ("xtask", &[]),
+];
+
+/// Outside crates a crate may not depend on, and why.
+const FORBIDDEN: &[(&str, &[&str], &str)] = &[
+    (
+        "servio-manifest",
+        &["tokio", "reqwest", "hyper", "axum", "sqlx", "annotate-snippets", "anstyle", "anstream", "owo-colors"],
+        "the manifest crate is a pure library: no I/O, no network, no terminal (servio-report renders reports)",
+    ),
+    ("servio-client", &["sqlx", "axum"], "SQL lives in servio-store, routes in servio-platform"),
+    ("servio-collector", &["sqlx", "axum"], "SQL lives in servio-store, routes in servio-platform"),
+    ("servio-platform", &["sqlx"], "SQL lives in servio-store"),
+    ("servio-cli", &["sqlx"], "SQL lives in servio-store"),
+    ("servio-report", &["tokio", "reqwest", "sqlx", "axum"], "rendering a report does no I/O"),
+];
+
+/// The workspace's packages as `cargo metadata` sees them.
+fn packages() -> Vec<Value> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let output = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(output.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&output.stderr));
+    let metadata: Value = serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON");
+    metadata["packages"].as_array().expect("packages").clone()
+}
+
+/// A package's dependencies that ship with it: normal and build, not dev.
+fn shipped_dependencies(package: &Value) -> BTreeSet<String> {
+    let dependencies = package["dependencies"].as_array().into_iter().flatten();
+    dependencies
+        .filter(|d| d["kind"].as_str() != Some("dev"))
+        .filter_map(|d| d["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn crates_depend_only_on_the_layers_below_them() {
+    let packages = packages();
+    let ours: BTreeSet<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
+    let mut broken = Vec::new();
+    for package in &packages {
+        let name = package["name"].as_str().expect("a name");
+        let Some((_, allowed)) = LAYERS.iter().find(|(crate_name, _)| *crate_name == name) else {
+            broken
+                .push(format!("{name}: not in LAYERS (xtask/src/tidy.rs); give it a row, and one in crates/README.md"));
+            continue;
+        };
+        let dependencies = shipped_dependencies(package);
+        for dependency in dependencies.iter().filter(|d| ours.contains(d.as_str())) {
+            if !allowed.contains(&dependency.as_str()) {
+                broken.push(format!("{name} depends on {dependency}, which LAYERS does not allow"));
+            }
+        }
+        for (crate_name, forbidden, why) in FORBIDDEN.iter().filter(|(crate_name, ..)| *crate_name == name) {
+            for dependency in dependencies.iter().filter(|d| forbidden.contains(&d.as_str())) {
+                broken.push(format!("{crate_name} depends on {dependency}: {why}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "crate layering broken:\n{}", broken.join("\n"));
+}
+
+/// Whether line `index` of `lines` carries an `allow` that says why: a `reason = "..."`, a
+/// comment after it, or a comment (not a doc comment, which says what the item is) on the line
+/// above.
+fn allow_says_why(lines: &[&str], index: usize) -> bool {
+    // The attribute runs to its closing `]`, over several lines once rustfmt wraps it.
+    let end = (index..lines.len()).find(|&i| lines[i].contains(']')).unwrap_or(index);
+    let attribute = lines[index..=end].join("\n");
+    let after = &attribute[attribute.find("allow(").unwrap_or(0)..];
+    let comment_above = index
+        .checked_sub(1)
+        .map(|above| lines[above].trim_start())
+        .is_some_and(|above| above.starts_with("//") && !above.starts_with("///") && !above.starts_with("//!"));
+    after.contains("reason =") || after.contains("//") || comment_above
+}
+
+#[test]
+fn every_allow_says_why() {
+    let mut broken = Vec::new();
+    for path in rust_files(&root().join("crates")).into_iter().chain(rust_files(&root().join("xtask"))) {
+        let text = std::fs::read_to_string(&path).expect("a readable source file");
+        let lines: Vec<&str> = text.lines().collect();
+        for (index, line) in lines.iter().enumerate() {
+            let trimmed = line.trim_start();
+            let is_allow = trimmed.starts_with("#[allow(") || trimmed.starts_with("#![allow(");
+            if is_allow && !allow_says_why(&lines, index) {
+                broken.push(format!("{}:{}: {}", shown(&path), index + 1, trimmed));
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "an #[allow] without a reason (add `reason = \"...\"`, or a comment beside or above it):\n{}",
+        broken.join("\n")
+    );
+}
+
+/// What the manifest crate's sources may not contain, and what each would mean.
+const IMPURE: &[(&str, &str)] = &[
+    ("\\x1b", "a terminal escape code"),
+    ("\\u{1b}", "a terminal escape code"),
+    ("\\033", "a terminal escape code"),
+    ("std::io", "I/O"),
+    ("std::fs", "file access"),
+    ("std::net", "the network"),
+    ("std::process", "processes"),
+    ("std::env", "the environment"),
+    ("println!", "printing"),
+    ("eprintln!", "printing"),
+    ("print!(", "printing"),
+    ("eprint!(", "printing"),
+];
+
+#[test]
+fn the_manifest_crate_does_no_io_and_knows_no_terminal() {
+    let mut broken = Vec::new();
+    for path in rust_files(&root().join("crates/servio-manifest/src")) {
+        let text = std::fs::read_to_string(&path).expect("a readable source file");
+        for (number, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for (pattern, meaning) in IMPURE.iter().filter(|(pattern, _)| line.contains(pattern)) {
+                broken.push(format!("{}:{}: `{pattern}` ({meaning})", shown(&path), number + 1));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "the manifest crate is a pure library:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn every_library_documents_its_public_items() {
+    let mut libraries: Vec<_> = std::fs::read_dir(root().join("crates"))
+        .expect("crates/")
+        .flatten()
+        .map(|entry| entry.path().join("src/lib.rs"))
+        .filter(|lib| lib.exists())
+        .collect();
+    libraries.push(root().join("xtask/src/lib.rs"));
+    let undocumented: Vec<String> = libraries
+        .iter()
+        .filter(|lib| !std::fs::read_to_string(lib).unwrap_or_default().contains("#![deny(missing_docs)]"))
+        .map(|lib| shown(lib))
+        .collect();
+    assert!(undocumented.is_empty(), "libraries without #![deny(missing_docs)]:\n{}", undocumented.join("\n"));
+}
+
+#[test]
+fn every_crate_takes_the_workspace_lints() {
+    let manifests = std::fs::read_dir(root().join("crates"))
+        .expect("crates/")
+        .flatten()
+        .map(|entry| entry.path().join("Cargo.toml"))
+        .chain([root().join("xtask/Cargo.toml")])
+        .filter(|manifest| manifest.exists());
+    let without: Vec<String> =
+        manifests.filter(|manifest| !takes_workspace_lints(manifest)).map(|manifest| shown(&manifest)).collect();
+    assert!(without.is_empty(), "crates without `[lints] workspace = true`:\n{}", without.join("\n"));
+}
+
+fn takes_workspace_lints(manifest: &Path) -> bool {
+    let text = std::fs::read_to_string(manifest).unwrap_or_default();
+    text.split("\n[").any(|table| table.starts_with("lints]") && table.contains("workspace = true"))
+}
