@@ -15,8 +15,7 @@
 //! # }
 //! ```
 //!
-//! - [`plan`]: which period of a metric is due in a user's zone; [`trend`] and [`decimal`]: what
-//!   a value is compared with and how the change is shown (pure, no I/O).
+//! - [`plan`]: which period of a metric is due in a user's zone (pure, no I/O).
 //! - [`collect`]: one collection ([`collect::Reading`]) and backfills; [`jobs`]:
 //!   collection as jobs shared by many processes (`servio worker`, `servio serve`'s scheduler).
 //! - [`credentials`]: the [`Credentials`] service, the one place credentials are sealed, stored,
@@ -30,14 +29,12 @@
 pub mod approval;
 pub mod collect;
 pub mod credentials;
-pub mod decimal;
 pub mod error;
 pub mod jobs;
 pub mod key_check;
 pub mod manifests;
 pub mod plan;
 pub mod secrets;
-pub mod trend;
 
 /// A lease owner's name for this process: `prefix`, the process id and four random bytes, so
 /// that processes on different machines with the same id never share a name (a stopping

@@ -10,11 +10,11 @@
 
 use std::collections::HashMap;
 
+use crate::shared::trend::{Trend, comparison_start, trend};
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use serde::Serialize;
 use serde_json::Value;
-use servio_collector::trend::{Trend, comparison_start, trend};
 use servio_manifest::Metric;
 use servio_manifest::period::{Granularity, Period};
 use servio_store::{AttemptOutcome, StoredValue, UnfilledPeriod, User};

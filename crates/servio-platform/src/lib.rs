@@ -10,11 +10,9 @@
 pub mod accounts;
 pub mod auth;
 pub mod cache;
-pub mod chart;
 pub mod connect;
 pub mod error;
 pub mod figures;
-pub mod format;
 pub mod gateway;
 pub mod json_body;
 pub mod mcp;
@@ -23,7 +21,7 @@ pub mod params;
 pub mod quotas;
 pub mod refresh;
 pub mod routes;
-pub mod slots;
+pub mod shared;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod text;

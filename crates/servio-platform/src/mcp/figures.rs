@@ -295,7 +295,7 @@ fn briefing_line(found: &MetricRef, history: &History) -> String {
     };
     format!(
         "{head}: {} for {}. {} Source: {}. Resource: {}",
-        crate::format::amount(latest.value, unit),
+        crate::shared::format::amount(latest.value, unit),
         latest.period,
         comparison_sentence(latest, history.compared_with, unit),
         source_sentence(latest),
@@ -309,14 +309,14 @@ fn comparison_sentence(figure: &Figure, compared_with: &str, unit: Option<&str>)
     match (against.value, against.change, against.percent) {
         (Some(previous), Some(change), Some(percent)) => format!(
             "Against {compared_with} ({period}: {}): {}{} ({percent:+}%).",
-            crate::format::amount(previous, unit),
+            crate::shared::format::amount(previous, unit),
             if change >= 0.0 { "+" } else { "" },
-            crate::format::amount(change, unit),
+            crate::shared::format::amount(change, unit),
         ),
         (Some(_), Some(change), None) => format!(
             "Against {compared_with} ({period}: 0): {}{}.",
             if change >= 0.0 { "+" } else { "" },
-            crate::format::amount(change, unit)
+            crate::shared::format::amount(change, unit)
         ),
         _ => format!("No comparison: {}.", against.reason.as_deref().unwrap_or("nothing to compare with")),
     }

@@ -188,7 +188,7 @@ async fn the_dashboard_answers_304_for_its_etag_until_values_change() {
 /// "N of M days" with N at most M. A queued backfill of dates that have values queues nothing.
 #[tokio::test]
 async fn a_zone_change_keeps_one_value_per_date() {
-    use servio_platform::format::amount;
+    use servio_platform::shared::format::amount;
     let ca = LocalCa::generate(&[]).unwrap();
     let common::DemoSite { origin, .. } = &common::demo_site(&ca, "demo").await;
     let new_york = "America/New_York";

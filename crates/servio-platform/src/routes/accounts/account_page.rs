@@ -17,8 +17,8 @@ use super::service::{self, CurrentPassword, PasswordChange, SessionItem, TimeZon
 use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
-use crate::routes::dashboard::pages::Today;
 use crate::routes::pages::{Layout, render};
+use crate::shared::today::Today;
 
 /// The account page and its forms.
 pub fn router() -> Router<AppState> {

@@ -12,8 +12,8 @@ use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
 use crate::routes::accounts::account_page::zones;
-use crate::routes::dashboard::pages::Today;
 use crate::routes::pages::{Layout, render};
+use crate::shared::today::Today;
 
 /// The page's routes.
 pub fn router() -> Router<AppState> {

@@ -5,8 +5,10 @@
 
 pub mod api;
 pub mod cache;
+pub mod chart;
 pub mod pages;
 pub mod service;
+pub mod slots;
 
 pub use api::router as api;
 pub use pages::router as pages;

@@ -15,19 +15,19 @@ use axum::extract::{Query, State};
 use axum::response::Response;
 use axum::routing::get;
 use jiff::civil::Date;
-use jiff::tz::TimeZone;
-use jiff::{Timestamp, ToSpan};
+use jiff::ToSpan;
 use serde::Deserialize;
 use servio_manifest::period::Granularity;
 use servio_store::{Attempt, AttemptOutcome};
 
+use super::chart::Chart;
 use super::service::{Dashboard, MetricData, dashboard_data};
 use crate::AppState;
 use crate::auth::PageUser;
-use crate::chart::Chart;
 use crate::error::ApiError;
-use crate::format;
 use crate::routes::pages::{Layout, render};
+use crate::shared::format;
+use crate::shared::today::Today;
 
 /// The ranges a chart shows, in days, and the one shown unless another is chosen.
 const RANGES: [u32; 4] = [7, 28, 90, 365];
@@ -94,30 +94,6 @@ struct DashboardPage {
     cards: Vec<Card>,
     statuses: Vec<SiteStatus>,
     attention: Vec<super::service::SiteAttention>,
-}
-
-/// What a page needs to know of "now", in the user's zone.
-pub(crate) struct Today {
-    now: Timestamp,
-    zone: TimeZone,
-    pub(crate) date: Date,
-}
-
-impl Today {
-    pub(crate) fn of(user: &servio_store::User) -> Result<Today, ApiError> {
-        let zone = servio_manifest::period::zone(&user.time_zone).map_err(ApiError::internal)?;
-        let now = Timestamp::now();
-        let date = now.to_zoned_datetime(zone.clone()).date();
-        Ok(Today { now, zone, date })
-    }
-
-    /// A moment as the user reads it: `06:10` today, `2026-12-02 06:10` another day.
-    pub(crate) fn time(&self, seconds: i64) -> String {
-        let Ok(at) = Timestamp::from_second(seconds) else { return String::new() };
-        let local = at.to_zoned_datetime(self.zone.clone());
-        let clock = format!("{:02}:{:02}", local.hour(), local.minute());
-        if local.date() == self.date { clock } else { format!("{} {clock}", local.date()) }
-    }
 }
 
 async fn page(State(state): State<AppState>, user: PageUser, Query(view): Query<View>) -> Result<Response, ApiError> {

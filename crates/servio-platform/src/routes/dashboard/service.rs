@@ -2,24 +2,24 @@
 //! date range for one vault site, collect-now, and the dashboard data (every metric with its
 //! recent values, the latest one, and its trend against the comparison period of §8, only when
 //! that period was collected), and the slots they share (canonical keys from several sites in
-//! one slot with a total, see [`crate::slots`]).
+//! one slot with a total, see [`super::slots`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::shared::trend::{Trend, comparison_start, trend};
 use jiff::civil::Date;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use servio_collector::manifests::{CheckedManifest, Wait};
 use servio_collector::plan::Planner;
-use servio_collector::trend::{Trend, comparison_start, trend};
 use servio_store::VaultEntry;
 use utoipa::ToSchema;
 
+use super::slots::{SiteMetric, Slot, slots};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::routes::vault::service::{BriefError, changes_waiting};
-use crate::slots::{SiteMetric, Slot, slots};
 
 /// A range of dates to collect.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -166,7 +166,7 @@ pub struct Dashboard {
     /// One entry per (site, metric), as it has always been.
     pub metrics: Vec<MetricData>,
     /// The metrics grouped as the dashboard shows them (added later, so older clients can
-    /// ignore it), see [`crate::slots`].
+    /// ignore it), see [`super::slots`].
     pub slots: Vec<Slot>,
     /// Sites that need the user: changes waiting for their approval, or a brief that is ignored
     /// (none of its metrics collected), with why.

@@ -14,8 +14,9 @@ use super::service::{self, SiteSummary, SiteView};
 use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
-use crate::routes::dashboard::pages::{Today, last_error, status_line};
+use crate::routes::dashboard::pages::{last_error, status_line};
 use crate::routes::pages::{Layout, render, table, timestamp};
+use crate::shared::today::Today;
 
 /// The vault pages.
 pub fn router() -> Router<AppState> {

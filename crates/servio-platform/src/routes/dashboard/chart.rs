@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use crate::format;
+use crate::shared::format;
 
 /// What one chart shows.
 pub struct Chart<'a> {

@@ -9,7 +9,7 @@ use jiff::ToSpan;
 use jiff::civil::Date;
 use servio_manifest::period::{Granularity, Period, PeriodError};
 
-use crate::decimal::{round, round_to_operands};
+use super::decimal::{round, round_to_operands};
 
 /// The decimal places of a percentage: a hundredth of a percent is finer than any trend is read.
 const PERCENT_PLACES: usize = 2;
@@ -37,7 +37,7 @@ pub enum Trend {
     /// The difference and its share of the previous value, in percent.
     Relative {
         /// Current minus previous, rounded to the decimal places of the two (see
-        /// [`crate::decimal`]), so it is the exact difference: `-138.14`, never
+        /// [`super::decimal`]), so it is the exact difference: `-138.14`, never
         /// `-138.14000000000033`.
         change: f64,
         /// The change as a percentage of the previous value, rounded to two places.

@@ -12,13 +12,13 @@
 //!   as "the total" would be wrong without anyone noticing.)
 //!
 //! - The total is the exact sum of the sites' decimal figures, rounded to the places of the
-//!   longest (see [`servio_collector::decimal`]).
+//!   longest (see [`crate::shared::decimal`]).
 //!
 //! Keys that are not canonical are never merged: each stays its own slot, as two sites may mean
 //! different things by the same private key.
 
+use crate::shared::decimal::round_to_operands;
 use serde::Serialize;
-use servio_collector::decimal::round_to_operands;
 use utoipa::ToSchema;
 
 /// One dashboard slot: a metric of one site, or a canonical key shared by several sites.
