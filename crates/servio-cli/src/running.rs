@@ -55,7 +55,7 @@ impl Background {
         let scheduler = tokio::spawn(state.collector.clone().run_scheduler(SCHEDULER_TICK, grace, stopped));
         let refresh = tokio::spawn(servio_platform::refresh::run_periodically(state.clone(), REFRESH_TICK));
         let upkeep = tokio::spawn(servio_platform::upkeep::run_periodically(state.clone(), UPKEEP_TICK));
-        let others = tokio::spawn(servio_platform::gateway::hear_other_processes(state.clone()));
+        let others = tokio::spawn(servio_platform::notices::hear_other_processes(state.clone()));
         Background { scheduler, others: vec![bridge, refresh, upkeep, others] }
     }
 

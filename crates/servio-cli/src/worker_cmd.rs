@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use servio_collector::{Collector, Credentials, WorkerConfig};
-use servio_platform::gateway::{announce, context_notice, new_values_notices};
+use servio_platform::notices::{announce, context_notice, new_values_notices};
 
 use crate::cli::WorkerArgs;
 use crate::platform::{KeyFile, backend, check_key};

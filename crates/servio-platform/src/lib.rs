@@ -17,6 +17,7 @@ pub mod gateway;
 pub mod json_body;
 pub mod mcp;
 pub mod metrics;
+pub mod notices;
 pub mod params;
 pub mod quotas;
 pub mod refresh;
@@ -51,6 +52,9 @@ pub struct AppState {
     pub collector: Collector,
     /// The AI gateway's caches, call-log writer and change notices.
     pub gateway: Arc<gateway::Gateway>,
+    /// Change notices: told to what this process keeps, to MCP streams and to the other
+    /// processes sharing the database.
+    pub notices: Arc<notices::Notices>,
     /// API tokens resolved a moment ago.
     pub tokens: Arc<auth::TokenCache>,
     /// Sign-in and sign-up limits, and the password hashing gate.
@@ -148,27 +152,32 @@ impl AppState {
     fn around(collector: Collector, oauth: Arc<connect::OAuthConfig>, cache_bytes: CacheBytes) -> AppState {
         // Before anything is recorded.
         metrics::handle();
+        let notices = Arc::new(notices::Notices::default());
+        notices.announce_through(collector.store().clone());
+        // Each part that keeps something of a user hears the notices of that user, in this
+        // order: the catalogue first, then the caches, then (in `Notices::apply`) MCP streams.
         let gateway = Arc::new(gateway::Gateway::new(cache_bytes.catalogues));
-        gateway.announce_through(collector.store().clone());
+        let kept = gateway.clone();
+        notices.on_change(move |change| kept.drop_kept(change));
         // A stored credential, new or renewed, is what the gateway's kept catalogue must not
         // keep using.
-        let changed = gateway.clone();
-        collector.credentials().on_change(move |change| changed.forget(change.user_id));
-        // New values, here or (through the gateway's notices) in another process, make the
-        // user's kept dashboards stale.
+        let told = notices.clone();
+        collector.credentials().on_change(move |change| told.context_changed(change.user_id));
+        // New values, here or (through the notices) in another process, make the user's kept
+        // dashboards stale.
         let dashboards = Arc::new(routes::dashboard::cache::DashboardCache::new(cache_bytes.dashboards));
         let stale = dashboards.clone();
-        gateway.on_change(move |change| stale.forget(change));
+        notices.on_change(move |change| stale.forget(change));
         let figures = Arc::new(routes::dashboard::cache::FiguresCache::figures(cache_bytes.figures));
         let stale = figures.clone();
-        gateway.on_change(move |change| stale.forget(change));
-        let told = gateway.clone();
+        notices.on_change(move |change| stale.forget(change));
+        let told = notices.clone();
         collector.on_stored(move |users| told.values_changed(users));
         // API tokens revoked here or in another process are not reused from what is kept.
         let tokens = Arc::<auth::TokenCache>::default();
         let revoked = tokens.clone();
-        gateway.on_change(move |change| match change {
-            Some(gateway::Change::Access(user_id)) => revoked.forget_user(user_id),
+        notices.on_change(move |change| match change {
+            Some(notices::Change::Access(user_id)) => revoked.forget_user(user_id),
             None => revoked.forget_all(),
             Some(_) => {}
         });
@@ -178,6 +187,7 @@ impl AppState {
             oauth,
             collector,
             gateway,
+            notices,
             tokens,
             throttle: Arc::default(),
             stopping: Stopping::default(),

@@ -504,7 +504,7 @@ struct Changes {
     user_id: i64,
     /// The hash of the API token the stream was opened with.
     token: String,
-    changes: tokio::sync::broadcast::Receiver<gateway::Change>,
+    changes: tokio::sync::broadcast::Receiver<crate::notices::Change>,
 }
 
 /// What a stream hears next.
@@ -524,7 +524,7 @@ enum Heard {
 
 impl Changes {
     fn new(state: &AppState, user_id: i64, token: String) -> Changes {
-        Changes { state: state.clone(), user_id, token, changes: state.gateway.subscribe() }
+        Changes { state: state.clone(), user_id, token, changes: state.notices.subscribe() }
     }
 
     /// Waits for the next change of the user's catalogue or values, or for the token to be
@@ -542,9 +542,9 @@ impl Changes {
                 return Heard::Revoked;
             }
             match change {
-                Some(gateway::Change::Catalogue(_)) => return Heard::Changed { catalogue: true, values: false },
-                Some(gateway::Change::Values(_)) => return Heard::Changed { catalogue: false, values: true },
-                Some(gateway::Change::Access(_) | gateway::Change::Context(_)) => {}
+                Some(crate::notices::Change::Catalogue(_)) => return Heard::Changed { catalogue: true, values: false },
+                Some(crate::notices::Change::Values(_)) => return Heard::Changed { catalogue: false, values: true },
+                Some(crate::notices::Change::Access(_) | crate::notices::Change::Context(_)) => {}
                 None => return Heard::Changed { catalogue: true, values: true },
             }
         }

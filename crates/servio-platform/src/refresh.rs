@@ -139,7 +139,7 @@ async fn refresh_once(state: &AppState, site: &SiteRecord, wait: Wait) -> Result
 /// waiting for approval changes what their pages say.
 async fn catalogues_changed(state: &AppState, site_id: i64) -> Result<(), StoreError> {
     let users = state.store.site_users(site_id).await?;
-    state.gateway.catalogues_changed(&users);
+    state.notices.catalogues_changed(&users);
     Ok(())
 }
 

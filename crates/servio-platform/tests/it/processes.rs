@@ -22,7 +22,7 @@ async fn two_processes(url: &str) -> [Server; 2] {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let state = state(Arc::new(store), client(None), &base);
         serve(listener, state.clone());
-        tokio::spawn(servio_platform::gateway::hear_other_processes(state.clone()));
+        tokio::spawn(servio_platform::notices::hear_other_processes(state.clone()));
         servers.push(Server { base, http: reqwest::Client::new(), state });
     }
     servers.try_into().unwrap_or_else(|_| unreachable!())
@@ -81,7 +81,7 @@ async fn a_change_made_through_one_process_reaches_the_mcp_stream_held_by_anothe
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     // What a vault change on the other process does (adding, removing or approving a site).
-    changer.state.gateway.catalogue_changed(user_id);
+    changer.state.notices.catalogue_changed(user_id);
     let mut seen = String::new();
     let heard = tokio::time::timeout(Duration::from_secs(10), async {
         while let Some(chunk) = stream.chunk().await.unwrap() {
@@ -107,7 +107,7 @@ async fn values_stored_through_one_process_drop_the_dashboard_another_keeps() {
     assert!(keeper.state.dashboards.get(user_id, &days).is_some(), "kept after the first answer");
 
     // What the collector's hook does after a commit that stored values for the user.
-    collector.state.gateway.values_changed(&[user_id]);
+    collector.state.notices.values_changed(&[user_id]);
     let started = std::time::Instant::now();
     while keeper.state.dashboards.get(user_id, &days).is_some() {
         assert!(started.elapsed() < Duration::from_secs(10), "the keeper still keeps the old dashboard");
@@ -129,7 +129,7 @@ async fn a_token_revoked_through_one_process_ends_the_stream_another_holds() {
     let (status, _, _) = changer.send(&who, Method::DELETE, &format!("/api/tokens/{id}"), None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let user = changer.state.store.user_by_email("dee-processes@example.com").await.unwrap().unwrap();
-    changer.state.gateway.catalogue_changed(user.id);
+    changer.state.notices.catalogue_changed(user.id);
     let heard = common::hear(&mut stream, "notifications/tools/list_changed", Duration::from_secs(10)).await;
     assert!(!heard.text.contains("list_changed") && heard.ended, "the stream ended, told nothing: {heard:?}");
 }
@@ -140,12 +140,12 @@ async fn a_token_revoked_through_one_process_ends_the_stream_another_holds() {
 /// one could pass an earlier one: this suite's revocation test failed about one run in seven).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_announces_its_changes_in_the_order_it_made_them() {
-    use servio_platform::gateway::Change;
+    use servio_platform::notices::Change;
     let Some(url) = shared_database() else { return };
     let [maker, hearer] = two_processes(&url).await;
     let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = heard.clone();
-    hearer.state.gateway.on_change(move |change| {
+    hearer.state.notices.on_change(move |change| {
         if let Some(Change::Catalogue(user_id) | Change::Access(user_id)) = change {
             record.lock().unwrap().push(user_id);
         }
@@ -153,9 +153,9 @@ async fn a_process_announces_its_changes_in_the_order_it_made_them() {
     let made: Vec<i64> = (1..=200).collect();
     for user_id in &made {
         if user_id % 2 == 0 {
-            maker.state.gateway.access_revoked(*user_id);
+            maker.state.notices.access_revoked(*user_id);
         } else {
-            maker.state.gateway.catalogue_changed(*user_id);
+            maker.state.notices.catalogue_changed(*user_id);
         }
     }
     let started = std::time::Instant::now();
@@ -174,7 +174,7 @@ async fn a_listen_stream_held_by_one_process_hears_a_change_made_through_another
     let [holder, changer] = two_processes(&url).await;
     let (user_id, token) = user_and_token(&holder, "lee-processes@example.com").await;
     let mut stream = common::listen_stateless(&holder, &token).await;
-    changer.state.gateway.catalogue_changed(user_id);
+    changer.state.notices.catalogue_changed(user_id);
     let changed = "notifications/tools/list_changed";
     let heard = common::hear(&mut stream, changed, Duration::from_secs(10)).await;
     assert!(heard.text.contains(changed), "the holder's stream heard the change: {heard:?}");
@@ -192,7 +192,7 @@ async fn a_listen_stream_watching_a_metric_hears_values_stored_through_another_p
     let filter = serde_json::json!({ "notifications": { "resourceSubscriptions": [uri] } });
     let mut stream = common::listen_stateless_with(&holder, &token, filter).await;
     // What the collector's hook does after a commit that stored values for the user.
-    collector.state.gateway.values_changed(&[user_id]);
+    collector.state.notices.values_changed(&[user_id]);
     let updated = "notifications/resources/updated";
     let heard = common::hear(&mut stream, updated, Duration::from_secs(10)).await;
     assert!(heard.text.contains(updated) && heard.text.contains(uri), "{heard:?}");

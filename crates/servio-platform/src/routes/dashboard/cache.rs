@@ -23,7 +23,7 @@ use axum::body::Bytes;
 use axum::http::HeaderValue;
 
 use crate::cache::{Counted, Weight};
-use crate::gateway::Change;
+use crate::notices::Change;
 
 /// How long an entry is used at most.
 pub const KEPT: Duration = Duration::from_secs(30);

@@ -554,7 +554,7 @@ pub(crate) async fn add_site(
     };
     let credential = token.map(|token| SiteCredential::Token(token.to_owned()));
     let record = state.credentials().add_site(&fetched, user_id, credential.as_ref(), now()).await?;
-    state.gateway.catalogue_changed(user_id);
+    state.notices.catalogue_changed(user_id);
     if checked.report.brief.is_some() {
         queue_first_collection(state, user_id, record.id).await;
     }
@@ -628,7 +628,7 @@ pub(crate) async fn decide(
         Approval::NotCurrent { current } => return Err(moved_on(state, user_id, id, version, current).await?),
     }
     if let Verdict::Approve = verdict {
-        state.gateway.catalogue_changed(user_id);
+        state.notices.catalogue_changed(user_id);
     }
     entry(state, user_id, id).await
 }
@@ -725,6 +725,6 @@ pub(crate) async fn remove(state: &AppState, user_id: i64, id: i64) -> Result<()
     if !state.store.remove_from_vault(user_id, id).await? {
         return Err(ApiError::NotFound);
     }
-    state.gateway.catalogue_changed(user_id);
+    state.notices.catalogue_changed(user_id);
     Ok(())
 }

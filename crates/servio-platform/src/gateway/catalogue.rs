@@ -1,0 +1,198 @@
+//! Each user's catalogue: every approved tool of their vault under its prefixed name (§4),
+//! with the log setting, kept for [`CONTEXT_TTL`] in at most `--catalogue-cache-bytes`, and
+//! dropped at once on a change notice from any process.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use servio_collector::manifests::{CheckedManifest, Wait};
+use servio_manifest::Site;
+use servio_store::{User, VaultEntry};
+
+use super::Gateway;
+use crate::AppState;
+use crate::cache::{Weight, json_weight};
+use crate::error::ApiError;
+use crate::notices::Change;
+
+/// How many bytes the kept catalogues may weigh unless told (`--catalogue-cache-bytes`).
+pub const DEFAULT_CATALOGUE_BYTES: u64 = 64 << 20;
+
+/// How long a user's catalogue and log setting are reused without asking the store.
+pub const CONTEXT_TTL: Duration = Duration::from_secs(2);
+
+impl Gateway {
+    pub(super) fn kept(&self, user_id: i64) -> Option<Arc<UserContext>> {
+        self.contexts.get(&user_id)
+    }
+
+    fn keep(&self, user_id: i64, context: Arc<UserContext>) {
+        self.contexts.insert(user_id, context);
+    }
+
+    /// Drops what is kept of the user a change is about (everything for `None`: changes may
+    /// have gone unheard); new values change no catalogue.
+    pub fn drop_kept(&self, change: Option<Change>) {
+        match change {
+            Some(Change::Values(_)) => {}
+            Some(change) => self.contexts.remove(&change.user_id()),
+            None => self.contexts.clear(),
+        }
+    }
+
+    /// The bytes of catalogues kept now.
+    pub fn catalogue_bytes(&self) -> u64 {
+        self.contexts.bytes()
+    }
+}
+
+/// One tool of a user's catalogue.
+#[derive(Debug, Clone)]
+pub struct CatalogueTool {
+    /// The prefixed name, unique among the user's tools.
+    pub name: String,
+    /// The site's id in the vault.
+    pub site_id: i64,
+    /// The site's origin.
+    pub origin: String,
+    /// The tool's name in its manifest.
+    pub tool: String,
+    /// What it does.
+    pub description: String,
+    /// Its arguments' schema.
+    pub input_schema: Value,
+}
+
+/// Every approved tool of a user's vault, under prefixed names.
+pub struct Catalogue {
+    tools: Vec<CatalogueTool>,
+    places: Vec<(usize, usize)>,
+    sites: Vec<(VaultEntry, Arc<CheckedManifest>)>,
+}
+
+impl Catalogue {
+    /// The tools, in vault order, then manifest order.
+    pub fn tools(&self) -> &[CatalogueTool] {
+        &self.tools
+    }
+
+    /// The vault's sites, each with the checked manifest acting for the user (the one they
+    /// approved), in vault order.
+    pub fn sites(&self) -> &[(VaultEntry, Arc<CheckedManifest>)] {
+        &self.sites
+    }
+
+    pub(super) fn find(&self, name: &str) -> Option<(&CatalogueTool, &VaultEntry, &Arc<CheckedManifest>, usize)> {
+        let at = self.tools.iter().position(|tool| tool.name == name)?;
+        let (site, tool) = self.places[at];
+        let (entry, parsed) = &self.sites[site];
+        Some((&self.tools[at], entry, parsed, tool))
+    }
+}
+
+/// What a call needs of its user besides the token: the catalogue and the log setting.
+pub(super) struct UserContext {
+    pub(super) catalogue: Arc<Catalogue>,
+    pub(super) log_arguments: bool,
+}
+
+/// A tool's or a site's cost besides its text: the struct, its strings' headers, the map nodes.
+const ITEM_OVERHEAD: usize = 256;
+
+impl Weight for UserContext {
+    /// The tools (names, descriptions, schemas: each a copy of the manifest's) and the vault
+    /// entries (each holding its manifest texts); the checked manifests are shared with the
+    /// manifest cache and are not counted here.
+    fn weight(&self) -> usize {
+        let catalogue = &self.catalogue;
+        let tools: usize = catalogue
+            .tools
+            .iter()
+            .map(|tool| {
+                let text = tool.name.len() + tool.origin.len() + tool.tool.len() + tool.description.len();
+                ITEM_OVERHEAD + text + json_weight(&tool.input_schema)
+            })
+            .sum();
+        let sites: usize = catalogue
+            .sites
+            .iter()
+            .map(|(entry, _)| {
+                let site = &entry.site;
+                let texts = [&site.manifest, &site.origin, &site.manifest_url];
+                let text: usize = texts.iter().map(|text| text.len()).sum();
+                let own = entry.approved_manifest.as_ref().map_or(0, String::len);
+                ITEM_OVERHEAD + text + own + entry.credential.as_ref().map_or(0, Vec::len)
+            })
+            .sum();
+        ITEM_OVERHEAD + tools + sites + catalogue.places.len() * 16
+    }
+}
+
+/// What a call needs of `user`: kept, or read and kept.
+pub(super) async fn context(state: &AppState, user: &User) -> Result<Arc<UserContext>, ApiError> {
+    if let Some(kept) = state.gateway.kept(user.id) {
+        return Ok(kept);
+    }
+    let catalogue = Arc::new(read_catalogue(state, user).await?);
+    let log_arguments = state.store.log_arguments(user.id).await?;
+    let context = Arc::new(UserContext { catalogue, log_arguments });
+    state.gateway.keep(user.id, context.clone());
+    Ok(context)
+}
+
+/// The catalogue of `user`: the tools of the manifest each site was approved with (changed
+/// tools stay held back until the user approves them).
+/// Refused with [`ApiError::ChecksBusy`] when its manifests cannot be checked now.
+pub async fn catalogue(state: &AppState, user: &User) -> Result<Arc<Catalogue>, ApiError> {
+    Ok(context(state, user).await?.catalogue.clone())
+}
+
+async fn read_catalogue(state: &AppState, user: &User) -> Result<Catalogue, ApiError> {
+    let entries = state.store.vault_entries(user.id).await?;
+    let mut sites = Vec::with_capacity(entries.len());
+    for entry in entries {
+        match state.collector.acting(&entry, Wait::Bounded).await? {
+            Some(parsed) => sites.push((entry, parsed)),
+            None => tracing::warn!(site = %entry.site.origin, "the approved manifest no longer parses"),
+        }
+    }
+    let addresses: Vec<Option<Site>> = sites.iter().map(|(entry, _)| Site::parse(&entry.site.origin).ok()).collect();
+    // A tool the site removed goes at once, even while its other changes wait for approval.
+    let mut latest: Vec<Option<Arc<CheckedManifest>>> = Vec::with_capacity(sites.len());
+    for (entry, _) in &sites {
+        latest.push(state.collector.manifests().get(&entry.site.origin, &entry.site.manifest, Wait::Bounded).await?);
+    }
+    let mut pairs = Vec::new();
+    let mut places = Vec::new();
+    for (index, (address, (_, parsed))) in addresses.iter().zip(&sites).enumerate() {
+        let Some(address) = address else { continue };
+        let latest = latest[index].as_deref().map(|checked| &checked.manifest);
+        for (tool_index, tool) in parsed.manifest.tools.iter().enumerate() {
+            if !crate::approval::still_offered(latest, &tool.name) {
+                continue;
+            }
+            pairs.push((address, tool.name.as_str()));
+            places.push((index, tool_index));
+        }
+    }
+    // The platform's own tool keeps its name; a site tool named like it takes the suffix (§4).
+    let names = servio_manifest::address::assign_names_beside(&pairs, &[crate::figures::TOOL_NAME]);
+    let tools = names
+        .into_iter()
+        .zip(&places)
+        .map(|(name, &(site, tool))| {
+            let (entry, parsed) = &sites[site];
+            let tool = &parsed.manifest.tools[tool];
+            CatalogueTool {
+                name,
+                site_id: entry.site.id,
+                origin: entry.site.origin.clone(),
+                tool: tool.name.clone(),
+                description: tool.description.clone(),
+                input_schema: tool.input_schema.clone(),
+            }
+        })
+        .collect();
+    Ok(Catalogue { tools, places, sites })
+}
