@@ -203,3 +203,37 @@ fn takes_workspace_lints(manifest: &Path) -> bool {
     let text = std::fs::read_to_string(manifest).unwrap_or_default();
     text.split("\n[").any(|table| table.starts_with("lints]") && table.contains("workspace = true"))
 }
+
+/// `tools-empty` as `ToolsEmpty`.
+fn upper_camel(kebab: &str) -> String {
+    kebab
+        .split('-')
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map(|first| first.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
+        })
+        .collect()
+}
+
+#[test]
+fn each_lint_is_named_once_and_lives_in_its_own_file() {
+    use servio_manifest::{Code, Severity};
+    let lints = root().join("crates/servio-manifest/src/lints");
+    let mut broken = Vec::new();
+    for code in Code::ALL.iter().filter(|code| code.severity() == Severity::Warning) {
+        let (text, name) = (code.as_str(), code.name());
+        let variant = format!("{code:?}");
+        if variant != upper_camel(name) {
+            broken.push(format!("{text}: the variant {variant} should be {} (its name is {name})", upper_camel(name)));
+        }
+        let file = lints.join(format!("{}.rs", name.replace('-', "_")));
+        let source = std::fs::read_to_string(&file).unwrap_or_default();
+        if !source.starts_with(&format!("//! {text} `{name}`")) {
+            broken.push(format!("{}: missing, or not starting with `//! {text} `{name}``", shown(&file)));
+        }
+        if !source.contains("pub(crate) const EXPLANATION: &str") {
+            broken.push(format!("{}: its explanation (`EXPLANATION`) belongs in the lint's file", shown(&file)));
+        }
+    }
+    assert!(broken.is_empty(), "a lint's name is chosen once, as its code's name:\n{}", broken.join("\n"));
+}

@@ -10,7 +10,7 @@ macro_rules! rules {
     ($(
         $(#[$doc:meta])*
         $variant:ident = $code:literal, $name:literal, $severity:ident,
-        explain: $explain:literal;
+        explain: $explain:expr;
     )*) => {
         /// A stable rule code.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -145,44 +145,44 @@ rules! {
     explain: "Checks that `granularity`, when present, is one of hour, day, week or month (the default is day).\n\nWhy: the granularity decides which period is collected and which period it is compared with.\n\nExample:\n    \"granularity\": \"daily\"\n\nFix: write \"day\".";
 
     /// `version` is not semantic versioning.
-    VersionNotSemver = "W001", "version-semver", Warning,
-    explain: "Warns when `version` is not a semantic version (MAJOR.MINOR.PATCH, as in 2.1.0).\n\nWhy: the format asks for semantic versioning, so that users can tell a breaking change from a fix.\n\nExample:\n    \"version\": \"v2\"\n\nFix: write \"version\": \"2.0.0\".";
+    VersionSemver = "W001", "version-semver", Warning,
+    explain: crate::lints::version_semver::EXPLANATION;
 
     /// A tool name is not in the `namespace.actionTarget` form.
     ToolNameConvention = "W002", "tool-name-convention", Warning,
-    explain: "Warns when a tool name is not in the `namespace.actionTarget` form used by the official plugins: a lowercase namespace, a dot, then a camelCase verb and object.\n\nWhy: the namespace tells tools of different plugins apart, and a verb-object action reads well to an AI choosing among tools.\n\nExample:\n    \"name\": \"search_threads\"\n\nFix: write \"forum.searchThreads\".";
+    explain: crate::lints::tool_name_convention::EXPLANATION;
 
     /// A tool description is too short to be useful.
-    VagueDescription = "W003", "description-vague", Warning,
-    explain: "Warns when a tool description has fewer than 5 words.\n\nWhy: the AI reads the description to decide when and how to use the tool.\n\nExample:\n    \"description\": \"Search threads\"\n\nFix: say what the tool does and returns: \"Search forum threads by keyword. Returns matching threads with title, author, date, and reply count.\"";
+    DescriptionVague = "W003", "description-vague", Warning,
+    explain: crate::lints::description_vague::EXPLANATION;
 
     /// A schema property has no `description`.
     PropertyDescription = "W004", "property-description", Warning,
-    explain: "Warns when a property in an input_schema has no `description`.\n\nWhy: the AI uses property descriptions to choose correct argument values.\n\nExample:\n    \"sort\": { \"type\": \"string\", \"enum\": [\"relevance\", \"date\"] }\n\nFix: add \"description\": \"Sort order for results\".";
+    explain: crate::lints::property_description::EXPLANATION;
 
     /// A `required` name is not among the schema's `properties`.
-    RequiredNotInProperties = "W005", "required-in-properties", Warning,
-    explain: "Warns when a name listed in `required` is not defined in the same schema's `properties`.\n\nWhy: usually a typo; the AI is told to send an argument it knows nothing about.\n\nExample:\n    \"properties\": { \"query\": {...} }, \"required\": [\"qeury\"]\n\nFix: correct the name, or define the property.";
+    RequiredInProperties = "W005", "required-in-properties", Warning,
+    explain: crate::lints::required_in_properties::EXPLANATION;
 
     /// A `default` does not validate against its own schema.
-    DefaultMismatch = "W006", "default-valid", Warning,
-    explain: "Warns when a `default` does not validate against the schema it sits in.\n\nWhy: defaults are shown to the AI as a good value; a default of the wrong type teaches it to send wrong arguments.\n\nExample:\n    \"limit\": { \"type\": \"integer\", \"default\": \"10\" }\n\nFix: write \"default\": 10.";
+    DefaultValid = "W006", "default-valid", Warning,
+    explain: crate::lints::default_valid::EXPLANATION;
 
     /// A member the format does not define.
     UnknownField = "W007", "unknown-field", Warning,
-    explain: "Warns about members the format does not define, at the top level, in `server`, `auth`, each tool and each metric, with a did-you-mean where a known name is close.\n\nWhy: an unknown member is usually a misspelt known one (`breif` for `brief`), which is then silently missing.\n\nExample:\n    \"breif\": { \"metrics\": [] }\n\nFix: correct the name, or remove the member.";
+    explain: crate::lints::unknown_field::EXPLANATION;
 
     /// `tools` is empty.
-    EmptyTools = "W008", "tools-empty", Warning,
-    explain: "Warns when `tools` is an empty array.\n\nWhy: a site without tools gives an AI nothing to do.\n\nExample:\n    \"tools\": []\n\nFix: describe at least one tool.";
+    ToolsEmpty = "W008", "tools-empty", Warning,
+    explain: crate::lints::tools_empty::EXPLANATION;
 
     /// A prefixed tool name is longer than 64 characters.
-    PrefixedNameTooLong = "W009", "prefixed-name-length", Warning,
-    explain: "Warns when a tool's prefixed name (site identifier, `_`, tool name) is longer than 64 characters, so that the platform shortens it to 55 characters, `_` and 8 hex digits of a hash. When a manifest is checked from a file, the origin of `server.url` stands in for the site.\n\nWhy: AI model APIs accept tool names up to 64 characters; a shortened name is harder for the AI and the user to read.\n\nExample:\n    \"name\": \"reporting.getQuarterlyRevenueBreakdownByRegionAndProductCategory\"\n\nFix: choose a shorter name, such as reporting.getRevenueByRegion.";
+    PrefixedNameLength = "W009", "prefixed-name-length", Warning,
+    explain: crate::lints::prefixed_name_length::EXPLANATION;
 
     /// A metric key's period segment contradicts its granularity.
-    KeyGranularityMismatch = "W010", "metric-key-granularity", Warning,
-    explain: "Warns when a metric key has a segment `hourly`, `daily`, `weekly` or `monthly` that names another granularity than the metric has.\n\nWhy: a key that says daily while the metric is collected hourly puts a series in the wrong dashboard slot.\n\nExample:\n    { \"key\": \"sales.revenue.daily\", \"granularity\": \"hour\" }\n\nFix: make the two agree: \"granularity\": \"day\", or the key sales.revenue.hourly.";
+    MetricKeyGranularity = "W010", "metric-key-granularity", Warning,
+    explain: crate::lints::metric_key_granularity::EXPLANATION;
 }
 
 impl Code {

@@ -7,6 +7,9 @@ use crate::diagnostic::Diagnostic;
 use crate::pointer::Pointer;
 use crate::rules::Code;
 
+/// What `servio explain W003` prints: what the lint checks, why, an example and the fix.
+pub(crate) const EXPLANATION: &str = "Warns when a tool description has fewer than 5 words.\n\nWhy: the AI reads the description to decide when and how to use the tool.\n\nExample:\n    \"description\": \"Search threads\"\n\nFix: say what the tool does and returns: \"Search forum threads by keyword. Returns matching threads with title, author, date, and reply count.\"";
+
 const MIN_WORDS: usize = 5;
 
 pub(crate) fn check(description: &str, at: &Pointer, warnings: &mut Vec<Diagnostic>) {
@@ -15,7 +18,7 @@ pub(crate) fn check(description: &str, at: &Pointer, warnings: &mut Vec<Diagnost
     if words < MIN_WORDS {
         warnings.push(
             Diagnostic::at(
-                Code::VagueDescription,
+                Code::DescriptionVague,
                 at.clone(),
                 format!(
                     "tool description has {words} word{}, too few to guide an AI",

@@ -8,6 +8,9 @@ use crate::period::Granularity;
 use crate::pointer::Pointer;
 use crate::rules::Code;
 
+/// What `servio explain W010` prints: what the lint checks, why, an example and the fix.
+pub(crate) const EXPLANATION: &str = "Warns when a metric key has a segment `hourly`, `daily`, `weekly` or `monthly` that names another granularity than the metric has.\n\nWhy: a key that says daily while the metric is collected hourly puts a series in the wrong dashboard slot.\n\nExample:\n    { \"key\": \"sales.revenue.daily\", \"granularity\": \"hour\" }\n\nFix: make the two agree: \"granularity\": \"day\", or the key sales.revenue.hourly.";
+
 pub(crate) fn check(
     key: &str,
     granularity: Granularity,
@@ -24,7 +27,7 @@ pub(crate) fn check(
             let stated = if explicit { "" } else { " (the default)" };
             warnings.push(
                 Diagnostic::at(
-                    Code::KeyGranularityMismatch,
+                    Code::MetricKeyGranularity,
                     at,
                     format!("key {key:?} says {segment} but the granularity is {granularity}{stated}"),
                 )

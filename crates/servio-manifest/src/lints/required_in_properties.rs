@@ -6,6 +6,9 @@ use crate::diagnostic::Diagnostic;
 use crate::rules::Code;
 use crate::schema::{Keywords, SchemaPath};
 
+/// What `servio explain W005` prints: what the lint checks, why, an example and the fix.
+pub(crate) const EXPLANATION: &str = "Warns when a name listed in `required` is not defined in the same schema's `properties`.\n\nWhy: usually a typo; the AI is told to send an argument it knows nothing about.\n\nExample:\n    \"properties\": { \"query\": {...} }, \"required\": [\"qeury\"]\n\nFix: correct the name, or define the property.";
+
 pub(crate) fn check(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut Vec<Diagnostic>) {
     let Some(required) = schema.required else {
         return;
@@ -24,7 +27,7 @@ pub(crate) fn check(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut
         let at = path.pointer().child("required").index(i);
         warnings.push(
             Diagnostic::at(
-                Code::RequiredNotInProperties,
+                Code::RequiredInProperties,
                 at,
                 format!("required name `{name}` is not defined in `properties`"),
             )

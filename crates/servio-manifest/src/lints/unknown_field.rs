@@ -9,6 +9,9 @@ use crate::diagnostic::Diagnostic;
 use crate::pointer::Pointer;
 use crate::rules::Code;
 
+/// What `servio explain W007` prints: what the lint checks, why, an example and the fix.
+pub(crate) const EXPLANATION: &str = "Warns about members the format does not define, at the top level, in `server`, `auth`, each tool and each metric, with a did-you-mean where a known name is close.\n\nWhy: an unknown member is usually a misspelt known one (`breif` for `brief`), which is then silently missing.\n\nExample:\n    \"breif\": { \"metrics\": [] }\n\nFix: correct the name, or remove the member.";
+
 pub(crate) fn check(object: &Map<String, Value>, at: &Pointer, known: &[&str], warnings: &mut Vec<Diagnostic>) {
     for name in object.keys() {
         if known.contains(&name.as_str()) {

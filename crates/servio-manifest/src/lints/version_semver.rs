@@ -6,6 +6,9 @@ use crate::diagnostic::Diagnostic;
 use crate::pointer::Pointer;
 use crate::rules::Code;
 
+/// What `servio explain W001` prints: what the lint checks, why, an example and the fix.
+pub(crate) const EXPLANATION: &str = "Warns when `version` is not a semantic version (MAJOR.MINOR.PATCH, as in 2.1.0).\n\nWhy: the format asks for semantic versioning, so that users can tell a breaking change from a fix.\n\nExample:\n    \"version\": \"v2\"\n\nFix: write \"version\": \"2.0.0\".";
+
 pub(crate) fn check(version: &str, at: &Pointer, warnings: &mut Vec<Diagnostic>) {
     if semver::Version::parse(version).is_ok() {
         return;
@@ -19,7 +22,7 @@ pub(crate) fn check(version: &str, at: &Pointer, warnings: &mut Vec<Diagnostic>)
         _ => "write MAJOR.MINOR.PATCH, as in \"2.1.0\"".to_owned(),
     };
     warnings.push(
-        Diagnostic::at(Code::VersionNotSemver, at.clone(), format!("version {version:?} is not semantic versioning"))
+        Diagnostic::at(Code::VersionSemver, at.clone(), format!("version {version:?} is not semantic versioning"))
             .with_help(help),
     );
 }

@@ -229,34 +229,34 @@ fn tool_rules() {
 #[test]
 fn lints() {
     use Code::*;
-    warns_at(Set("/version", json!("v2")), VersionNotSemver);
+    warns_at(Set("/version", json!("v2")), VersionSemver);
     warns_at(Set("/tools/0/name", json!("search_threads")), ToolNameConvention);
-    warns_at(Set("/tools/0/description", json!("Search threads")), VagueDescription);
+    warns_at(Set("/tools/0/description", json!("Search threads")), DescriptionVague);
     warns(
         Remove("/tools/0/input_schema/properties/query/description"),
         &[("/tools/0/input_schema/properties/query", PropertyDescription)],
     );
     warns(
         Set("/tools/0/input_schema/required", json!(["query", "qeury"])),
-        &[("/tools/0/input_schema/required/1", RequiredNotInProperties)],
+        &[("/tools/0/input_schema/required/1", RequiredInProperties)],
     );
-    warns_at(Set("/tools/0/input_schema/properties/limit/default", json!("10")), DefaultMismatch);
+    warns_at(Set("/tools/0/input_schema/properties/limit/default", json!("10")), DefaultValid);
     warns_at(Set("/breif", json!({})), UnknownField);
     warns_at(Set("/tools/0/inputSchema", json!({})), UnknownField);
     warns_at(Set("/brief/metrics/0/value_path", json!("x")), UnknownField);
     warns_at(
         Set("/tools/0/name", json!("reporting.getQuarterlyRevenueBreakdownByRegionAndProductCategory")),
-        PrefixedNameTooLong,
+        PrefixedNameLength,
     );
-    warns_at(Set("/brief/metrics/0/granularity", json!("hour")), KeyGranularityMismatch);
+    warns_at(Set("/brief/metrics/0/granularity", json!("hour")), MetricKeyGranularity);
     warns(
         Set("/brief/metrics/0/key", json!("sales.revenue.weekly")),
-        &[("/brief/metrics/0/granularity", KeyGranularityMismatch)],
+        &[("/brief/metrics/0/granularity", MetricKeyGranularity)],
     );
     let found = run(Text(
         r#"{"name": "x", "version": "1.0.0", "server": {"url": "https://a.example"}, "auth": {"type": "bearer"}, "tools": []}"#,
     ));
-    assert_eq!(found.warnings, pairs(&[("/tools", EmptyTools)]));
+    assert_eq!(found.warnings, pairs(&[("/tools", ToolsEmpty)]));
 }
 
 #[test]
