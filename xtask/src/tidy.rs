@@ -231,6 +231,10 @@ fn each_lint_is_named_once_and_lives_in_its_own_file() {
         if !source.starts_with(&format!("//! {text} `{name}`")) {
             broken.push(format!("{}: missing, or not starting with `//! {text} `{name}``", shown(&file)));
         }
+        let fixture = lints.join(format!("{}.json", name.replace('-', "_")));
+        if !fixture.exists() {
+            broken.push(format!("{}: missing: a manifest that raises {text}, beside its lint", shown(&fixture)));
+        }
         if !source.contains("pub(crate) const EXPLANATION: &str") {
             broken.push(format!("{}: its explanation (`EXPLANATION`) belongs in the lint's file", shown(&file)));
         }

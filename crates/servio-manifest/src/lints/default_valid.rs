@@ -25,3 +25,13 @@ pub(crate) fn check(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// `default_valid.json`, beside this file, raises W006; what `check` says of it is a snapshot.
+    #[test]
+    fn the_fixture_raises_it() {
+        let said = crate::lints::fixture_report(include_str!("default_valid.json"), crate::Code::DefaultValid);
+        insta::assert_snapshot!(said);
+    }
+}

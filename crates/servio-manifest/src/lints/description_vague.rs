@@ -29,3 +29,13 @@ pub(crate) fn check(description: &str, at: &Pointer, warnings: &mut Vec<Diagnost
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// `description_vague.json`, beside this file, raises W003; what `check` says of it is a snapshot.
+    #[test]
+    fn the_fixture_raises_it() {
+        let said = crate::lints::fixture_report(include_str!("description_vague.json"), crate::Code::DescriptionVague);
+        insta::assert_snapshot!(said);
+    }
+}

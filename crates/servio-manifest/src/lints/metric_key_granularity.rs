@@ -40,3 +40,16 @@ pub(crate) fn check(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// `metric_key_granularity.json`, beside this file, raises W010; what `check` says of it is a snapshot.
+    #[test]
+    fn the_fixture_raises_it() {
+        let said = crate::lints::fixture_report(
+            include_str!("metric_key_granularity.json"),
+            crate::Code::MetricKeyGranularity,
+        );
+        insta::assert_snapshot!(said);
+    }
+}

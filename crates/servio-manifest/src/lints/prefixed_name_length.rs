@@ -30,3 +30,14 @@ pub(crate) fn check(site: &Site, tool: &str, at: &Pointer, warnings: &mut Vec<Di
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// `prefixed_name_length.json`, beside this file, raises W009; what `check` says of it is a snapshot.
+    #[test]
+    fn the_fixture_raises_it() {
+        let said =
+            crate::lints::fixture_report(include_str!("prefixed_name_length.json"), crate::Code::PrefixedNameLength);
+        insta::assert_snapshot!(said);
+    }
+}

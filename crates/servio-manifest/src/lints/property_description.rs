@@ -23,3 +23,14 @@ pub(crate) fn check(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut
             .with_help("add \"description\": what the value means and which values are good"),
     );
 }
+
+#[cfg(test)]
+mod tests {
+    /// `property_description.json`, beside this file, raises W004; what `check` says of it is a snapshot.
+    #[test]
+    fn the_fixture_raises_it() {
+        let said =
+            crate::lints::fixture_report(include_str!("property_description.json"), crate::Code::PropertyDescription);
+        insta::assert_snapshot!(said);
+    }
+}

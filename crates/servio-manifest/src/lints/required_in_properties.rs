@@ -35,3 +35,16 @@ pub(crate) fn check(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// `required_in_properties.json`, beside this file, raises W005; what `check` says of it is a snapshot.
+    #[test]
+    fn the_fixture_raises_it() {
+        let said = crate::lints::fixture_report(
+            include_str!("required_in_properties.json"),
+            crate::Code::RequiredInProperties,
+        );
+        insta::assert_snapshot!(said);
+    }
+}

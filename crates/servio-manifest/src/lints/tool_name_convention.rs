@@ -66,6 +66,14 @@ fn suggestion(name: &str) -> String {
 mod tests {
     use super::*;
 
+    /// `tool_name_convention.json`, beside this file, raises W002; what `check` says of it is a snapshot.
+    #[test]
+    fn the_fixture_raises_it() {
+        let said =
+            crate::lints::fixture_report(include_str!("tool_name_convention.json"), crate::Code::ToolNameConvention);
+        insta::assert_snapshot!(said);
+    }
+
     #[test]
     fn convention() {
         for good in ["xenforo.searchThreads", "xenforo_pro.getPost", "shop.getSalesSummary", "a1.listV2"] {

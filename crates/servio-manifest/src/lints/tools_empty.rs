@@ -10,3 +10,13 @@ pub(crate) const EXPLANATION: &str = "Warns when `tools` is an empty array.\n\nW
 pub(crate) fn diagnostic(at: &Pointer) -> Diagnostic {
     Diagnostic::at(Code::ToolsEmpty, at.clone(), "`tools` is empty").with_help("describe at least one tool")
 }
+
+#[cfg(test)]
+mod tests {
+    /// `tools_empty.json`, beside this file, raises W008; what `check` says of it is a snapshot.
+    #[test]
+    fn the_fixture_raises_it() {
+        let said = crate::lints::fixture_report(include_str!("tools_empty.json"), crate::Code::ToolsEmpty);
+        insta::assert_snapshot!(said);
+    }
+}

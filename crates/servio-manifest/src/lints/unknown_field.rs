@@ -25,3 +25,13 @@ pub(crate) fn check(object: &Map<String, Value>, at: &Pointer, known: &[&str], w
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// `unknown_field.json`, beside this file, raises W007; what `check` says of it is a snapshot.
+    #[test]
+    fn the_fixture_raises_it() {
+        let said = crate::lints::fixture_report(include_str!("unknown_field.json"), crate::Code::UnknownField);
+        insta::assert_snapshot!(said);
+    }
+}

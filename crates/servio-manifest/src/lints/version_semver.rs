@@ -26,3 +26,13 @@ pub(crate) fn check(version: &str, at: &Pointer, warnings: &mut Vec<Diagnostic>)
             .with_help(help),
     );
 }
+
+#[cfg(test)]
+mod tests {
+    /// `version_semver.json`, beside this file, raises W001; what `check` says of it is a snapshot.
+    #[test]
+    fn the_fixture_raises_it() {
+        let said = crate::lints::fixture_report(include_str!("version_semver.json"), crate::Code::VersionSemver);
+        insta::assert_snapshot!(said);
+    }
+}
