@@ -13,9 +13,10 @@ use url::Url;
 use crate::http::{Client, ClientError};
 
 /// Why a call failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum CallError {
     /// No tool of that name in the manifest.
+    #[error("no tool named {name:?}; the site has: {}", known.join(", "))]
     UnknownTool {
         /// The name asked for.
         name: String,
@@ -23,14 +24,19 @@ pub enum CallError {
         known: Vec<String>,
     },
     /// The arguments do not match the tool's schema; nothing was sent.
+    #[error("{}", InvalidArguments(.0))]
     InvalidArguments(Vec<ArgumentError>),
     /// The tool's schema could not be compiled.
+    #[error("the tool's input_schema cannot be used: {0}")]
     BadSchema(String),
     /// The request failed.
+    #[error(transparent)]
     Request(ClientError),
     /// The site answered `2xx`, but not with JSON.
+    #[error("the site's answer is not JSON: {0}")]
     NotJson(String),
     /// The site answered, but not with a `2xx`.
+    #[error("the site answered {status}: {body}")]
     Failed {
         /// The status.
         status: u16,
@@ -41,22 +47,14 @@ pub enum CallError {
     },
 }
 
-impl fmt::Display for CallError {
+/// Arguments' problems as [`write_invalid_arguments`] words them.
+struct InvalidArguments<'a>(&'a [ArgumentError]);
+
+impl fmt::Display for InvalidArguments<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CallError::UnknownTool { name, known } => {
-                write!(f, "no tool named {name:?}; the site has: {}", known.join(", "))
-            }
-            CallError::InvalidArguments(errors) => write_invalid_arguments(f, errors),
-            CallError::BadSchema(m) => write!(f, "the tool's input_schema cannot be used: {m}"),
-            CallError::Request(e) => write!(f, "{e}"),
-            CallError::Failed { status, body, .. } => write!(f, "the site answered {status}: {body}"),
-            CallError::NotJson(detail) => write!(f, "the site's answer is not JSON: {detail}"),
-        }
+        write_invalid_arguments(f, self.0)
     }
 }
-
-impl std::error::Error for CallError {}
 
 /// "invalid arguments, nothing was sent:" and each problem on a line of its own, at its pointer:
 /// the message of every caller that checks arguments before sending them.

@@ -69,13 +69,16 @@ pub struct Attempt {
 }
 
 /// Why discovery failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum DiscoveryError {
     /// The input is not a site URL we fetch.
+    #[error("{0}")]
     BadInput(String),
     /// No path served a manifest; what each answered.
+    #[error("{}", NotFound(.0))]
     NotFound(Vec<Attempt>),
     /// A path answered 5xx: discovery stops there.
+    #[error("{url} answered {status}: discovery stops at a server error")]
     ServerError {
         /// The URL.
         url: Box<Url>,
@@ -83,6 +86,7 @@ pub enum DiscoveryError {
         status: StatusCode,
     },
     /// A request failed (DNS, TLS, connect, timeout, limit, guard).
+    #[error("{}", RequestFailed(url, error))]
     Request {
         /// The URL.
         url: Box<Url>,
@@ -91,30 +95,33 @@ pub enum DiscoveryError {
     },
 }
 
-impl fmt::Display for DiscoveryError {
+/// "no manifest found", and what each path answered, a line each.
+struct NotFound<'a>(&'a [Attempt]);
+
+impl fmt::Display for NotFound<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DiscoveryError::BadInput(m) => f.write_str(m),
-            DiscoveryError::NotFound(attempts) => {
-                f.write_str("no manifest found; each path answered:")?;
-                for a in attempts {
-                    write!(f, "\n  {}: {}", a.path, a.answer)?;
-                }
-                Ok(())
-            }
-            DiscoveryError::ServerError { url, status } => {
-                write!(f, "{url} answered {status}: discovery stops at a server error")
-            }
-            // Nothing came back, so the host is what failed, not the path: name it once.
-            DiscoveryError::Request { url, error } if error.is_unreachable() => {
-                write!(f, "could not reach {}: {error}", url.origin().ascii_serialization())
-            }
-            DiscoveryError::Request { url, error } => write!(f, "{url}: {error}"),
+        f.write_str("no manifest found; each path answered:")?;
+        for a in self.0 {
+            write!(f, "\n  {}: {}", a.path, a.answer)?;
         }
+        Ok(())
     }
 }
 
-impl std::error::Error for DiscoveryError {}
+/// A failed request of discovery: when nothing came back, the host is what failed, not the
+/// path, so it is named once.
+struct RequestFailed<'a>(&'a Url, &'a ClientError);
+
+impl fmt::Display for RequestFailed<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let RequestFailed(url, error) = *self;
+        if error.is_unreachable() {
+            write!(f, "could not reach {}: {error}", url.origin().ascii_serialization())
+        } else {
+            write!(f, "{url}: {error}")
+        }
+    }
+}
 
 impl DiscoveryError {
     /// The guard's refusal, when that is what stopped discovery.

@@ -2,7 +2,6 @@
 //! opt-in), the address guard on every DNS answer and every redirect hop, and limits on body
 //! size (counted after decompression, while streaming), total time and redirects.
 
-use std::fmt;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -142,48 +141,37 @@ impl Resolve for GuardedResolver {
 }
 
 /// Why a request failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The client could not be built (a bad PEM file, say).
+    #[error("client setup failed: {0}")]
     Setup(String),
     /// The URL is not one we fetch: another scheme than https or http, or malformed.
+    #[error("{0}")]
     BadUrl(String),
     /// The URL is plain `http`, which this client was not set up to fetch. Callers that have a
     /// way to allow it (the CLI's `--allow-http`) say so; the platform has none.
+    #[error("the URL is plain http; only https is fetched")]
     PlainHttp(Url),
     /// The guard refused an address.
+    #[error("refused: {0}")]
     Refused(Refusal),
     /// A redirect broke a rule: too many, or to another scheme.
+    #[error("redirect refused: {0}")]
     Redirect(String),
     /// The body is larger than the limit.
+    #[error("the response body is larger than the limit of {limit} bytes")]
     TooLarge {
         /// The limit in bytes.
         limit: usize,
     },
     /// The request took longer than the limit.
+    #[error("no complete response within {} s", .0.as_secs_f64())]
     Timeout(Duration),
     /// DNS, TLS, connect or protocol failure.
+    #[error(transparent)]
     Transport(TransportError),
 }
-
-impl fmt::Display for ClientError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ClientError::Setup(m) => write!(f, "client setup failed: {m}"),
-            ClientError::BadUrl(m) => f.write_str(m),
-            ClientError::PlainHttp(_) => f.write_str("the URL is plain http; only https is fetched"),
-            ClientError::Refused(r) => write!(f, "refused: {r}"),
-            ClientError::Redirect(m) => write!(f, "redirect refused: {m}"),
-            ClientError::TooLarge { limit } => write!(f, "the response body is larger than the limit of {limit} bytes"),
-            ClientError::Timeout(t) => {
-                write!(f, "no complete response within {} s", t.as_secs_f64())
-            }
-            ClientError::Transport(error) => write!(f, "{error}"),
-        }
-    }
-}
-
-impl std::error::Error for ClientError {}
 
 impl ClientError {
     /// True when the address guard refused the request.

@@ -5,7 +5,6 @@
 //! exchange. Token requests go through our own [`Client`], so the address guard applies to
 //! token endpoints too, and redirects are not followed there.
 
-use std::fmt;
 use std::time::Duration;
 
 use oauth2::basic::BasicClient;
@@ -79,29 +78,18 @@ impl Tokens {
 }
 
 /// Why an OAuth step failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum OAuthError {
     /// The `state` that came back is not the one sent: the answer is not ours.
+    #[error("the state returned does not match the one sent; the answer is refused")]
     StateMismatch,
     /// The authorization server said no (`error=access_denied`, say).
+    #[error("authorization was refused: {0}")]
     Denied(String),
     /// The token endpoint refused or could not be reached.
+    #[error("the token request failed: {0}")]
     Token(String),
 }
-
-impl fmt::Display for OAuthError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            OAuthError::StateMismatch => {
-                f.write_str("the state returned does not match the one sent; the answer is refused")
-            }
-            OAuthError::Denied(why) => write!(f, "authorization was refused: {why}"),
-            OAuthError::Token(why) => write!(f, "the token request failed: {why}"),
-        }
-    }
-}
-
-impl std::error::Error for OAuthError {}
 
 type Configured = BasicClient<EndpointSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
 

@@ -18,19 +18,22 @@ use url::Url;
 
 /// A request that failed below HTTP: the name, the connection or the TLS handshake, or the
 /// connection breaking afterwards.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TransportError {
     /// The host name has no address.
+    #[error("could not resolve host {host}")]
     Dns {
         /// The name that did not resolve.
         host: String,
     },
     /// Nothing listens there: the connection was refused.
+    #[error("connection refused by {target}")]
     Refused {
         /// `host:port`, as the URL names it.
         target: String,
     },
     /// The connection could not be opened for another reason (no route, reset).
+    #[error("could not connect to {target}: {cause}")]
     Connect {
         /// `host:port`, as the URL names it.
         target: String,
@@ -38,8 +41,10 @@ pub enum TransportError {
         cause: String,
     },
     /// The TLS handshake failed, usually over the certificate.
+    #[error("{0}")]
     Tls(TlsProblem),
     /// Anything else (a connection closed mid-answer, say): the innermost message.
+    #[error("{0}")]
     Other(String),
 }
 
@@ -66,18 +71,6 @@ pub enum TlsProblem {
     Other(String),
 }
 
-impl fmt::Display for TransportError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TransportError::Dns { host } => write!(f, "could not resolve host {host}"),
-            TransportError::Refused { target } => write!(f, "connection refused by {target}"),
-            TransportError::Connect { target, cause } => write!(f, "could not connect to {target}: {cause}"),
-            TransportError::Tls(problem) => write!(f, "{problem}"),
-            TransportError::Other(message) => f.write_str(message),
-        }
-    }
-}
-
 impl fmt::Display for TlsProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -96,8 +89,6 @@ impl fmt::Display for TlsProblem {
         }
     }
 }
-
-impl Error for TransportError {}
 
 impl TransportError {
     /// True when the site was never reached: the name, the connection or the handshake
