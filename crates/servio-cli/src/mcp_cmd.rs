@@ -128,7 +128,7 @@ async fn relay(
                 let failed = failed.clone();
                 tokio::spawn(async move {
                     if let Err(error) = sending.await {
-                        tracing::warn!(%error, "a message did not reach the platform");
+                        tracing::warn!(error = %servio_client::error_chain(&error), "a message did not reach the platform");
                         if let Some(id) = id {
                             let _ = failed.send(unanswered(id, &error));
                         }

@@ -39,7 +39,8 @@ impl PlatformArgs {
     /// The key that seals credentials: SERVIO_SECRET_KEY, or `secret.key` in `data_dir`.
     pub fn secrets(&self, data_dir: &Path, key_file: KeyFile) -> anyhow::Result<Secrets> {
         if let Ok(hex) = std::env::var("SERVIO_SECRET_KEY") {
-            return Secrets::from_hex(&hex).map_err(|e| anyhow::anyhow!("SERVIO_SECRET_KEY: {}", e.chain()));
+            return Secrets::from_hex(&hex)
+                .map_err(|e| anyhow::anyhow!("SERVIO_SECRET_KEY: {}", servio_client::error_chain(&e)));
         }
         let path = data_dir.join("secret.key");
         if key_file == KeyFile::Existing && !path.exists() {
@@ -49,7 +50,7 @@ impl PlatformArgs {
             );
         }
         std::fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
-        Secrets::load_or_create(&path).map_err(|e| anyhow::anyhow!(e.chain()))
+        Secrets::load_or_create(&path).map_err(|e| anyhow::anyhow!(servio_client::error_chain(&e)))
     }
 
     /// The client that reaches sites: the public address guard unless `--allow-local` (or
@@ -88,7 +89,9 @@ pub async fn check_key(store: &dyn servio_store::Store, secrets: &Secrets) -> an
              secret.key in the --data-dir of the process that first used it), or give it a database of its own \
              (--database-url)"
         )),
-        Err(error) => Err(anyhow::anyhow!("checking the secret key against the database: {}", error.chain())),
+        Err(error) => {
+            Err(anyhow::anyhow!("checking the secret key against the database: {}", servio_client::error_chain(&error)))
+        }
     }
 }
 

@@ -107,7 +107,7 @@ pub async fn serve_metrics(addr: SocketAddr, store: Arc<dyn servio_store::Store>
     let app = servio_platform::metrics::router(store);
     tokio::spawn(async move {
         if let Err(error) = axum::serve(listener, app).await {
-            tracing::error!(%error, "the metrics listener failed");
+            tracing::error!(error = %servio_client::error_chain(&error), "the metrics listener failed");
         }
     });
     Ok(local)

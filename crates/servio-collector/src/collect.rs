@@ -328,7 +328,7 @@ impl Collector {
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         if let Retried::RenewalFailed(error) = &sent.retried {
             // The 401 stays the answer, logged as such.
-            tracing::warn!(site = %site.origin, error = %error.chain(), "renewing the OAuth token failed");
+            tracing::warn!(site = %site.origin, error = %servio_client::error_chain(&error), "renewing the OAuth token failed");
         }
         Answer { body: sent.result, duration_ms }
     }

@@ -302,7 +302,7 @@ impl Credentials {
         let access_token = new.access_token.clone();
         if let Err(error) = self.set_credential(user_id, site.id, &Credential::OAuth(new)).await {
             // The new token still serves this call; the next one renews again.
-            tracing::warn!(site = %site.origin, error = %error.chain(), "keeping renewed OAuth tokens failed");
+            tracing::warn!(site = %site.origin, error = %servio_client::error_chain(&error), "keeping renewed OAuth tokens failed");
         }
         Ok(Some(access_token))
     }
@@ -325,7 +325,7 @@ impl Credentials {
         match self.bearer(user_id, site, manifest, sealed, Renewal::IfExpiring).await {
             Ok(token) => token,
             Err(error) => {
-                tracing::warn!(site = %site.origin, error = %error.chain(), "renewing the OAuth token failed");
+                tracing::warn!(site = %site.origin, error = %servio_client::error_chain(&error), "renewing the OAuth token failed");
                 self.open(user_id, site.id, sealed?).map(|c| c.bearer().to_owned())
             }
         }

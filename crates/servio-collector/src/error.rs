@@ -142,15 +142,7 @@ impl Error {
             Error::Busy(_) => ErrorKind::Busy,
         }
     }
-
-    /// The error and its sources on one line, for logs and for people (`a: b: c`).
-    pub fn chain(&self) -> String {
-        chain(self)
-    }
 }
-
-/// `error` and each of its sources on one line: see [`servio_client::error_chain`].
-pub use servio_client::error_chain as chain;
 
 #[cfg(test)]
 mod tests {
@@ -163,9 +155,9 @@ mod tests {
             path: PathBuf::from("secret.key"),
             source: std::io::Error::other("permission denied"),
         };
-        assert_eq!(error.chain(), "reading the key file secret.key: permission denied");
+        assert_eq!(servio_client::error_chain(&error), "reading the key file secret.key: permission denied");
         assert_eq!(error.kind(), ErrorKind::Configuration);
         let store = Error::Store(StoreError::Conflict("that email"));
-        assert_eq!(store.chain(), "that email is already taken");
+        assert_eq!(servio_client::error_chain(&store), "that email is already taken");
     }
 }

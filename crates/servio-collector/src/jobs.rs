@@ -183,7 +183,7 @@ impl Collector {
                     Err(error) => tracing::warn!(
                         user_id = user.id,
                         site = %entry.site.origin,
-                        error = %error.chain(),
+                        error = %servio_client::error_chain(&error),
                         "planning collection failed"
                     ),
                 }
@@ -677,7 +677,7 @@ const ON_DEMAND_LEASE: i64 = 300;
 /// again).
 async fn plan_logged(collector: &Collector) {
     if let Err(error) = collector.plan_all(Timestamp::now()).await {
-        tracing::warn!(error = %error.chain(), "planning collection failed");
+        tracing::warn!(error = %servio_client::error_chain(&error), "planning collection failed");
     }
 }
 
@@ -744,7 +744,9 @@ async fn hand_back(collector: &Collector, owner: &str) {
     match collector.store.release_jobs(owner, Timestamp::now().as_second()).await {
         Ok(0) => {}
         Ok(released) => tracing::info!(released, "handed back the jobs not done"),
-        Err(error) => tracing::warn!(%error, "handing back jobs failed; they wait for their leases"),
+        Err(error) => {
+            tracing::warn!(error = %servio_client::error_chain(&error), "handing back jobs failed; they wait for their leases")
+        }
     }
 }
 
@@ -862,7 +864,7 @@ async fn claim_batches(
                 }
             }
             Err(error) => {
-                tracing::warn!(%error, "claiming jobs failed");
+                tracing::warn!(error = %servio_client::error_chain(&error), "claiming jobs failed");
                 drop(held);
                 wait(&mut stop, config.idle).await;
             }
@@ -956,7 +958,9 @@ async fn call(
             }
         }
         // The jobs stay claimed; another claim takes them over when their leases end.
-        Err(error) => tracing::warn!(job_id = first, %error, "collection jobs are left to their leases"),
+        Err(error) => {
+            tracing::warn!(job_id = first, error = %servio_client::error_chain(&error), "collection jobs are left to their leases")
+        }
     }
     drop(permits);
 }
@@ -993,15 +997,17 @@ async fn commit_group(collector: &Collector, group: &[Done], now: Timestamp) -> 
         Err(error) => error,
     };
     if let [(job, _)] = group {
-        tracing::warn!(job_id = job.id, %error, "committing a result failed");
+        tracing::warn!(job_id = job.id, error = %servio_client::error_chain(&error), "committing a result failed");
         return Summary::default();
     }
-    tracing::warn!(results = group.len(), %error, "committing results at once failed; committing them one by one");
+    tracing::warn!(results = group.len(), error = %servio_client::error_chain(&error), "committing results at once failed; committing them one by one");
     let mut total = Summary::default();
     for one in group {
         match commit(collector, std::slice::from_ref(one), now).await {
             Ok(done) => total.merge(&done),
-            Err(error) => tracing::warn!(job_id = one.0.id, %error, "committing a result failed"),
+            Err(error) => {
+                tracing::warn!(job_id = one.0.id, error = %servio_client::error_chain(&error), "committing a result failed")
+            }
         }
     }
     total

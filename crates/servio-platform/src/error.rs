@@ -116,7 +116,7 @@ impl ApiError {
     /// and are not logged.
     pub fn log_if_internal(&self) {
         if let ApiError::Internal(source) = self {
-            let chain = servio_collector::error::chain(source.as_ref());
+            let chain = servio_client::error_chain(source.as_ref());
             tracing::error!(error = %chain, "internal error");
         }
     }

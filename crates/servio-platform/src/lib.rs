@@ -234,7 +234,7 @@ pub fn no_delay(
     use axum::serve::ListenerExt;
     fn set_no_delay(connection: &mut tokio::net::TcpStream) {
         if let Err(error) = connection.set_nodelay(true) {
-            tracing::warn!(%error, "turning Nagle's algorithm off failed");
+            tracing::warn!(error = %servio_client::error_chain(&error), "turning Nagle's algorithm off failed");
         }
     }
     listener.tap_io(set_no_delay as fn(&mut tokio::net::TcpStream))

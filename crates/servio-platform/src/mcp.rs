@@ -110,7 +110,7 @@ async fn require_user(State(state): State<AppState>, mut request: Request, next:
             response
         }
         Err(error) => {
-            tracing::error!(%error, "resolving an MCP token failed");
+            tracing::error!(error = %servio_client::error_chain(&error), "resolving an MCP token failed");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
     }
@@ -218,7 +218,7 @@ impl ServerHandler for McpGateway {
     ) -> Result<ListToolsResult, McpError> {
         let user = self.user(&context.extensions)?;
         let catalogue = gateway::catalogue(&self.state, &user).await.map_err(|e| {
-            tracing::error!(user_id = user.id, error = %e, "listing MCP tools failed");
+            tracing::error!(user_id = user.id, error = %servio_client::error_chain(&e), "listing MCP tools failed");
             McpError::internal_error("the tool catalogue could not be read", None)
         })?;
         let tools = std::iter::once(figures::tool()).chain(catalogue.tools().iter().map(mcp_tool)).collect();
@@ -557,7 +557,7 @@ async fn token_works(state: &AppState, token: &str, user_id: i64) -> bool {
     match state.tokens.user(state, token).await {
         Ok(found) => found.is_some_and(|(user, _)| user.id == user_id),
         Err(error) => {
-            tracing::warn!(user_id, %error, "checking an MCP stream's token failed; the stream stays");
+            tracing::warn!(user_id, error = %servio_client::error_chain(&error), "checking an MCP stream's token failed; the stream stays");
             true
         }
     }
@@ -567,10 +567,10 @@ async fn token_works(state: &AppState, token: &str, user_id: i64) -> bool {
 async fn end_session(state: &AppState, sessions: &LocalSessionManager, session: Option<&SessionId>) {
     let Some(id) = session else { return };
     if let Err(error) = sessions.close_session(id).await {
-        tracing::warn!(%error, "ending an MCP session whose token was revoked failed");
+        tracing::warn!(error = %servio_client::error_chain(&error), "ending an MCP session whose token was revoked failed");
     }
     if let Err(error) = state.store.delete_mcp_session(id).await {
-        tracing::warn!(%error, "forgetting an MCP session whose token was revoked failed");
+        tracing::warn!(error = %servio_client::error_chain(&error), "forgetting an MCP session whose token was revoked failed");
     }
 }
 

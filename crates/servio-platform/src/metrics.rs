@@ -67,7 +67,7 @@ fn keep_up(handle: PrometheusHandle) {
         }
     });
     if let Err(error) = started {
-        tracing::warn!(%error, "starting the metrics upkeep failed; histograms grow until scraped");
+        tracing::warn!(error = %servio_client::error_chain(&error), "starting the metrics upkeep failed; histograms grow until scraped");
     }
 }
 

@@ -142,7 +142,7 @@ pub fn announce(store: Arc<dyn Store>, notices: Vec<String>) {
 async fn announce_now(store: &dyn Store, notices: Vec<String>) {
     for notice in notices {
         if let Err(error) = store.announce(&notice).await {
-            tracing::warn!(%error, notice, "announcing a change to the other processes failed");
+            tracing::warn!(error = %servio_client::error_chain(&error), notice, "announcing a change to the other processes failed");
         }
     }
 }
@@ -260,7 +260,7 @@ pub async fn hear_other_processes(state: AppState) {
         Ok(Some(heard)) => heard,
         Ok(None) => return,
         Err(error) => {
-            tracing::error!(%error, "listening to the other processes failed; their changes show within seconds");
+            tracing::error!(error = %servio_client::error_chain(&error), "listening to the other processes failed; their changes show within seconds");
             return;
         }
     };

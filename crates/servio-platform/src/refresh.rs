@@ -159,7 +159,9 @@ pub async fn run_periodically(state: AppState, tick: Duration) {
         match state.store.sites_due(due_before, 100).await {
             Ok(sites) if sites.is_empty() => {}
             Ok(sites) => refresh_round(&state, &sites).await,
-            Err(error) => tracing::error!(%error, "finding sites to refresh failed"),
+            Err(error) => {
+                tracing::error!(error = %servio_client::error_chain(&error), "finding sites to refresh failed")
+            }
         }
         tokio::time::sleep(tick).await;
     }
@@ -178,7 +180,7 @@ async fn refresh_round(state: &AppState, sites: &[SiteRecord]) {
             }
             Err(error) => {
                 failed += 1;
-                tracing::error!(origin = %site.origin, %error, "refreshing a manifest failed");
+                tracing::error!(origin = %site.origin, error = %servio_client::error_chain(&error), "refreshing a manifest failed");
             }
         }
     }

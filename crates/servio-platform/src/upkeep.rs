@@ -101,7 +101,7 @@ where
 pub async fn run_periodically(state: AppState, tick: Duration) {
     loop {
         if let Err(error) = run_once(&state).await {
-            tracing::error!(%error, "upkeep failed (purging sessions, pruning logs)");
+            tracing::error!(error = %servio_client::error_chain(&error), "upkeep failed (purging sessions, pruning logs)");
         }
         tokio::time::sleep(tick).await;
     }

@@ -181,10 +181,12 @@ async fn call_found(
     let tool = &manifest.tools[index].name;
     let sealed = entry.credential.as_deref();
     let credentials = state.credentials();
-    let token = credentials
-        .bearer(user.id, &entry.site, manifest, sealed, Renewal::IfExpiring)
-        .await
-        .map_err(|e| Failure::Unauthorized(format!("the site's OAuth token could not be refreshed: {}", e.chain())))?;
+    let token = credentials.bearer(user.id, &entry.site, manifest, sealed, Renewal::IfExpiring).await.map_err(|e| {
+        Failure::Unauthorized(format!(
+            "the site's OAuth token could not be refreshed: {}",
+            servio_client::error_chain(&e)
+        ))
+    })?;
     let send = |token: Option<String>| async move {
         servio_client::post_tool(&state.client, &manifest.server_url, tool, args, token.as_deref()).await
     };
@@ -193,7 +195,7 @@ async fn call_found(
         Retried::RenewalFailed(e) => {
             return Err(Failure::Unauthorized(format!(
                 "the site refused the token and refreshing it failed: {}",
-                e.chain()
+                servio_client::error_chain(&e)
             )));
         }
         retried => sent.result.map_err(|e| failure(e, matches!(retried, Retried::Renewed)))?,

@@ -131,7 +131,7 @@ async fn write_log(store: &dyn Store, batch: &[ToolCall]) {
     if let [call] = batch {
         return lost(call, &error);
     }
-    tracing::warn!(entries = batch.len(), %error, "writing tool-call log entries at once failed; writing them one by one");
+    tracing::warn!(entries = batch.len(), error = %servio_client::error_chain(&error), "writing tool-call log entries at once failed; writing them one by one");
     for call in batch {
         if let Err(error) = store.log_tool_calls(std::slice::from_ref(call)).await {
             lost(call, &error);
@@ -141,7 +141,7 @@ async fn write_log(store: &dyn Store, batch: &[ToolCall]) {
 
 /// Says which log entry was lost and why; the arguments are left out, as they may hold secrets.
 fn lost(call: &ToolCall, error: &servio_store::StoreError) {
-    tracing::error!(user_id = call.user_id, tool = %call.tool, %error, "a tool-call log entry was lost");
+    tracing::error!(user_id = call.user_id, tool = %call.tool, error = %servio_client::error_chain(&error), "a tool-call log entry was lost");
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ fn mcp_error(error: FiguresError, user: &User) -> McpError {
         FiguresError::Invalid(message) => McpError::invalid_params(message, None),
         FiguresError::NotFound(message) => McpError::resource_not_found(message, None),
         FiguresError::Api(error) => {
-            tracing::error!(user_id = user.id, %error, "reading figures failed");
+            tracing::error!(user_id = user.id, error = %servio_client::error_chain(&error), "reading figures failed");
             McpError::internal_error("the figures could not be read", None)
         }
     }
@@ -229,7 +229,7 @@ async fn with_cards(
     mut result: CallToolResult,
 ) -> Result<CallToolResult, McpError> {
     let cards = crate::routes::dashboard::pages::cards_html(state, user, only).await.map_err(|e| {
-        tracing::error!(user_id = user.id, error = %e, "rendering the cards of the metrics view failed");
+        tracing::error!(user_id = user.id, error = %servio_client::error_chain(&e), "rendering the cards of the metrics view failed");
         McpError::internal_error("the figures could not be read", None)
     })?;
     result.meta = meta(json!({ CARDS_META: cards }));

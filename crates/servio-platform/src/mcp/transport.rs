@@ -143,7 +143,7 @@ impl Owners {
         match self.store.mcp_session(session).await {
             Ok(found) => found.and_then(|session| session.user_id),
             Err(error) => {
-                tracing::error!(%error, "reading an MCP session's owner failed");
+                tracing::error!(error = %servio_client::error_chain(&error), "reading an MCP session's owner failed");
                 None
             }
         }
@@ -168,7 +168,7 @@ impl Owners {
             touch
         };
         if touch && let Err(error) = self.store.touch_mcp_session(session, now_millis()).await {
-            tracing::warn!(%error, "recording an MCP session's use failed");
+            tracing::warn!(error = %servio_client::error_chain(&error), "recording an MCP session's use failed");
         }
     }
 
@@ -182,17 +182,17 @@ impl Owners {
         let owner = servio_store::McpSession { user_id: Some(user_id), state: None };
         if let Err(error) = self.store.keep_mcp_session(&session, &owner, now).await {
             // The session still works on this process; another cannot take it over.
-            tracing::error!(%error, "keeping an MCP session's owner failed");
+            tracing::error!(error = %servio_client::error_chain(&error), "keeping an MCP session's owner failed");
         }
         if let Err(error) = self.store.touch_mcp_session(&session, now_millis()).await {
-            tracing::warn!(%error, "recording an MCP session's use failed");
+            tracing::warn!(error = %servio_client::error_chain(&error), "recording an MCP session's use failed");
         }
         for id in self.beyond_limit_here(&session, user_id, now).await {
             self.end(&id).await;
         }
         let limit = i64::try_from(self.limit).unwrap_or(i64::MAX);
         if let Err(error) = self.store.trim_mcp_sessions(user_id, limit).await {
-            tracing::warn!(%error, "forgetting MCP sessions beyond the limit in the store failed");
+            tracing::warn!(error = %servio_client::error_chain(&error), "forgetting MCP sessions beyond the limit in the store failed");
         }
     }
 
@@ -219,10 +219,10 @@ impl Owners {
         self.forget(session);
         let id: rmcp::transport::common::server_side_http::SessionId = session.into();
         if let Err(error) = self.sessions.close_session(&id).await {
-            tracing::warn!(%error, "ending an MCP session beyond the limit failed");
+            tracing::warn!(error = %servio_client::error_chain(&error), "ending an MCP session beyond the limit failed");
         }
         if let Err(error) = self.store.delete_mcp_session(session).await {
-            tracing::warn!(%error, "forgetting an MCP session beyond the limit failed");
+            tracing::warn!(error = %servio_client::error_chain(&error), "forgetting an MCP session beyond the limit failed");
         }
     }
 
@@ -270,7 +270,7 @@ pub(super) async fn keep_sessions_to_owners(State(owners): State<Owners>, reques
                 owners.forget(&session);
             }
             if ended && let Err(error) = owners.store.delete_mcp_session(&session).await {
-                tracing::warn!(%error, "forgetting an ended MCP session failed");
+                tracing::warn!(error = %servio_client::error_chain(&error), "forgetting an ended MCP session failed");
             }
         }
     }

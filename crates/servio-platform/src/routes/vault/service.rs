@@ -572,7 +572,7 @@ async fn queue_first_collection(state: &AppState, user_id: i64, site_id: i64) {
         Ok::<_, ApiError>(state.collector.plan_entry(&user, &entry, jiff::Timestamp::now()).await?)
     };
     if let Err(error) = queued.await {
-        tracing::warn!(user_id, site_id, error = %error, "queueing a new site's first collection failed");
+        tracing::warn!(user_id, site_id, error = %servio_client::error_chain(&error), "queueing a new site's first collection failed");
     }
 }
 
