@@ -18,7 +18,7 @@ pub fn resolve(args: &ResolveArgs) -> Result<Outcome, Failure> {
     if args.hour > 23 {
         return Err(Failure(anyhow!("--hour {} is not 0 to 23", args.hour)));
     }
-    let source = read_source(&args.file).map_err(|e| anyhow!(e))?;
+    let source = read_source(&args.file)?;
     let report = check(&source.bytes, &CheckOptions::default());
     if !report.is_valid() {
         eprintln!("error: {}: the manifest is invalid:", source.name);
@@ -100,7 +100,7 @@ fn display_pointer(pointer: &str) -> &str {
 
 pub fn extract(args: &ExtractArgs) -> Result<Outcome, Failure> {
     let path = ValuePath::parse(&args.value_path).map_err(|e| anyhow!("--value-path {:?}: {e}", args.value_path))?;
-    let source = read_source(&args.file).map_err(|e| anyhow!(e))?;
+    let source = read_source(&args.file)?;
     match extract_value(&source.bytes, &path) {
         Ok(found) => {
             println!("{}", json!({ "value": number(found.value), "raw": raw_json(&found.raw) }));

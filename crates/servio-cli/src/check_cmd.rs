@@ -223,14 +223,16 @@ fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Reads a source; `-` is standard input.
-pub fn read_source(path: &Path) -> Result<Source, String> {
+/// Reads a source; `-` is standard input. The error says what could not be read, with the
+/// system's reason as its source.
+pub fn read_source(path: &Path) -> anyhow::Result<Source> {
+    use anyhow::Context;
     if path == Path::new("-") {
         let mut bytes = Vec::new();
-        std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("could not read standard input: {e}"))?;
+        std::io::stdin().read_to_end(&mut bytes).context("could not read standard input")?;
         return Ok(Source { name: "<stdin>".to_owned(), bytes });
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("could not read {}: {e}", path.display()))?;
+    let bytes = std::fs::read(path).with_context(|| format!("could not read {}", path.display()))?;
     Ok(Source { name: path.display().to_string(), bytes })
 }
 
@@ -254,7 +256,7 @@ fn load(path: &Path, job: &Job<'_>) -> Result<(Source, CheckOptions), Unreadable
             let options = CheckOptions { site: Site::from_url(&found.origin), ..job.options.clone() };
             Ok((Source { name: found.url.to_string(), bytes: found.body }, options))
         }
-        _ => Ok((read_source(path).map_err(unreadable)?, job.options.clone())),
+        _ => Ok((read_source(path).map_err(|e| unreadable(format!("{e:#}")))?, job.options.clone())),
     }
 }
 

@@ -10,6 +10,8 @@ use crate::rules::Code;
 /// What `servio explain W003` prints: what the lint checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Warns when a tool description has fewer than 5 words.\n\nWhy: the AI reads the description to decide when and how to use the tool.\n\nExample:\n    \"description\": \"Search threads\"\n\nFix: say what the tool does and returns: \"Search forum threads by keyword. Returns matching threads with title, author, date, and reply count.\"";
 
+crate::lints::fixture_test!("description_vague.json", DescriptionVague);
+
 const MIN_WORDS: usize = 5;
 
 pub(crate) fn check(description: &str, at: &Pointer, warnings: &mut Vec<Diagnostic>) {
@@ -27,15 +29,5 @@ pub(crate) fn check(description: &str, at: &Pointer, warnings: &mut Vec<Diagnost
             )
             .with_help("say what the tool does, what it returns and which filters it supports"),
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// `description_vague.json`, beside this file, raises W003; what `check` says of it is a snapshot.
-    #[test]
-    fn the_fixture_raises_it() {
-        let said = crate::lints::fixture_report(include_str!("description_vague.json"), crate::Code::DescriptionVague);
-        insta::assert_snapshot!(said);
     }
 }

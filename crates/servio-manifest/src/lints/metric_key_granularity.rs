@@ -11,6 +11,8 @@ use crate::rules::Code;
 /// What `servio explain W010` prints: what the lint checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Warns when a metric key has a segment `hourly`, `daily`, `weekly` or `monthly` that names another granularity than the metric has.\n\nWhy: a key that says daily while the metric is collected hourly puts a series in the wrong dashboard slot.\n\nExample:\n    { \"key\": \"sales.revenue.daily\", \"granularity\": \"hour\" }\n\nFix: make the two agree: \"granularity\": \"day\", or the key sales.revenue.hourly.";
 
+crate::lints::fixture_test!("metric_key_granularity.json", MetricKeyGranularity);
+
 pub(crate) fn check(
     key: &str,
     granularity: Granularity,
@@ -38,18 +40,5 @@ pub(crate) fn check(
             );
             return;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// `metric_key_granularity.json`, beside this file, raises W010; what `check` says of it is a snapshot.
-    #[test]
-    fn the_fixture_raises_it() {
-        let said = crate::lints::fixture_report(
-            include_str!("metric_key_granularity.json"),
-            crate::Code::MetricKeyGranularity,
-        );
-        insta::assert_snapshot!(said);
     }
 }

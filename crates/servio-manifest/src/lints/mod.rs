@@ -26,6 +26,19 @@ pub(crate) fn schema_lints(schema: &Keywords<'_>, path: &SchemaPath<'_>, warning
     default_valid::check(schema, path, warnings);
 }
 
+/// The test of a lint's fixture: the manifest `$file`, beside the lint, raises `$code`, and what
+/// [`crate::check`] says of it is a snapshot (`snapshots/`).
+macro_rules! fixture_test {
+    ($file:literal, $code:ident) => {
+        #[cfg(test)]
+        #[test]
+        fn the_fixture_raises_it() {
+            insta::assert_snapshot!(crate::lints::fixture_report(include_str!($file), crate::Code::$code));
+        }
+    };
+}
+pub(crate) use fixture_test;
+
 /// What [`crate::check`] says of `source`, one diagnostic a line (`line:column CODE message`,
 /// then its help), for a lint's snapshot.
 ///

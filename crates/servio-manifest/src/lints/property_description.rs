@@ -11,6 +11,8 @@ use crate::schema::{Keywords, SchemaPath};
 /// What `servio explain W004` prints: what the lint checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Warns when a property in an input_schema has no `description`.\n\nWhy: the AI uses property descriptions to choose correct argument values.\n\nExample:\n    \"sort\": { \"type\": \"string\", \"enum\": [\"relevance\", \"date\"] }\n\nFix: add \"description\": \"Sort order for results\".";
 
+crate::lints::fixture_test!("property_description.json", PropertyDescription);
+
 pub(crate) fn check(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut Vec<Diagnostic>) {
     if schema.described || schema.has_ref {
         return;
@@ -22,15 +24,4 @@ pub(crate) fn check(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut
         Diagnostic::at_key(Code::PropertyDescription, path.pointer(), format!("property `{name}` has no description"))
             .with_help("add \"description\": what the value means and which values are good"),
     );
-}
-
-#[cfg(test)]
-mod tests {
-    /// `property_description.json`, beside this file, raises W004; what `check` says of it is a snapshot.
-    #[test]
-    fn the_fixture_raises_it() {
-        let said =
-            crate::lints::fixture_report(include_str!("property_description.json"), crate::Code::PropertyDescription);
-        insta::assert_snapshot!(said);
-    }
 }

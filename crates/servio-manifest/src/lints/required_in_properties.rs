@@ -9,6 +9,8 @@ use crate::schema::{Keywords, SchemaPath};
 /// What `servio explain W005` prints: what the lint checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Warns when a name listed in `required` is not defined in the same schema's `properties`.\n\nWhy: usually a typo; the AI is told to send an argument it knows nothing about.\n\nExample:\n    \"properties\": { \"query\": {...} }, \"required\": [\"qeury\"]\n\nFix: correct the name, or define the property.";
 
+crate::lints::fixture_test!("required_in_properties.json", RequiredInProperties);
+
 pub(crate) fn check(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut Vec<Diagnostic>) {
     let Some(required) = schema.required else {
         return;
@@ -33,18 +35,5 @@ pub(crate) fn check(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut
             )
             .with_help(help),
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// `required_in_properties.json`, beside this file, raises W005; what `check` says of it is a snapshot.
-    #[test]
-    fn the_fixture_raises_it() {
-        let said = crate::lints::fixture_report(
-            include_str!("required_in_properties.json"),
-            crate::Code::RequiredInProperties,
-        );
-        insta::assert_snapshot!(said);
     }
 }

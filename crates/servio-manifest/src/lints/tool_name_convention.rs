@@ -11,6 +11,8 @@ use crate::rules::Code;
 /// What `servio explain W002` prints: what the lint checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Warns when a tool name is not in the `namespace.actionTarget` form used by the official plugins: a lowercase namespace, a dot, then a camelCase verb and object.\n\nWhy: the namespace tells tools of different plugins apart, and a verb-object action reads well to an AI choosing among tools.\n\nExample:\n    \"name\": \"search_threads\"\n\nFix: write \"forum.searchThreads\".";
 
+crate::lints::fixture_test!("tool_name_convention.json", ToolNameConvention);
+
 pub(crate) fn check(name: &str, at: &Pointer, warnings: &mut Vec<Diagnostic>) {
     if follows_convention(name) {
         return;
@@ -65,14 +67,6 @@ fn suggestion(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `tool_name_convention.json`, beside this file, raises W002; what `check` says of it is a snapshot.
-    #[test]
-    fn the_fixture_raises_it() {
-        let said =
-            crate::lints::fixture_report(include_str!("tool_name_convention.json"), crate::Code::ToolNameConvention);
-        insta::assert_snapshot!(said);
-    }
 
     #[test]
     fn convention() {

@@ -12,6 +12,8 @@ use crate::rules::Code;
 /// What `servio explain W007` prints: what the lint checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Warns about members the format does not define, at the top level, in `server`, `auth`, each tool and each metric, with a did-you-mean where a known name is close.\n\nWhy: an unknown member is usually a misspelt known one (`breif` for `brief`), which is then silently missing.\n\nExample:\n    \"breif\": { \"metrics\": [] }\n\nFix: correct the name, or remove the member.";
 
+crate::lints::fixture_test!("unknown_field.json", UnknownField);
+
 pub(crate) fn check(object: &Map<String, Value>, at: &Pointer, known: &[&str], warnings: &mut Vec<Diagnostic>) {
     for name in object.keys() {
         if known.contains(&name.as_str()) {
@@ -23,15 +25,5 @@ pub(crate) fn check(object: &Map<String, Value>, at: &Pointer, known: &[&str], w
             Some(near) => diagnostic.with_help(format!("did you mean `{near}`?")),
             None => diagnostic.with_help(format!("known members here: {}", known.join(", "))),
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// `unknown_field.json`, beside this file, raises W007; what `check` says of it is a snapshot.
-    #[test]
-    fn the_fixture_raises_it() {
-        let said = crate::lints::fixture_report(include_str!("unknown_field.json"), crate::Code::UnknownField);
-        insta::assert_snapshot!(said);
     }
 }
