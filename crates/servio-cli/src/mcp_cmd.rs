@@ -15,7 +15,9 @@ use std::time::Duration;
 use anyhow::{Context, anyhow};
 use reqwest::{StatusCode, Url};
 use rmcp::RoleServer;
-use rmcp::model::{ErrorCode, ErrorData, JsonRpcMessage, RequestId};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, RequestId,
+};
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClientTransport, StreamableHttpClientTransportConfig, StreamableHttpError,
 };
@@ -111,11 +113,18 @@ impl Platform {
 /// Carries messages both ways until the client closes standard input or the platform's side
 /// ends. A request the platform could not be asked is answered with an error that says why, so
 /// the client never waits for an answer that will not come.
+///
+/// Messages go out side by side, each sent by a task of its own, except during an
+/// `initialize` handshake: rmcp's client takes the message after `initialize` as the
+/// `initialized` notification, so until that is sent each message is sent in turn. (Sent side
+/// by side, a `tools/list` written right behind `initialized` could go first, under load: the
+/// client then gave up on the session.)
 async fn relay(
     mut client: impl Transport<RoleServer>,
     mut platform: StreamableHttpClientTransport<reqwest::Client>,
 ) -> anyhow::Result<()> {
     let (failed, mut failures) = tokio::sync::mpsc::unbounded_channel();
+    let mut handshake = Handshake::NotStarted;
     let outcome = loop {
         tokio::select! {
             message = client.receive() => {
@@ -124,16 +133,22 @@ async fn relay(
                     JsonRpcMessage::Request(request) => Some(request.id.clone()),
                     _ => None,
                 };
+                let in_turn = handshake.in_turn(&message);
                 let sending = platform.send(message);
                 let failed = failed.clone();
-                tokio::spawn(async move {
+                let sent = async move {
                     if let Err(error) = sending.await {
                         tracing::warn!(error = %servio_client::error_chain(&error), "a message did not reach the platform");
                         if let Some(id) = id {
                             let _ = failed.send(unanswered(id, &error));
                         }
                     }
-                });
+                };
+                if in_turn {
+                    sent.await;
+                } else {
+                    tokio::spawn(sent);
+                }
             }
             message = platform.receive() => {
                 let Some(message) = message else {
@@ -152,6 +167,39 @@ async fn relay(
     };
     let _ = platform.close().await;
     outcome
+}
+
+/// Where the relay is in an `initialize` handshake, which must reach the platform in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handshake {
+    /// No message yet.
+    NotStarted,
+    /// `initialize` was sent; `initialized` was not.
+    Opening,
+    /// Over, or never started (a 2026-07-28 client opens no session).
+    Done,
+}
+
+impl Handshake {
+    /// Whether `message` must be sent before the next one is read, and where that leaves the
+    /// handshake.
+    fn in_turn(&mut self, message: &ClientJsonRpcMessage) -> bool {
+        if *self == Handshake::Done {
+            return false;
+        }
+        let initialize =
+            matches!(message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)));
+        let initialized = matches!(
+            message,
+            JsonRpcMessage::Notification(n) if matches!(n.notification, ClientNotification::InitializedNotification(_))
+        );
+        *self = match (*self, initialize, initialized) {
+            (Handshake::NotStarted, true, _) => Handshake::Opening,
+            (Handshake::Opening, _, true) | (Handshake::NotStarted, false, _) => Handshake::Done,
+            (state, ..) => state,
+        };
+        true
+    }
 }
 
 /// The error answer to request `id` when it could not be sent to the platform, saying why.

@@ -537,6 +537,46 @@ async fn servio_mcp_answers_every_request_after_its_token_is_revoked() {
     assert!(message.contains("the platform did not answer this request: it refused the API token"), "{refused}");
 }
 
+/// Regression: a client that writes `notifications/initialized` and its first request in one
+/// go (as the Python SDK does) had `servio mcp` send them side by side; under load the request
+/// could reach rmcp's client first, which took it for the notification and gave up on the
+/// session ("expect accepted or json, got Sse(None)"). Ten relays, each asked at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servio_mcp_sends_the_handshake_in_order() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
+    let params =
+        json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } });
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params });
+    let then = format!(
+        "{}\n{}\n",
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" })
+    );
+    let relays = (0..10).map(|_| async {
+        let mut relay = Command::new(env!("CARGO_BIN_EXE_servio"))
+            .args(["mcp", "--url", &platform.base])
+            .env("SERVIO_TOKEN", &platform.ben)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut stdin = relay.stdin.take().unwrap();
+        let mut lines = BufReader::new(relay.stdout.take().unwrap()).lines();
+        let mut next = async || {
+            let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await;
+            serde_json::from_str::<Value>(&line.expect("an answer within 30 s").unwrap().unwrap()).unwrap()
+        };
+        stdin.write_all(format!("{initialize}\n").as_bytes()).await.unwrap();
+        assert_eq!(next().await["result"]["serverInfo"]["name"], "servio");
+        stdin.write_all(then.as_bytes()).await.unwrap();
+        let listed = next().await;
+        assert!(listed["result"]["tools"].is_array(), "{listed}");
+    });
+    futures_util::future::join_all(relays).await;
+}
+
 /// The TypeScript SDK's v2 client (`@modelcontextprotocol/client` 2.4) lists and calls the
 /// colliding tools over 2026-07-28 and hears a change of the vault on its listen stream.
 #[tokio::test]
