@@ -61,7 +61,7 @@ impl Validators {
 
 /// What one path answered when it did not serve the manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attempt {
+pub struct PathAnswer {
     /// The path.
     pub path: &'static str,
     /// What it answered, for people: `404 Not Found`, `200 with text/html`.
@@ -76,7 +76,7 @@ pub enum DiscoveryError {
     BadInput(String),
     /// No path served a manifest; what each answered.
     #[error("{}", NotFound(.0))]
-    NotFound(Vec<Attempt>),
+    NotFound(Vec<PathAnswer>),
     /// A path answered 5xx: discovery stops there.
     #[error("{url} answered {status}: discovery stops at a server error")]
     ServerError {
@@ -96,7 +96,7 @@ pub enum DiscoveryError {
 }
 
 /// "no manifest found", and what each path answered, a line each.
-struct NotFound<'a>(&'a [Attempt]);
+struct NotFound<'a>(&'a [PathAnswer]);
 
 impl fmt::Display for NotFound<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -196,7 +196,7 @@ async fn search(
     origin: Url,
     stored: Option<(&Url, &Validators)>,
 ) -> Result<Refreshed, DiscoveryError> {
-    let mut attempts = Vec::new();
+    let mut answers = Vec::new();
     for path in PATHS {
         let url = origin.join(path).map_err(|e| DiscoveryError::BadInput(e.to_string()))?;
         let validators = stored.filter(|(served, _)| **served == url).map(|(_, validators)| validators);
@@ -226,9 +226,9 @@ async fn search(
             (StatusCode::OK, None) => "200 OK without a Content-Type".to_owned(),
             (status, _) => status.to_string(),
         };
-        attempts.push(Attempt { path, answer });
+        answers.push(PathAnswer { path, answer });
     }
-    Err(DiscoveryError::NotFound(attempts))
+    Err(DiscoveryError::NotFound(answers))
 }
 
 /// `GET url` for a manifest, conditional on `validators` when given.

@@ -10,8 +10,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::service::{
-    self, AccessEnded, Attempt, CurrentPassword, IssuedToken, NewToken, PasswordChange, RevokeTokens, SessionItem,
-    SessionView, SignIn, SignUp, TimeZone, TokenList, expired_cookie,
+    self, AccessEnded, CurrentPassword, IssuedToken, NewToken, PasswordChange, RevokeTokens, SessionItem, SessionView,
+    SignIn, SignUp, TimeZone, TokenList, Visitor, expired_cookie,
 };
 use crate::AppState;
 use crate::auth::{Api, Caller, Via};
@@ -33,8 +33,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(delete_token))
 }
 
-async fn start_session(attempt: &Attempt, user: &User) -> Result<Response, ApiError> {
-    let (cookie, csrf_token) = attempt.start_session(user).await?;
+async fn start_session(visitor: &Visitor, user: &User) -> Result<Response, ApiError> {
+    let (cookie, csrf_token) = visitor.start_session(user).await?;
     let mut response = Json(SessionView { user: user.into(), csrf_token: Some(csrf_token) }).into_response();
     response.headers_mut().insert(header::SET_COOKIE, cookie);
     Ok(response)
@@ -74,9 +74,9 @@ enum PasswordRefused {
     (status = 409, description = "The email is taken", body = ErrorBody),
     Refused,
 ))]
-async fn sign_up(attempt: Attempt, JsonBody(form): JsonBody<SignUp>) -> Result<Response, ApiError> {
-    let user = service::register(&attempt, &form).await?;
-    let mut response = start_session(&attempt, &user).await?;
+async fn sign_up(visitor: Visitor, JsonBody(form): JsonBody<SignUp>) -> Result<Response, ApiError> {
+    let user = service::register(&visitor, &form).await?;
+    let mut response = start_session(&visitor, &user).await?;
     *response.status_mut() = StatusCode::CREATED;
     Ok(response)
 }
@@ -87,10 +87,10 @@ async fn sign_up(attempt: Attempt, JsonBody(form): JsonBody<SignUp>) -> Result<R
     (status = 401, description = "Wrong email or password", body = ErrorBody),
     Refused,
 ))]
-async fn sign_in(attempt: Attempt, JsonBody(form): JsonBody<SignIn>) -> Result<Response, ApiError> {
-    let user = service::authenticate(&attempt, &form).await?;
-    let mut response = start_session(&attempt, &user).await?;
-    response.headers_mut().append(header::SET_COOKIE, attempt.known_device_cookie(&user)?);
+async fn sign_in(visitor: Visitor, JsonBody(form): JsonBody<SignIn>) -> Result<Response, ApiError> {
+    let user = service::authenticate(&visitor, &form).await?;
+    let mut response = start_session(&visitor, &user).await?;
+    response.headers_mut().append(header::SET_COOKIE, visitor.known_device_cookie(&user)?);
     Ok(response)
 }
 

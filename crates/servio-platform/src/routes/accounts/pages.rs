@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use servio_store::User;
 
-use super::service::{self, Attempt, SignIn, SignUp, expired_cookie};
+use super::service::{self, SignIn, SignUp, Visitor, expired_cookie};
 use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
@@ -86,10 +86,10 @@ fn with_session(cookie: HeaderValue, to: &str) -> Response {
     response
 }
 
-async fn sign_in(attempt: Attempt, Form(form): Form<SignIn>) -> Response {
-    let user = service::authenticate(&attempt, &form).await;
-    let device = user.as_ref().ok().map(|user| attempt.known_device_cookie(user));
-    let mut response = into_session(&attempt, user).await;
+async fn sign_in(visitor: Visitor, Form(form): Form<SignIn>) -> Response {
+    let user = service::authenticate(&visitor, &form).await;
+    let device = user.as_ref().ok().map(|user| visitor.known_device_cookie(user));
+    let mut response = into_session(&visitor, user).await;
     match device {
         Some(Ok(device)) if response.status().is_redirection() => {
             response.headers_mut().append(header::SET_COOKIE, device);
@@ -100,18 +100,18 @@ async fn sign_in(attempt: Attempt, Form(form): Form<SignIn>) -> Response {
     response
 }
 
-async fn sign_up(attempt: Attempt, Form(form): Form<SignUp>) -> Response {
-    let user = service::register(&attempt, &form).await;
-    into_session(&attempt, user).await
+async fn sign_up(visitor: Visitor, Form(form): Form<SignUp>) -> Response {
+    let user = service::register(&visitor, &form).await;
+    into_session(&visitor, user).await
 }
 
 /// After sign-in or sign-up: a new session and off to the vault, or the form again with why.
-async fn into_session(attempt: &Attempt, user: Result<User, ApiError>) -> Response {
+async fn into_session(visitor: &Visitor, user: Result<User, ApiError>) -> Response {
     let user = match user {
         Ok(user) => user,
         Err(error) => return sign_in_error(&error),
     };
-    match attempt.start_session(&user).await {
+    match visitor.start_session(&user).await {
         Ok((cookie, _)) => with_session(cookie, "/vault"),
         Err(error) => error.into_response(),
     }

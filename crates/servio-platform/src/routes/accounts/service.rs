@@ -166,7 +166,7 @@ pub(crate) fn expired_cookie() -> HeaderValue {
 
 /// Who is trying to sign in or up: the platform, and what its abuse checks look at. Taken
 /// from the request by the sign-in and sign-up handlers of the API and the pages alike.
-pub(crate) struct Attempt {
+pub(crate) struct Visitor {
     /// The platform.
     pub state: AppState,
     /// The client's address, for the per-address limits.
@@ -175,16 +175,16 @@ pub(crate) struct Attempt {
     pub headers: HeaderMap,
 }
 
-impl FromRequestParts<AppState> for Attempt {
+impl FromRequestParts<AppState> for Visitor {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Attempt, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Visitor, Self::Rejection> {
         let ClientAddress(address) = ClientAddress::from_request_parts(parts, state).await?;
-        Ok(Attempt { state: state.clone(), address, headers: parts.headers.clone() })
+        Ok(Visitor { state: state.clone(), address, headers: parts.headers.clone() })
     }
 }
 
-impl Attempt {
+impl Visitor {
     /// Refuses an attempt a browser made for another site.
     fn refuse_cross_site(&self) -> Result<(), ApiError> {
         refuse_cross_site(&self.state.oauth.public_url, &self.headers)
@@ -226,10 +226,10 @@ impl Attempt {
 /// Creates an account after checking who asks (same site, within the address's sign-up limit
 /// and while "already taken" answers are left, shared by every client, so that taken
 /// addresses cannot be enumerated at speed from one address or many) and then its fields.
-pub(crate) async fn register(attempt: &Attempt, form: &SignUp) -> Result<User, ApiError> {
-    let state = &attempt.state;
-    attempt.refuse_cross_site()?;
-    state.throttle.sign_up(attempt.address)?;
+pub(crate) async fn register(visitor: &Visitor, form: &SignUp) -> Result<User, ApiError> {
+    let state = &visitor.state;
+    visitor.refuse_cross_site()?;
+    state.throttle.sign_up(visitor.address)?;
     let normalized = normalize_email(&form.email).map_err(|e| bad("email", e))?;
     check_password(&form.password).map_err(|e| bad("password", e))?;
     check_time_zone(&form.time_zone).map_err(|e| bad("time_zone", e))?;
@@ -259,13 +259,13 @@ async fn find_user(state: &AppState, forms: &[String]) -> Result<Option<User>, A
 
 /// The user with these credentials; the same answer, in the same time, whichever is wrong.
 /// Checked first: same site, and within the limits of the client's address and of the account.
-pub(crate) async fn authenticate(attempt: &Attempt, form: &SignIn) -> Result<User, ApiError> {
-    let state = &attempt.state;
-    attempt.refuse_cross_site()?;
+pub(crate) async fn authenticate(visitor: &Visitor, form: &SignIn) -> Result<User, ApiError> {
+    let state = &visitor.state;
+    visitor.refuse_cross_site()?;
     crate::text::require_text("email", &form.email)?;
     let normalized = normalize_email(&form.email);
     let account = normalized.as_deref().unwrap_or(form.email.trim());
-    state.throttle.sign_in(attempt.address, account, attempt.is_known_device(account))?;
+    state.throttle.sign_in(visitor.address, account, visitor.is_known_device(account))?;
     let normalized = normalized.map_err(|_| ApiError::WrongCredentials)?;
     let mut forms = vec![normalized.clone()];
     forms.extend(earlier_forms(&form.email, &normalized));
@@ -281,7 +281,7 @@ pub(crate) async fn authenticate(attempt: &Attempt, form: &SignIn) -> Result<Use
         .await?;
     match (matches, user) {
         (true, Some(user)) => {
-            state.throttle.signed_in(attempt.address, &normalized);
+            state.throttle.signed_in(visitor.address, &normalized);
             Ok(user)
         }
         _ => Err(ApiError::WrongCredentials),
