@@ -495,22 +495,37 @@ async fn servio_mcp_refuses_to_start_with_a_token_the_platform_refuses() {
     assert!(output.stdout.is_empty(), "nothing but MCP on standard output");
 }
 
-/// Once the token of a running `servio mcp` is revoked, each request is answered with an error
-/// that says the platform did not take it: the client is never left waiting for an answer.
-#[tokio::test]
-async fn servio_mcp_answers_every_request_after_its_token_is_revoked() {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
+/// A `servio mcp` relay to the platform at `base` with `token`: the process, its standard input
+/// and its standard output's lines.
+fn relay(
+    base: &str,
+    token: &str,
+) -> (
+    tokio::process::Child,
+    tokio::process::ChildStdin,
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) {
+    use tokio::io::AsyncBufReadExt;
     let mut relay = Command::new(env!("CARGO_BIN_EXE_servio"))
-        .args(["mcp", "--url", &platform.base])
-        .env("SERVIO_TOKEN", &platform.ben)
+        .args(["mcp", "--url", base])
+        .env("SERVIO_TOKEN", token)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let mut stdin = relay.stdin.take().unwrap();
-    let mut lines = BufReader::new(relay.stdout.take().unwrap()).lines();
+    let stdin = relay.stdin.take().unwrap();
+    let lines = tokio::io::BufReader::new(relay.stdout.take().unwrap()).lines();
+    (relay, stdin, lines)
+}
+
+/// Once the token of a running `servio mcp` is revoked, each request is answered with an error
+/// that says the platform did not take it: the client is never left waiting for an answer.
+#[tokio::test]
+async fn servio_mcp_answers_every_request_after_its_token_is_revoked() {
+    use tokio::io::AsyncWriteExt;
+    let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
+    let (_relay, mut stdin, mut lines) = relay(&platform.base, &platform.ben);
     let mut ask = async |message: Value| {
         stdin.write_all(format!("{message}\n").as_bytes()).await.unwrap();
         if message.get("id").is_none() {
@@ -543,7 +558,7 @@ async fn servio_mcp_answers_every_request_after_its_token_is_revoked() {
 /// session ("expect accepted or json, got Sse(None)"). Ten relays, each asked at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn servio_mcp_sends_the_handshake_in_order() {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio::io::AsyncWriteExt;
     let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
     let params =
         json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } });
@@ -554,16 +569,7 @@ async fn servio_mcp_sends_the_handshake_in_order() {
         json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" })
     );
     let relays = (0..10).map(|_| async {
-        let mut relay = Command::new(env!("CARGO_BIN_EXE_servio"))
-            .args(["mcp", "--url", &platform.base])
-            .env("SERVIO_TOKEN", &platform.ben)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut stdin = relay.stdin.take().unwrap();
-        let mut lines = BufReader::new(relay.stdout.take().unwrap()).lines();
+        let (_relay, mut stdin, mut lines) = relay(&platform.base, &platform.ben);
         let mut next = async || {
             let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await;
             serde_json::from_str::<Value>(&line.expect("an answer within 30 s").unwrap().unwrap()).unwrap()
