@@ -10,7 +10,6 @@
 
 use std::collections::HashMap;
 
-use crate::shared::trend::{Trend, comparison_start, trend};
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use serde::Serialize;
@@ -22,6 +21,7 @@ use servio_store::{AttemptOutcome, StoredValue, UnfilledPeriod, User};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::routes::dashboard::service::{Range, Raw, dates};
+use crate::shared::trend::{Trend, comparison_start, trend};
 
 /// The tool that answers with the figures.
 pub const TOOL_NAME: &str = "servio_metrics";

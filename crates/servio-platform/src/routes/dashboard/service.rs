@@ -7,7 +7,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::shared::trend::{Trend, comparison_start, trend};
 use jiff::civil::Date;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -20,6 +19,7 @@ use super::slots::{SiteMetric, Slot, slots};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::routes::vault::service::{BriefError, changes_waiting};
+use crate::shared::trend::{Trend, comparison_start, trend};
 
 /// A range of dates to collect.
 #[derive(Debug, Deserialize, ToSchema)]

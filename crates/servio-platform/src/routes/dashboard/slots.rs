@@ -17,9 +17,10 @@
 //! Keys that are not canonical are never merged: each stays its own slot, as two sites may mean
 //! different things by the same private key.
 
-use crate::shared::decimal::round_to_operands;
 use serde::Serialize;
 use utoipa::ToSchema;
+
+use crate::shared::decimal::round_to_operands;
 
 /// One dashboard slot: a metric of one site, or a canonical key shared by several sites.
 #[derive(Debug, Clone, Serialize, ToSchema)]
