@@ -9,7 +9,7 @@ use crate::credentials::{self, Stored};
 use crate::fetch::Fetcher;
 
 /// A token and where it came from.
-pub enum Credential {
+pub enum SiteToken {
     /// Given on the command line or in the environment.
     Explicit(String),
     /// From the credentials file.
@@ -23,25 +23,25 @@ pub enum Credential {
     None,
 }
 
-impl Credential {
+impl SiteToken {
     /// The bearer token to send.
     pub fn token(&self) -> Option<&str> {
         match self {
-            Credential::Explicit(token) => Some(token),
-            Credential::Stored { stored, .. } => Some(&stored.access_token),
-            Credential::None => None,
+            SiteToken::Explicit(token) => Some(token),
+            SiteToken::Stored { stored, .. } => Some(&stored.access_token),
+            SiteToken::None => None,
         }
     }
 
     /// Finds the credential for `origin`, refreshing stored tokens that expire soon.
-    pub fn find(fetcher: &Fetcher, origin: &str, explicit: Option<&str>) -> anyhow::Result<Credential> {
+    pub fn find(fetcher: &Fetcher, origin: &str, explicit: Option<&str>) -> anyhow::Result<SiteToken> {
         if let Some(token) = explicit {
-            return Ok(Credential::Explicit(token.to_owned()));
+            return Ok(SiteToken::Explicit(token.to_owned()));
         }
-        let Some(stored) = credentials::load(origin)? else { return Ok(Credential::None) };
-        let mut credential = Credential::Stored { origin: origin.to_owned(), stored };
+        let Some(stored) = credentials::load(origin)? else { return Ok(SiteToken::None) };
+        let mut credential = SiteToken::Stored { origin: origin.to_owned(), stored };
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-        if let Credential::Stored { stored, .. } = &credential
+        if let SiteToken::Stored { stored, .. } = &credential
             && stored.tokens().expires_soon(now, Duration::from_secs(60))
             && stored.refresh_token.is_some()
         {
@@ -52,7 +52,7 @@ impl Credential {
 
     /// Refreshes stored tokens (after a `401`, say). False when there is nothing to refresh.
     pub fn refresh(&mut self, fetcher: &Fetcher) -> anyhow::Result<bool> {
-        let Credential::Stored { origin, stored } = self else { return Ok(false) };
+        let SiteToken::Stored { origin, stored } = self else { return Ok(false) };
         let Some(refresh_token) = stored.refresh_token.clone() else { return Ok(false) };
         let site = stored.oauth_site()?;
         let tokens = fetcher.block_on(oauth::refresh(fetcher.tool_client(), &site, &refresh_token))?;

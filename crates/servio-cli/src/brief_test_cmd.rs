@@ -10,7 +10,7 @@ use servio_client::{CallError, ToolCall};
 use servio_collector::collect::{CollectionOutcome, judge, retry_deadline, shared_calls};
 use servio_manifest::{CheckOptions, Period, ResolvedMetric, Site, ValuePath, check, period, resolve_brief};
 
-use crate::auth::Credential;
+use crate::auth::SiteToken;
 use crate::brief_cmd::{check_metric, usable_brief};
 use crate::cli::BriefTestArgs;
 use crate::fetch::{Fetcher, request_failure};
@@ -42,7 +42,7 @@ pub fn run(args: &BriefTestArgs) -> Result<Outcome, Failure> {
     check_metric(brief, args.metric.as_deref())?;
     let resolution = resolve_brief(brief, date, args.hour, &zone_name)?;
     let origin = found.origin.as_str().trim_end_matches('/');
-    let mut credential = Credential::find(&fetcher, origin, args.access.token.as_deref())?;
+    let mut credential = SiteToken::find(&fetcher, origin, args.access.token.as_deref())?;
     println!("{} — {} in {zone_name}\n", found.url, date);
     let mut all_stored = true;
     for (key, why) in &resolution.skipped {

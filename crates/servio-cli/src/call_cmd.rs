@@ -6,7 +6,7 @@ use servio_client::call::tool_url;
 use servio_client::{CallError, ToolCall};
 use servio_manifest::{CheckOptions, Site, check};
 
-use crate::auth::Credential;
+use crate::auth::SiteToken;
 use crate::cli::CallArgs;
 use crate::fetch::{Fetcher, request_failure};
 use crate::{Failure, Outcome};
@@ -27,7 +27,7 @@ pub fn run(args: &CallArgs) -> Result<Outcome, Failure> {
         )));
     };
     let origin = found.origin.as_str().trim_end_matches('/');
-    let mut credential = Credential::find(&fetcher, origin, args.access.token.as_deref())?;
+    let mut credential = SiteToken::find(&fetcher, origin, args.access.token.as_deref())?;
     let call = |token: Option<&str>| {
         let call = ToolCall { manifest: &manifest, name: &args.tool, args: &arguments, token };
         fetcher.block_on(call.json(fetcher.tool_client()))

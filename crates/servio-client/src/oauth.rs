@@ -33,14 +33,14 @@ pub struct OAuthSite {
 }
 
 /// An authorization in progress: the URL to send the user to, and what must come back.
-pub struct Pending {
+pub struct StartedAuthorization {
     /// The URL the user opens.
     pub authorize_url: Url,
     state: CsrfToken,
     verifier: PkceCodeVerifier,
 }
 
-impl Pending {
+impl StartedAuthorization {
     /// The `state` sent, to find this attempt again when the browser comes back.
     pub fn state(&self) -> &str {
         self.state.secret()
@@ -51,10 +51,10 @@ impl Pending {
         self.verifier.secret()
     }
 
-    /// The attempt again from what [`Pending::state`] and [`Pending::verifier`] gave, when the
+    /// The attempt again from what [`StartedAuthorization::state`] and [`StartedAuthorization::verifier`] gave, when the
     /// browser comes back (perhaps to another process than the one that started it).
-    pub fn resume(authorize_url: Url, state: String, verifier: String) -> Pending {
-        Pending { authorize_url, state: CsrfToken::new(state), verifier: PkceCodeVerifier::new(verifier) }
+    pub fn resume(authorize_url: Url, state: String, verifier: String) -> StartedAuthorization {
+        StartedAuthorization { authorize_url, state: CsrfToken::new(state), verifier: PkceCodeVerifier::new(verifier) }
     }
 }
 
@@ -102,7 +102,7 @@ fn oauth_client(site: &OAuthSite) -> Result<Configured, OAuthError> {
 }
 
 /// Starts an authorization: a fresh `state` and PKCE pair, and the URL for the user.
-pub fn start(site: &OAuthSite) -> Result<Pending, OAuthError> {
+pub fn start(site: &OAuthSite) -> Result<StartedAuthorization, OAuthError> {
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
     let client = oauth_client(site)?;
     let mut request = client.authorize_url(CsrfToken::new_random).set_pkce_challenge(challenge);
@@ -110,7 +110,7 @@ pub fn start(site: &OAuthSite) -> Result<Pending, OAuthError> {
         request = request.add_scope(Scope::new(scope.clone()));
     }
     let (authorize_url, state) = request.url();
-    Ok(Pending { authorize_url, state, verifier })
+    Ok(StartedAuthorization { authorize_url, state, verifier })
 }
 
 /// What came back to the redirect URI, as its query parameters.
@@ -150,7 +150,7 @@ impl Callback {
 pub async fn finish(
     client: &Client,
     site: &OAuthSite,
-    pending: Pending,
+    pending: StartedAuthorization,
     callback: &Callback,
 ) -> Result<Tokens, OAuthError> {
     if callback.state.as_deref() != Some(pending.state.secret().as_str()) {

@@ -35,27 +35,27 @@ pub fn still_offered(latest: Option<&Manifest>, name: &str) -> bool {
 /// What changed between the manifest a user approved and the newest one, and whether it waits
 /// for their approval.
 #[derive(Debug, Clone, Default)]
-pub struct Pending {
+pub struct Unapproved {
     /// The tool, endpoint and other changes.
     pub diff: Diff,
     /// Whether the brief changed (the metrics, their tools, arguments or value paths).
     pub brief_changed: bool,
 }
 
-impl Pending {
+impl Unapproved {
     /// The changes from the manifest text `approved` to `latest`, each with its manifest
     /// (`None` when it is not a valid one) as the manifest cache or a report holds them, so that
     /// no text is checked again. A text that is not a valid manifest counts as a change that
     /// needs approval.
-    pub fn of(approved: (&str, Option<&Manifest>), latest: (&str, Option<&Manifest>)) -> Pending {
+    pub fn of(approved: (&str, Option<&Manifest>), latest: (&str, Option<&Manifest>)) -> Unapproved {
         if approved.0 == latest.0 {
-            return Pending::default();
+            return Unapproved::default();
         }
         let diff = match (approved.1, latest.1) {
             (Some(old), Some(new)) => servio_manifest::diff::diff(old, new),
             _ => Diff { endpoints: vec!["the manifest cannot be read".into()], ..Diff::default() },
         };
-        Pending { diff, brief_changed: brief_of(approved.0) != brief_of(latest.0) }
+        Unapproved { diff, brief_changed: brief_of(approved.0) != brief_of(latest.0) }
     }
 
     /// True when the change must be approved before it acts for the user.
@@ -87,10 +87,10 @@ mod tests {
     use super::*;
 
     /// What changed from `approved` to `latest`, each checked here as the manifest cache would.
-    fn between(origin: &str, approved: &str, latest: &str) -> Pending {
+    fn between(origin: &str, approved: &str, latest: &str) -> Unapproved {
         let options = CheckOptions { site: Site::parse(origin).ok(), allow: Vec::new() };
         let (old, new) = (check(approved.as_bytes(), &options), check(latest.as_bytes(), &options));
-        Pending::of((approved, old.manifest.as_ref()), (latest, new.manifest.as_ref()))
+        Unapproved::of((approved, old.manifest.as_ref()), (latest, new.manifest.as_ref()))
     }
 
     fn manifest(server: &str, description: &str, brief_key: &str) -> String {

@@ -15,7 +15,7 @@ use serde_json::Value;
 use servio_client::oauth::{OAuthSite, Tokens};
 use servio_client::{CallError, Client};
 use servio_manifest::{Auth, Manifest};
-use servio_store::{FetchedManifest, SiteRecord, Store};
+use servio_store::{FetchedManifest, SiteRecord, Vault};
 
 use crate::secrets::{Secrets, credential_aad};
 use crate::{Error, now};
@@ -173,7 +173,7 @@ type EntryLock = Arc<tokio::sync::Mutex<()>>;
 
 /// The credentials service: seals, stores, opens and renews vault credentials.
 pub struct Credentials {
-    store: Arc<dyn Store>,
+    store: Arc<dyn Vault>,
     client: Client,
     secrets: Arc<Secrets>,
     oauth: Arc<OAuthConfig>,
@@ -192,7 +192,7 @@ impl std::fmt::Debug for Credentials {
 impl Credentials {
     /// The credentials of `store`, sealed with `secrets`, renewed through `client` as `oauth`
     /// says.
-    pub fn new(store: Arc<dyn Store>, client: Client, secrets: Arc<Secrets>, oauth: Arc<OAuthConfig>) -> Credentials {
+    pub fn new(store: Arc<dyn Vault>, client: Client, secrets: Arc<Secrets>, oauth: Arc<OAuthConfig>) -> Credentials {
         Credentials { store, client, secrets, oauth, locks: Mutex::default(), hooks: RwLock::default() }
     }
 
@@ -241,7 +241,7 @@ impl Credentials {
     }
 
     /// Saves a fetched manifest and adds its site to `user_id`'s vault with `credential`
-    /// sealed for it, in one transaction (see [`Store::add_site`]).
+    /// sealed for it, in one transaction (see [`Vault::add_site`]).
     pub async fn add_site(
         &self,
         fetched: &FetchedManifest<'_>,

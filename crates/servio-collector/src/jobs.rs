@@ -646,7 +646,7 @@ impl Collector {
     }
 
     /// Plans and works jobs until `stop` turns true (or its sender is gone): a planning task
-    /// every `config.plan_every`, and [`work`] with up to `config.in_flight` calls at once.
+    /// every `config.plan_every`, and `work` with up to `config.in_flight` calls at once.
     /// Stopped, it claims nothing more, gives calls in flight `config.grace` to end (and cuts
     /// off the rest), commits every result it has, and hands back the jobs it still holds, so
     /// that no job waits for a lease to expire. With `config.drain` it plans once and returns

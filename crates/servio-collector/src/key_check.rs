@@ -8,7 +8,7 @@
 //! constant sealed with its key by the first process that opened it with one; a key that
 //! cannot open it is refused before anything is done.
 
-use servio_store::Store;
+use servio_store::Operations;
 
 use crate::Error;
 use crate::secrets::{Secrets, credential_aad};
@@ -35,7 +35,7 @@ pub enum KeyCheck {
 ///
 /// [`Error::KeyMismatch`] when the key is not the database's; [`Error::Store`] when the store
 /// fails.
-pub async fn check_key(store: &dyn Store, secrets: &Secrets, now: i64) -> Result<KeyCheck, Error> {
+pub async fn check_key(store: &dyn Operations, secrets: &Secrets, now: i64) -> Result<KeyCheck, Error> {
     if let Some(sealed) = store.key_check().await? {
         return if opens(secrets, &sealed) { Ok(KeyCheck::Matches) } else { Err(Error::KeyMismatch) };
     }

@@ -6,9 +6,9 @@
 //! a few per user; so a callback may reach any `servio serve` process on the same database.
 
 use serde_json::{Value, json};
-use servio_client::oauth::{OAuthSite, Pending};
+use servio_client::oauth::{OAuthSite, StartedAuthorization};
 pub use servio_collector::credentials::{OAuthConfig, oauth_site};
-use servio_store::OAuthAttempt;
+use servio_store::StartedConnect;
 
 use crate::AppState;
 
@@ -30,20 +30,20 @@ pub enum ConnectError {
 }
 
 /// How long a "Connect" attempt stays good: time enough to sign in at the site and consent.
-pub const ATTEMPT_TTL_SECONDS: i64 = 600;
+pub const CONNECT_TTL_SECONDS: i64 = 600;
 
 /// Attempts one user may have in progress at once; starting another ends their oldest, so
 /// that visits of the Connect page cannot fill the store.
-pub const ATTEMPTS_PER_USER: i64 = 5;
+pub const CONNECTS_PER_USER: i64 = 5;
 
-/// One attempt, found again when the browser comes back.
-pub struct Attempt {
+/// A started Connect, found again when the browser comes back.
+pub struct Started {
     /// For which vault site.
     pub site_id: i64,
     /// The endpoints and client it was started with.
     pub site: OAuthSite,
     /// The state and verifier.
-    pub pending: Pending,
+    pub pending: StartedAuthorization,
 }
 
 /// Starts "Connect" for `user_id` on the vault site `site_id`: a fresh `state` and PKCE pair,
@@ -62,23 +62,23 @@ pub async fn begin(state: &AppState, user_id: i64, site_id: i64, site: OAuthSite
         "verifier": pending.verifier(),
     });
     let now = crate::now();
-    let attempt = OAuthAttempt {
+    let started = StartedConnect {
         state_hash: crate::accounts::token_hash(pending.state()),
         user_id,
         site_id,
         sealed: state.credentials().secrets().seal(kept.to_string().as_bytes(), &attempt_aad(user_id, site_id)),
         created_at: now,
-        expires_at: now + ATTEMPT_TTL_SECONDS,
+        expires_at: now + CONNECT_TTL_SECONDS,
     };
-    state.store.create_oauth_attempt(&attempt, ATTEMPTS_PER_USER, now).await?;
+    state.store.keep_started_connect(&started, CONNECTS_PER_USER, now).await?;
     Ok(pending.authorize_url)
 }
 
 /// Takes the attempt of `user_id` whose `state` came back (each state is good once, for the
 /// user who started it, until it expires); `None` when there is no such attempt.
-pub async fn take(state: &AppState, user_id: i64, returned_state: &str) -> Result<Option<Attempt>, ConnectError> {
+pub async fn take(state: &AppState, user_id: i64, returned_state: &str) -> Result<Option<Started>, ConnectError> {
     let hash = crate::accounts::token_hash(returned_state);
-    let Some(kept) = state.store.take_oauth_attempt(&hash, user_id, crate::now()).await? else {
+    let Some(kept) = state.store.take_started_connect(&hash, user_id, crate::now()).await? else {
         return Ok(None);
     };
     let opened = state
@@ -96,8 +96,8 @@ pub async fn take(state: &AppState, user_id: i64, returned_state: &str) -> Resul
         client_id: text("client_id")?,
         redirect_uri: url("redirect_uri")?,
     };
-    let pending = Pending::resume(url("authorize_url")?, text("state")?, text("verifier")?);
-    Ok(Some(Attempt { site_id: kept.site_id, site, pending }))
+    let pending = StartedAuthorization::resume(url("authorize_url")?, text("state")?, text("verifier")?);
+    Ok(Some(Started { site_id: kept.site_id, site, pending }))
 }
 
 /// The associated data of a sealed Connect attempt: opened only for its user and site.

@@ -17,7 +17,7 @@ use axum::http::{Method, header};
 use axum::response::{IntoResponse, Response};
 use metrics::SharedString;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use servio_store::Store;
+use servio_store::Operations;
 
 /// Histogram buckets of durations, in seconds: half a millisecond to ten seconds.
 const LATENCY_BUCKETS: &[f64] = &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
@@ -145,7 +145,7 @@ pub(crate) fn is_quiet(response: &Response) -> bool {
 }
 
 /// The text of every metric, with the database's gauges read now.
-pub async fn render(store: &dyn Store) -> String {
+pub async fn render(store: &dyn Operations) -> String {
     let now = crate::now();
     match store.job_gauges(now, now - OVERDUE_AFTER).await {
         Ok(jobs) => {
@@ -165,15 +165,15 @@ pub async fn render(store: &dyn Store) -> String {
 }
 
 /// The answer of a scrape.
-pub(crate) async fn answer(store: &dyn Store) -> Response {
+pub(crate) async fn answer(store: &dyn Operations) -> Response {
     let mut response = ([(header::CONTENT_TYPE, TEXT_FORMAT)], render(store).await).into_response();
     response.extensions_mut().insert(Quiet);
     response
 }
 
 /// `/metrics` alone, for a listener of its own (`--metrics-addr`; a worker's only listener).
-pub fn router(store: Arc<dyn Store>) -> axum::Router {
-    async fn scrape(State(store): State<Arc<dyn Store>>) -> Response {
+pub fn router(store: Arc<dyn Operations>) -> axum::Router {
+    async fn scrape(State(store): State<Arc<dyn Operations>>) -> Response {
         answer(store.as_ref()).await
     }
     handle();

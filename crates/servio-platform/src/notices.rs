@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, OnceLock, RwLock};
 
-use servio_store::Store;
+use servio_store::Operations;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::AppState;
@@ -16,7 +16,7 @@ use crate::AppState;
 pub struct Notices {
     changes: broadcast::Sender<Change>,
     /// Where changes are announced to the other processes sharing the database.
-    announcer: OnceLock<Arc<dyn Store>>,
+    announcer: OnceLock<Arc<dyn Operations>>,
     /// The notices to announce, in the order the changes were made, to the one task that
     /// sends them (started with the first): sent from a task each, a revocation could reach
     /// the other processes after a change made after it, and a stream opened with the revoked
@@ -133,13 +133,13 @@ pub fn new_values_notices(users: &[i64]) -> Vec<String> {
 
 /// Sends `notices` to the other processes sharing `store`, in the background and in order. A
 /// notice that fails is logged: the others see the change when what they keep expires.
-pub fn announce(store: Arc<dyn Store>, notices: Vec<String>) {
+pub fn announce(store: Arc<dyn Operations>, notices: Vec<String>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
     runtime.spawn(async move { announce_now(store.as_ref(), notices).await });
 }
 
 /// Sends `notices` through `store`, in order, logging those that fail.
-async fn announce_now(store: &dyn Store, notices: Vec<String>) {
+async fn announce_now(store: &dyn Operations, notices: Vec<String>) {
     for notice in notices {
         if let Err(error) = store.announce(&notice).await {
             tracing::warn!(error = %servio_client::error_chain(&error), notice, "announcing a change to the other processes failed");
@@ -200,7 +200,7 @@ impl Notices {
     }
 
     /// Announces changes through `store` from now on (once; later calls change nothing).
-    pub fn announce_through(&self, store: Arc<dyn Store>) {
+    pub fn announce_through(&self, store: Arc<dyn Operations>) {
         let _ = self.announcer.set(store);
     }
 

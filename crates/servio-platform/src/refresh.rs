@@ -13,7 +13,7 @@ use servio_collector::manifests::Wait;
 use servio_store::{FetchedManifest, SiteRecord, StoreError};
 use url::Url;
 
-use crate::approval::Pending;
+use crate::approval::Unapproved;
 use crate::{AppState, now};
 
 /// How often a site is refreshed.
@@ -116,7 +116,7 @@ async fn refresh_once(state: &AppState, site: &SiteRecord, wait: Wait) -> Result
         let new = checked.clone();
         let pending = manifests
             .run(wait, move || {
-                Pending::of((&before, old.report.manifest.as_ref()), (&after, new.report.manifest.as_ref()))
+                Unapproved::of((&before, old.report.manifest.as_ref()), (&after, new.report.manifest.as_ref()))
             })
             .await?;
         if !pending.needs_approval() {

@@ -1,7 +1,14 @@
-//! What one collection of a slot came to, and what the store writes for it: the value when
-//! there is one, and the attempt always. Jobs ([`Store::complete_jobs`](crate::Store), under
-//! their fence) and backfills ([`Store::record_result`](crate::Store)) write through the same
-//! type.
+//! What collection wrote ([`Collection`]): each slot's value, every attempt at it, and what
+//! the collector and the dashboard read of them. What one collection of a slot came to is a
+//! [`CollectionResult`], written as the value when there is one and the attempt always: jobs
+//! ([`Jobs::complete_jobs`](crate::Jobs::complete_jobs), under their fence) and backfills
+//! ([`Collection::record_result`]) write through the same type.
+
+use async_trait::async_trait;
+
+use crate::database::{Backend, Conn, Database};
+use crate::text::{storable, storable_opt};
+use crate::{SiteHealth, StoreError, User, VaultEntry, postgres, sqlite};
 
 /// How a collection attempt ended, as the attempt log keeps it (stored as its lowercase name,
 /// the same text as before it was typed).
@@ -126,6 +133,648 @@ pub struct Attempted<'a> {
     pub raw: Option<&'a str>,
     /// When the site asked to be tried again.
     pub retry_at: Option<i64>,
+}
+
+/// Where a collected value belongs: user, site, metric and period.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slot<'a> {
+    /// The user.
+    pub user_id: i64,
+    /// The site.
+    pub site_id: i64,
+    /// The metric's key.
+    pub metric_key: &'a str,
+    /// `hour`, `day`, `week` or `month`.
+    pub granularity: &'a str,
+    /// The period's first instant (seconds since the Unix epoch).
+    pub period_start: i64,
+    /// The period's end (exclusive).
+    pub period_end: i64,
+    /// The period's first local date.
+    pub start_date: &'a str,
+    /// The period's key, its local start as collected (`servio_manifest::period::Period::key`):
+    /// the slot holds one value per key, so the same local period collected under another zone
+    /// replaces the value (interpretation §8).
+    pub period_key: &'a str,
+}
+
+impl Slot<'_> {
+    /// The key an hour value collected before keys existed has (migration 0014): its start
+    /// date and first instant, `2026-11-01@1793512800`. Its zone was not recorded, so its
+    /// clock hour is unknown; a new value of the hour starting at that instant replaces it.
+    pub(crate) fn legacy_key(&self) -> String {
+        format!("{}@{}", self.start_date, self.period_start)
+    }
+}
+
+/// A stored value.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct StoredValue {
+    /// The metric.
+    pub metric_key: String,
+    /// Its granularity.
+    pub granularity: String,
+    /// The period's first instant.
+    pub period_start: i64,
+    /// The period's end (exclusive).
+    pub period_end: i64,
+    /// The period's first local date.
+    pub start_date: String,
+    /// The period's key (see [`Slot::period_key`]).
+    pub period_key: String,
+    /// The number.
+    pub value: f64,
+    /// The value as the site sent it.
+    pub raw: String,
+    /// When it was collected.
+    pub collected_at: i64,
+    /// What it was read from, a JSON object (see [`CollectionResult::Stored`]); `None` for
+    /// values collected before it was recorded.
+    pub source: Option<String>,
+}
+
+/// One metric's values from some time on, as the dashboard reads them: what it shows of each
+/// value, and the newest one's text as the site sent it (the one it shows). The other fields of
+/// a [`StoredValue`], read for each of a dashboard's 3,100 values, were a fifth of its query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// The site.
+    pub site_id: i64,
+    /// The metric.
+    pub metric_key: String,
+    /// Each value as (the period's first instant, its first local date, the number), oldest
+    /// first; never empty.
+    pub points: Vec<(i64, String, f64)>,
+    /// The newest value as the site sent it.
+    pub latest_raw: String,
+}
+
+/// One collection attempt, kept whatever happened.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Attempt {
+    /// The metric.
+    pub metric_key: String,
+    /// The period's first local date.
+    pub start_date: String,
+    /// When.
+    pub attempted_at: i64,
+    /// How it ended.
+    #[sqlx(try_from = "String")]
+    pub outcome: AttemptOutcome,
+    /// Why, when not stored.
+    pub reason: Option<String>,
+    /// The raw value found, when there was one.
+    pub raw: Option<String>,
+    /// When a transient failure is tried again (Unix seconds), if it is.
+    pub retry_at: Option<i64>,
+}
+
+/// The most periods [`Collection::unfilled_periods`] returns: a range's worth for any granularity
+/// (400 days of hours is 9,600).
+pub const UNFILLED_LIMIT: i64 = 10_000;
+
+/// A period of a metric with no value, and the latest attempt at it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct UnfilledPeriod {
+    /// The period's first instant.
+    pub period_start: i64,
+    /// The period's first local date.
+    pub start_date: String,
+    /// The period's key (`None` for attempts logged before keys).
+    pub period_key: Option<String>,
+    /// When the latest attempt was made.
+    pub attempted_at: i64,
+    /// How it ended: dropped, failed or retry.
+    #[sqlx(try_from = "String")]
+    pub outcome: AttemptOutcome,
+    /// Why.
+    pub reason: Option<String>,
+    /// When a transient failure is tried again, if it is.
+    pub retry_at: Option<i64>,
+}
+
+/// The transient failures of one slot so far, for backoff.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retries {
+    /// How many attempts failed transiently.
+    pub failures: i64,
+    /// When the latest of them was.
+    pub last_at: Option<i64>,
+    /// The latest time a site asked to be tried again at (`Retry-After`).
+    pub retry_at: Option<i64>,
+}
+
+/// A vault entry with its user: the user's columns are renamed where they meet the site's.
+#[derive(sqlx::FromRow)]
+struct EntryOfUser {
+    user_id: i64,
+    email: String,
+    password_hash: String,
+    time_zone: String,
+    user_created: i64,
+    #[sqlx(flatten)]
+    entry: VaultEntry,
+}
+
+impl EntryOfUser {
+    fn into_pair(self) -> (User, VaultEntry) {
+        let EntryOfUser { user_id, email, password_hash, time_zone, user_created, entry } = self;
+        (User { id: user_id, email, password_hash, time_zone, created_at: user_created }, entry)
+    }
+}
+
+/// The most (user, site) pairs [`Collection::entries_of`] asks for in one query: twice as many
+/// bound ids at most, well within both backends' limits.
+const ENTRIES_AT_ONCE: usize = 1_000;
+
+/// The distinct user ids and site ids of `pairs`.
+fn distinct_ids(pairs: &[(i64, i64)]) -> (Vec<i64>, Vec<i64>) {
+    let mut users: Vec<i64> = pairs.iter().map(|(user, _)| *user).collect();
+    let mut sites: Vec<i64> = pairs.iter().map(|(_, site)| *site).collect();
+    for ids in [&mut users, &mut sites] {
+        ids.sort_unstable();
+        ids.dedup();
+    }
+    (users, sites)
+}
+
+/// What a backend's `values_of` returns.
+pub(crate) type SiteValues = Result<Vec<Series>, StoreError>;
+
+/// Values as (site, metric key, period start, start date, value, raw), ordered by site, key
+/// and period start, as series: one per (site, key), with the newest value's raw text.
+pub(crate) fn series(rows: Vec<(i64, String, i64, String, f64, String)>) -> Vec<Series> {
+    let mut all: Vec<Series> = Vec::new();
+    for (site_id, metric_key, period_start, start_date, value, raw) in rows {
+        let point = (period_start, start_date, value);
+        match all.last_mut() {
+            Some(last) if last.site_id == site_id && last.metric_key == metric_key => {
+                last.points.push(point);
+                last.latest_raw = raw;
+            }
+            _ => all.push(Series { site_id, metric_key, points: vec![point], latest_raw: raw }),
+        }
+    }
+    all
+}
+
+/// Stores one value, replacing the value of its period key (the same local period, whatever
+/// zone it was collected in: its instants become the new ones).
+/// Binds: user, site, metric key, granularity, period start, period end, start date, value,
+/// raw, collected at, period key, source.
+const STORE_VALUE: &str = "INSERT INTO metric_values
+         (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at,
+          period_key, source)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+     ON CONFLICT (user_id, site_id, metric_key, period_key) DO UPDATE SET
+         value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at,
+         granularity = excluded.granularity, period_start = excluded.period_start, period_end = excluded.period_end,
+         start_date = excluded.start_date, source = excluded.source";
+
+/// Deletes an hour value of a slot stored before period keys (see `Slot::legacy_key`), which a
+/// new value of that hour replaces. Binds: user, site, metric key, legacy key.
+const DELETE_LEGACY_VALUE: &str =
+    "DELETE FROM metric_values WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_key = $4";
+
+/// Logs one attempt. Binds: user, site, metric key, period start, start date, attempted at,
+/// outcome, reason, raw, retry at, duration, period key.
+const LOG_ATTEMPT: &str = "INSERT INTO collection_attempts
+         (user_id, site_id, metric_key, period_start, start_date, attempted_at, outcome, reason, raw, retry_at,
+          duration_ms, period_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+
+/// Whether an attempt row is one of the slot's: by its period key, or, logged before keys, by
+/// the period's instant. Binds: period key as `$4`, period start as `$5`.
+macro_rules! attempt_of_slot {
+    () => {
+        "(period_key = $4 OR (period_key IS NULL AND period_start = $5))"
+    };
+}
+
+/// Whether an attempt row is of a user who has collected from the site (`$1`) on at least
+/// `$4` distinct days: accounts made to make up a health figure's threshold count only once
+/// they have collected that long (a backfill's many attempts are all of one day).
+macro_rules! established_users {
+    () => {
+        "user_id IN (SELECT user_id FROM collection_attempts WHERE site_id = $1
+                     GROUP BY user_id HAVING count(DISTINCT attempted_at / 86400) >= $4)"
+    };
+}
+
+/// Every vault entry with its user's and its site's columns, as [`EntryOfUser`] reads them.
+macro_rules! entries_of_users {
+    () => {
+        concat!(
+            "SELECT u.id AS user_id, u.email, u.password_hash, u.time_zone, u.created_at AS user_created, ",
+            site_columns!(),
+            ", v.credential, v.approved_manifest, v.kept_version
+             FROM vault v JOIN users u ON u.id = v.user_id JOIN sites s ON s.id = v.site_id"
+        )
+    };
+}
+
+/// Stores one value of `slot` on the caller's transaction, replacing the one of its period key
+/// (and, for an hour, one stored before keys at the same instant).
+async fn store_value_on(
+    conn: Conn<'_>,
+    slot: &Slot<'_>,
+    (value, raw, source): (f64, &str, Option<&str>),
+    now: i64,
+) -> Result<(), StoreError> {
+    let (raw, source) = (storable(raw), storable_opt(source));
+    on!(conn, |conn| {
+        if slot.granularity == "hour" {
+            bind!(sqlx::query(DELETE_LEGACY_VALUE), slot.user_id, slot.site_id, slot.metric_key, slot.legacy_key())
+                .execute(&mut *conn)
+                .await?;
+        }
+        bind!(
+            sqlx::query(STORE_VALUE),
+            slot.user_id,
+            slot.site_id,
+            slot.metric_key,
+            slot.granularity,
+            slot.period_start,
+            slot.period_end,
+            slot.start_date,
+            value,
+            &*raw,
+            now,
+            slot.period_key,
+            source.as_deref()
+        )
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    })
+}
+
+/// The one write of a collection result, on the caller's transaction: its value when there is
+/// one, its attempt unless abandoned. Backfills and (on SQLite) fenced job completions both
+/// come through here.
+pub(crate) async fn write_result_on(
+    conn: Conn<'_>,
+    slot: &Slot<'_>,
+    result: &CollectionResult<'_>,
+    duration_ms: Option<f64>,
+    now: i64,
+) -> Result<(), StoreError> {
+    on!(conn, |conn| {
+        if let Some((value, raw)) = result.value() {
+            store_value_on((&mut *conn).into(), slot, (value, raw, result.source()), now).await?;
+        }
+        let Some(attempt) = result.attempt() else { return Ok(()) };
+        let (reason, raw) = (storable_opt(attempt.reason), storable_opt(attempt.raw));
+        bind!(
+            sqlx::query(LOG_ATTEMPT),
+            slot.user_id,
+            slot.site_id,
+            slot.metric_key,
+            slot.period_start,
+            slot.start_date,
+            now,
+            attempt.outcome.as_str(),
+            reason.as_deref(),
+            raw.as_deref(),
+            attempt.retry_at,
+            duration_ms,
+            slot.period_key
+        )
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    })
+}
+
+/// What collection wrote: values, attempts, and what the collector reads of vaults.
+#[async_trait]
+pub trait Collection: Send + Sync {
+    /// Writes what one collection of `slot` made at `now` came to, in one transaction: its
+    /// value when there is one (replacing an earlier value of the slot; the attempt log keeps
+    /// both) and its attempt (none for [`CollectionResult::Abandoned`]). Backfills write
+    /// through this; jobs through [`Jobs::complete_jobs`](crate::Jobs::complete_jobs), which writes the same under the
+    /// job's fence.
+    async fn record_result(&self, slot: &Slot<'_>, result: &CollectionResult<'_>, now: i64) -> Result<(), StoreError>;
+    /// The transient failures of a slot (its period key) so far.
+    async fn retries(&self, slot: &Slot<'_>) -> Result<Retries, StoreError>;
+    /// A user's values of one metric of one site whose period starts within `starts` (Unix
+    /// seconds), oldest first.
+    async fn values(
+        &self,
+        user_id: i64,
+        site_id: i64,
+        metric_key: &str,
+        starts: std::ops::Range<i64>,
+    ) -> Result<Vec<StoredValue>, StoreError>;
+    /// How collections from `site_id` ended since `since`, across its users (see the `health`
+    /// module): only the figures at least `min_users` distinct users stand behind, counting
+    /// only users who have collected from the site on at least `min_days` distinct days,
+    /// rounded (`COUNT_STEP`, `DURATION_STEP_MS`).
+    async fn site_health(
+        &self,
+        site_id: i64,
+        since: i64,
+        min_users: i64,
+        min_days: i64,
+    ) -> Result<SiteHealth, StoreError>;
+    /// The latest attempts for a user's site, newest first.
+    async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError>;
+    /// The periods of one metric starting within `starts` that have no value, each with its
+    /// latest attempt (why it has none), oldest period first; at most [`UNFILLED_LIMIT`].
+    async fn unfilled_periods(
+        &self,
+        user_id: i64,
+        site_id: i64,
+        metric_key: &str,
+        starts: std::ops::Range<i64>,
+    ) -> Result<Vec<UnfilledPeriod>, StoreError>;
+    /// Every vault entry of every user, as (user, entry), for the collector.
+    async fn all_vault_entries(&self) -> Result<Vec<(User, VaultEntry)>, StoreError>;
+    /// The vault entries of `pairs` (user id, site id) with their users, in one query for up
+    /// to a thousand pairs: a worker loads those of a claimed batch at once. A pair no longer
+    /// in a vault (or whose user is gone) is left out; the order is the database's.
+    async fn entries_of(&self, pairs: &[(i64, i64)]) -> Result<Vec<(User, VaultEntry)>, StoreError>;
+    /// Whether a slot needs no more work: a value is stored for its period key, or an attempt
+    /// for that key ended for good (`dropped` or `failed`; transient failures are logged as
+    /// `retry` and do not count). The same local period under another zone is the same slot.
+    async fn slot_settled(&self, slot: &Slot<'_>) -> Result<bool, StoreError>;
+    /// Stores many values in one transaction, each replacing an earlier one of its slot as
+    /// [`Collection::record_result`] does, and logs no attempts: for seeding (benchmarks, imports),
+    /// where one durable commit per value would take minutes.
+    async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError>;
+    /// A user's values of several (site, metric key) pairs whose period starts at or after
+    /// `since`, one [`Series`] per pair that has any, ordered by site and key: the dashboard's
+    /// one query, where one query per metric cost more than the rest of a request.
+    async fn values_of(&self, user_id: i64, metrics: &[(i64, &str)], since: i64) -> Result<Vec<Series>, StoreError>;
+}
+
+#[async_trait]
+impl Collection for Database {
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn record_result(&self, slot: &Slot<'_>, result: &CollectionResult<'_>, now: i64) -> Result<(), StoreError> {
+        on!(&self.pool, |pool| {
+            let mut tx = pool.begin().await?;
+            write_result_on((&mut *tx).into(), slot, result, None, now).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn retries(&self, slot: &Slot<'_>) -> Result<Retries, StoreError> {
+        on!(&self.pool, |pool| {
+            let (failures, last_at, retry_at) = bind!(
+                sqlx::query_as(concat!(
+                    "SELECT count(*), max(attempted_at), max(retry_at) FROM collection_attempts
+                     WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND outcome = 'retry' AND ",
+                    attempt_of_slot!()
+                )),
+                slot.user_id,
+                slot.site_id,
+                slot.metric_key,
+                slot.period_key,
+                slot.period_start
+            )
+            .fetch_one(pool)
+            .await?;
+            Ok(Retries { failures, last_at, retry_at })
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn values(
+        &self,
+        user_id: i64,
+        site_id: i64,
+        metric_key: &str,
+        starts: std::ops::Range<i64>,
+    ) -> Result<Vec<StoredValue>, StoreError> {
+        on!(&self.pool, |pool| {
+            let values = bind!(
+                sqlx::query_as(
+                    "SELECT metric_key, granularity, period_start, period_end, start_date, period_key, value, raw, collected_at,
+                            source
+                     FROM metric_values
+                     WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start >= $4 AND period_start < $5
+                     ORDER BY period_start",
+                ),
+                user_id, site_id, metric_key, starts.start, starts.end
+            )
+            .fetch_all(pool)
+            .await?;
+            Ok(values)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn site_health(
+        &self,
+        site_id: i64,
+        since: i64,
+        min_users: i64,
+        min_days: i64,
+    ) -> Result<SiteHealth, StoreError> {
+        on!(&self.pool, |pool| {
+            let outcomes = bind!(
+                sqlx::query_as(concat!(
+                    "SELECT metric_key, outcome, count(*) AS attempts, count(DISTINCT user_id) AS users
+                         FROM collection_attempts WHERE site_id = $1 AND attempted_at >= $2 AND ",
+                    established_users!(),
+                    " GROUP BY metric_key, outcome HAVING count(DISTINCT user_id) >= $3
+                         ORDER BY metric_key, outcome"
+                ),),
+                site_id,
+                since,
+                min_users,
+                min_days
+            )
+            .fetch_all(pool)
+            .await?;
+            let reasons = bind!(
+                sqlx::query_as(concat!(
+                    "SELECT metric_key, reason, count(*) AS attempts, count(DISTINCT user_id) AS users
+                         FROM collection_attempts WHERE site_id = $1 AND attempted_at >= $2 AND reason IS NOT NULL
+                           AND ",
+                    established_users!(),
+                    " GROUP BY metric_key, reason HAVING count(DISTINCT user_id) >= $3
+                         ORDER BY metric_key, attempts DESC, reason LIMIT 200"
+                ),),
+                site_id,
+                since,
+                min_users,
+                min_days
+            )
+            .fetch_all(pool)
+            .await?;
+            // Nearest-rank percentiles with window functions, which both backends have: the
+            // smallest duration whose rank reaches the share of the calls.
+            let latencies = bind!(
+                sqlx::query_as(concat!(
+                    "WITH timed AS (
+                         SELECT metric_key, user_id, duration_ms,
+                                row_number() OVER (PARTITION BY metric_key ORDER BY duration_ms) AS rank,
+                                count(*) OVER (PARTITION BY metric_key) AS calls
+                         FROM collection_attempts
+                         WHERE site_id = $1 AND attempted_at >= $2 AND duration_ms IS NOT NULL AND ",
+                    established_users!(),
+                    "
+                     )
+                     SELECT metric_key, max(calls) AS calls, count(DISTINCT user_id) AS users,
+                            min(CASE WHEN rank >= 0.5 * calls THEN duration_ms END) AS p50_ms,
+                            min(CASE WHEN rank >= 0.95 * calls THEN duration_ms END) AS p95_ms
+                     FROM timed GROUP BY metric_key HAVING count(DISTINCT user_id) >= $3 ORDER BY metric_key"
+                )),
+                site_id,
+                since,
+                min_users,
+                min_days
+            )
+            .fetch_all(pool)
+            .await?;
+            Ok(SiteHealth { outcomes, reasons, latencies }.coarsened())
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError> {
+        on!(&self.pool, |pool| {
+            let attempts = bind!(
+                sqlx::query_as(
+                    "SELECT metric_key, start_date, attempted_at, outcome, reason, raw, retry_at FROM collection_attempts
+                     WHERE user_id = $1 AND site_id = $2 ORDER BY id DESC LIMIT $3",
+                ),
+                user_id, site_id, limit
+            )
+            .fetch_all(pool)
+            .await?;
+            Ok(attempts)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn unfilled_periods(
+        &self,
+        user_id: i64,
+        site_id: i64,
+        metric_key: &str,
+        starts: std::ops::Range<i64>,
+    ) -> Result<Vec<UnfilledPeriod>, StoreError> {
+        on!(&self.pool, |pool| {
+            // Each period's latest attempt, unless the period has a value (of its key, or,
+            // for an attempt logged before keys, of its start).
+            let unfilled = bind!(
+                sqlx::query_as(
+                    "SELECT period_start, start_date, period_key, attempted_at, outcome, reason, retry_at
+                     FROM (
+                         SELECT a.*, row_number() OVER (PARTITION BY COALESCE(a.period_key, a.start_date || '@' || a.period_start)
+                                                        ORDER BY a.id DESC) AS newest
+                         FROM collection_attempts a
+                         WHERE a.user_id = $1 AND a.site_id = $2 AND a.metric_key = $3 AND a.period_start >= $4
+                           AND a.period_start < $5
+                     ) latest
+                     WHERE newest = 1 AND outcome <> 'stored' AND NOT EXISTS (
+                         SELECT 1 FROM metric_values v
+                         WHERE v.user_id = $1 AND v.site_id = $2 AND v.metric_key = $3
+                           AND (v.period_key = latest.period_key
+                                OR (latest.period_key IS NULL AND v.period_start = latest.period_start))
+                     )
+                     ORDER BY period_start LIMIT $6",
+                ),
+                user_id, site_id, metric_key, starts.start, starts.end, crate::UNFILLED_LIMIT
+            )
+            .fetch_all(pool)
+            .await?;
+            Ok(unfilled)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn all_vault_entries(&self) -> Result<Vec<(User, VaultEntry)>, StoreError> {
+        on!(&self.pool, |pool| {
+            let sql = concat!(entries_of_users!(), " ORDER BY u.id, s.id");
+            let rows: Vec<EntryOfUser> = sqlx::query_as(sql).fetch_all(pool).await?;
+            Ok(rows.into_iter().map(EntryOfUser::into_pair).collect())
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(pairs = pairs.len()))]
+    async fn entries_of(&self, pairs: &[(i64, i64)]) -> Result<Vec<(User, VaultEntry)>, StoreError> {
+        on!(&self.pool, |pool| {
+            let mut found = Vec::new();
+            for chunk in pairs.chunks(ENTRIES_AT_ONCE) {
+                let asked: std::collections::HashSet<&(i64, i64)> = chunk.iter().collect();
+                let (users, sites) = distinct_ids(chunk);
+                // Numbered marks, which both backends read: the users' ids, then the sites'.
+                let marks =
+                    |from: usize, n: usize| (from..from + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+                let sql = format!(
+                    "{} WHERE v.user_id IN ({}) AND v.site_id IN ({})",
+                    entries_of_users!(),
+                    marks(1, users.len()),
+                    marks(users.len() + 1, sites.len())
+                );
+                // Only marks are formatted in; every value is bound.
+                let mut query = sqlx::query_as::<_, EntryOfUser>(sqlx::AssertSqlSafe(sql));
+                for id in users.iter().chain(&sites) {
+                    query = query.bind(*id);
+                }
+                let rows = query.fetch_all(pool).await?;
+                // The lists match every user with every site: keep the pairs asked for.
+                found.extend(
+                    rows.into_iter()
+                        .map(EntryOfUser::into_pair)
+                        .filter(|(user, entry)| asked.contains(&(user.id, entry.site.id))),
+                );
+            }
+            Ok(found)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn slot_settled(&self, slot: &Slot<'_>) -> Result<bool, StoreError> {
+        on!(&self.pool, |pool| {
+            let settled: i64 = bind!(
+                sqlx::query_scalar(concat!(
+                    "SELECT (SELECT count(*) FROM metric_values
+                             WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_key IN ($4, $6))
+                          + (SELECT count(*) FROM collection_attempts
+                             WHERE user_id = $1 AND site_id = $2 AND metric_key = $3
+                               AND (outcome = 'dropped' OR outcome = 'failed') AND ",
+                    attempt_of_slot!(),
+                    ")"
+                )),
+                slot.user_id,
+                slot.site_id,
+                slot.metric_key,
+                slot.period_key,
+                slot.period_start,
+                slot.legacy_key()
+            )
+            .fetch_one(pool)
+            .await?;
+            Ok(settled > 0)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(values = values.len()))]
+    async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError> {
+        on!(&self.pool, |pool| {
+            let mut tx = pool.begin().await?;
+            for (slot, value, raw) in values {
+                store_value_on((&mut *tx).into(), slot, (*value, raw, None), now).await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(metrics = metrics.len()))]
+    async fn values_of(&self, user_id: i64, metrics: &[(i64, &str)], since: i64) -> Result<Vec<Series>, StoreError> {
+        match &self.pool {
+            Backend::Sqlite(pool) => sqlite::values_of(pool, user_id, metrics, since).await,
+            Backend::Postgres(pool) => postgres::values_of(pool, user_id, metrics, since).await,
+        }
+    }
 }
 
 #[cfg(test)]

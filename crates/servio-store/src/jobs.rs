@@ -1,5 +1,4 @@
-//! Scheduled collections as jobs shared by many workers: the types of the job methods of
-//! [`Store`](crate::Store).
+//! Scheduled collections as jobs shared by many workers ([`Jobs`]).
 //!
 //! A job is one slot to collect. Planning enqueues it (idempotently: one job per slot); a
 //! worker claims due jobs with a lease, and every claim increments the job's fence and moves
@@ -13,7 +12,10 @@
 //! users with due jobs in turns (each user's first job, then each one's second, and so on), so
 //! one user's backlog never delays another user's due periods by more than a turn.
 
-use crate::{CollectionResult, Slot};
+use async_trait::async_trait;
+
+use crate::database::{Backend, Database};
+use crate::{CollectionResult, Slot, StoreError, postgres, sqlite};
 
 /// A slot to enqueue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +31,7 @@ pub struct NewJob<'a> {
 }
 
 /// Why a job exists, which decides its place in claims: every user's scheduled periods go
-/// before any backfill, and within each, users take turns (see `Store::claim_jobs`).
+/// before any backfill, and within each, users take turns (see `Jobs::claim_jobs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum JobKind {
     /// A due period the scheduler planned (or collect-now, or a site just added).
@@ -58,7 +60,7 @@ pub struct JobClaim<'a> {
     /// When the lease expires; another worker may then claim the job again.
     pub lease_until: i64,
     /// At most this many jobs, periods whole: the last period taken may pass it by its
-    /// other jobs (see `Store::claim_jobs`).
+    /// other jobs (see `Jobs::claim_jobs`).
     pub limit: i64,
     /// Only the jobs of this (user, site), for collecting one vault entry now.
     pub only: Option<(i64, i64)>,
@@ -212,4 +214,130 @@ pub(crate) fn whole_periods(due_s: &str) -> String {
              ) t WHERE before < $4
          )"
     )
+}
+
+/// Jobs: scheduled collections shared by many workers.
+#[async_trait]
+pub trait Jobs: Send + Sync {
+    /// Enqueues a job per slot; a slot that has a job already keeps it as it is (so planning
+    /// from several processes is idempotent). Returns how many jobs are new.
+    async fn enqueue_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64, StoreError>;
+    /// Claims up to `claim.limit` pending jobs due at `claim.now` and not leased (or whose
+    /// lease has expired), fairly: every user's scheduled jobs before any backfill, and within
+    /// each kind the users in turns (each one's soonest due job, then each one's next), so one
+    /// user's backlog delays nobody else's due jobs by more than a turn; the cost of a claim
+    /// grows with the users who have pending jobs, not with their number (at most a batch of
+    /// each user's is read). It leases them to `claim.owner`, incrementing each
+    /// one's fence, and with them every other such job of the same (user, site, period key):
+    /// the metrics of a period that share a call are claimed together. Periods are taken whole
+    /// while the jobs before them number under `claim.limit`, so a batch passes it by at most
+    /// the last period's other jobs. Jobs another claimer holds are skipped, never waited for.
+    async fn claim_jobs(&self, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError>;
+    /// Completes claimed jobs in one transaction: for each, only while its fence is still the
+    /// job's, sets the job's new state and writes its result (value and attempt); one whose
+    /// fence is stale writes nothing. Returns, in order, whether each was committed (`false`:
+    /// fenced out, another claim holds the job).
+    async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>, StoreError>;
+    /// How many jobs are in each state.
+    async fn job_counts(&self) -> Result<JobCounts, StoreError>;
+    /// How many jobs of one vault entry are still to do (due, leased, or waiting to retry):
+    /// the progress of a backfill or of the first collection of a new site.
+    async fn pending_jobs(&self, user_id: i64, site_id: i64) -> Result<i64, StoreError>;
+    /// How many backfill jobs of the user, over all their sites, are still to do (the cap on a
+    /// user's backfills in flight is checked against it).
+    async fn pending_backfills(&self, user_id: i64) -> Result<i64, StoreError>;
+    /// Hands back the pending jobs leased to `owner` (a process that stops): their leases end
+    /// and they are due at `now`, so another worker claims them at once, and their fences move
+    /// on, so a late result of `owner`'s is fenced out. Returns how many.
+    async fn release_jobs(&self, owner: &str, now: i64) -> Result<u64, StoreError>;
+}
+
+#[async_trait]
+impl Jobs for Database {
+    #[tracing::instrument(level = "debug", skip_all, fields(jobs = jobs.len()))]
+    async fn enqueue_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64, StoreError> {
+        match &self.pool {
+            Backend::Sqlite(pool) => sqlite::enqueue_jobs(pool, jobs, now).await,
+            Backend::Postgres(pool) => postgres::enqueue_jobs(pool, jobs, now).await,
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(limit = claim.limit))]
+    async fn claim_jobs(&self, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError> {
+        match &self.pool {
+            Backend::Sqlite(pool) => sqlite::claim_jobs(pool, claim).await,
+            Backend::Postgres(pool) => postgres::claim_jobs(pool, claim).await,
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(completions = completions.len()))]
+    async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>, StoreError> {
+        match &self.pool {
+            Backend::Sqlite(pool) => sqlite::complete_jobs(pool, completions, now).await,
+            Backend::Postgres(pool) => postgres::complete_jobs(pool, completions, now).await,
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn job_counts(&self) -> Result<JobCounts, StoreError> {
+        on!(&self.pool, |pool| {
+            let (pending, done, failed, reclaimed, max_fence) = sqlx::query_as(
+                "SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'done'),
+                        count(*) FILTER (WHERE state = 'failed'), count(*) FILTER (WHERE fence > 1),
+                        COALESCE(max(fence), 0)
+                 FROM jobs",
+            )
+            .fetch_one(pool)
+            .await?;
+            Ok(JobCounts { pending, done, failed, reclaimed, max_fence })
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn pending_jobs(&self, user_id: i64, site_id: i64) -> Result<i64, StoreError> {
+        on!(&self.pool, |pool| {
+            let pending = bind!(
+                sqlx::query_scalar(
+                    "SELECT count(*) FROM jobs WHERE user_id = $1 AND site_id = $2 AND state = 'pending'"
+                ),
+                user_id,
+                site_id
+            )
+            .fetch_one(pool)
+            .await?;
+            Ok(pending)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn pending_backfills(&self, user_id: i64) -> Result<i64, StoreError> {
+        on!(&self.pool, |pool| {
+            let pending = bind!(
+                sqlx::query_scalar("SELECT count(*) FROM jobs WHERE user_id = $1 AND state = 'pending' AND kind = $2"),
+                user_id,
+                crate::JobKind::Backfill.as_i64()
+            )
+            .fetch_one(pool)
+            .await?;
+            Ok(pending)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn release_jobs(&self, owner: &str, now: i64) -> Result<u64, StoreError> {
+        on!(&self.pool, |pool| {
+            let released = bind!(
+                sqlx::query(
+                    "UPDATE jobs SET lease_owner = NULL, lease_expires = NULL, fence = fence + 1,
+                         not_before = $2, updated_at = $2
+                     WHERE state = 'pending' AND lease_owner = $1"
+                ),
+                owner,
+                now
+            )
+            .execute(pool)
+            .await?;
+            Ok(released.rows_affected())
+        })
+    }
 }

@@ -2,6 +2,12 @@
 //! for metrics, handing jobs back when a process stops, pruning what grows, and change notices
 //! between the processes sharing one database.
 
+use async_trait::async_trait;
+
+use crate::StoreError;
+use crate::database::{Backend, Database};
+use crate::postgres;
+
 /// Whether the database is ready for this build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Readiness {
@@ -29,7 +35,7 @@ pub struct JobGauges {
     pub overdue: i64,
 }
 
-/// What grows with use and is deleted once old ([`crate::Store::prune`]).
+/// What grows with use and is deleted once old ([`Operations::prune`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pruned {
     /// The collection attempt log, by when each attempt was made.
@@ -67,7 +73,7 @@ impl Pruned {
     }
 }
 
-/// What a process hears of the others sharing its database ([`crate::Store::changes`]).
+/// What a process hears of the others sharing its database ([`Operations::changes`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Heard {
     /// A change another process (or this one) announced, as it was announced.
@@ -96,17 +102,150 @@ impl PoolUse {
     }
 }
 
+/// What operating the platform asks of the store.
+#[async_trait]
+pub trait Operations: Send + Sync {
+    /// Whether the database answers and has every migration this build knows.
+    async fn readiness(&self) -> Result<Readiness, StoreError>;
+    /// Pending jobs at `now`: all, held under a live lease, and due since before
+    /// `overdue_before` and held by no one.
+    async fn job_gauges(&self, now: i64, overdue_before: i64) -> Result<JobGauges, StoreError>;
+    /// How the connection pool is used right now.
+    fn pool_use(&self) -> PoolUse;
+    /// Deletes up to `limit` rows of `what` from before `before`, the oldest first; returns
+    /// how many (fewer than `limit`: nothing that old is left).
+    async fn prune(&self, what: Pruned, before: i64, limit: i64) -> Result<u64, StoreError>;
+    /// Tells every process listening on this database (this one too, when it listens) of
+    /// `change`, a short text (PostgreSQL `NOTIFY`). On SQLite, which one process owns, it
+    /// does nothing.
+    async fn announce(&self, change: &str) -> Result<(), StoreError>;
+    /// What the processes announce, as they do (PostgreSQL `LISTEN` on a connection of its
+    /// own); `None` on SQLite, where there are no others to hear.
+    async fn changes(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Heard>>, StoreError>;
+    /// The check value the key that seals this database's credentials made, when one is kept.
+    async fn key_check(&self) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Keeps `sealed` as the check value unless one is kept already, and returns the one kept:
+    /// of two processes that start at once with different keys, both see the first one's.
+    async fn keep_key_check(&self, sealed: &[u8], now: i64) -> Result<Vec<u8>, StoreError>;
+    /// The sealed credential of the oldest vault entry that has one, with its user and site
+    /// (what the seal binds), to tell whether a key is the one that sealed them.
+    async fn oldest_credential(&self) -> Result<Option<(i64, i64, Vec<u8>)>, StoreError>;
+}
+
+#[async_trait]
+impl Operations for Database {
+    async fn readiness(&self) -> Result<Readiness, StoreError> {
+        on!(&self.pool, |pool| {
+            let applied: i64 =
+                sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations WHERE success")
+                    .fetch_one(pool)
+                    .await?;
+            let known = crate::migrations::latest();
+            Ok(if applied >= known { Readiness::Ready } else { Readiness::Behind { applied, known } })
+        })
+    }
+
+    async fn job_gauges(&self, now: i64, overdue_before: i64) -> Result<JobGauges, StoreError> {
+        on!(&self.pool, |pool| {
+            let (pending, claimed, overdue) = bind!(
+                sqlx::query_as(
+                    "SELECT count(*), count(*) FILTER (WHERE lease_expires > $1),
+                            count(*) FILTER (WHERE not_before < $2 AND (lease_expires IS NULL OR lease_expires <= $1))
+                     FROM jobs WHERE state = 'pending'"
+                ),
+                now,
+                overdue_before
+            )
+            .fetch_one(pool)
+            .await?;
+            Ok(JobGauges { pending, claimed, overdue })
+        })
+    }
+
+    fn pool_use(&self) -> PoolUse {
+        on!(&self.pool, |pool| PoolUse::of(pool))
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn prune(&self, what: Pruned, before: i64, limit: i64) -> Result<u64, StoreError> {
+        let sql = match self.pool {
+            Backend::Sqlite(_) => what.sql(),
+            Backend::Postgres(_) => postgres::prune_sql(what),
+        };
+        let done = on!(&self.pool, |pool| bind!(sqlx::query(sql), before, limit)
+            .execute(pool)
+            .await
+            .map(|d| d.rows_affected()));
+        Ok(done?)
+    }
+
+    async fn announce(&self, change: &str) -> Result<(), StoreError> {
+        match &self.pool {
+            // One process owns an SQLite database: there is nobody else to tell.
+            Backend::Sqlite(_) => Ok(()),
+            Backend::Postgres(pool) => postgres::announce(pool, &self.channel, change).await,
+        }
+    }
+
+    async fn changes(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Heard>>, StoreError> {
+        match &self.pool {
+            // One process owns an SQLite database: there is nobody else to hear.
+            Backend::Sqlite(_) => Ok(None),
+            Backend::Postgres(pool) => postgres::changes(pool, &self.channel).await.map(Some),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn key_check(&self) -> Result<Option<Vec<u8>>, StoreError> {
+        on!(&self.pool, |pool| {
+            let sealed = sqlx::query_scalar("SELECT sealed FROM key_check WHERE id = 1").fetch_optional(pool).await?;
+            Ok(sealed)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn keep_key_check(&self, sealed: &[u8], now: i64) -> Result<Vec<u8>, StoreError> {
+        on!(&self.pool, |pool| {
+            bind!(
+                sqlx::query(
+                    "INSERT INTO key_check (id, sealed, created_at) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING"
+                ),
+                sealed,
+                now
+            )
+            .execute(pool)
+            .await?;
+            let kept = sqlx::query_scalar("SELECT sealed FROM key_check WHERE id = 1").fetch_one(pool).await?;
+            Ok(kept)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn oldest_credential(&self) -> Result<Option<(i64, i64, Vec<u8>)>, StoreError> {
+        on!(&self.pool, |pool| {
+            let found = sqlx::query_as(
+                "SELECT user_id, site_id, credential FROM vault WHERE credential IS NOT NULL
+                 ORDER BY added_at, user_id, site_id LIMIT 1",
+            )
+            .fetch_optional(pool)
+            .await?;
+            Ok(found)
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Readiness;
-    use crate::{SqliteStore, Store};
+    use crate::{Database, Operations};
 
     #[tokio::test]
     async fn a_database_missing_the_last_migration_is_behind() {
-        let store = SqliteStore::open("sqlite::memory:").await.unwrap();
+        let store = Database::open_sqlite("sqlite::memory:").await.unwrap();
         assert_eq!(store.readiness().await.unwrap(), Readiness::Ready);
         let known = crate::migrations::latest();
-        sqlx::query("DELETE FROM _sqlx_migrations WHERE version = $1").bind(known).execute(&store.pool).await.unwrap();
+        let sql = "DELETE FROM _sqlx_migrations WHERE version = $1";
+        on!(&store.pool, |pool| sqlx::query(sql).bind(known).execute(pool).await.map(drop)).unwrap();
         let applied = crate::migrations::second_to_last();
         assert_eq!(store.readiness().await.unwrap(), Readiness::Behind { applied, known });
     }

@@ -1,5 +1,5 @@
 //! The PostgreSQL backend, for several `servio serve` processes sharing one database: opening
-//! and migrating, and what only PostgreSQL does (the rest is in `shared.rs`): full-text search
+//! and migrating, and what only PostgreSQL does (the rest is in the domain modules): full-text search
 //! over a `tsvector`, and batches that travel as arrays through `UNNEST`, one statement each
 //! (the dashboard's values, enqueueing and completing jobs), with claims that skip locked rows.
 
@@ -8,32 +8,23 @@ use std::borrow::Cow;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 use tokio::sync::mpsc;
 
+use crate::collection::{SiteValues, series};
 use crate::jobs::JOB_COLUMNS;
-use crate::shared::{SiteValues, series};
 use crate::text::storable_opt;
 use crate::{Completion, Heard, Job, JobClaim, NewJob, Pruned, StoreError};
 
-/// The store in PostgreSQL.
-pub struct PgStore {
-    pub(crate) pool: PgPool,
-    /// The channel of change notices: one per schema, since notices are database-wide and
-    /// each schema is a platform of its own.
-    channel: String,
+/// Connects to `url`.
+pub(crate) async fn connect(url: &str) -> Result<PgPool, StoreError> {
+    Ok(PgPoolOptions::new().max_connections(16).connect(url).await?)
 }
 
-impl PgStore {
-    /// Connects to `url` and migrates the database.
-    pub async fn open(url: &str) -> Result<PgStore, StoreError> {
-        let pool = PgPoolOptions::new().max_connections(16).connect(url).await?;
-        Self::from_pool(pool).await
-    }
-
-    /// Uses an existing pool (tests give each its own schema this way) and migrates it.
-    pub async fn from_pool(pool: PgPool) -> Result<PgStore, StoreError> {
-        crate::migrations::postgres().run(&pool).await?;
-        let schema: String = sqlx::query_scalar("SELECT current_schema()").fetch_one(&pool).await?;
-        Ok(PgStore { pool, channel: channel_of(&schema) })
-    }
+/// Migrates the database of `pool` (its current schema), and names its channel of change
+/// notices: one per schema, since notices are database-wide and each schema is a platform of
+/// its own.
+pub(crate) async fn prepare(pool: &PgPool) -> Result<String, StoreError> {
+    crate::migrations::postgres().run(pool).await?;
+    let schema: String = sqlx::query_scalar("SELECT current_schema()").fetch_one(pool).await?;
+    Ok(channel_of(&schema))
 }
 
 /// `servio_changes` and the schema's name in letters, digits and `_`, within PostgreSQL's 63
@@ -46,16 +37,16 @@ fn channel_of(schema: &str) -> String {
 }
 
 /// Tells the listeners of this schema's channel of `change`.
-pub(crate) async fn announce(store: &PgStore, change: &str) -> Result<(), StoreError> {
-    sqlx::query("SELECT pg_notify($1, $2)").bind(&store.channel).bind(change).execute(&store.pool).await?;
+pub(crate) async fn announce(pool: &PgPool, channel: &str, change: &str) -> Result<(), StoreError> {
+    sqlx::query("SELECT pg_notify($1, $2)").bind(channel).bind(change).execute(pool).await?;
     Ok(())
 }
 
 /// Listens on this schema's channel on a connection of its own, passing on what is heard,
 /// and [`Heard::Missed`] after the connection was lost (it reconnects by itself).
-pub(crate) async fn changes(store: &PgStore) -> Result<Option<mpsc::Receiver<Heard>>, StoreError> {
-    let mut listener = PgListener::connect_with(&store.pool).await?;
-    listener.listen(&store.channel).await?;
+pub(crate) async fn changes(pool: &PgPool, channel: &str) -> Result<mpsc::Receiver<Heard>, StoreError> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.listen(channel).await?;
     let (heard, receiver) = mpsc::channel(1024);
     tokio::spawn(async move {
         let mut failing = false;
@@ -78,7 +69,7 @@ pub(crate) async fn changes(store: &PgStore) -> Result<Option<mpsc::Receiver<Hea
             }
         }
     });
-    Ok(Some(receiver))
+    Ok(receiver)
 }
 
 /// The dashboard's one query: the pairs travel as two parallel arrays, unnested back into
@@ -103,7 +94,7 @@ pub(crate) async fn values_of(pool: &PgPool, user_id: i64, metrics: &[(i64, &str
 }
 
 /// Listed sites matching every word as a prefix (`rust:* & forum:*`), best first.
-pub(crate) const SEARCH_MATCHING: crate::SearchMatching = crate::SearchMatching {
+pub(crate) const SEARCH_MATCHING: crate::directory::SearchMatching = crate::directory::SearchMatching {
     sql: concat!(
         "SELECT ",
         found_columns!(),
@@ -155,7 +146,7 @@ pub(crate) async fn enqueue_jobs(pool: &PgPool, jobs: &[NewJob<'_>], now: i64) -
     Ok(inserted.rows_affected())
 }
 
-/// Claims due jobs fairly (see `Store::claim_jobs`) with `FOR UPDATE SKIP LOCKED`.
+/// Claims due jobs fairly (see `Jobs::claim_jobs`) with `FOR UPDATE SKIP LOCKED`.
 pub(crate) async fn claim_jobs(pool: &PgPool, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError> {
     // Fair turns: `users` steps through the users with pending jobs (one index descent each,
     // a loose index scan), `candidates` reads at most a batch of each one's due jobs, scheduled

@@ -1,5 +1,5 @@
 //! The SQLite backend, one embedded file (WAL journal, foreign keys on): opening and
-//! migrating, and what only SQLite does (the rest is in `shared.rs`): full-text search over
+//! migrating, and what only SQLite does (the rest is in the domain modules): full-text search over
 //! FTS5, the dashboard's values packed one JSON row per metric, and job batches as loops in one
 //! immediate transaction (SQLite has one writer; its commits are what cost).
 
@@ -7,32 +7,25 @@ use std::str::FromStr;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
+use crate::collection::{SiteValues, write_result_on};
 use crate::jobs::JOB_COLUMNS;
-use crate::shared::SiteValues;
-use crate::{Completion, Job, JobClaim, NewJob, Pruned, Series, StoreError};
+use crate::{Completion, Job, JobClaim, NewJob, Series, StoreError};
 
-/// The store in SQLite.
-pub struct SqliteStore {
-    pub(crate) pool: SqlitePool,
-}
-
-impl SqliteStore {
-    /// Opens (creating when missing) the database at `url` and migrates it.
-    pub async fn open(url: &str) -> Result<SqliteStore, StoreError> {
-        let memory = url.contains(":memory:");
-        let options = SqliteConnectOptions::from_str(url)?
-            .create_if_missing(true)
-            .foreign_keys(true)
-            .journal_mode(if memory { SqliteJournalMode::Memory } else { SqliteJournalMode::Wal })
-            .pragma("mmap_size", MMAP_BYTES.to_string());
-        if !memory {
-            private_files(options.get_filename())?;
-        }
-        // An in-memory database lives in its connection: keep exactly one.
-        let pool = SqlitePoolOptions::new().max_connections(if memory { 1 } else { 8 }).connect_with(options).await?;
-        crate::migrations::sqlite().run(&pool).await?;
-        Ok(SqliteStore { pool })
+/// Opens (creating when missing) the database at `url` and migrates it.
+pub(crate) async fn connect(url: &str) -> Result<SqlitePool, StoreError> {
+    let memory = url.contains(":memory:");
+    let options = SqliteConnectOptions::from_str(url)?
+        .create_if_missing(true)
+        .foreign_keys(true)
+        .journal_mode(if memory { SqliteJournalMode::Memory } else { SqliteJournalMode::Wal })
+        .pragma("mmap_size", MMAP_BYTES.to_string());
+    if !memory {
+        private_files(options.get_filename())?;
     }
+    // An in-memory database lives in its connection: keep exactly one.
+    let pool = SqlitePoolOptions::new().max_connections(if memory { 1 } else { 8 }).connect_with(options).await?;
+    crate::migrations::sqlite().run(&pool).await?;
+    Ok(pool)
 }
 
 /// How much of the database file SQLite maps into memory and reads in place (256 MiB): pages
@@ -196,7 +189,7 @@ fn whole_number(bytes: &[u8], at: usize) -> Option<(i64, usize)> {
 }
 
 /// Listed sites matching every word as a prefix (`"rust"* "forum"*`), best first.
-pub(crate) const SEARCH_MATCHING: crate::SearchMatching = crate::SearchMatching {
+pub(crate) const SEARCH_MATCHING: crate::directory::SearchMatching = crate::directory::SearchMatching {
     sql: concat!(
         "SELECT ",
         found_columns!(),
@@ -239,13 +232,13 @@ pub(crate) async fn enqueue_jobs(pool: &SqlitePool, jobs: &[NewJob<'_>], now: i6
     Ok(inserted)
 }
 
-/// Claims due jobs fairly (see `Store::claim_jobs`) in one immediate transaction.
+/// Claims due jobs fairly (see `Jobs::claim_jobs`) in one immediate transaction.
 pub(crate) async fn claim_jobs(pool: &SqlitePool, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError> {
     // SQLite has one writer at a time: an immediate transaction takes the write lock before
     // it reads, so two claimers can never pick the same rows. A claim moves `not_before` to
     // its lease's end, so held jobs sort after the due ones (SQLite has no HOT updates to
     // keep, unlike PostgreSQL's claims). The due jobs of the periods of the seeds come with
-    // them, so that metrics sharing a call are in one batch (see `Store::claim_jobs`).
+    // them, so that metrics sharing a call are in one batch (see `Jobs::claim_jobs`).
     //
     // Fair turns, as on PostgreSQL: `users` steps through the users with pending jobs (one
     // index seek each), `candidates` reads at most a batch of each one's due jobs (SQLite has
@@ -336,7 +329,7 @@ pub(crate) async fn complete_jobs(
         .await?;
         let fenced = updated.rows_affected() == 1;
         if fenced {
-            SqliteStore::write_result_on(&mut tx, &job.slot(), result, *duration_ms, now).await?;
+            write_result_on((&mut *tx).into(), &job.slot(), result, *duration_ms, now).await?;
         }
         committed.push(fenced);
     }
@@ -344,34 +337,19 @@ pub(crate) async fn complete_jobs(
     Ok(committed)
 }
 
-/// One process owns an SQLite database: there is nobody else to tell.
-pub(crate) async fn announce(_: &SqliteStore, _: &str) -> Result<(), StoreError> {
-    Ok(())
-}
-
-/// One process owns an SQLite database: there is nobody else to hear.
-pub(crate) async fn changes(_: &SqliteStore) -> Result<Option<tokio::sync::mpsc::Receiver<crate::Heard>>, StoreError> {
-    Ok(None)
-}
-
-/// The statement pruning `what`: the shared one.
-pub(crate) fn prune_sql(what: Pruned) -> &'static str {
-    what.sql()
-}
-
 #[cfg(test)]
 mod tests {
     use sqlx::Row;
 
-    use super::{SqliteStore, points_as_sent, values_sql};
+    use super::{connect, points_as_sent, values_sql};
 
     /// The dashboard's query reads the values from the index (migration 0020) rather than
     /// evaluating each: it does so only while the query repeats the index's expression.
     #[tokio::test]
     async fn the_values_query_reads_the_numbers_the_index_holds() {
-        let store = SqliteStore::open("sqlite::memory:").await.unwrap();
+        let pool = connect("sqlite::memory:").await.unwrap();
         let sql = format!("EXPLAIN {}", values_sql(2, 3));
-        let steps = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_all(&store.pool).await.unwrap();
+        let steps = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_all(&pool).await.unwrap();
         // EXPLAIN's columns: addr, opcode, p1, p2, p3, p4 (a function's name and arity), ...
         let functions: Vec<String> = steps
             .iter()

@@ -4,11 +4,11 @@
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
-use crate::{PgStore, SqliteStore, Store};
+use crate::{Database, Store};
 
 /// Every backend available here, by name.
 pub async fn backends() -> Vec<(&'static str, Box<dyn Store>)> {
-    let sqlite = SqliteStore::open("sqlite::memory:").await.expect("an in-memory SQLite database");
+    let sqlite = Database::open_sqlite("sqlite::memory:").await.expect("an in-memory SQLite database");
     let mut all: Vec<(&'static str, Box<dyn Store>)> = vec![("sqlite", Box::new(sqlite))];
     if let Some(url) = postgres_url() {
         all.push(("postgres", Box::new(postgres(&url).await)));
@@ -52,7 +52,7 @@ pub fn postgres_url() -> Option<String> {
 }
 
 /// A PostgreSQL store in a fresh schema, so that parallel tests never meet.
-pub async fn postgres(url: &str) -> PgStore {
+pub async fn postgres(url: &str) -> Database {
     postgres_sharing(url, 1).await.remove(0)
 }
 
@@ -75,7 +75,7 @@ pub async fn fresh_schema_url(url: &str) -> String {
 }
 
 /// `count` stores on one fresh schema, as several `servio serve` processes on one database.
-pub async fn postgres_sharing(url: &str, count: usize) -> Vec<PgStore> {
+pub async fn postgres_sharing(url: &str, count: usize) -> Vec<Database> {
     let schema = fresh_schema(url).await;
     let options: PgConnectOptions = url.parse().expect("a PostgreSQL URL");
     let mut stores = Vec::with_capacity(count);
@@ -85,7 +85,7 @@ pub async fn postgres_sharing(url: &str, count: usize) -> Vec<PgStore> {
             .connect_with(options.clone().options([("search_path", schema.as_str())]))
             .await
             .expect("a connection to the test schema");
-        stores.push(PgStore::from_pool(pool).await.expect("migrations"));
+        stores.push(Database::from_pg_pool(pool).await.expect("migrations"));
     }
     stores
 }

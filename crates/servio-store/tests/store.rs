@@ -3,7 +3,7 @@
 //! say they are skipped).
 
 use servio_store::testing::day_slot;
-use servio_store::{Approval, Session, SqliteStore, Store};
+use servio_store::{Approval, Database, Operations, Session, Store};
 
 struct Backend {
     name: &'static str,
@@ -15,8 +15,11 @@ struct Backend {
 async fn backends() -> Vec<Backend> {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", dir.path().join("servio.db").display());
-    let mut all =
-        vec![Backend { name: "sqlite file", store: Box::new(SqliteStore::open(&url).await.unwrap()), _dir: Some(dir) }];
+    let mut all = vec![Backend {
+        name: "sqlite file",
+        store: Box::new(Database::open_sqlite(&url).await.unwrap()),
+        _dir: Some(dir),
+    }];
     for (name, store) in servio_store::testing::backends().await {
         all.push(Backend { name, store, _dir: None });
     }
@@ -713,11 +716,11 @@ async fn concurrent_claims_share_out_the_jobs_without_overlap() {
 /// store they expire, a user keeps only a few, and each is taken once, by its own user.
 #[tokio::test]
 async fn oauth_attempts_expire_are_capped_per_user_and_taken_once() {
-    use servio_store::OAuthAttempt;
+    use servio_store::StartedConnect;
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), &format!("connect-{name}@example.com")).await;
         let other = store.create_user(&format!("other-connect-{name}@example.com"), "h", "UTC", 0).await.unwrap();
-        let attempt = |n: i64, expires_at: i64| OAuthAttempt {
+        let attempt = |n: i64, expires_at: i64| StartedConnect {
             state_hash: format!("state-{n}"),
             user_id: user,
             site_id: site,
@@ -726,18 +729,18 @@ async fn oauth_attempts_expire_are_capped_per_user_and_taken_once() {
             expires_at,
         };
         for n in 0..8 {
-            store.create_oauth_attempt(&attempt(n, 1_000), 5, n).await.unwrap();
+            store.keep_started_connect(&attempt(n, 1_000), 5, n).await.unwrap();
         }
         // Only the five newest are kept.
-        assert_eq!(store.take_oauth_attempt("state-2", user, 10).await.unwrap(), None, "{name}: the oldest went");
-        assert_eq!(store.take_oauth_attempt("state-3", other.id, 10).await.unwrap(), None, "{name}: not theirs");
-        assert_eq!(store.take_oauth_attempt("state-3", user, 10).await.unwrap(), Some(attempt(3, 1_000)), "{name}");
-        assert_eq!(store.take_oauth_attempt("state-3", user, 10).await.unwrap(), None, "{name}: taken once");
-        assert_eq!(store.take_oauth_attempt("state-4", user, 1_001).await.unwrap(), None, "{name}: expired");
+        assert_eq!(store.take_started_connect("state-2", user, 10).await.unwrap(), None, "{name}: the oldest went");
+        assert_eq!(store.take_started_connect("state-3", other.id, 10).await.unwrap(), None, "{name}: not theirs");
+        assert_eq!(store.take_started_connect("state-3", user, 10).await.unwrap(), Some(attempt(3, 1_000)), "{name}");
+        assert_eq!(store.take_started_connect("state-3", user, 10).await.unwrap(), None, "{name}: taken once");
+        assert_eq!(store.take_started_connect("state-4", user, 1_001).await.unwrap(), None, "{name}: expired");
         // Starting one after the others expired clears them out.
-        store.create_oauth_attempt(&attempt(100, 5_000), 5, 2_000).await.unwrap();
-        assert_eq!(store.take_oauth_attempt("state-7", user, 10).await.unwrap(), None, "{name}: purged");
-        assert!(store.take_oauth_attempt("state-100", user, 2_001).await.unwrap().is_some(), "{name}");
+        store.keep_started_connect(&attempt(100, 5_000), 5, 2_000).await.unwrap();
+        assert_eq!(store.take_started_connect("state-7", user, 10).await.unwrap(), None, "{name}: purged");
+        assert!(store.take_started_connect("state-100", user, 2_001).await.unwrap().is_some(), "{name}");
     }
 }
 
@@ -1091,7 +1094,7 @@ async fn mcp_sessions_keep_their_owner_and_state() {
 #[tokio::test]
 async fn changes_announced_by_one_process_are_heard_by_the_others_on_its_schema() {
     use servio_store::Heard;
-    let sqlite = SqliteStore::open("sqlite::memory:").await.unwrap();
+    let sqlite = Database::open_sqlite("sqlite::memory:").await.unwrap();
     assert!(sqlite.changes().await.unwrap().is_none());
     sqlite.announce("nobody hears this").await.unwrap();
     // Change notices need PostgreSQL.

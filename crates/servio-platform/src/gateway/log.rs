@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use servio_store::{Store, ToolCall, User};
+use servio_store::{CallLog, Store, ToolCall, User};
 use tokio::sync::{mpsc, oneshot};
 
 use super::Gateway;
@@ -28,6 +28,7 @@ pub(super) enum LogEntry {
 }
 
 impl Gateway {
+    /// Queues `call` for the log writer, started on the first call with the `store` it writes to.
     pub(super) fn log(&self, store: &Arc<dyn Store>, call: ToolCall) {
         let sender = self.log.get_or_init(|| start_log_writer(store.clone()));
         if sender.send(LogEntry::Call(call)).is_err() {
@@ -91,7 +92,7 @@ pub fn log_asked(state: &AppState, caller: (&User, Option<i64>), asked: Asked<'_
 }
 
 /// Writes logged calls in batches until every sender is gone.
-fn start_log_writer(store: Arc<dyn Store>) -> mpsc::UnboundedSender<LogEntry> {
+fn start_log_writer(store: Arc<dyn CallLog>) -> mpsc::UnboundedSender<LogEntry> {
     let (sender, mut receiver) = mpsc::unbounded_channel::<LogEntry>();
     tokio::spawn(async move {
         let mut received = Vec::with_capacity(LOG_BATCH);
@@ -126,7 +127,7 @@ fn start_log_writer(store: Arc<dyn Store>) -> mpsc::UnboundedSender<LogEntry> {
 
 /// Writes `batch` in one transaction or, when the store refuses that, row by row: a batch holds
 /// the calls of many users, and one row the store cannot take must cost only itself.
-async fn write_log(store: &dyn Store, batch: &[ToolCall]) {
+async fn write_log(store: &dyn CallLog, batch: &[ToolCall]) {
     let Err(error) = store.log_tool_calls(batch).await else { return };
     if let [call] = batch {
         return lost(call, &error);

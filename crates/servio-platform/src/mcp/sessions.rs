@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use rmcp::transport::streamable_http_server::session::store::{SessionState, SessionStore, SessionStoreError};
-use servio_store::{McpSession, Store};
+use servio_store::{McpSession, McpSessions};
 
 /// The SDK's session store over ours.
-pub(super) struct StoredSessions(pub(super) Arc<dyn Store>);
+pub(super) struct StoredSessions(pub(super) Arc<dyn McpSessions>);
 
 #[async_trait::async_trait]
 impl SessionStore for StoredSessions {

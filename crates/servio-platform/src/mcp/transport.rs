@@ -23,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
-use servio_store::{Store, User};
+use servio_store::{McpSessions, User};
 
 /// The header that carries a session's id.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -100,7 +100,7 @@ fn is_foreign(origin: &HeaderValue, own: &OwnOrigins) -> bool {
 pub(super) struct Owners {
     owners: Arc<Mutex<HashMap<String, Owner>>>,
     sessions: Arc<LocalSessionManager>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn McpSessions>,
     limit: usize,
 }
 
@@ -126,7 +126,7 @@ fn now_millis() -> i64 {
 impl Owners {
     /// Owners of the sessions kept by `sessions` and, for the others, by `store`; at most
     /// `limit` sessions per user.
-    pub(super) fn new(sessions: Arc<LocalSessionManager>, store: Arc<dyn Store>, limit: usize) -> Owners {
+    pub(super) fn new(sessions: Arc<LocalSessionManager>, store: Arc<dyn McpSessions>, limit: usize) -> Owners {
         Owners { owners: Arc::default(), sessions, store, limit: limit.max(1) }
     }
 

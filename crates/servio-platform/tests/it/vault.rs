@@ -113,7 +113,7 @@ async fn no_credential_in_plaintext_in_the_database_files() {
     let demo = common::demo_site(&ca, "demo-token").await;
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", dir.path().join("servio.db").display());
-    let store = servio_store::SqliteStore::open(&url).await.unwrap();
+    let store = servio_store::Database::open_sqlite(&url).await.unwrap();
     let client = servio_platform::testing::client(Some(&ca.ca_pem));
     let state = servio_platform::testing::state(Arc::new(store), client, "");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::service::{self, AddSite, Credential, Decision, RefreshAnswer, SiteAnswer, SiteList, Verdict, VersionList};
+use super::service::{self, AddSite, BearerToken, Decision, RefreshAnswer, SiteAnswer, SiteList, Verdict, VersionList};
 use crate::AppState;
 use crate::auth::Api;
 use crate::error::{ApiError, ErrorBody};
@@ -58,14 +58,14 @@ async fn remove(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<StatusC
 }
 
 /// Set the site's bearer token (encrypted at rest, never shown again)
-#[utoipa::path(put, path = "/api/vault/{id}/credential", request_body = Credential, responses(
+#[utoipa::path(put, path = "/api/vault/{id}/credential", request_body = BearerToken, responses(
     (status = 204, description = "Stored"),
     (status = 400, description = "Empty, too long, or not a header value", body = ErrorBody),
 ))]
 async fn set_credential(
     api: Api,
     Params(Path(id)): Params<Path<i64>>,
-    JsonBody(form): JsonBody<Credential>,
+    JsonBody(form): JsonBody<BearerToken>,
 ) -> Result<StatusCode, ApiError> {
     service::store_token(&api.state, api.user.id, id, &form.token).await.map(|()| StatusCode::NO_CONTENT)
 }

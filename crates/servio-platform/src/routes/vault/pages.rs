@@ -385,13 +385,13 @@ async fn backfill(
 async fn credential(
     State(state): State<AppState>,
     Path(id): Path<i64>,
-    posted: PageForm<service::Credential>,
+    posted: PageForm<service::BearerToken>,
 ) -> Result<Response, ApiError> {
     service::store_token(&state, posted.user.user.id, id, &posted.form.token).await?;
     Ok(back_to_site(id, "token"))
 }
 
-/// Starts "Connect": a fresh PKCE attempt for this user and site, then off to the site.
+/// Starts "Connect": a fresh PKCE start for this user and site, then off to the site.
 async fn connect(State(state): State<AppState>, user: PageUser, Path(id): Path<i64>) -> Result<Redirect, ApiError> {
     let entry = service::entry(&state, user.user.id, id).await?;
     // The approved manifest names the endpoints: a new `authorization_url` or `token_url`
@@ -412,7 +412,7 @@ struct CallbackQuery {
     state: String,
 }
 
-/// The end of "Connect": the attempt must be this user's; the tokens are sealed as the site's
+/// The end of "Connect": the started Connect must be this user's; the tokens are sealed as the site's
 /// credential.
 async fn oauth_callback(
     State(state): State<AppState>,
@@ -420,20 +420,20 @@ async fn oauth_callback(
     Query(query): Query<CallbackQuery>,
     uri: axum::http::Uri,
 ) -> Result<Redirect, ApiError> {
-    let Some(attempt) = crate::connect::take(&state, user.user.id, &query.state).await.map_err(ApiError::internal)?
+    let Some(started) = crate::connect::take(&state, user.user.id, &query.state).await.map_err(ApiError::internal)?
     else {
         return Err(ApiError::BadRequest(
-            "unknown, expired or used sign-in attempt: start again from the site's page".into(),
+            "unknown, expired or used sign-in started: start again from the site's page".into(),
         ));
     };
     let callback = servio_client::oauth::Callback::from_query(uri.query().unwrap_or_default());
-    let tokens = servio_client::oauth::finish(&state.client, &attempt.site, attempt.pending, &callback)
+    let tokens = servio_client::oauth::finish(&state.client, &started.site, started.pending, &callback)
         .await
         .map_err(|error| ApiError::BadRequest(error.to_string()))?;
     let credential = servio_collector::credentials::Credential::OAuth(tokens);
-    let stored = state.credentials().set_credential(user.user.id, attempt.site_id, &credential).await?;
+    let stored = state.credentials().set_credential(user.user.id, started.site_id, &credential).await?;
     match stored {
-        true => Ok(Redirect::to(&format!("/vault/{}", attempt.site_id))),
+        true => Ok(Redirect::to(&format!("/vault/{}", started.site_id))),
         false => Err(ApiError::NotFound),
     }
 }

@@ -15,7 +15,7 @@ use servio_store::{Approval, FetchedManifest, SiteRecord, VaultEntry, Version};
 use std::sync::Arc;
 use utoipa::ToSchema;
 
-use crate::approval::{Pending, acting_manifest, still_offered};
+use crate::approval::{Unapproved, acting_manifest, still_offered};
 use crate::error::ApiError;
 use crate::{AppState, now};
 use servio_collector::credentials::Credential as SiteCredential;
@@ -31,7 +31,8 @@ pub struct AddSite {
 
 /// A bearer token for a vault site.
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct Credential {
+#[schema(as = Credential)]
+pub struct BearerToken {
     /// The token, as the site gave it (at most 8 KiB).
     pub token: String,
 }
@@ -409,15 +410,15 @@ impl EntryTexts {
 
     /// What changed from the approved text to the site's current one, worked out off the
     /// async threads (a diff of two large manifests takes a while).
-    async fn pending(&self, state: &AppState, entry: &VaultEntry) -> Result<Pending, ApiError> {
+    async fn pending(&self, state: &AppState, entry: &VaultEntry) -> Result<Unapproved, ApiError> {
         let (approved, latest) = (acting_manifest(entry), entry.site.manifest.as_str());
         if approved == latest {
-            return Ok(Pending::default());
+            return Ok(Unapproved::default());
         }
         let (approved, latest) = (approved.to_owned(), latest.to_owned());
         let (old, new) = (self.acting.clone(), self.latest.clone());
         let pending = state.collector.manifests().run(Wait::Bounded, move || {
-            Pending::of((&approved, old.report.manifest.as_ref()), (&latest, new.report.manifest.as_ref()))
+            Unapproved::of((&approved, old.report.manifest.as_ref()), (&latest, new.report.manifest.as_ref()))
         });
         Ok(pending.await?)
     }
@@ -654,7 +655,7 @@ async fn moved_on(
     // Comparing two large manifests takes a while: off the async threads, as everywhere else.
     let (from, latest) = (from.to_owned(), current.manifest.clone());
     let changes = manifests
-        .run(Wait::Bounded, move || Pending::of((&from, manifest_of(&old)), (&latest, manifest_of(&new))).lines())
+        .run(Wait::Bounded, move || Unapproved::of((&from, manifest_of(&old)), (&latest, manifest_of(&new))).lines())
         .await?;
     let since = if versions.iter().any(|v| v.id == named) { "it" } else { "the version you approved" };
     Ok(ApiError::Conflict(format!(

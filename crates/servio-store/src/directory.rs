@@ -1,0 +1,226 @@
+//! The Directory: claims of ownership of an origin, the listings they verified, and search
+//! ([`Directory`]). Search is each backend's own full-text index (`sqlite.rs`, `postgres.rs`).
+
+use async_trait::async_trait;
+
+use crate::accounts::count_locked;
+use crate::database::{Backend, Database};
+use crate::text::{storable, storable_opt};
+use crate::{StoreError, postgres, sqlite};
+
+/// A claim of ownership of an origin, with the token its manifest must list.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Claim {
+    /// Its id.
+    pub id: i64,
+    /// Who claims.
+    pub user_id: i64,
+    /// The origin claimed.
+    pub origin: String,
+    /// `wmcp_verify_` and 32 hex digits.
+    pub token: String,
+    /// When it was made.
+    pub created_at: i64,
+}
+
+/// What a Directory listing shows, and whether it is shown.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Listing {
+    /// The site.
+    pub site_id: i64,
+    /// The claim that verified it.
+    pub claim_id: i64,
+    /// Whether it is public now.
+    pub listed: bool,
+    /// Why it is not, while suspended.
+    pub suspended_reason: Option<String>,
+    /// The site's name.
+    pub name: String,
+    /// The site's description.
+    pub description: String,
+    /// Its tools' names and descriptions, one per line.
+    pub tools: String,
+    /// When the token was last found in the manifest.
+    pub verified_at: i64,
+}
+
+/// A search hit in the Directory.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Found {
+    /// The listing.
+    #[sqlx(flatten)]
+    pub listing: Listing,
+    /// The site's origin.
+    pub origin: String,
+}
+
+/// A backend's full-text search of the Directory: the query (binds: the match expression,
+/// the limit) and how the words become its match expression.
+pub(crate) struct SearchMatching {
+    pub(crate) sql: &'static str,
+    pub(crate) pattern: fn(&[String]) -> String,
+}
+
+/// The words of a search, letters and digits only, so that no query syntax gets through.
+fn search_words(query: &str) -> Vec<String> {
+    query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).take(16).collect()
+}
+
+/// A [`Listing`]'s columns, from `listings`.
+macro_rules! listing_of {
+    () => {
+        "SELECT site_id, claim_id, listed, suspended_reason, name, description, tools, verified_at FROM listings"
+    };
+}
+
+impl Database {
+    /// The listing `sql` finds by `id` (its `$1`).
+    async fn listing_where(&self, sql: &'static str, id: i64) -> Result<Option<Listing>, StoreError> {
+        on!(&self.pool, |pool| Ok(sqlx::query_as(sql).bind(id).fetch_optional(pool).await?))
+    }
+}
+
+/// Every listed site, by name: a search with no words. Binds: limit.
+const ALL_LISTED: &str = concat!(
+    "SELECT ",
+    found_columns!(),
+    " FROM listings l JOIN sites s ON s.id = l.site_id WHERE l.listed ORDER BY l.name LIMIT $1"
+);
+
+/// Claims, listings and search of the public Directory.
+#[async_trait]
+pub trait Directory: Send + Sync {
+    /// Records a claim; [`StoreError::Conflict`] when this user claimed this origin already,
+    /// [`StoreError::AtLimit`] when `limit` of the user's claims are pending (not verified).
+    async fn create_claim(
+        &self,
+        user_id: i64,
+        origin: &str,
+        token: &str,
+        now: i64,
+        limit: i64,
+    ) -> Result<Claim, StoreError>;
+    /// Deletes the user's claim `id` when no listing stands on it (not verified); false when
+    /// there is no such claim.
+    async fn delete_pending_claim(&self, user_id: i64, id: i64) -> Result<bool, StoreError>;
+    /// A user's claims.
+    async fn claims(&self, user_id: i64) -> Result<Vec<Claim>, StoreError>;
+    /// Every claim on an origin (one per claimant).
+    async fn claims_on(&self, origin: &str) -> Result<Vec<Claim>, StoreError>;
+    /// Creates or updates the listing of a site.
+    async fn save_listing(&self, listing: &Listing) -> Result<(), StoreError>;
+    /// The listing of a site.
+    async fn listing(&self, site_id: i64) -> Result<Option<Listing>, StoreError>;
+    /// The listing a claim verified, if any (listed, or suspended with the reason).
+    async fn claim_listing(&self, claim_id: i64) -> Result<Option<Listing>, StoreError>;
+    /// Listed sites matching `query` (full-text, every word), best first; all listed sites
+    /// when the query has no words.
+    async fn search(&self, query: &str, limit: i64) -> Result<Vec<Found>, StoreError>;
+}
+
+#[async_trait]
+impl Directory for Database {
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn create_claim(
+        &self,
+        user_id: i64,
+        origin: &str,
+        token: &str,
+        now: i64,
+        limit: i64,
+    ) -> Result<Claim, StoreError> {
+        on!(&self.pool, |pool| {
+            let mut tx = pool.begin().await?;
+            // Pending: not verified, so no listing stands on it.
+            let count_sql = "SELECT count(*) FROM claims c WHERE c.user_id = $1
+                             AND NOT EXISTS (SELECT 1 FROM listings l WHERE l.claim_id = c.id)";
+            if count_locked((&mut *tx).into(), user_id, count_sql).await? >= limit {
+                return Err(StoreError::AtLimit { what: "pending claims", limit });
+            }
+            let sql = "INSERT INTO claims (user_id, origin, token, created_at) VALUES ($1, $2, $3, $4)
+                       RETURNING id, user_id, origin, token, created_at";
+            let claim = insert_one!(&mut *tx, "a claim on this origin", sql, user_id, origin, token, now)?;
+            tx.commit().await?;
+            Ok(claim)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn delete_pending_claim(&self, user_id: i64, id: i64) -> Result<bool, StoreError> {
+        on!(&self.pool, |pool| {
+            let done = bind!(
+                sqlx::query(
+                    "DELETE FROM claims WHERE id = $1 AND user_id = $2
+                     AND NOT EXISTS (SELECT 1 FROM listings l WHERE l.claim_id = claims.id)"
+                ),
+                id,
+                user_id
+            )
+            .execute(pool)
+            .await?;
+            Ok(done.rows_affected() > 0)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn claims(&self, user_id: i64) -> Result<Vec<Claim>, StoreError> {
+        on!(&self.pool, |pool| {
+            let sql = "SELECT id, user_id, origin, token, created_at FROM claims WHERE user_id = $1 ORDER BY id";
+            Ok(sqlx::query_as(sql).bind(user_id).fetch_all(pool).await?)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn claims_on(&self, origin: &str) -> Result<Vec<Claim>, StoreError> {
+        on!(&self.pool, |pool| {
+            let sql = "SELECT id, user_id, origin, token, created_at FROM claims WHERE origin = $1 ORDER BY id";
+            Ok(sqlx::query_as(sql).bind(origin).fetch_all(pool).await?)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn save_listing(&self, listing: &Listing) -> Result<(), StoreError> {
+        on!(&self.pool, |pool| {
+            bind!(
+                sqlx::query(
+                    "INSERT INTO listings
+                         (site_id, claim_id, listed, suspended_reason, name, description, tools, verified_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                     ON CONFLICT (site_id) DO UPDATE SET claim_id = excluded.claim_id, listed = excluded.listed,
+                         suspended_reason = excluded.suspended_reason, name = excluded.name,
+                         description = excluded.description, tools = excluded.tools, verified_at = excluded.verified_at",
+                ),
+                listing.site_id, listing.claim_id, listing.listed,
+                storable_opt(listing.suspended_reason.as_deref()), storable(&listing.name),
+                storable(&listing.description), storable(&listing.tools), listing.verified_at
+            )
+            .execute(pool)
+            .await?;
+            Ok(())
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn listing(&self, site_id: i64) -> Result<Option<Listing>, StoreError> {
+        self.listing_where(concat!(listing_of!(), " WHERE site_id = $1"), site_id).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn claim_listing(&self, claim_id: i64) -> Result<Option<Listing>, StoreError> {
+        self.listing_where(concat!(listing_of!(), " WHERE claim_id = $1"), claim_id).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn search(&self, query: &str, limit: i64) -> Result<Vec<Found>, StoreError> {
+        let words = search_words(query);
+        if words.is_empty() {
+            return Ok(on!(&self.pool, |pool| sqlx::query_as(ALL_LISTED).bind(limit).fetch_all(pool).await)?);
+        }
+        let matching = match self.pool {
+            Backend::Sqlite(_) => sqlite::SEARCH_MATCHING,
+            Backend::Postgres(_) => postgres::SEARCH_MATCHING,
+        };
+        let pattern = (matching.pattern)(&words);
+        Ok(on!(&self.pool, |pool| bind!(sqlx::query_as(matching.sql), &pattern, limit).fetch_all(pool).await)?)
+    }
+}

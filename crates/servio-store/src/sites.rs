@@ -1,0 +1,268 @@
+//! Sites: the platform's copy of each site's manifest, its stored versions, and the refresh's
+//! marks ([`Sites`]). Whose vault a site is in is the `vault` module's.
+
+use async_trait::async_trait;
+
+use crate::StoreError;
+use crate::database::{Conn, Database};
+use crate::text::storable;
+
+/// A site the platform knows, with the last valid manifest it fetched.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct SiteRecord {
+    /// Its id.
+    pub id: i64,
+    /// The origin, such as `https://example.com`.
+    pub origin: String,
+    /// Where the manifest was found.
+    pub manifest_url: String,
+    /// The manifest as served (valid when stored).
+    pub manifest: String,
+    /// `ETag` of that copy.
+    pub etag: Option<String>,
+    /// `Last-Modified` of that copy.
+    pub last_modified: Option<String>,
+    /// When it was fetched.
+    pub fetched_at: i64,
+    /// Why the last refresh failed, while it keeps failing.
+    pub stale_error: Option<String>,
+}
+
+/// One stored version of a site's manifest.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Version {
+    /// Its id.
+    pub id: i64,
+    /// When it was fetched.
+    pub fetched_at: i64,
+    /// The manifest.
+    pub manifest: String,
+}
+
+/// A stored version as the versions list shows it: no text, its changes recorded at save.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct VersionSummary {
+    /// Its id.
+    pub id: i64,
+    /// When it was fetched.
+    pub fetched_at: i64,
+    /// What changed from the version before it, as a JSON array of lines for people; `None`
+    /// when nothing was recorded.
+    pub changes: Option<String>,
+    /// Whether its text is the one the asking user approved.
+    pub approved: bool,
+}
+
+/// A fetched manifest to remember for a site.
+#[derive(Debug, Clone)]
+pub struct FetchedManifest<'a> {
+    /// The origin.
+    pub origin: &'a str,
+    /// Where it was found.
+    pub manifest_url: &'a str,
+    /// Its text.
+    pub manifest: &'a str,
+    /// `ETag`.
+    pub etag: Option<&'a str>,
+    /// `Last-Modified`.
+    pub last_modified: Option<&'a str>,
+}
+
+/// Saves a fetched manifest as its site's current one, and as a new version when it differs
+/// from the last, on the caller's transaction.
+pub(crate) async fn save_site_on(
+    conn: Conn<'_>,
+    fetched: &FetchedManifest<'_>,
+    now: i64,
+) -> Result<SiteRecord, StoreError> {
+    on!(conn, |conn| {
+        let record: SiteRecord = bind!(
+            sqlx::query_as(
+                "INSERT INTO sites (origin, manifest_url, manifest, etag, last_modified, fetched_at)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (origin) DO UPDATE SET manifest_url = excluded.manifest_url,
+                     manifest = excluded.manifest, etag = excluded.etag, last_modified = excluded.last_modified,
+                     fetched_at = excluded.fetched_at, stale_error = NULL
+                 RETURNING id, origin, manifest_url, manifest, etag, last_modified, fetched_at, stale_error",
+            ),
+            fetched.origin,
+            fetched.manifest_url,
+            fetched.manifest,
+            fetched.etag,
+            fetched.last_modified,
+            now
+        )
+        .fetch_one(&mut *conn)
+        .await?;
+        let latest: Option<String> =
+            sqlx::query_scalar("SELECT manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC LIMIT 1")
+                .bind(record.id)
+                .fetch_optional(&mut *conn)
+                .await?;
+        if latest.as_deref() != Some(record.manifest.as_str()) {
+            // A site's first version says so; a later one's changes are recorded by whoever
+            // compared it with the one before (`describe_version`).
+            let changes = latest.is_none().then_some(r#"["first version"]"#);
+            bind!(
+                sqlx::query(
+                    "INSERT INTO site_versions (site_id, manifest, fetched_at, changes) VALUES ($1, $2, $3, $4)"
+                ),
+                record.id,
+                &record.manifest,
+                now,
+                changes
+            )
+            .execute(&mut *conn)
+            .await?;
+        }
+        Ok(record)
+    })
+}
+
+/// The platform's copy of each site's manifest and its versions, whoever has the site.
+#[async_trait]
+pub trait Sites: Send + Sync {
+    /// Records a site's manifest (creating the site, or replacing its manifest), clearing any
+    /// stale mark.
+    async fn save_site(&self, fetched: &FetchedManifest<'_>, now: i64) -> Result<SiteRecord, StoreError>;
+    /// The site's current version: the newest, whose text is the site's manifest.
+    async fn current_version(&self, site_id: i64) -> Result<Option<Version>, StoreError>;
+    /// The current version of every site in the user's vault, as (site id, version id).
+    async fn current_versions(&self, user_id: i64) -> Result<Vec<(i64, i64)>, StoreError>;
+    /// The versions of a site's manifest, newest first.
+    async fn versions(&self, site_id: i64) -> Result<Vec<Version>, StoreError>;
+    /// What the versions list shows of a site's versions, newest first, without their texts:
+    /// each with its stored changes and whether its text is `approved`.
+    async fn version_summaries(&self, site_id: i64, approved: &str) -> Result<Vec<VersionSummary>, StoreError>;
+    /// Records what changed in the site's version whose text is `manifest` (JSON lines), where
+    /// nothing is recorded yet.
+    async fn describe_version(&self, site_id: i64, manifest: &str, changes: &str) -> Result<(), StoreError>;
+    /// Deletes the versions of a site (of every site, for `None`) beyond its newest `keep`,
+    /// except those a user still has approved (`vault.approved_manifest`) or kept against
+    /// (`vault.kept_version`); returns how many went.
+    async fn prune_versions(&self, site_id: Option<i64>, keep: i64) -> Result<u64, StoreError>;
+    /// Records that a refresh failed; the last valid manifest stays in use.
+    async fn mark_stale(&self, site_id: i64, error: &str) -> Result<(), StoreError>;
+    /// Records that a refresh found the manifest unchanged.
+    async fn touch_site(&self, site_id: i64, now: i64) -> Result<(), StoreError>;
+    /// A site by its id, whoever has it (the Directory's owner pages).
+    async fn site(&self, id: i64) -> Result<Option<SiteRecord>, StoreError>;
+    /// Sites last fetched before `before`, oldest first, at most `limit`.
+    async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>, StoreError>;
+}
+
+#[async_trait]
+impl Sites for Database {
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn save_site(&self, fetched: &FetchedManifest<'_>, now: i64) -> Result<SiteRecord, StoreError> {
+        on!(&self.pool, |pool| {
+            let mut tx = pool.begin().await?;
+            let record = save_site_on((&mut *tx).into(), fetched, now).await?;
+            tx.commit().await?;
+            Ok(record)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn current_version(&self, site_id: i64) -> Result<Option<Version>, StoreError> {
+        on!(&self.pool, |pool| {
+            let sql = "SELECT id, fetched_at, manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC LIMIT 1";
+            Ok(sqlx::query_as(sql).bind(site_id).fetch_optional(pool).await?)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn current_versions(&self, user_id: i64) -> Result<Vec<(i64, i64)>, StoreError> {
+        on!(&self.pool, |pool| {
+            let sql = "SELECT v.site_id, max(sv.id) FROM vault v JOIN site_versions sv ON sv.site_id = v.site_id
+                       WHERE v.user_id = $1 GROUP BY v.site_id";
+            Ok(sqlx::query_as(sql).bind(user_id).fetch_all(pool).await?)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn versions(&self, site_id: i64) -> Result<Vec<Version>, StoreError> {
+        on!(&self.pool, |pool| {
+            let sql = "SELECT id, fetched_at, manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC";
+            Ok(sqlx::query_as(sql).bind(site_id).fetch_all(pool).await?)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn version_summaries(&self, site_id: i64, approved: &str) -> Result<Vec<VersionSummary>, StoreError> {
+        on!(&self.pool, |pool| {
+            let sql = "SELECT id, fetched_at, changes, manifest = $2 AS approved FROM site_versions
+                       WHERE site_id = $1 ORDER BY id DESC";
+            Ok(bind!(sqlx::query_as(sql), site_id, approved).fetch_all(pool).await?)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn describe_version(&self, site_id: i64, manifest: &str, changes: &str) -> Result<(), StoreError> {
+        on!(&self.pool, |pool| {
+            let sql = "UPDATE site_versions SET changes = $3
+                       WHERE site_id = $1 AND manifest = $2 AND changes IS NULL";
+            bind!(sqlx::query(sql), site_id, manifest, changes).execute(pool).await?;
+            Ok(())
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn prune_versions(&self, site_id: Option<i64>, keep: i64) -> Result<u64, StoreError> {
+        on!(&self.pool, |pool| {
+            // The newest `keep` of each site by rank; an approved text is compared with the
+            // approvals of the same site only (through the vault's site index).
+            let sql = "DELETE FROM site_versions WHERE id IN (
+                           SELECT id FROM (
+                               SELECT sv.id, sv.site_id, sv.manifest,
+                                      row_number() OVER (PARTITION BY sv.site_id ORDER BY sv.id DESC) AS newer
+                               FROM site_versions sv WHERE $1 IS NULL OR sv.site_id = $1
+                           ) ranked
+                           WHERE ranked.newer > $2
+                             AND NOT EXISTS (SELECT 1 FROM vault v WHERE v.site_id = ranked.site_id
+                                             AND (v.kept_version = ranked.id OR v.approved_manifest = ranked.manifest)))";
+            let done = bind!(sqlx::query(sql), site_id, keep).execute(pool).await?;
+            Ok(done.rows_affected())
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn mark_stale(&self, site_id: i64, error: &str) -> Result<(), StoreError> {
+        on!(&self.pool, |pool| {
+            bind!(sqlx::query("UPDATE sites SET stale_error = $1 WHERE id = $2"), &*storable(error), site_id)
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn touch_site(&self, site_id: i64, now: i64) -> Result<(), StoreError> {
+        on!(&self.pool, |pool| {
+            bind!(sqlx::query("UPDATE sites SET fetched_at = $1, stale_error = NULL WHERE id = $2"), now, site_id)
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn site(&self, id: i64) -> Result<Option<SiteRecord>, StoreError> {
+        on!(&self.pool, |pool| {
+            let sql = concat!("SELECT ", site_columns!(), " FROM sites s WHERE s.id = $1");
+            Ok(sqlx::query_as(sql).bind(id).fetch_optional(pool).await?)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>, StoreError> {
+        on!(&self.pool, |pool| {
+            let sql = concat!(
+                "SELECT ",
+                site_columns!(),
+                " FROM sites s WHERE s.fetched_at < $1 ORDER BY s.fetched_at LIMIT $2"
+            );
+            Ok(bind!(sqlx::query_as(sql), before, limit).fetch_all(pool).await?)
+        })
+    }
+}

@@ -1,0 +1,58 @@
+//! What every domain module's queries share: the dispatch that runs a query written once on
+//! whichever backend the store is ([`on!`]), binding in turn, and the column lists several
+//! domains read. Declared first in `lib.rs`, so that every module may use these macros.
+//!
+//! A query is written once with `$N` placeholders, which sqlx's SQLite reads as numbered
+//! parameters too; [`on!`] compiles its body once per backend, so that each keeps sqlx's own
+//! types and fast paths. Functions generic over `sqlx::Database` would need bounds (an
+//! executor for every connection type, `Encode` and `Type` for every bound value) longer than
+//! the queries, and `sqlx::Any` would lose the backends' fast paths.
+
+/// Runs `$body` with `$name` bound to the side of `$either` (a [`crate::database::Backend`]:
+/// a pool, a transaction or a connection) the store has: the body is written once and compiled
+/// for each backend.
+///
+/// ```ignore
+/// on!(&self.pool, |pool| sqlx::query("DELETE FROM sessions WHERE token_hash = $1").bind(hash).execute(pool).await)?;
+/// ```
+macro_rules! on {
+    ($either:expr, |$name:ident| $body:expr) => {
+        match $either {
+            $crate::database::Backend::Sqlite($name) => $body,
+            $crate::database::Backend::Postgres($name) => $body,
+        }
+    };
+}
+
+/// `$query` with each value bound in turn: the values read in the order of their `$N`.
+macro_rules! bind {
+    ($query:expr, $($value:expr),+ $(,)?) => {
+        $query$(.bind($value))+
+    };
+}
+
+/// Runs the `INSERT … RETURNING` `$sql` of one row with `$value`s bound, read as the caller's
+/// return type; a unique violation is a [`crate::StoreError::Conflict`] over `$what`.
+macro_rules! insert_one {
+    ($executor:expr, $what:expr, $sql:expr, $($value:expr),+ $(,)?) => {
+        bind!(sqlx::query_as($sql), $($value),+)
+            .fetch_one($executor)
+            .await
+            .map_err(|e| $crate::error::conflict(e, $what))
+    };
+}
+
+/// The columns a [`crate::SiteRecord`] is read from, on a query over `sites s`.
+macro_rules! site_columns {
+    () => {
+        "s.id, s.origin, s.manifest_url, s.manifest, s.etag, s.last_modified, s.fetched_at, s.stale_error"
+    };
+}
+
+/// The columns a [`crate::Found`] listing is read from, on a query over `listings l JOIN sites
+/// s`: the listing of every search, shared and per dialect.
+macro_rules! found_columns {
+    () => {
+        "l.site_id, l.claim_id, l.listed, l.suspended_reason, l.name, l.description, l.tools, l.verified_at, s.origin"
+    };
+}

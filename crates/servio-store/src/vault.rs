@@ -1,0 +1,368 @@
+//! Vaults: the sites each user added, with their sealed credentials, the manifest each user
+//! approved, and the OAuth "Connect" attempts in progress ([`Vault`]).
+
+use async_trait::async_trait;
+
+use crate::database::Database;
+use crate::error::conflict;
+use crate::sites::save_site_on;
+use crate::{FetchedManifest, SiteRecord, Sites, StoreError, Version};
+
+/// One site of a user's vault.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct VaultEntry {
+    /// The site.
+    #[sqlx(flatten)]
+    pub site: SiteRecord,
+    /// The sealed credential, when the user gave one.
+    pub credential: Option<Vec<u8>>,
+    /// The manifest the user approved (the one current when they added the site, until they
+    /// approve another).
+    pub approved_manifest: Option<String>,
+    /// The site's version the user chose to keep their approved manifest against ("keep the
+    /// approved version"): its changes are not offered again until the site changes again.
+    pub kept_version: Option<i64>,
+}
+
+/// What an approval (or keeping the approved version) came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Done.
+    Done,
+    /// The site is not in the user's vault.
+    NotInVault,
+    /// The version named is no longer the site's current one; `current` is.
+    NotCurrent {
+        /// The site's current version.
+        current: Option<Version>,
+    },
+}
+
+/// Makes the sealed credential of a site from its id (the id is part of what the seal binds).
+pub type Sealer<'a> = &'a (dyn Fn(i64) -> Vec<u8> + Send + Sync);
+
+/// An OAuth "Connect" started and not yet finished (kept in the table `oauth_attempts`), found
+/// again by the hash of its `state` when the browser comes back.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct StartedConnect {
+    /// SHA-256 of the connect's `state`, in hex.
+    pub state_hash: String,
+    /// Who started it.
+    pub user_id: i64,
+    /// For which vault site.
+    pub site_id: i64,
+    /// What the platform needs to finish it (endpoints, client, PKCE verifier), sealed.
+    pub sealed: Vec<u8>,
+    /// When it was started.
+    pub created_at: i64,
+    /// When it is no longer good.
+    pub expires_at: i64,
+}
+
+impl Database {
+    /// Runs an approval's `sql` (binds: user, site, version), guarded by the version being the
+    /// site's current one, and says what it came to.
+    async fn decide(
+        &self,
+        sql: &'static str,
+        user_id: i64,
+        site_id: i64,
+        version_id: i64,
+    ) -> Result<Approval, StoreError> {
+        let done = on!(&self.pool, |pool| {
+            bind!(sqlx::query(sql), user_id, site_id, version_id).execute(pool).await.map(|done| done.rows_affected())
+        })?;
+        if done > 0 {
+            return Ok(Approval::Done);
+        }
+        let sql = "SELECT site_id FROM vault WHERE user_id = $1 AND site_id = $2";
+        let in_vault: Option<i64> =
+            on!(&self.pool, |pool| bind!(sqlx::query_scalar(sql), user_id, site_id).fetch_optional(pool).await)?;
+        if in_vault.is_none() {
+            return Ok(Approval::NotInVault);
+        }
+        let current = self.current_version(site_id).await?;
+        Ok(Approval::NotCurrent { current })
+    }
+}
+
+/// The sites of each user's vault, their credentials and approvals.
+#[async_trait]
+pub trait Vault: Send + Sync {
+    /// Puts a site in a user's vault; [`StoreError::Conflict`] when it is there already.
+    async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<(), StoreError>;
+    /// Saves the fetched manifest as its site's current one and adds the site to the user's
+    /// vault with the credential `seal` makes for the site's id, all in one transaction: a
+    /// failure leaves no vault entry without its credential, nor a credential without it.
+    async fn add_site(
+        &self,
+        fetched: &FetchedManifest<'_>,
+        user_id: i64,
+        seal: Option<Sealer<'_>>,
+        now: i64,
+    ) -> Result<SiteRecord, StoreError>;
+    /// The sites in a user's vault, oldest first.
+    async fn vault(&self, user_id: i64) -> Result<Vec<SiteRecord>, StoreError>;
+    /// One site of a user's vault; `None` when it is not theirs.
+    async fn vault_entry(&self, user_id: i64, site_id: i64) -> Result<Option<VaultEntry>, StoreError>;
+
+    /// Every site of a user's vault with its credential and approved manifest, oldest first.
+    async fn vault_entries(&self, user_id: i64) -> Result<Vec<VaultEntry>, StoreError>;
+    /// Sets (or clears) the encrypted credential of a vault entry; false when there is none.
+    async fn set_credential(&self, user_id: i64, site_id: i64, credential: Option<&[u8]>) -> Result<bool, StoreError>;
+    /// Takes a site out of a user's vault, with what was collected for them from it (values,
+    /// attempts, jobs); false when it was not there.
+    async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError>;
+    /// Approves, for this user, the version `version_id` of the site's manifest, only while it
+    /// is the site's current one (checked in the same statement): a user approves the text they
+    /// were shown, never one saved since.
+    async fn approve(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval, StoreError>;
+    /// Keeps the user's approved manifest and stops offering the changes up to `version_id`,
+    /// the site's current version (guarded as [`Vault::approve`]), until the site changes again.
+    async fn keep_approved(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval, StoreError>;
+    /// The users who have the site in their vault.
+    async fn site_users(&self, site_id: i64) -> Result<Vec<i64>, StoreError>;
+    /// Approves `judged`, a text of the site's manifest whose change from `previous` needs no
+    /// approval, for every user whose approved manifest is `previous` (exactly these texts,
+    /// whatever the site's row holds by now); returns those users.
+    async fn advance_approvals(&self, site_id: i64, previous: &str, judged: &str) -> Result<Vec<i64>, StoreError>;
+    /// Keeps a started Connect; expired ones go, and the user's oldest beyond `keep`.
+    async fn keep_started_connect(&self, attempt: &StartedConnect, keep: i64, now: i64) -> Result<(), StoreError>;
+    /// Takes (and so ends) the started Connect of `user_id` with this state hash, unless expired.
+    async fn take_started_connect(
+        &self,
+        state_hash: &str,
+        user_id: i64,
+        now: i64,
+    ) -> Result<Option<StartedConnect>, StoreError>;
+}
+
+#[async_trait]
+impl Vault for Database {
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<(), StoreError> {
+        on!(&self.pool, |pool| {
+            bind!(
+                sqlx::query(
+                    "INSERT INTO vault (user_id, site_id, added_at, approved_manifest)
+                     SELECT $1, $2, $3, manifest FROM sites WHERE id = $2",
+                ),
+                user_id,
+                site_id,
+                now
+            )
+            .execute(pool)
+            .await
+            .map_err(|e| conflict(e, "this site in your vault"))?;
+            Ok(())
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn add_site(
+        &self,
+        fetched: &FetchedManifest<'_>,
+        user_id: i64,
+        seal: Option<Sealer<'_>>,
+        now: i64,
+    ) -> Result<SiteRecord, StoreError> {
+        on!(&self.pool, |pool| {
+            let mut tx = pool.begin().await?;
+            let record = save_site_on((&mut *tx).into(), fetched, now).await?;
+            let credential = seal.map(|seal| seal(record.id));
+            bind!(
+                sqlx::query(
+                    "INSERT INTO vault (user_id, site_id, added_at, approved_manifest, credential)
+                     VALUES ($1, $2, $3, $4, $5)",
+                ),
+                user_id,
+                record.id,
+                now,
+                &record.manifest,
+                credential
+            )
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| conflict(e, "this site in your vault"))?;
+            tx.commit().await?;
+            Ok(record)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn vault(&self, user_id: i64) -> Result<Vec<SiteRecord>, StoreError> {
+        on!(&self.pool, |pool| {
+            let sql = concat!(
+                "SELECT ",
+                site_columns!(),
+                " FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 ORDER BY v.added_at, s.id"
+            );
+            Ok(sqlx::query_as(sql).bind(user_id).fetch_all(pool).await?)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn vault_entry(&self, user_id: i64, site_id: i64) -> Result<Option<VaultEntry>, StoreError> {
+        on!(&self.pool, |pool| {
+            let sql = concat!(
+                "SELECT ",
+                site_columns!(),
+                ", v.credential, v.approved_manifest, v.kept_version
+                 FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 AND v.site_id = $2"
+            );
+            Ok(bind!(sqlx::query_as(sql), user_id, site_id).fetch_optional(pool).await?)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn vault_entries(&self, user_id: i64) -> Result<Vec<VaultEntry>, StoreError> {
+        on!(&self.pool, |pool| {
+            let sql = concat!(
+                "SELECT ",
+                site_columns!(),
+                ", v.credential, v.approved_manifest, v.kept_version
+                 FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 ORDER BY v.added_at, s.id"
+            );
+            Ok(sqlx::query_as(sql).bind(user_id).fetch_all(pool).await?)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn set_credential(&self, user_id: i64, site_id: i64, credential: Option<&[u8]>) -> Result<bool, StoreError> {
+        on!(&self.pool, |pool| {
+            let done = bind!(
+                sqlx::query("UPDATE vault SET credential = $1 WHERE user_id = $2 AND site_id = $3"),
+                credential,
+                user_id,
+                site_id
+            )
+            .execute(pool)
+            .await?;
+            Ok(done.rows_affected() > 0)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError> {
+        on!(&self.pool, |pool| {
+            let mut tx = pool.begin().await?;
+            let done = bind!(sqlx::query("DELETE FROM vault WHERE user_id = $1 AND site_id = $2"), user_id, site_id)
+                .execute(&mut *tx)
+                .await?;
+            if done.rows_affected() == 0 {
+                // Ended here rather than by dropping it: a dropped transaction's rollback is
+                // queued behind the connection's return, and the next writer on a busy
+                // machine found the in-memory SQLite database still locked.
+                tx.rollback().await?;
+                return Ok(false);
+            }
+            // What was collected for the user from the site goes with it (the call log
+            // stays: it is the user's record of what their AI clients did).
+            for sql in [
+                "DELETE FROM jobs WHERE user_id = $1 AND site_id = $2",
+                "DELETE FROM collection_attempts WHERE user_id = $1 AND site_id = $2",
+                "DELETE FROM metric_values WHERE user_id = $1 AND site_id = $2",
+            ] {
+                bind!(sqlx::query(sql), user_id, site_id).execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+            Ok(true)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn approve(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval, StoreError> {
+        // The version must still be the site's current one in the same statement: a
+        // user approves the text they were shown, never one saved since.
+        let sql = "UPDATE vault SET approved_manifest =
+                       (SELECT manifest FROM site_versions WHERE id = $3 AND site_id = $2),
+                   kept_version = NULL
+                   WHERE user_id = $1 AND site_id = $2
+                     AND $3 = (SELECT max(id) FROM site_versions WHERE site_id = $2)";
+        self.decide(sql, user_id, site_id, version_id).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn keep_approved(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval, StoreError> {
+        let sql = "UPDATE vault SET kept_version = $3
+                   WHERE user_id = $1 AND site_id = $2
+                     AND $3 = (SELECT max(id) FROM site_versions WHERE site_id = $2)";
+        self.decide(sql, user_id, site_id, version_id).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn site_users(&self, site_id: i64) -> Result<Vec<i64>, StoreError> {
+        on!(&self.pool, |pool| {
+            let sql = "SELECT user_id FROM vault WHERE site_id = $1 ORDER BY user_id";
+            Ok(sqlx::query_scalar(sql).bind(site_id).fetch_all(pool).await?)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn advance_approvals(&self, site_id: i64, previous: &str, judged: &str) -> Result<Vec<i64>, StoreError> {
+        on!(&self.pool, |pool| {
+            // `judged` itself, not whatever the site's row holds by now: another process may
+            // have saved a newer text, which nobody has judged for these users.
+            let sql = "UPDATE vault SET approved_manifest = $3
+                       WHERE site_id = $1 AND approved_manifest = $2 RETURNING user_id";
+            Ok(bind!(sqlx::query_scalar(sql), site_id, previous, judged).fetch_all(pool).await?)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn keep_started_connect(&self, attempt: &StartedConnect, keep: i64, now: i64) -> Result<(), StoreError> {
+        on!(&self.pool, |pool| {
+            let mut tx = pool.begin().await?;
+            sqlx::query("DELETE FROM oauth_attempts WHERE expires_at < $1").bind(now).execute(&mut *tx).await?;
+            bind!(
+                sqlx::query(
+                    "INSERT INTO oauth_attempts (state_hash, user_id, site_id, sealed, created_at, expires_at)
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                ),
+                &attempt.state_hash,
+                attempt.user_id,
+                attempt.site_id,
+                &attempt.sealed,
+                attempt.created_at,
+                attempt.expires_at
+            )
+            .execute(&mut *tx)
+            .await?;
+            bind!(
+                sqlx::query(
+                    "DELETE FROM oauth_attempts WHERE user_id = $1 AND state_hash NOT IN
+                     (SELECT state_hash FROM oauth_attempts WHERE user_id = $1
+                      ORDER BY created_at DESC, state_hash LIMIT $2)",
+                ),
+                attempt.user_id,
+                keep
+            )
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn take_started_connect(
+        &self,
+        state_hash: &str,
+        user_id: i64,
+        now: i64,
+    ) -> Result<Option<StartedConnect>, StoreError> {
+        on!(&self.pool, |pool| {
+            let taken: Option<StartedConnect> = bind!(
+                sqlx::query_as(
+                    "DELETE FROM oauth_attempts WHERE state_hash = $1 AND user_id = $2
+                     RETURNING state_hash, user_id, site_id, sealed, created_at, expires_at",
+                ),
+                state_hash,
+                user_id
+            )
+            .fetch_optional(pool)
+            .await?;
+            Ok(taken.filter(|attempt| attempt.expires_at >= now))
+        })
+    }
+}
