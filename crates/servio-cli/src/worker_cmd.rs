@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use servio_collector::{Collector, Credentials, WorkerConfig};
-use servio_platform::notices::{announce, context_notice, new_values_notices};
+use servio_platform::notices::{announce, notices_of};
 
 use crate::cli::WorkerArgs;
 use crate::platform::{KeyFile, backend, check_key};
@@ -29,13 +29,17 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
         // OAuth renewals name the platform's callback URL.
         let oauth = platform.oauth("http://127.0.0.1:8080".into())?;
         let store: Arc<dyn servio_store::Store> = Arc::from(store);
+        // What this worker's writes change (new values, renewed OAuth tokens) is what the
+        // platform's processes must not keep showing or using. Held weakly: the store holds
+        // the hook.
+        let announcing = Arc::downgrade(&store);
+        store.on_change(Box::new(move |changes| {
+            if let Some(store) = announcing.upgrade() {
+                announce(store, notices_of("worker", changes));
+            }
+        }));
         let credentials = Credentials::new(store.clone(), client.clone(), Arc::new(secrets), Arc::new(oauth));
-        // A renewed OAuth token is what the platform's gateways must not keep using.
-        let announcing = store.clone();
-        credentials.on_change(move |change| announce(announcing.clone(), context_notice(change.user_id)));
         let collector = Collector::with_checks(store.clone(), client, Arc::new(credentials), platform.checks.config());
-        // New values are what the platform's kept dashboards must not keep showing.
-        collector.on_stored(move |users| announce(store.clone(), new_values_notices(users)));
         let owner = args.id.clone().unwrap_or_else(|| servio_collector::process_owner("worker"));
         let config = WorkerConfig {
             owner: owner.clone(),

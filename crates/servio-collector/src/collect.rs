@@ -347,9 +347,6 @@ impl Collector {
         let written = reading.to_write(None);
         self.store.record_result(&slot, &written, at.as_second()).await?;
         count_collection(&written, true);
-        if written.value().is_some() {
-            self.stored(vec![user.id]);
-        }
         Ok(reading.outcome)
     }
 

@@ -9,7 +9,7 @@
 //! sent again: [`Credentials::send_with_renewal`] is that rule, for every caller.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use servio_client::oauth::{OAuthSite, Tokens};
@@ -135,18 +135,6 @@ pub enum Renewal<'a> {
     Refused(&'a str),
 }
 
-/// Whose credential changed: told to every hook registered with [`Credentials::on_change`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CredentialChange {
-    /// The user.
-    pub user_id: i64,
-    /// The vault site.
-    pub site_id: i64,
-}
-
-/// A hook told of every credential this process stores.
-type ChangeHook = Arc<dyn Fn(CredentialChange) + Send + Sync>;
-
 /// Whether a call was sent again after a `401`, by [`Credentials::send_with_renewal`].
 #[derive(Debug)]
 pub enum Retried {
@@ -180,7 +168,6 @@ pub struct Credentials {
     /// One lock per (user, site) that ever renewed in this process: as many as vault entries
     /// with OAuth tokens, at most.
     locks: Mutex<HashMap<(i64, i64), EntryLock>>,
-    hooks: RwLock<Vec<ChangeHook>>,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -193,7 +180,7 @@ impl Credentials {
     /// The credentials of `store`, sealed with `secrets`, renewed through `client` as `oauth`
     /// says.
     pub fn new(store: Arc<dyn Vault>, client: Client, secrets: Arc<Secrets>, oauth: Arc<OAuthConfig>) -> Credentials {
-        Credentials { store, client, secrets, oauth, locks: Mutex::default(), hooks: RwLock::default() }
+        Credentials { store, client, secrets, oauth, locks: Mutex::default() }
     }
 
     /// The sealing key (the platform also seals its OAuth "Connect" attempts with it).
@@ -204,19 +191,6 @@ impl Credentials {
     /// The OAuth client settings.
     pub fn oauth(&self) -> &Arc<OAuthConfig> {
         &self.oauth
-    }
-
-    /// Registers `hook`, told of every credential this process stores (set by a user, or
-    /// renewed), so that caches holding the old one can drop it.
-    pub fn on_change(&self, hook: impl Fn(CredentialChange) + Send + Sync + 'static) {
-        self.hooks.write().unwrap_or_else(|poisoned| poisoned.into_inner()).push(Arc::new(hook));
-    }
-
-    fn changed(&self, user_id: i64, site_id: i64) {
-        let hooks = self.hooks.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
-        for hook in hooks {
-            hook(CredentialChange { user_id, site_id });
-        }
     }
 
     fn seal(&self, user_id: i64, site_id: i64, credential: &Credential) -> Vec<u8> {
@@ -233,11 +207,7 @@ impl Credentials {
     /// false when the site is not in their vault.
     pub async fn set_credential(&self, user_id: i64, site_id: i64, credential: &Credential) -> Result<bool, Error> {
         let sealed = self.seal(user_id, site_id, credential);
-        let stored = self.store.set_credential(user_id, site_id, Some(&sealed)).await?;
-        if stored {
-            self.changed(user_id, site_id);
-        }
-        Ok(stored)
+        Ok(self.store.set_credential(user_id, site_id, Some(&sealed)).await?)
     }
 
     /// Saves a fetched manifest and adds its site to `user_id`'s vault with `credential`
@@ -250,9 +220,7 @@ impl Credentials {
         now: i64,
     ) -> Result<SiteRecord, Error> {
         let seal = |site_id: i64| credential.map(|c| self.seal(user_id, site_id, c)).unwrap_or_default();
-        let record = self.store.add_site(fetched, user_id, credential.is_some().then_some(&seal), now).await?;
-        self.changed(user_id, record.id);
-        Ok(record)
+        Ok(self.store.add_site(fetched, user_id, credential.is_some().then_some(&seal), now).await?)
     }
 
     /// The bearer token for `user_id` at `site`, renewing OAuth tokens as `when` says and

@@ -565,12 +565,8 @@ async fn commit(collector: &Collector, done: &[Done], now: Timestamp) -> Result<
         .collect();
     let committed = collector.store.complete_jobs(&completions, now.as_second()).await?;
     let mut summary = Summary::default();
-    let mut users = Vec::new();
     for ((completion, committed), (_, resolution)) in completions.iter().zip(committed).zip(done) {
         crate::collect::count_collection(&completion.result, committed);
-        if committed && completion.result.value().is_some() {
-            users.push(completion.job.user_id);
-        }
         match (&completion.result, committed) {
             (_, false) => summary.fenced_out += 1,
             // Not asked: the period has not ended in the user's zone yet.
@@ -581,7 +577,6 @@ async fn commit(collector: &Collector, done: &[Done], now: Timestamp) -> Result<
             (CollectionResult::Abandoned, true) => {}
         }
     }
-    collector.stored(users);
     Ok(summary)
 }
 

@@ -71,16 +71,12 @@ pub struct Collector {
     client: Client,
     credentials: Arc<Credentials>,
     manifests: Arc<ManifestCache>,
-    stored_hooks: Arc<std::sync::RwLock<Vec<StoredHook>>>,
     backfill_limits: jobs::BackfillLimits,
     /// Told when this process queues jobs, so that an idle worker claims them at once.
     queued: Arc<tokio::sync::Notify>,
     /// Held per user while a backfill is counted against its limit and queued.
     backfilling: Arc<jobs::UserLocks>,
 }
-
-/// Told the users who have new values, after each commit that stored some.
-type StoredHook = Arc<dyn Fn(&[i64]) + Send + Sync>;
 
 impl std::fmt::Debug for Collector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -107,7 +103,6 @@ impl Collector {
             client,
             credentials,
             manifests,
-            stored_hooks: Arc::default(),
             backfill_limits: BackfillLimits::default(),
             queued: Arc::default(),
             backfilling: Arc::default(),
@@ -119,25 +114,6 @@ impl Collector {
     pub fn with_backfill_limits(mut self, limits: BackfillLimits) -> Collector {
         self.backfill_limits = limits;
         self
-    }
-
-    /// Calls `hook` with the users who have new values, after each commit that stored some
-    /// (a job group, a backfill's period): what keeps rendered dashboards must drop them.
-    pub fn on_stored(&self, hook: impl Fn(&[i64]) + Send + Sync + 'static) {
-        self.stored_hooks.write().unwrap_or_else(|poisoned| poisoned.into_inner()).push(Arc::new(hook));
-    }
-
-    /// Tells the hooks of [`Collector::on_stored`] about `users` (each once, in any order).
-    pub(crate) fn stored(&self, mut users: Vec<i64>) {
-        if users.is_empty() {
-            return;
-        }
-        users.sort_unstable();
-        users.dedup();
-        let hooks = self.stored_hooks.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
-        for hook in hooks {
-            hook(&users);
-        }
     }
 
     /// The store it collects into.

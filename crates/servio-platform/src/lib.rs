@@ -154,15 +154,12 @@ impl AppState {
         metrics::handle();
         let notices = Arc::new(notices::Notices::default());
         notices.announce_through(collector.store().clone());
+        notices.hear_store(collector.store().as_ref());
         // Each part that keeps something of a user hears the notices of that user, in this
         // order: the catalogue first, then the caches, then (in `Notices::apply`) MCP streams.
         let gateway = Arc::new(gateway::Gateway::new(cache_bytes.catalogues));
         let kept = gateway.clone();
         notices.on_change(move |change| kept.drop_kept(change));
-        // A stored credential, new or renewed, is what the gateway's kept catalogue must not
-        // keep using.
-        let told = notices.clone();
-        collector.credentials().on_change(move |change| told.context_changed(change.user_id));
         // New values, here or (through the notices) in another process, make the user's kept
         // dashboards stale.
         let dashboards = Arc::new(routes::dashboard::cache::DashboardCache::new(cache_bytes.dashboards));
@@ -171,8 +168,6 @@ impl AppState {
         let figures = Arc::new(routes::dashboard::cache::FiguresCache::figures(cache_bytes.figures));
         let stale = figures.clone();
         notices.on_change(move |change| stale.forget(change));
-        let told = notices.clone();
-        collector.on_stored(move |users| told.values_changed(users));
         // API tokens revoked here or in another process are not reused from what is kept.
         let tokens = Arc::<auth::TokenCache>::default();
         let revoked = tokens.clone();

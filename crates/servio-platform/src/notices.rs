@@ -2,11 +2,16 @@
 //! part of this process that keeps something of them is told ([`Notices::on_change`], the
 //! gateway's catalogues, the dashboards, the token cache), the MCP streams hear it
 //! ([`Notices::subscribe`]), and so do the other processes sharing the database (PostgreSQL
-//! `NOTIFY`, heard by [`hear_other_processes`]). A worker, which has no platform state, sends
-//! its notices with [`announce`].
+//! `NOTIFY`, heard by [`hear_other_processes`]).
+//!
+//! The changes come from the store: each write that changes such state tells its
+//! [`Change`]s once it committed ([`Notices::hear_store`]), so that no route, job or refresh
+//! has one to remember. A worker, which has no platform state, announces the changes of its
+//! store with [`announce`] and [`notices_of`].
 
 use std::sync::{Arc, OnceLock, RwLock};
 
+pub use servio_store::Change;
 use servio_store::Operations;
 use tokio::sync::{broadcast, mpsc};
 
@@ -43,65 +48,18 @@ impl Default for Notices {
     }
 }
 
-/// A change of a user's state that what is kept of them depends on, as the processes sharing a
-/// database tell each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
-    /// The user's catalogue changed: drop what is kept, and tell their MCP clients.
-    Catalogue(i64),
-    /// The user's credentials or log setting changed: drop what is kept.
-    Context(i64),
-    /// The user has new values (the dashboard).
-    Values(i64),
-    /// Some of the user's API tokens were revoked: MCP streams opened with one of them end.
-    Access(i64),
-}
-
 /// The longest notice sent: PostgreSQL takes up to 8,000 bytes.
 const NOTICE_LIMIT: usize = 7000;
 
-impl Change {
-    /// Whose change it is.
-    pub fn user_id(self) -> i64 {
-        let (Change::Catalogue(user_id) | Change::Context(user_id) | Change::Values(user_id) | Change::Access(user_id)) =
-            self;
-        user_id
-    }
-
-    fn word(self) -> &'static str {
-        match self {
-            Change::Catalogue(_) => "catalogue",
-            Change::Context(_) => "context",
-            Change::Values(_) => "values",
-            Change::Access(_) => "access",
-        }
-    }
-
-    /// The notice's text: `SENDER catalogue|context|values USER_ID`.
-    fn announcement(self, sender: &str) -> String {
-        format!("{sender} {} {}", self.word(), self.user_id())
-    }
-
-    /// The changes a notice tells of (`values` may name several users, comma-separated),
-    /// unless `own` sent it; none for text that is no notice.
-    fn heard(text: &str, own: &str) -> Vec<Change> {
-        let mut words = text.split(' ');
-        let (Some(sender), Some(word), Some(users), None) = (words.next(), words.next(), words.next(), words.next())
-        else {
-            return Vec::new();
-        };
-        if sender == own {
-            return Vec::new();
-        }
-        let change: fn(i64) -> Change = match word {
-            "catalogue" => Change::Catalogue,
-            "context" => Change::Context,
-            "values" => Change::Values,
-            "access" => Change::Access,
-            _ => return Vec::new(),
-        };
-        users.split(',').filter_map(|id| id.parse().ok()).map(change).collect()
-    }
+/// The changes a notice tells of (`SENDER WORD ID,ID,…`), unless `own` sent it; none for text
+/// that is no notice.
+fn heard_changes(text: &str, own: &str) -> Vec<Change> {
+    let mut words = text.split(' ');
+    let (Some(sender), Some(word), Some(users), None) = (words.next(), words.next(), words.next(), words.next()) else {
+        return Vec::new();
+    };
+    let Some(change) = Change::of_word(word).filter(|_| sender != own) else { return Vec::new() };
+    users.split(',').filter_map(|id| id.parse().ok()).map(change).collect()
 }
 
 /// The notices telling that `users` had a change of `word` (`catalogue`, `values`):
@@ -119,16 +77,15 @@ fn batched_notices(sender: &str, word: &str, users: &[i64]) -> Vec<String> {
     notices
 }
 
-/// The notice that `user_id`'s credentials changed, from a process without a gateway (a
-/// worker that renewed an OAuth token), so that the gateways drop what they keep of them.
-pub fn context_notice(user_id: i64) -> Vec<String> {
-    vec![Change::Context(user_id).announcement("worker")]
-}
-
-/// The notices that `users` have new values, from a process without a gateway (a worker), so
-/// that the platform's processes drop the dashboards they keep of them.
-pub fn new_values_notices(users: &[i64]) -> Vec<String> {
-    batched_notices("worker", "values", users)
+/// The notices telling of `changes` from `sender`, each run of changes of one kind in as few
+/// notices as fit.
+pub fn notices_of(sender: &str, changes: &[Change]) -> Vec<String> {
+    let mut notices = Vec::new();
+    for run in changes.chunk_by(|a, b| a.word() == b.word()) {
+        let users: Vec<i64> = run.iter().map(|change| change.user_id()).collect();
+        notices.extend(batched_notices(sender, run[0].word(), &users));
+    }
+    notices
 }
 
 /// Sends `notices` to the other processes sharing `store`, in the background and in order. A
@@ -148,48 +105,24 @@ async fn announce_now(store: &dyn Operations, notices: Vec<String>) {
 }
 
 impl Notices {
-    /// Tells connected MCP clients of `user_id` that their catalogue changed, here and in the
-    /// other processes sharing the database.
-    pub fn catalogue_changed(&self, user_id: i64) {
-        self.changed(Change::Catalogue(user_id));
-    }
-
-    /// Tells the MCP streams of `user_id`, here and in the other processes, that some of the
-    /// user's API tokens were revoked: a stream opened with one of them ends.
-    pub fn access_revoked(&self, user_id: i64) {
-        self.changed(Change::Access(user_id));
-    }
-
-    /// Tells that `user_id`'s credentials or log setting changed, so that what is kept of them
-    /// is dropped, here and in the other processes sharing the database.
-    pub fn context_changed(&self, user_id: i64) {
-        self.changed(Change::Context(user_id));
-    }
-
-    /// [`Notices::catalogue_changed`] for many users at once, in as few notices as fit.
-    pub fn catalogues_changed(&self, users: &[i64]) {
-        self.all_changed(Change::Catalogue, users);
-    }
-
-    /// Tells the dashboards of `users` that they have new values, here and in the other
-    /// processes sharing the database.
-    pub fn values_changed(&self, users: &[i64]) {
-        self.all_changed(Change::Values, users);
-    }
-
-    /// Applies `change` here and announces it to the other processes.
-    fn changed(&self, change: Change) {
-        self.apply(Some(change));
-        self.send(vec![change.announcement(&self.id)]);
-    }
-
-    /// Applies the change `of` each of `users` here, and announces them in as few notices as fit.
-    fn all_changed(&self, of: fn(i64) -> Change, users: &[i64]) {
-        let Some(word) = users.first().map(|first| of(*first).word()) else { return };
-        for user_id in users {
-            self.apply(Some(of(*user_id)));
+    /// Applies `changes`, made here (the store tells them: see [`Notices::hear_store`]), and
+    /// announces them to the other processes, in order.
+    pub fn told(&self, changes: &[Change]) {
+        for change in changes {
+            self.apply(Some(*change));
         }
-        self.send(batched_notices(&self.id, word, users));
+        self.send(notices_of(&self.id, changes));
+    }
+
+    /// Hears every change `store` makes from now on ([`Notices::told`]). The hook holds the
+    /// notices weakly: the notices hold the store.
+    pub fn hear_store(self: &Arc<Self>, store: &dyn Operations) {
+        let notices = Arc::downgrade(self);
+        store.on_change(Box::new(move |changes| {
+            if let Some(notices) = notices.upgrade() {
+                notices.told(changes);
+            }
+        }));
     }
 
     /// Calls `hook` with every change, made here or heard from another process, and with
@@ -209,7 +142,7 @@ impl Notices {
     pub fn heard(&self, heard: &servio_store::Heard) {
         match heard {
             servio_store::Heard::Change(text) => {
-                for change in Change::heard(text, &self.id) {
+                for change in heard_changes(text, &self.id) {
                     self.apply(Some(change));
                 }
             }
@@ -277,16 +210,17 @@ mod tests {
     /// many users and is split below PostgreSQL's limit; anything else is no notice.
     #[test]
     fn notices_round_trip_and_values_come_in_chunks() {
-        let text = Change::Catalogue(7).announcement("a");
-        assert_eq!(Change::heard(&text, "b"), [Change::Catalogue(7)]);
-        assert!(Change::heard(&text, "a").is_empty(), "one's own notice");
+        let texts = notices_of("a", &[Change::Catalogue(7), Change::Access(7), Change::Access(8)]);
+        assert_eq!(texts, ["a catalogue 7", "a access 7,8"]);
+        assert_eq!(heard_changes(&texts[0], "b"), [Change::Catalogue(7)]);
+        assert!(heard_changes(&texts[0], "a").is_empty(), "one's own notice");
         let users: Vec<i64> = (1_000_000..1_003_000).collect();
         let notices = batched_notices("a", "values", &users);
         assert!(notices.len() > 1 && notices.iter().all(|n| n.len() <= NOTICE_LIMIT + 20), "{}", notices.len());
-        let heard: Vec<i64> = notices.iter().flat_map(|n| Change::heard(n, "b")).map(Change::user_id).collect();
+        let heard: Vec<i64> = notices.iter().flat_map(|n| heard_changes(n, "b")).map(Change::user_id).collect();
         assert_eq!(heard, users);
         for junk in ["", "a", "a values", "a values 1 2", "a forget 1", "a values x"] {
-            assert!(Change::heard(junk, "b").is_empty(), "{junk:?}");
+            assert!(heard_changes(junk, "b").is_empty(), "{junk:?}");
         }
     }
 }

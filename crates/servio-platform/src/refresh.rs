@@ -126,21 +126,11 @@ async fn refresh_once(state: &AppState, site: &SiteRecord, wait: Wait) -> Result
         state.store.describe_version(site.id, &text, &lines).await?;
         // The approvals above are settled: the versions nobody uses any more can go.
         state.store.prune_versions(Some(site.id), state.retention.versions_per_site).await?;
-        catalogues_changed(state, site.id).await?;
     }
     if let Some(manifest) = &report.manifest {
         crate::routes::directory::recheck_listing(state, record.id, &record.origin, manifest).await?;
     }
     Ok(if changed { Outcome::Changed } else { Outcome::Unchanged })
-}
-
-/// Tells every user of the site, here and in the other processes, that their catalogue may have
-/// changed: an advanced approval changes it, a removed tool leaves it at once, and a change
-/// waiting for approval changes what their pages say.
-async fn catalogues_changed(state: &AppState, site_id: i64) -> Result<(), StoreError> {
-    let users = state.store.site_users(site_id).await?;
-    state.notices.catalogues_changed(&users);
-    Ok(())
 }
 
 async fn stale(state: &AppState, site: &SiteRecord, reason: String) -> Result<Outcome, RefreshError> {

@@ -2,9 +2,9 @@
 
 use async_trait::async_trait;
 
-use crate::StoreError;
 use crate::database::{Conn, Database};
 use crate::error::conflict;
+use crate::{Change, StoreError};
 
 /// An account.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -128,6 +128,7 @@ pub trait Accounts: Send + Sync {
     /// The user with this id.
     async fn user(&self, id: i64) -> Result<Option<User>, StoreError>;
     /// Changes a user's time zone.
+    /// Tells [`Change::Context`].
     async fn set_time_zone(&self, user_id: i64, time_zone: &str) -> Result<(), StoreError>;
 
     /// Records a session.
@@ -151,6 +152,7 @@ pub trait Accounts: Send + Sync {
     /// Deletes the user and, by cascade, everything that is theirs: sessions, API tokens, vault
     /// entries with their credentials, values, attempts, jobs, calls, claims and listings.
     /// False when there was no such user.
+    /// Tells [`Change::Access`] and [`Change::Catalogue`] when there was one.
     async fn delete_user(&self, user_id: i64) -> Result<bool, StoreError>;
     /// Deletes up to `limit` sessions that have expired or idled out; returns how many. Small
     /// batches keep each statement short next to the requests using the table.
@@ -172,8 +174,10 @@ pub trait Accounts: Send + Sync {
     /// A user's API tokens.
     async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>, StoreError>;
     /// Deletes one of a user's API tokens; false when there was none.
+    /// Tells [`Change::Access`] when there was one.
     async fn delete_api_token(&self, user_id: i64, id: i64) -> Result<bool, StoreError>;
     /// Deletes every API token of a user; how many there were.
+    /// Tells [`Change::Access`] when there were any.
     async fn delete_api_tokens(&self, user_id: i64) -> Result<u64, StoreError>;
 }
 
@@ -214,7 +218,10 @@ impl Accounts for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn set_time_zone(&self, user_id: i64, time_zone: &str) -> Result<(), StoreError> {
-        self.set_user_text("UPDATE users SET time_zone = $1 WHERE id = $2", time_zone, user_id).await
+        self.set_user_text("UPDATE users SET time_zone = $1 WHERE id = $2", time_zone, user_id).await?;
+        // Periods are the user's days: what is kept of them is of the old zone.
+        self.hooks.tell(&[Change::Context(user_id)]);
+        Ok(())
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -328,7 +335,7 @@ impl Accounts for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn delete_user(&self, user_id: i64) -> Result<bool, StoreError> {
-        on!(&self.pool, |pool| {
+        let result: Result<bool, StoreError> = on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
             // The account first: its cascade deletes the jobs, waiting for any completion
             // holding one, so that the values and attempts deleted next include what it
@@ -341,7 +348,12 @@ impl Accounts for Database {
             }
             tx.commit().await?;
             Ok(done.rows_affected() > 0)
-        })
+        });
+        let deleted = result?;
+        if deleted {
+            self.hooks.tell(&[Change::Access(user_id), Change::Catalogue(user_id)]);
+        }
+        Ok(deleted)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -415,19 +427,29 @@ impl Accounts for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn delete_api_token(&self, user_id: i64, id: i64) -> Result<bool, StoreError> {
-        on!(&self.pool, |pool| {
+        let result: Result<bool, StoreError> = on!(&self.pool, |pool| {
             let done = bind!(sqlx::query("DELETE FROM api_tokens WHERE id = $1 AND user_id = $2"), id, user_id)
                 .execute(pool)
                 .await?;
             Ok(done.rows_affected() > 0)
-        })
+        });
+        let deleted = result?;
+        if deleted {
+            self.hooks.tell(&[Change::Access(user_id)]);
+        }
+        Ok(deleted)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn delete_api_tokens(&self, user_id: i64) -> Result<u64, StoreError> {
-        on!(&self.pool, |pool| {
+        let result: Result<u64, StoreError> = on!(&self.pool, |pool| {
             let done = sqlx::query("DELETE FROM api_tokens WHERE user_id = $1").bind(user_id).execute(pool).await?;
             Ok(done.rows_affected())
-        })
+        });
+        let deleted = result?;
+        if deleted > 0 {
+            self.hooks.tell(&[Change::Access(user_id)]);
+        }
+        Ok(deleted)
     }
 }

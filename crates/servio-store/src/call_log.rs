@@ -2,9 +2,9 @@
 
 use async_trait::async_trait;
 
-use crate::StoreError;
 use crate::database::Database;
 use crate::text::{clipped, logged_arguments, storable, storable_opt};
+use crate::{Change, StoreError};
 
 /// One tool call made through the AI gateway, for the user's call log.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -80,6 +80,7 @@ pub trait CallLog: Send + Sync {
     /// Whether the gateway keeps the arguments of this user's tool calls in their log.
     async fn log_arguments(&self, user_id: i64) -> Result<bool, StoreError>;
     /// Sets whether the gateway keeps the arguments of this user's tool calls.
+    /// Tells [`Change::Context`].
     async fn set_log_arguments(&self, user_id: i64, keep: bool) -> Result<(), StoreError>;
     /// Appends tool calls to their users' logs, in one transaction, each field bounded (the
     /// tool name to [`LOGGED_TOOL_NAME_BYTES`], the arguments to [`LOGGED_ARGUMENTS_BYTES`]).
@@ -103,12 +104,15 @@ impl CallLog for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn set_log_arguments(&self, user_id: i64, keep: bool) -> Result<(), StoreError> {
-        on!(&self.pool, |pool| {
+        let result: Result<(), StoreError> = on!(&self.pool, |pool| {
             bind!(sqlx::query("UPDATE users SET log_arguments = $1 WHERE id = $2"), keep, user_id)
                 .execute(pool)
                 .await?;
             Ok(())
-        })
+        });
+        result?;
+        self.hooks.tell(&[Change::Context(user_id)]);
+        Ok(())
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 
 use crate::database::{Backend, Conn, Database};
 use crate::text::{storable, storable_opt};
-use crate::{SiteHealth, StoreError, User, VaultEntry, postgres, sqlite};
+use crate::{Change, SiteHealth, StoreError, User, VaultEntry, postgres, sqlite};
 
 /// How a collection attempt ended, as the attempt log keeps it (stored as its lowercase name,
 /// the same text as before it was typed).
@@ -454,6 +454,7 @@ pub trait Collection: Send + Sync {
     /// both) and its attempt (none for [`CollectionResult::Abandoned`]). Backfills write
     /// through this; jobs through [`Jobs::complete_jobs`](crate::Jobs::complete_jobs), which writes the same under the
     /// job's fence.
+    /// A value tells [`Change::Values`].
     async fn record_result(&self, slot: &Slot<'_>, result: &CollectionResult<'_>, now: i64) -> Result<(), StoreError>;
     /// The transient failures of a slot (its period key) so far.
     async fn retries(&self, slot: &Slot<'_>) -> Result<Retries, StoreError>;
@@ -501,6 +502,7 @@ pub trait Collection: Send + Sync {
     /// Stores many values in one transaction, each replacing an earlier one of its slot as
     /// [`Collection::record_result`] does, and logs no attempts: for seeding (benchmarks, imports),
     /// where one durable commit per value would take minutes.
+    /// Tells [`Change::Values`] of each user.
     async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError>;
     /// A user's values of several (site, metric key) pairs whose period starts at or after
     /// `since`, one [`Series`] per pair that has any, ordered by site and key: the dashboard's
@@ -511,13 +513,18 @@ pub trait Collection: Send + Sync {
 #[async_trait]
 impl Collection for Database {
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn record_result(&self, slot: &Slot<'_>, result: &CollectionResult<'_>, now: i64) -> Result<(), StoreError> {
-        on!(&self.pool, |pool| {
+    async fn record_result(&self, slot: &Slot<'_>, write: &CollectionResult<'_>, now: i64) -> Result<(), StoreError> {
+        let result: Result<(), StoreError> = on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
-            write_result_on((&mut *tx).into(), slot, result, None, now).await?;
+            write_result_on((&mut *tx).into(), slot, write, None, now).await?;
             tx.commit().await?;
             Ok(())
-        })
+        });
+        result?;
+        if write.value().is_some() {
+            self.hooks.tell(&[Change::Values(slot.user_id)]);
+        }
+        Ok(())
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -758,14 +765,17 @@ impl Collection for Database {
 
     #[tracing::instrument(level = "debug", skip_all, fields(values = values.len()))]
     async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError> {
-        on!(&self.pool, |pool| {
+        let result: Result<(), StoreError> = on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
             for (slot, value, raw) in values {
                 store_value_on((&mut *tx).into(), slot, (*value, raw, None), now).await?;
             }
             tx.commit().await?;
             Ok(())
-        })
+        });
+        result?;
+        self.hooks.tell_each(Change::Values, values.iter().map(|(slot, _, _)| slot.user_id));
+        Ok(())
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(metrics = metrics.len()))]

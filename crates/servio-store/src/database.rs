@@ -5,6 +5,7 @@
 use sqlx::{PgConnection, PgPool, SqliteConnection, SqlitePool};
 
 use crate::StoreError;
+use crate::changes::Hooks;
 
 /// One thing in either backend's kind: a pool, a transaction, a connection.
 pub(crate) enum Backend<S, P> {
@@ -40,6 +41,8 @@ pub struct Database {
     /// The channel of change notices (PostgreSQL; empty on SQLite): one per schema, since
     /// notices are database-wide and each schema is a platform of its own.
     pub(crate) channel: String,
+    /// Told of what each write changed for its users, once it committed.
+    pub(crate) hooks: Hooks,
 }
 
 impl Database {
@@ -47,7 +50,7 @@ impl Database {
     /// `sqlite::memory:`) and migrates it.
     pub async fn open_sqlite(url: &str) -> Result<Database, StoreError> {
         let pool = crate::sqlite::connect(url).await?;
-        Ok(Database { pool: Backend::Sqlite(pool), channel: String::new() })
+        Ok(Database { pool: Backend::Sqlite(pool), channel: String::new(), hooks: Hooks::default() })
     }
 
     /// Connects to the PostgreSQL database at `url` and migrates it.
@@ -59,6 +62,6 @@ impl Database {
     /// it.
     pub async fn from_pg_pool(pool: PgPool) -> Result<Database, StoreError> {
         let channel = crate::postgres::prepare(&pool).await?;
-        Ok(Database { pool: Backend::Postgres(pool), channel })
+        Ok(Database { pool: Backend::Postgres(pool), channel, hooks: Hooks::default() })
     }
 }

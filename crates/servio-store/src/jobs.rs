@@ -15,7 +15,7 @@
 use async_trait::async_trait;
 
 use crate::database::{Backend, Database};
-use crate::{CollectionResult, Slot, StoreError, postgres, sqlite};
+use crate::{Change, CollectionResult, Slot, StoreError, postgres, sqlite};
 
 /// A slot to enqueue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,6 +237,7 @@ pub trait Jobs: Send + Sync {
     /// job's, sets the job's new state and writes its result (value and attempt); one whose
     /// fence is stale writes nothing. Returns, in order, whether each was committed (`false`:
     /// fenced out, another claim holds the job).
+    /// Tells [`Change::Values`] of each user a committed completion stored a value for.
     async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>, StoreError>;
     /// How many jobs are in each state.
     async fn job_counts(&self) -> Result<JobCounts, StoreError>;
@@ -272,10 +273,14 @@ impl Jobs for Database {
 
     #[tracing::instrument(level = "debug", skip_all, fields(completions = completions.len()))]
     async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>, StoreError> {
-        match &self.pool {
+        let committed = match &self.pool {
             Backend::Sqlite(pool) => sqlite::complete_jobs(pool, completions, now).await,
             Backend::Postgres(pool) => postgres::complete_jobs(pool, completions, now).await,
-        }
+        }?;
+        let stored =
+            completions.iter().zip(&committed).filter(|(c, committed)| **committed && c.result.value().is_some());
+        self.hooks.tell_each(Change::Values, stored.map(|(c, _)| c.job.user_id));
+        Ok(committed)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

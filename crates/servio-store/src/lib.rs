@@ -27,6 +27,7 @@ mod sql;
 
 mod accounts;
 mod call_log;
+mod changes;
 mod collection;
 mod database;
 mod directory;
@@ -46,6 +47,7 @@ mod vault;
 
 pub use accounts::{Accounts, ApiToken, SESSION_USE_PRECISION, Session, SessionInfo, User};
 pub use call_log::{CallLog, CallPage, LOGGED_ARGUMENTS_BYTES, LOGGED_DETAIL_BYTES, LOGGED_TOOL_NAME_BYTES, ToolCall};
+pub use changes::{Change, ChangeHook};
 pub use collection::{
     Attempt, AttemptOutcome, Attempted, Collection, CollectionResult, Retries, Series, Slot, StoredValue,
     UNFILLED_LIMIT, UnfilledPeriod, UnknownName,

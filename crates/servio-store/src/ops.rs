@@ -112,6 +112,9 @@ pub trait Operations: Send + Sync {
     async fn job_gauges(&self, now: i64, overdue_before: i64) -> Result<JobGauges, StoreError>;
     /// How the connection pool is used right now.
     fn pool_use(&self) -> PoolUse;
+    /// Calls `hook` with what each write of this store changed for its users, once it
+    /// committed (see [`Change`](crate::Change)).
+    fn on_change(&self, hook: crate::ChangeHook);
     /// Deletes up to `limit` rows of `what` from before `before`, the oldest first; returns
     /// how many (fewer than `limit`: nothing that old is left).
     async fn prune(&self, what: Pruned, before: i64, limit: i64) -> Result<u64, StoreError>;
@@ -160,6 +163,10 @@ impl Operations for Database {
             .await?;
             Ok(JobGauges { pending, claimed, overdue })
         })
+    }
+
+    fn on_change(&self, hook: crate::ChangeHook) {
+        self.hooks.add(hook);
     }
 
     fn pool_use(&self) -> PoolUse {

@@ -3,9 +3,9 @@
 
 use async_trait::async_trait;
 
-use crate::StoreError;
 use crate::database::{Conn, Database};
 use crate::text::storable;
+use crate::{Change, StoreError};
 
 /// A site the platform knows, with the last valid manifest it fetched.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -68,13 +68,16 @@ pub struct FetchedManifest<'a> {
     pub last_modified: Option<&'a str>,
 }
 
+/// The users who have a site in their vault. Binds: the site.
+pub(crate) const SITE_USERS: &str = "SELECT user_id FROM vault WHERE site_id = $1 ORDER BY user_id";
+
 /// Saves a fetched manifest as its site's current one, and as a new version when it differs
-/// from the last, on the caller's transaction.
+/// from the last, on the caller's transaction; says whether it was a new version.
 pub(crate) async fn save_site_on(
     conn: Conn<'_>,
     fetched: &FetchedManifest<'_>,
     now: i64,
-) -> Result<SiteRecord, StoreError> {
+) -> Result<(SiteRecord, bool), StoreError> {
     on!(conn, |conn| {
         let record: SiteRecord = bind!(
             sqlx::query_as(
@@ -99,7 +102,8 @@ pub(crate) async fn save_site_on(
                 .bind(record.id)
                 .fetch_optional(&mut *conn)
                 .await?;
-        if latest.as_deref() != Some(record.manifest.as_str()) {
+        let new_version = latest.as_deref() != Some(record.manifest.as_str());
+        if new_version {
             // A site's first version says so; a later one's changes are recorded by whoever
             // compared it with the one before (`describe_version`).
             let changes = latest.is_none().then_some(r#"["first version"]"#);
@@ -115,7 +119,7 @@ pub(crate) async fn save_site_on(
             .execute(&mut *conn)
             .await?;
         }
-        Ok(record)
+        Ok((record, new_version))
     })
 }
 
@@ -124,6 +128,7 @@ pub(crate) async fn save_site_on(
 pub trait Sites: Send + Sync {
     /// Records a site's manifest (creating the site, or replacing its manifest), clearing any
     /// stale mark.
+    /// A new version tells [`Change::Catalogue`] of everyone who has the site.
     async fn save_site(&self, fetched: &FetchedManifest<'_>, now: i64) -> Result<SiteRecord, StoreError>;
     /// The site's current version: the newest, whose text is the site's manifest.
     async fn current_version(&self, site_id: i64) -> Result<Option<Version>, StoreError>;
@@ -155,12 +160,21 @@ pub trait Sites: Send + Sync {
 impl Sites for Database {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn save_site(&self, fetched: &FetchedManifest<'_>, now: i64) -> Result<SiteRecord, StoreError> {
-        on!(&self.pool, |pool| {
+        let result: Result<(SiteRecord, Vec<i64>), StoreError> = on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
-            let record = save_site_on((&mut *tx).into(), fetched, now).await?;
+            let (record, new_version) = save_site_on((&mut *tx).into(), fetched, now).await?;
+            // A new version changes the catalogue of everyone who has the site: a removed tool
+            // leaves at once, and a change that waits for approval changes what they are shown.
+            let users = match new_version {
+                true => sqlx::query_scalar(SITE_USERS).bind(record.id).fetch_all(&mut *tx).await?,
+                false => Vec::new(),
+            };
             tx.commit().await?;
-            Ok(record)
-        })
+            Ok((record, users))
+        });
+        let (record, users) = result?;
+        self.hooks.tell_each(Change::Catalogue, users);
+        Ok(record)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

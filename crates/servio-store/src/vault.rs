@@ -5,8 +5,8 @@ use async_trait::async_trait;
 
 use crate::database::Database;
 use crate::error::conflict;
-use crate::sites::save_site_on;
-use crate::{FetchedManifest, SiteRecord, Sites, StoreError, Version};
+use crate::sites::{SITE_USERS, save_site_on};
+use crate::{Change, FetchedManifest, SiteRecord, Sites, StoreError, Version};
 
 /// One site of a user's vault.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -90,10 +90,12 @@ impl Database {
 #[async_trait]
 pub trait Vault: Send + Sync {
     /// Puts a site in a user's vault; [`StoreError::Conflict`] when it is there already.
+    /// Tells [`Change::Catalogue`].
     async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<(), StoreError>;
     /// Saves the fetched manifest as its site's current one and adds the site to the user's
     /// vault with the credential `seal` makes for the site's id, all in one transaction: a
     /// failure leaves no vault entry without its credential, nor a credential without it.
+    /// Tells [`Change::Context`] (with a credential) and [`Change::Catalogue`].
     async fn add_site(
         &self,
         fetched: &FetchedManifest<'_>,
@@ -109,13 +111,16 @@ pub trait Vault: Send + Sync {
     /// Every site of a user's vault with its credential and approved manifest, oldest first.
     async fn vault_entries(&self, user_id: i64) -> Result<Vec<VaultEntry>, StoreError>;
     /// Sets (or clears) the encrypted credential of a vault entry; false when there is none.
+    /// Tells [`Change::Context`] when stored.
     async fn set_credential(&self, user_id: i64, site_id: i64, credential: Option<&[u8]>) -> Result<bool, StoreError>;
     /// Takes a site out of a user's vault, with what was collected for them from it (values,
     /// attempts, jobs); false when it was not there.
+    /// Tells [`Change::Catalogue`] when it was there.
     async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError>;
     /// Approves, for this user, the version `version_id` of the site's manifest, only while it
     /// is the site's current one (checked in the same statement): a user approves the text they
     /// were shown, never one saved since.
+    /// Tells [`Change::Catalogue`] when done.
     async fn approve(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval, StoreError>;
     /// Keeps the user's approved manifest and stops offering the changes up to `version_id`,
     /// the site's current version (guarded as [`Vault::approve`]), until the site changes again.
@@ -125,6 +130,7 @@ pub trait Vault: Send + Sync {
     /// Approves `judged`, a text of the site's manifest whose change from `previous` needs no
     /// approval, for every user whose approved manifest is `previous` (exactly these texts,
     /// whatever the site's row holds by now); returns those users.
+    /// Tells [`Change::Catalogue`] of each of those users.
     async fn advance_approvals(&self, site_id: i64, previous: &str, judged: &str) -> Result<Vec<i64>, StoreError>;
     /// Keeps a started Connect; expired ones go, and the user's oldest beyond `keep`.
     async fn keep_started_connect(&self, attempt: &StartedConnect, keep: i64, now: i64) -> Result<(), StoreError>;
@@ -141,7 +147,7 @@ pub trait Vault: Send + Sync {
 impl Vault for Database {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<(), StoreError> {
-        on!(&self.pool, |pool| {
+        let result: Result<(), StoreError> = on!(&self.pool, |pool| {
             bind!(
                 sqlx::query(
                     "INSERT INTO vault (user_id, site_id, added_at, approved_manifest)
@@ -155,7 +161,10 @@ impl Vault for Database {
             .await
             .map_err(|e| conflict(e, "this site in your vault"))?;
             Ok(())
-        })
+        });
+        result?;
+        self.hooks.tell(&[Change::Catalogue(user_id)]);
+        Ok(())
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -166,9 +175,9 @@ impl Vault for Database {
         seal: Option<Sealer<'_>>,
         now: i64,
     ) -> Result<SiteRecord, StoreError> {
-        on!(&self.pool, |pool| {
+        let result: Result<SiteRecord, StoreError> = on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
-            let record = save_site_on((&mut *tx).into(), fetched, now).await?;
+            let (record, _) = save_site_on((&mut *tx).into(), fetched, now).await?;
             let credential = seal.map(|seal| seal(record.id));
             bind!(
                 sqlx::query(
@@ -186,7 +195,12 @@ impl Vault for Database {
             .map_err(|e| conflict(e, "this site in your vault"))?;
             tx.commit().await?;
             Ok(record)
-        })
+        });
+        let record = result?;
+        // What the user's calls are made with, when a credential came with it, and the catalogue.
+        let context = seal.is_some().then_some(Change::Context(user_id));
+        self.hooks.tell(&[context, Some(Change::Catalogue(user_id))].into_iter().flatten().collect::<Vec<_>>());
+        Ok(record)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -229,7 +243,7 @@ impl Vault for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn set_credential(&self, user_id: i64, site_id: i64, credential: Option<&[u8]>) -> Result<bool, StoreError> {
-        on!(&self.pool, |pool| {
+        let result: Result<bool, StoreError> = on!(&self.pool, |pool| {
             let done = bind!(
                 sqlx::query("UPDATE vault SET credential = $1 WHERE user_id = $2 AND site_id = $3"),
                 credential,
@@ -239,12 +253,17 @@ impl Vault for Database {
             .execute(pool)
             .await?;
             Ok(done.rows_affected() > 0)
-        })
+        });
+        let stored = result?;
+        if stored {
+            self.hooks.tell(&[Change::Context(user_id)]);
+        }
+        Ok(stored)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError> {
-        on!(&self.pool, |pool| {
+        let result: Result<bool, StoreError> = on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
             let done = bind!(sqlx::query("DELETE FROM vault WHERE user_id = $1 AND site_id = $2"), user_id, site_id)
                 .execute(&mut *tx)
@@ -267,7 +286,12 @@ impl Vault for Database {
             }
             tx.commit().await?;
             Ok(true)
-        })
+        });
+        let removed = result?;
+        if removed {
+            self.hooks.tell(&[Change::Catalogue(user_id)]);
+        }
+        Ok(removed)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -279,7 +303,11 @@ impl Vault for Database {
                    kept_version = NULL
                    WHERE user_id = $1 AND site_id = $2
                      AND $3 = (SELECT max(id) FROM site_versions WHERE site_id = $2)";
-        self.decide(sql, user_id, site_id, version_id).await
+        let decided = self.decide(sql, user_id, site_id, version_id).await?;
+        if decided == Approval::Done {
+            self.hooks.tell(&[Change::Catalogue(user_id)]);
+        }
+        Ok(decided)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -292,21 +320,21 @@ impl Vault for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn site_users(&self, site_id: i64) -> Result<Vec<i64>, StoreError> {
-        on!(&self.pool, |pool| {
-            let sql = "SELECT user_id FROM vault WHERE site_id = $1 ORDER BY user_id";
-            Ok(sqlx::query_scalar(sql).bind(site_id).fetch_all(pool).await?)
-        })
+        on!(&self.pool, |pool| { Ok(sqlx::query_scalar(SITE_USERS).bind(site_id).fetch_all(pool).await?) })
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn advance_approvals(&self, site_id: i64, previous: &str, judged: &str) -> Result<Vec<i64>, StoreError> {
-        on!(&self.pool, |pool| {
+        let result: Result<Vec<i64>, StoreError> = on!(&self.pool, |pool| {
             // `judged` itself, not whatever the site's row holds by now: another process may
             // have saved a newer text, which nobody has judged for these users.
             let sql = "UPDATE vault SET approved_manifest = $3
                        WHERE site_id = $1 AND approved_manifest = $2 RETURNING user_id";
             Ok(bind!(sqlx::query_scalar(sql), site_id, previous, judged).fetch_all(pool).await?)
-        })
+        });
+        let users = result?;
+        self.hooks.tell_each(Change::Catalogue, users.iter().copied());
+        Ok(users)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

@@ -1488,3 +1488,89 @@ async fn sessions_beyond_the_limit_go_least_recently_used_first() {
         assert!(store.session("browser-2", 10).await.unwrap().is_some(), "{name}");
     }
 }
+
+/// Every write that changes what is kept of a user tells the store's hooks once it committed,
+/// so that no caller has a notice to remember; a write that changed nothing tells nothing.
+#[tokio::test]
+async fn each_write_tells_what_it_changed_for_whom() {
+    use std::sync::{Arc, Mutex};
+
+    use servio_store::{Change, CollectionResult, Completion, FetchedManifest, NewJob};
+    for Backend { name, store, .. } in backends().await {
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let hook = heard.clone();
+        store.on_change(Box::new(move |changes| hook.lock().unwrap().extend_from_slice(changes)));
+        let take = || std::mem::take(&mut *heard.lock().unwrap());
+        let ana = store.create_user("tell-ana@example.com", "h", "UTC", 0).await.unwrap().id;
+        let ben = store.create_user("tell-ben@example.com", "h", "UTC", 0).await.unwrap().id;
+        assert_eq!(take(), [], "{name}: a new account changes nothing kept");
+
+        store.set_time_zone(ana, "Europe/Paris").await.unwrap();
+        store.set_log_arguments(ana, true).await.unwrap();
+        assert_eq!(take(), [Change::Context(ana), Change::Context(ana)], "{name}: zone, log setting");
+
+        let fetched = |manifest| FetchedManifest {
+            origin: "https://tell.example",
+            manifest_url: "https://tell.example/servio.json",
+            manifest,
+            etag: None,
+            last_modified: None,
+        };
+        let seal = |_: i64| b"sealed".to_vec();
+        let site = store.add_site(&fetched("v1"), ana, Some(&seal), 1).await.unwrap().id;
+        assert_eq!(take(), [Change::Context(ana), Change::Catalogue(ana)], "{name}: a site with a credential");
+        store.add_site(&fetched("v1"), ben, None, 2).await.unwrap();
+        assert_eq!(take(), [Change::Catalogue(ben)], "{name}: a site without one");
+        assert!(store.set_credential(ana, site, Some(b"again")).await.unwrap());
+        assert!(!store.set_credential(ana, site + 1_000, Some(b"x")).await.unwrap());
+        assert_eq!(take(), [Change::Context(ana)], "{name}: only the credential stored");
+
+        store.save_site(&fetched("v1"), 3).await.unwrap();
+        assert_eq!(take(), [], "{name}: the same text again is no new version");
+        store.save_site(&fetched("v2"), 4).await.unwrap();
+        assert_eq!(take(), [Change::Catalogue(ana), Change::Catalogue(ben)], "{name}: a new version, to everyone");
+        assert_eq!(store.advance_approvals(site, "v1", "v2").await.unwrap().len(), 2, "{name}");
+        assert_eq!(take(), [Change::Catalogue(ana), Change::Catalogue(ben)], "{name}: advanced approvals");
+        store.save_site(&fetched("v3"), 5).await.unwrap();
+        take();
+        let v3 = store.current_version(site).await.unwrap().unwrap().id;
+        assert_eq!(store.approve(ana, site, v3).await.unwrap(), Approval::Done, "{name}");
+        assert_ne!(store.approve(ana, site, v3 - 1).await.unwrap(), Approval::Done, "{name}");
+        assert_eq!(take(), [Change::Catalogue(ana)], "{name}: only the approval done");
+
+        let slot = day_slot(ana, site, 0, "2026-12-01");
+        let stored = CollectionResult::Stored { value: 1.0, raw: "1", source: None };
+        store.record_result(&slot, &stored, 6).await.unwrap();
+        store.record_result(&slot, &CollectionResult::Failed { reason: "down" }, 7).await.unwrap();
+        assert_eq!(take(), [Change::Values(ana)], "{name}: a value, not a failure");
+        let new = |user| NewJob {
+            slot: day_slot(user, site, 1, "2026-12-02"),
+            not_before: 0,
+            deadline: 100,
+            kind: servio_store::JobKind::Scheduled,
+        };
+        store.enqueue_jobs(&[new(ana), new(ben)], 0).await.unwrap();
+        let jobs = store.claim_jobs(&claim("w", 10, 30, 10)).await.unwrap();
+        let completions: Vec<Completion> = jobs
+            .iter()
+            .map(|job| Completion {
+                job,
+                result: CollectionResult::Stored { value: 2.0, raw: "2", source: None },
+                duration_ms: None,
+            })
+            .collect();
+        assert_eq!(store.complete_jobs(&completions, 11).await.unwrap(), [true, true], "{name}");
+        assert_eq!(take(), [Change::Values(ana), Change::Values(ben)], "{name}: each user with a value, once");
+
+        assert!(store.remove_from_vault(ben, site).await.unwrap());
+        assert!(!store.remove_from_vault(ben, site).await.unwrap());
+        assert_eq!(take(), [Change::Catalogue(ben)], "{name}: only the removal done");
+        let token = store.create_api_token(ana, "t", "tell-hash", 0, 10).await.unwrap();
+        assert!(!store.delete_api_token(ben, token.id).await.unwrap(), "{name}: not ben's");
+        assert!(store.delete_api_token(ana, token.id).await.unwrap());
+        assert_eq!(store.delete_api_tokens(ana).await.unwrap(), 0, "{name}");
+        assert_eq!(take(), [Change::Access(ana)], "{name}: only the token revoked");
+        assert!(store.delete_user(ana).await.unwrap());
+        assert_eq!(take(), [Change::Access(ana), Change::Catalogue(ana)], "{name}: the account gone");
+    }
+}

@@ -243,7 +243,7 @@ async fn new_values_reach_the_streams_that_watch_the_metric() {
         assert!(!heard.text.contains(updated), "{name}: ben heard ana's values: {heard:?}");
 
         // Another process's new values reach the stream too (what a worker announces).
-        server.state.notices.values_changed(&[ana_id]);
+        server.state.notices.told(&[servio_store::Change::Values(ana_id)]);
         let heard = common::hear(&mut hers, updated, Duration::from_secs(10)).await;
         assert!(heard.text.contains(updated), "{name}: {heard:?}");
     }

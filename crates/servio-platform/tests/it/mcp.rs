@@ -137,7 +137,7 @@ async fn a_revoked_token_ends_its_streams_and_sign_outs_say_which_tokens_stay() 
         let (status, _, _) = server.send(&who, Method::DELETE, &format!("/api/tokens/{id}"), None).await;
         assert_eq!(status, StatusCode::NO_CONTENT, "{name}");
         let user = server.state.store.user_by_email(&format!("revoked-stream-{name}@example.com")).await.unwrap();
-        server.state.notices.catalogue_changed(user.unwrap().id);
+        server.state.notices.told(&[servio_store::Change::Catalogue(user.unwrap().id)]);
         let heard = common::hear(&mut stream, "notifications/tools/list_changed", Duration::from_secs(10)).await;
         assert!(!heard.text.contains("list_changed"), "{name}: a revoked token's stream heard: {heard:?}");
         assert!(heard.ended, "{name}: the stream ended");
@@ -211,14 +211,14 @@ async fn a_listen_stream_hears_its_users_catalogue_changes_until_its_token_is_re
         let mut stream = common::listen_stateless(&server, &token).await;
         let mut bens = common::listen_stateless(&server, &ben).await;
 
-        server.state.notices.catalogue_changed(ben_id);
+        server.state.notices.told(&[servio_store::Change::Catalogue(ben_id)]);
         let changed = "notifications/tools/list_changed";
         let heard = common::hear(&mut bens, changed, std::time::Duration::from_secs(10)).await;
         assert!(heard.text.contains(changed), "{name}: ben hears his own change: {heard:?}");
         let heard = common::hear(&mut stream, changed, std::time::Duration::from_millis(500)).await;
         assert!(!heard.text.contains(changed), "{name}: ana heard ben's change: {heard:?}");
 
-        server.state.notices.catalogue_changed(ana_id);
+        server.state.notices.told(&[servio_store::Change::Catalogue(ana_id)]);
         let heard = common::hear(&mut stream, changed, std::time::Duration::from_secs(10)).await;
         assert!(heard.text.contains(changed), "{name}: ana hears hers: {heard:?}");
 

@@ -81,7 +81,7 @@ async fn a_change_made_through_one_process_reaches_the_mcp_stream_held_by_anothe
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     // What a vault change on the other process does (adding, removing or approving a site).
-    changer.state.notices.catalogue_changed(user_id);
+    changer.state.notices.told(&[servio_store::Change::Catalogue(user_id)]);
     let mut seen = String::new();
     let heard = tokio::time::timeout(Duration::from_secs(10), async {
         while let Some(chunk) = stream.chunk().await.unwrap() {
@@ -107,7 +107,7 @@ async fn values_stored_through_one_process_drop_the_dashboard_another_keeps() {
     assert!(keeper.state.dashboards.get(user_id, &days).is_some(), "kept after the first answer");
 
     // What the collector's hook does after a commit that stored values for the user.
-    collector.state.notices.values_changed(&[user_id]);
+    collector.state.notices.told(&[servio_store::Change::Values(user_id)]);
     let started = std::time::Instant::now();
     while keeper.state.dashboards.get(user_id, &days).is_some() {
         assert!(started.elapsed() < Duration::from_secs(10), "the keeper still keeps the old dashboard");
@@ -129,7 +129,7 @@ async fn a_token_revoked_through_one_process_ends_the_stream_another_holds() {
     let (status, _, _) = changer.send(&who, Method::DELETE, &format!("/api/tokens/{id}"), None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let user = changer.state.store.user_by_email("dee-processes@example.com").await.unwrap().unwrap();
-    changer.state.notices.catalogue_changed(user.id);
+    changer.state.notices.told(&[servio_store::Change::Catalogue(user.id)]);
     let heard = common::hear(&mut stream, "notifications/tools/list_changed", Duration::from_secs(10)).await;
     assert!(!heard.text.contains("list_changed") && heard.ended, "the stream ended, told nothing: {heard:?}");
 }
@@ -153,9 +153,9 @@ async fn a_process_announces_its_changes_in_the_order_it_made_them() {
     let made: Vec<i64> = (1..=200).collect();
     for user_id in &made {
         if user_id % 2 == 0 {
-            maker.state.notices.access_revoked(*user_id);
+            maker.state.notices.told(&[servio_store::Change::Access(*user_id)]);
         } else {
-            maker.state.notices.catalogue_changed(*user_id);
+            maker.state.notices.told(&[servio_store::Change::Catalogue(*user_id)]);
         }
     }
     let started = std::time::Instant::now();
@@ -174,7 +174,7 @@ async fn a_listen_stream_held_by_one_process_hears_a_change_made_through_another
     let [holder, changer] = two_processes(&url).await;
     let (user_id, token) = user_and_token(&holder, "lee-processes@example.com").await;
     let mut stream = common::listen_stateless(&holder, &token).await;
-    changer.state.notices.catalogue_changed(user_id);
+    changer.state.notices.told(&[servio_store::Change::Catalogue(user_id)]);
     let changed = "notifications/tools/list_changed";
     let heard = common::hear(&mut stream, changed, Duration::from_secs(10)).await;
     assert!(heard.text.contains(changed), "the holder's stream heard the change: {heard:?}");
@@ -192,7 +192,7 @@ async fn a_listen_stream_watching_a_metric_hears_values_stored_through_another_p
     let filter = serde_json::json!({ "notifications": { "resourceSubscriptions": [uri] } });
     let mut stream = common::listen_stateless_with(&holder, &token, filter).await;
     // What the collector's hook does after a commit that stored values for the user.
-    collector.state.notices.values_changed(&[user_id]);
+    collector.state.notices.told(&[servio_store::Change::Values(user_id)]);
     let updated = "notifications/resources/updated";
     let heard = common::hear(&mut stream, updated, Duration::from_secs(10)).await;
     assert!(heard.text.contains(updated) && heard.text.contains(uri), "{heard:?}");

@@ -299,8 +299,6 @@ pub(crate) async fn set_time_zone(state: &AppState, user_id: i64, form: TimeZone
     check_time_zone(&form.time_zone).map_err(|e| bad("time_zone", e))?;
     state.store.set_time_zone(user_id, &form.time_zone).await?;
     state.tokens.forget_user(user_id);
-    // Periods are the user's days: the kept dashboards are of the old zone.
-    state.notices.context_changed(user_id);
     Ok(form)
 }
 
@@ -341,7 +339,6 @@ pub(crate) async fn tokens(state: &AppState, user_id: i64) -> Result<TokenList, 
 pub(crate) async fn delete_token(state: &AppState, user_id: i64, id: i64) -> Result<(), ApiError> {
     let deleted = state.store.delete_api_token(user_id, id).await?;
     state.tokens.forget_user(user_id);
-    state.notices.access_revoked(user_id);
     if deleted { Ok(()) } else { Err(ApiError::NotFound) }
 }
 
@@ -375,7 +372,6 @@ async fn end_api_tokens(
     let api_tokens_revoked = if revoke { state.store.delete_api_tokens(user_id).await? } else { 0 };
     if api_tokens_revoked > 0 {
         state.tokens.forget_user(user_id);
-        state.notices.access_revoked(user_id);
     }
     let api_tokens_kept = tokens(state, user_id).await?.tokens;
     Ok(AccessEnded { sessions_ended, api_tokens_revoked, api_tokens_kept })
@@ -473,7 +469,5 @@ pub(crate) async fn delete_account(state: &AppState, user: &User, form: &Current
         return Err(ApiError::NotFound);
     }
     state.tokens.forget_user(user.id);
-    state.notices.access_revoked(user.id);
-    state.notices.catalogue_changed(user.id);
     Ok(())
 }

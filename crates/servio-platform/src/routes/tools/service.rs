@@ -164,8 +164,6 @@ pub(crate) async fn call_log(state: &AppState, user_id: i64, page: CallPage) -> 
 
 /// Sets whether the user's call log keeps arguments.
 pub(crate) async fn set_log_arguments(state: &AppState, user_id: i64, keep: bool) -> Result<LogArguments, ApiError> {
-    let stored = state.store.set_log_arguments(user_id, keep).await;
-    state.notices.context_changed(user_id);
-    stored?;
+    state.store.set_log_arguments(user_id, keep).await?;
     Ok(LogArguments { log_arguments: keep })
 }

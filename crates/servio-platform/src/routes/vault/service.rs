@@ -555,7 +555,6 @@ pub(crate) async fn add_site(
     };
     let credential = token.map(|token| SiteCredential::Token(token.to_owned()));
     let record = state.credentials().add_site(&fetched, user_id, credential.as_ref(), now()).await?;
-    state.notices.catalogue_changed(user_id);
     if checked.report.brief.is_some() {
         queue_first_collection(state, user_id, record.id).await;
     }
@@ -627,9 +626,6 @@ pub(crate) async fn decide(
         Approval::Done => {}
         Approval::NotInVault => return Err(ApiError::NotFound),
         Approval::NotCurrent { current } => return Err(moved_on(state, user_id, id, version, current).await?),
-    }
-    if let Verdict::Approve = verdict {
-        state.notices.catalogue_changed(user_id);
     }
     entry(state, user_id, id).await
 }
@@ -726,6 +722,5 @@ pub(crate) async fn remove(state: &AppState, user_id: i64, id: i64) -> Result<()
     if !state.store.remove_from_vault(user_id, id).await? {
         return Err(ApiError::NotFound);
     }
-    state.notices.catalogue_changed(user_id);
     Ok(())
 }
