@@ -241,3 +241,25 @@ fn each_lint_is_named_once_and_lives_in_its_own_file() {
     }
     assert!(broken.is_empty(), "a lint's name is chosen once, as its code's name:\n{}", broken.join("\n"));
 }
+
+/// Change notices are told by the store's writes (`servio_store::Change`, ARCHITECTURE.md's
+/// invariant): no source outside the notices' own module tells one by hand. Tests may, to
+/// stand in for another process.
+#[test]
+fn notices_are_told_by_the_writes_not_by_hand() {
+    let notices = root().join("crates/servio-platform/src/notices.rs");
+    let mut broken = Vec::new();
+    for crate_dir in std::fs::read_dir(root().join("crates")).expect("crates/").flatten() {
+        for path in rust_files(&crate_dir.path().join("src")).into_iter().filter(|path| *path != notices) {
+            let text = std::fs::read_to_string(&path).expect("a readable source file");
+            for (number, line) in text.lines().enumerate().filter(|(_, line)| line.contains("notices.told(")) {
+                broken.push(format!("{}:{}: {}", shown(&path), number + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "a notice told by hand; make the store's write tell it (servio-store/src/changes.rs):\n{}",
+        broken.join("\n")
+    );
+}
