@@ -1,5 +1,5 @@
 //! Vaults: the sites each user added, with their sealed credentials, the manifest each user
-//! approved, and the OAuth "Connect" attempts in progress ([`Vault`]).
+//! approved, and the OAuth "Connect"s started and not yet finished ([`Vault`]).
 
 use async_trait::async_trait;
 

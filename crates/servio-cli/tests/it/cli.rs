@@ -121,14 +121,15 @@ fn brief_commands_exit_codes() {
     );
 }
 
-/// One fixture per error code (`tests/fixtures/CODE.json`): each must raise its own code, and
-/// its rendered output is a snapshot, so a change to any message or span shows in review. A
-/// lint's fixture and snapshot live beside it in the manifest crate (`src/lints/`).
+/// The manifest crate's fixture of each error and brief code (`servio-manifest/tests/rules/`,
+/// where the rules' own snapshots are) as `servio check` prints it for people and reports it in
+/// JSON: each raises its own code, and the rendered output is a snapshot. A lint's fixture
+/// lives beside the lint (`servio-manifest/src/lints/`).
 #[test]
 fn every_rule_has_a_fixture_that_raises_it() {
     let errors = servio_manifest::Code::ALL.iter().filter(|code| code.severity() != servio_manifest::Severity::Warning);
     for code in errors {
-        let path = format!("crates/servio-cli/tests/fixtures/{}.json", code.as_str());
+        let path = format!("crates/servio-manifest/tests/rules/{}.json", code.as_str());
         assert!(repo().join(&path).exists(), "no fixture for {code}");
         let json = servio(&["check", "--format", "json", &path]);
         let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
@@ -164,7 +165,7 @@ fn messages_read_cleanly() {
 /// heard that collection was lost. It is still reported valid.
 #[test]
 fn an_ignored_brief_exits_1_and_stays_valid() {
-    let path = "crates/servio-cli/tests/fixtures/B020.json";
+    let path = "crates/servio-manifest/tests/rules/B020.json";
     let out = servio(&["check", "--format", "json", path]);
     assert_eq!(out.status.code(), Some(1));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -188,7 +189,7 @@ fn explain_without_a_code_lists_every_rule() {
 /// A directory of three manifests: one valid, one invalid, one whose brief is ignored.
 fn three_manifests() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let fixtures = repo().join("crates/servio-cli/tests/fixtures");
+    let fixtures = repo().join("crates/servio-manifest/tests/rules");
     let valid = repo().join("crates/servio-manifest/src/lints/version_semver.json");
     for (from, to) in [
         (valid, "a-valid.json"),

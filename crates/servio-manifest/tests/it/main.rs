@@ -1,4 +1,5 @@
 //! The manifest crate's integration tests. One binary for the crate, so it is linked once.
 
+mod fixtures;
 mod properties;
 mod rules;
