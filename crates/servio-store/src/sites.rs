@@ -69,7 +69,7 @@ pub struct FetchedManifest<'a> {
 }
 
 /// The users who have a site in their vault. Binds: the site.
-pub(crate) const SITE_USERS: &str = "SELECT user_id FROM vault WHERE site_id = $1 ORDER BY user_id";
+const SITE_USERS: &str = "SELECT user_id FROM vault WHERE site_id = $1 ORDER BY user_id";
 
 /// Saves a fetched manifest as its site's current one, and as a new version when it differs
 /// from the last, on the caller's transaction; says whether it was a new version.

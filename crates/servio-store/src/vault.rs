@@ -5,7 +5,7 @@ use async_trait::async_trait;
 
 use crate::database::Database;
 use crate::error::conflict;
-use crate::sites::{SITE_USERS, save_site_on};
+use crate::sites::save_site_on;
 use crate::{Change, FetchedManifest, SiteRecord, Sites, StoreError, Version};
 
 /// One site of a user's vault.
@@ -125,8 +125,6 @@ pub trait Vault: Send + Sync {
     /// Keeps the user's approved manifest and stops offering the changes up to `version_id`,
     /// the site's current version (guarded as [`Vault::approve`]), until the site changes again.
     async fn keep_approved(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval, StoreError>;
-    /// The users who have the site in their vault.
-    async fn site_users(&self, site_id: i64) -> Result<Vec<i64>, StoreError>;
     /// Approves `judged`, a text of the site's manifest whose change from `previous` needs no
     /// approval, for every user whose approved manifest is `previous` (exactly these texts,
     /// whatever the site's row holds by now); returns those users.
@@ -316,11 +314,6 @@ impl Vault for Database {
                    WHERE user_id = $1 AND site_id = $2
                      AND $3 = (SELECT max(id) FROM site_versions WHERE site_id = $2)";
         self.decide(sql, user_id, site_id, version_id).await
-    }
-
-    #[tracing::instrument(level = "debug", skip_all)]
-    async fn site_users(&self, site_id: i64) -> Result<Vec<i64>, StoreError> {
-        on!(&self.pool, |pool| { Ok(sqlx::query_scalar(SITE_USERS).bind(site_id).fetch_all(pool).await?) })
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
