@@ -153,8 +153,7 @@ impl AppState {
         // Before anything is recorded.
         metrics::handle();
         let notices = Arc::new(notices::Notices::default());
-        notices.announce_through(collector.store().clone());
-        notices.hear_store(collector.store().as_ref());
+        notices.hear_store(collector.store().clone());
         // Each part that keeps something of a user hears the notices of that user, in this
         // order: the catalogue first, then the caches, then (in `Notices::apply`) MCP streams.
         let gateway = Arc::new(gateway::Gateway::new(cache_bytes.catalogues));

@@ -114,9 +114,13 @@ impl Notices {
         self.send(notices_of(&self.id, changes));
     }
 
-    /// Hears every change `store` makes from now on ([`Notices::told`]). The hook holds the
-    /// notices weakly: the notices hold the store.
-    pub fn hear_store(self: &Arc<Self>, store: &dyn Operations) {
+    /// Hears every change `store` makes from now on ([`Notices::told`]) and announces changes
+    /// to the other processes through it (once; a later store is neither heard nor used). The
+    /// hook holds the notices weakly: the notices hold the store.
+    pub fn hear_store(self: &Arc<Self>, store: Arc<dyn Operations>) {
+        if self.announcer.set(store.clone()).is_err() {
+            return;
+        }
         let notices = Arc::downgrade(self);
         store.on_change(Box::new(move |changes| {
             if let Some(notices) = notices.upgrade() {
@@ -130,11 +134,6 @@ impl Notices {
     /// in the order they were added.
     pub fn on_change(&self, hook: impl Fn(Option<Change>) + Send + Sync + 'static) {
         self.hooks.write().unwrap_or_else(|poisoned| poisoned.into_inner()).push(Box::new(hook));
-    }
-
-    /// Announces changes through `store` from now on (once; later calls change nothing).
-    pub fn announce_through(&self, store: Arc<dyn Operations>) {
-        let _ = self.announcer.set(store);
     }
 
     /// Applies what another process announced (`text`), or, when notices may have been
