@@ -7,7 +7,7 @@
 # Results go in BENCHMARKS.md.
 #
 # Environment: SERVIO_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test; a
-# fresh schema is used), JOBS (40000), CONCURRENCY (64), WORKERS (2), BATCH (jobs per claim,
+# fresh schema is used), JOBS (40000), CONCURRENCY (64), WORKERS (2), BATCH (jobs per lease,
 # 128), DURATION (10s), PROFILE (release; `dev` for a quick smoke test of the script, whose
 # figures mean nothing), BIN_DIR (take `servio` and `collector_bench` from there instead of
 # building them: to compare builds of two commits in one session), WRK (0 skips the wrk run).
@@ -59,7 +59,7 @@ if [ "${WRK:-1}" != 0 ]; then
     fi
 fi
 
-echo "collector: $jobs jobs, $workers workers x $in_flight calls in flight, claims of $batch"
+echo "collector: $jobs jobs, $workers workers x $in_flight calls in flight, leases of $batch"
 # The CPU window opens when the jobs are seeded (the workers start then) and closes when the
 # collector exits, its workers done.
 "$collector_bench" "$servio" "$origin" "$token" "$tmp/ca.pem" "$database_url" \

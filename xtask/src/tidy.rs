@@ -263,3 +263,26 @@ fn notices_are_told_by_the_writes_not_by_hand() {
         broken.join("\n")
     );
 }
+
+/// One word per idea (ARCHITECTURE.md's glossary): a worker *leases* jobs, and "claim" is the
+/// Directory's word for ownership. The sources of jobs say no "claim", apart from the
+/// `servio_jobs` gauge's `claimed` label, an outside contract kept in `metrics.rs`.
+#[test]
+fn jobs_are_leased_and_only_the_directory_claims() {
+    let job_sources = [
+        "crates/servio-store/src/jobs.rs",
+        "crates/servio-store/src/sqlite.rs",
+        "crates/servio-store/src/postgres.rs",
+        "crates/servio-collector/src/jobs.rs",
+        "crates/servio-cli/src/worker_cmd.rs",
+        "crates/servio-store/examples/lease_bench.rs",
+    ];
+    let mut broken = Vec::new();
+    for file in job_sources {
+        let path = root().join(file);
+        let text = std::fs::read_to_string(&path).expect("a readable source file");
+        let said = text.lines().enumerate().filter(|(_, line)| line.to_lowercase().contains("claim"));
+        broken.extend(said.map(|(number, line)| format!("{file}:{}: {}", number + 1, line.trim())));
+    }
+    assert!(broken.is_empty(), "jobs are leased, not claimed (the glossary):\n{}", broken.join("\n"));
+}

@@ -62,7 +62,7 @@ pub enum Command {
     ///
     /// Plans due collections into jobs and works them in a loop until SIGTERM or Ctrl-C (the
     /// batches in hand are finished first). Run as many as you like next to `servio serve`, on
-    /// the same --database-url: each job is claimed with a lease, a job whose worker died or
+    /// the same --database-url: each job is leased to one worker until an expiry, a job whose worker died or
     /// stalled is taken over when its lease expires, and a result is committed only by the
     /// worker holding the job's current lease, so every value is stored exactly once. Site
     /// credentials are opened with the platform's key: SERVIO_SECRET_KEY, or secret.key in
@@ -332,13 +332,13 @@ pub struct WorkerArgs {
     /// This worker's id, recorded as the owner of the jobs it holds (default: worker-PID).
     #[arg(long, env = "SERVIO_WORKER_ID", hide_env_values = true)]
     pub id: Option<String>,
-    /// How long a claim on a job holds, in seconds; past it another worker may take the job
+    /// How long a lease on a job holds, in seconds; past it another worker may take the job
     /// over. Longer than a batch takes (calls time out after --call-timeout, 30 s).
     #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub lease: u64,
-    /// The most jobs claimed at once (one claim on the database). A worker holds at most
-    /// --in-flight + --batch-size jobs claimed and not done, so another user's due job waits at
-    /// most a batch behind a claimed backlog; a worker that stops or dies holds no more.
+    /// The most jobs leased at once (one lease on the database). A worker holds at most
+    /// --in-flight + --batch-size jobs leased and not done, so another user's due job waits at
+    /// most a batch behind a leased backlog; a worker that stops or dies holds no more.
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub batch_size: u64,
     /// Calls to sites in flight at once. Results are committed in groups while calls go on.

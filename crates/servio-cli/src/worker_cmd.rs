@@ -71,7 +71,7 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
                 signal?;
                 tracing::info!(
                     grace_s = args.process.shutdown_timeout,
-                    "stopping: no new claims; calls in flight finish or are cut off, held jobs are handed back"
+                    "stopping: no new leases; calls in flight finish or are cut off, held jobs are handed back"
                 );
                 let _ = stop.send(true);
                 work.await.context("the worker's tasks")?

@@ -399,7 +399,7 @@ impl Collector {
 }
 
 /// Counts a written collection result in the metrics, by the outcome its attempt logged, or as
-/// `fenced_out` when a job's result was not committed (another claim held the job).
+/// `fenced_out` when a job's result was not committed (another lease held the job).
 pub(crate) fn count_collection(result: &servio_store::CollectionResult<'_>, committed: bool) {
     let outcome: &'static str = match result.attempt() {
         _ if !committed => "fenced_out",

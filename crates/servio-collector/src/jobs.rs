@@ -1,6 +1,6 @@
 //! Collection as jobs that many processes share. Planning turns each due slot into a job (one
-//! per slot, so planning twice, or from two processes, adds nothing); workers claim due jobs
-//! with a lease and commit each result, value and attempt together, only while their claim's
+//! per slot, so planning twice, or from two processes, adds nothing); workers lease due jobs
+//! (an owner and an expiry) and commit each result, value and attempt together, only while their lease's
 //! fence is still the job's, so a worker paused past its lease never writes over the worker that
 //! took its jobs over. `servio serve` plans and works jobs each scheduler round; `servio worker`
 //! processes do the same in a loop ([`Collector::run`]).
@@ -14,7 +14,7 @@ use jiff::tz::TimeZone;
 use serde_json::Value;
 use servio_manifest::period::{Granularity, Period};
 use servio_manifest::{Brief, Metric};
-use servio_store::{CollectionResult, Completion, Job, JobClaim, JobKind, NewJob, StoreError, User, VaultEntry};
+use servio_store::{CollectionResult, Completion, Job, JobKind, JobLease, NewJob, StoreError, User, VaultEntry};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -27,20 +27,20 @@ use crate::{Collector, Error};
 /// How a worker works.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
-    /// Its id, recorded as the lease owner of the jobs it claims.
+    /// Its id, recorded as the lease owner of the jobs it leases.
     pub owner: String,
-    /// How long a claim holds; past it another worker may take the job over (and this one's
+    /// How long a lease holds; past it another worker may take the job over (and this one's
     /// result is then fenced out).
     pub lease: Duration,
-    /// The most jobs claimed at once (one claim, their users and sites loaded once). A worker
-    /// holds at most `in_flight` + `batch` jobs claimed and not done, so claims are smaller
+    /// The most jobs leased at once (one lease, their users and sites loaded once). A worker
+    /// holds at most `in_flight` + `batch` jobs leased and not done, so leases are smaller
     /// while calls are slow.
     pub batch: usize,
     /// Calls in flight at once; their results are committed in groups while calls go on.
     pub in_flight: usize,
     /// How often due slots are planned into jobs.
     pub plan_every: Duration,
-    /// How long to wait before claiming again when no job was due.
+    /// How long to wait before leasing again when no job was due.
     pub idle: Duration,
     /// Stop once no job is due, instead of waiting for more (for batch runs); planning then
     /// happens once, at the start.
@@ -199,7 +199,7 @@ impl Collector {
 
 impl Collector {
     /// Queues the due periods of one vault entry as jobs now (a site just added) rather than at
-    /// the next planning round, so the next claim of any worker collects them; returns how
+    /// the next planning round, so the next lease of any worker collects them; returns how
     /// many jobs are new.
     pub async fn plan_entry(&self, user: &User, entry: &VaultEntry, now: Timestamp) -> Result<u64, Error> {
         let Some(checked) = self.acting(entry, Wait::Bounded).await? else { return Ok(0) };
@@ -553,11 +553,11 @@ async fn resolve_in(
         .collect())
 }
 
-/// A claimed job with what it came to, to commit.
+/// A leased job with what it came to, to commit.
 type Done = (Job, Resolution);
 
 /// Commits results in one transaction, each only while its job's fence is still the one it
-/// was claimed with; `now` is when their attempts are logged.
+/// was leased with; `now` is when their attempts are logged.
 async fn commit(collector: &Collector, done: &[Done], now: Timestamp) -> Result<Summary, StoreError> {
     let completions: Vec<Completion> = done
         .iter()
@@ -580,7 +580,7 @@ async fn commit(collector: &Collector, done: &[Done], now: Timestamp) -> Result<
     Ok(summary)
 }
 
-/// Works claimed jobs all at once: their calls concurrently, then every result in one
+/// Works leased jobs all at once: their calls concurrently, then every result in one
 /// transaction. `now` is the clock of attempts and deadlines.
 async fn work_jobs(collector: &Collector, jobs: Vec<Job>, now: Timestamp) -> Result<Summary, StoreError> {
     let contexts = contexts(collector, &jobs).await?;
@@ -618,7 +618,7 @@ impl Collector {
                 return Ok(Summary::default());
             }
             enqueue(self, &planned, now).await?;
-            let claim = JobClaim {
+            let lease = JobLease {
                 owner: "servio-serve",
                 now: now.as_second(),
                 lease_until: now.as_second().saturating_add(ON_DEMAND_LEASE),
@@ -626,13 +626,13 @@ impl Collector {
                 only: Some((user.id, entry.site.id)),
                 after_user: 0,
             };
-            let jobs = self.store.claim_jobs(&claim).await?;
+            let jobs = self.store.lease_jobs(&lease).await?;
             let waiting = planned
                 .iter()
                 .filter(|p| !jobs.iter().any(|j| j.metric_key == p.metric_key && j.period_key == p.period_key))
                 .count();
             let mut summary = work_jobs(self, jobs, now).await?;
-            // Those not claimed, and those claimed whose period has not ended in the zone yet.
+            // Those not leased, and those leased whose period has not ended in the zone yet.
             summary.waiting += waiting;
             Ok(summary)
         }
@@ -642,7 +642,7 @@ impl Collector {
 
     /// Plans and works jobs until `stop` turns true (or its sender is gone): a planning task
     /// every `config.plan_every`, and `work` with up to `config.in_flight` calls at once.
-    /// Stopped, it claims nothing more, gives calls in flight `config.grace` to end (and cuts
+    /// Stopped, it leases nothing more, gives calls in flight `config.grace` to end (and cuts
     /// off the rest), commits every result it has, and hands back the jobs it still holds, so
     /// that no job waits for a lease to expire. With `config.drain` it plans once and returns
     /// as soon as no job is due. This is `servio worker`.
@@ -681,7 +681,7 @@ async fn run(collector: Collector, config: WorkerConfig, stop: watch::Receiver<b
     let total = Arc::new(Mutex::new(Summary::default()));
     let mut others = tokio::task::JoinSet::new();
     if config.drain {
-        // Once, before the first claim, so that draining finds what is due now.
+        // Once, before the first lease, so that draining finds what is due now.
         plan_logged(&collector).await;
     } else {
         let (collector, config, mut stop) = (collector.clone(), config.clone(), stop.clone());
@@ -733,8 +733,8 @@ async fn run(collector: Collector, config: WorkerConfig, stop: watch::Receiver<b
     *total.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Hands back every job `owner` still holds (claimed but not called, or cut off), so that
-/// another worker claims them now rather than when their leases end.
+/// Hands back every job `owner` still holds (leased but not called, or cut off), so that
+/// another worker leases them now rather than when their leases end.
 async fn hand_back(collector: &Collector, owner: &str) {
     match collector.store.release_jobs(owner, Timestamp::now().as_second()).await {
         Ok(0) => {}
@@ -757,30 +757,30 @@ const COMMIT_AT_LEAST: usize = 128;
 /// How long a commit of fewer than [`COMMIT_AT_LEAST`] results waits for more.
 const COMMIT_LINGER: Duration = Duration::from_millis(5);
 
-/// How long a claimer with room for fewer jobs than [`enough_room`] waits for more before it
-/// claims what it has room for: claims of one job each would cost a query a job.
-const CLAIM_LINGER: Duration = Duration::from_millis(20);
+/// How long a leaser with room for fewer jobs than [`enough_room`] waits for more before it
+/// leases what it has room for: leases of one job each would cost a query a job.
+const LEASE_LINGER: Duration = Duration::from_millis(20);
 
-/// Claimed jobs with their contexts and their share of the room for jobs claimed ahead, on
+/// Leased jobs with their contexts and their share of the room for jobs leased ahead, on
 /// their way to be called.
-struct Claimed {
+struct Leased {
     jobs: Vec<Job>,
     contexts: Contexts,
     held: OwnedSemaphorePermit,
 }
 
-/// Claims and works jobs until `stop`, as three tasks joined by queues: [`claim_batches`]
-/// claims while calls go on; the calls run up to `config.in_flight` at once, the jobs of one
+/// Leases and works jobs until `stop`, as three tasks joined by queues: [`lease_batches`]
+/// leases while calls go on; the calls run up to `config.in_flight` at once, the jobs of one
 /// (user, site, period) in a task that asks the site once per call they share and queues their
 /// results (holding a permit per job); [`commit_results`] commits the results in groups while
-/// calls go on. So neither a claim nor a durable commit leaves the calls waiting, and one commit
-/// flushes for many jobs. A worker holds at most `in_flight` + `batch` jobs claimed and not
+/// calls go on. So neither a lease nor a durable commit leaves the calls waiting, and one commit
+/// flushes for many jobs. A worker holds at most `in_flight` + `batch` jobs leased and not
 /// done: the calls in flight and one batch waiting for them, so another user's job due now waits
-/// at most `batch / in_flight` rounds of calls behind a claimed backlog, then its own (issue 25:
+/// at most `batch / in_flight` rounds of calls behind a leased backlog, then its own (issue 25:
 /// with up to three batches of 128 held beside 64 calls of 2 s, another user's values took over
-/// 30 s, now 5-6 s; claiming only what could start at once cut throughput by half, with a claim
-/// between every round of calls). On `stop` no job is claimed and no call started any more (the
-/// jobs claimed but not called stay held, for [`hand_back`]); calls in flight get
+/// 30 s, now 5-6 s; leasing only what could start at once cut throughput by half, with a lease
+/// between every round of calls). On `stop` no job is leased and no call started any more (the
+/// jobs leased but not called stay held, for [`hand_back`]); calls in flight get
 /// `config.grace`, then are cut off; it returns once every result is committed.
 async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<bool>, total: Arc<Mutex<Summary>>) {
     let in_flight = config.in_flight.clamp(1, MAX_IN_FLIGHT);
@@ -794,11 +794,11 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
     // groups averaged 31 jobs; each commit's statement has a cost of its own).
     let (results, received) = mpsc::channel::<Done>(COMMIT_GROUP);
     let committer = tokio::spawn(commit_results(collector.clone(), received, total).in_current_span());
-    let (claimed, mut batches) = mpsc::channel::<Claimed>(1);
-    let claimer = claim_batches(collector.clone(), config, stop.clone(), ahead, claimed);
-    let claimer = tokio::spawn(claimer.in_current_span());
+    let (leased, mut batches) = mpsc::channel::<Leased>(1);
+    let leaser = lease_batches(collector.clone(), config, stop.clone(), ahead, leased);
+    let leaser = tokio::spawn(leaser.in_current_span());
     let mut stopping = stop.clone();
-    'batches: while let Some(Claimed { jobs, contexts, mut held }) = batches.recv().await {
+    'batches: while let Some(Leased { jobs, contexts, mut held }) = batches.recv().await {
         for group in by_period(jobs) {
             // A permit per job, as many as all at most: a group makes no more calls than it has jobs.
             let permits = u32::try_from(group.len()).unwrap_or(u32::MAX).min(all);
@@ -810,16 +810,16 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
             if *stop.borrow() {
                 break 'batches;
             }
-            // A claim takes whole periods, so it may hold a few jobs more than its room ahead.
+            // A lease takes whole periods, so it may hold a few jobs more than its room ahead.
             let Some(ahead) = held.split(group.len().min(held.num_permits())) else { break 'batches };
             let context = contexts[&(group[0].user_id, group[0].site_id)].clone();
             let task = call(collector.clone(), context, group, (permit, ahead), results.clone(), cut.clone());
             tokio::spawn(task.in_current_span());
         }
     }
-    // Unblocks the claimer if it waits to hand over a batch, and drops that batch.
+    // Unblocks the leaser if it waits to hand over a batch, and drops that batch.
     drop(batches);
-    let _ = claimer.await;
+    let _ = leaser.await;
     // A call returns its permit only after its result is queued for the committer (or it was
     // cut off).
     if *stop.borrow() && tokio::time::timeout(grace, room.acquire_many(all)).await.is_err() {
@@ -831,22 +831,22 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
     let _ = committer.await;
 }
 
-/// Claims up to `config.batch` due jobs at a time into `claimed` until `stop`, as many as
-/// `ahead` has room for, each turn's users starting after the one its last claim served;
+/// Leases up to `config.batch` due jobs at a time into `leased` until `stop`, as many as
+/// `ahead` has room for, each turn's users starting after the one its last lease served;
 /// waiting `config.idle` (or until this process queues jobs) whenever none is due, or, with
 /// `config.drain`, ending then.
-async fn claim_batches(
+async fn lease_batches(
     collector: Collector,
     config: WorkerConfig,
     mut stop: watch::Receiver<bool>,
     ahead: Arc<Semaphore>,
-    claimed: mpsc::Sender<Claimed>,
+    leased: mpsc::Sender<Leased>,
 ) {
     let want = u32::try_from(config.batch.max(1)).unwrap_or(u32::MAX);
     let mut after_user = 0;
     while !*stop.borrow() {
-        let Some(held) = room_to_claim(&ahead, want, &mut stop).await else { break };
-        match claim_batch(&collector, &config, held.num_permits(), after_user).await {
+        let Some(held) = room_to_lease(&ahead, want, &mut stop).await else { break };
+        match lease_batch(&collector, &config, held.num_permits(), after_user).await {
             Ok((jobs, _)) if jobs.is_empty() && config.drain => break,
             Ok((jobs, _)) if jobs.is_empty() => {
                 drop(held);
@@ -854,12 +854,12 @@ async fn claim_batches(
             }
             Ok((jobs, contexts)) => {
                 after_user = servio_store::last_served(after_user, &jobs);
-                if claimed.send(Claimed { jobs, contexts, held }).await.is_err() {
+                if leased.send(Leased { jobs, contexts, held }).await.is_err() {
                     break;
                 }
             }
             Err(error) => {
-                tracing::warn!(error = %servio_client::error_chain(&error), "claiming jobs failed");
+                tracing::warn!(error = %servio_client::error_chain(&error), "leasing jobs failed");
                 drop(held);
                 wait(&mut stop, config.idle).await;
             }
@@ -867,14 +867,14 @@ async fn claim_batches(
     }
 }
 
-/// The share of a claim's room a claimer waits for, up to [`CLAIM_LINGER`], before it claims.
+/// The share of a lease's room a leaser waits for, up to [`LEASE_LINGER`], before it leases.
 fn enough_room(want: u32) -> usize {
     usize::try_from(want / 4).unwrap_or(usize::MAX).max(1)
 }
 
-/// Room for the next claim in `room`: at least one permit, waiting up to [`CLAIM_LINGER`]
+/// Room for the next lease in `room`: at least one permit, waiting up to [`LEASE_LINGER`]
 /// for [`enough_room`], then every permit free up to `want`. `None` once `stop` is true.
-async fn room_to_claim(
+async fn room_to_lease(
     room: &Arc<Semaphore>,
     want: u32,
     stop: &mut watch::Receiver<bool>,
@@ -884,7 +884,7 @@ async fn room_to_claim(
         Ok(permit) = room.clone().acquire_owned() => permit,
         () = stopped(stop) => return None,
     };
-    let linger = tokio::time::sleep(CLAIM_LINGER);
+    let linger = tokio::time::sleep(LEASE_LINGER);
     tokio::pin!(linger);
     while held.num_permits() < enough_room(want) {
         tokio::select! {
@@ -905,9 +905,9 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|stopped| *stopped).await;
 }
 
-/// Claims up to `limit` due jobs for `config.owner`, each turn's users from the one after
+/// Leases up to `limit` due jobs for `config.owner`, each turn's users from the one after
 /// `after_user`, and loads their contexts.
-async fn claim_batch(
+async fn lease_batch(
     collector: &Collector,
     config: &WorkerConfig,
     limit: usize,
@@ -915,7 +915,7 @@ async fn claim_batch(
 ) -> Result<(Vec<Job>, Contexts), StoreError> {
     let now = Timestamp::now().as_second();
     let lease = i64::try_from(config.lease.as_secs().max(1)).unwrap_or(i64::MAX);
-    let claim = JobClaim {
+    let lease = JobLease {
         owner: &config.owner,
         now,
         lease_until: now.saturating_add(lease),
@@ -923,14 +923,14 @@ async fn claim_batch(
         only: None,
         after_user,
     };
-    let jobs = collector.store.claim_jobs(&claim).await?;
+    let jobs = collector.store.lease_jobs(&lease).await?;
     let contexts = contexts(collector, &jobs).await?;
-    tracing::debug!(jobs = jobs.len(), entries = contexts.len(), "claimed");
+    tracing::debug!(jobs = jobs.len(), entries = contexts.len(), "leased");
     Ok((jobs, contexts))
 }
 
-/// Does the claimed jobs of one (user, site, period) and queues their results for the
-/// committer, holding `permits` (its calls in flight, its jobs claimed) until then; when `cut` is cancelled first, it
+/// Does the leased jobs of one (user, site, period) and queues their results for the
+/// committer, holding `permits` (its calls in flight, its jobs leased) until then; when `cut` is cancelled first, it
 /// leaves the jobs held (for [`hand_back`]).
 async fn call(
     collector: Collector,
@@ -952,7 +952,7 @@ async fn call(
                 let _ = results.send(one).await;
             }
         }
-        // The jobs stay claimed; another claim takes them over when their leases end.
+        // The jobs stay leased; another lease takes them over when their leases end.
         Err(error) => {
             tracing::warn!(job_id = first, error = %servio_client::error_chain(&error), "collection jobs are left to their leases")
         }
@@ -984,8 +984,8 @@ async fn commit_results(collector: Collector, mut received: mpsc::Receiver<Done>
 
 /// Commits `group` in one transaction or, when the store refuses that, result by result: a
 /// group holds the results of many users, and one result the store cannot take must cost only
-/// itself (as the call log's writer does). A result that still fails leaves its job claimed;
-/// another claim takes it over when its lease ends.
+/// itself (as the call log's writer does). A result that still fails leaves its job leased;
+/// another lease takes it over when its lease ends.
 async fn commit_group(collector: &Collector, group: &[Done], now: Timestamp) -> Summary {
     let error = match commit(collector, group, now).await {
         Ok(done) => return done,
@@ -1010,7 +1010,7 @@ async fn commit_group(collector: &Collector, group: &[Done], now: Timestamp) -> 
 
 impl Collector {
     /// Sleeps for `idle`, or until `stop` changes or this process queues jobs (a site added, a
-    /// backfill asked for): an idle worker then claims at once rather than at its next poll.
+    /// backfill asked for): an idle worker then leases at once rather than at its next poll.
     /// Jobs queued by other processes wait for the poll.
     async fn wait_for_jobs(&self, stop: &mut watch::Receiver<bool>, idle: Duration) {
         tokio::select! {
@@ -1034,7 +1034,7 @@ mod tests {
     use std::sync::Arc;
 
     use servio_client::{Client, ClientConfig};
-    use servio_store::{JobClaim, NewJob, Store};
+    use servio_store::{JobLease, NewJob, Store};
 
     use super::*;
     use crate::Credentials;
@@ -1062,7 +1062,7 @@ mod tests {
 
     /// A group of results that the store refuses as a whole is committed result by result, so
     /// that one result it cannot take costs only itself: before, a NUL from one site held the
-    /// other users' results of its group (up to 1,024) claimed until their deadline. SQLite
+    /// other users' results of its group (up to 1,024) leased until their deadline. SQLite
     /// refuses a NaN value (stored as NULL in a NOT NULL column), which no site can send, so
     /// it stands here for any row a store refuses.
     #[tokio::test]
@@ -1080,9 +1080,9 @@ mod tests {
             })
             .collect();
         store.enqueue_jobs(&jobs, 0).await.unwrap();
-        let claim = JobClaim { owner: "w", now: 1, lease_until: 100, limit: 10, only: None, after_user: 0 };
-        let claimed = store.claim_jobs(&claim).await.unwrap();
-        let group: Vec<Done> = claimed
+        let lease = JobLease { owner: "w", now: 1, lease_until: 100, limit: 10, only: None, after_user: 0 };
+        let leased = store.lease_jobs(&lease).await.unwrap();
+        let group: Vec<Done> = leased
             .into_iter()
             .map(|job| {
                 let value = if job.period_start == 86_400 { f64::NAN } else { 5.0 };

@@ -72,7 +72,7 @@ pub struct Collector {
     credentials: Arc<Credentials>,
     manifests: Arc<ManifestCache>,
     backfill_limits: jobs::BackfillLimits,
-    /// Told when this process queues jobs, so that an idle worker claims them at once.
+    /// Told when this process queues jobs, so that an idle worker leases them at once.
     queued: Arc<tokio::sync::Notify>,
     /// Held per user while a backfill is counted against its limit and queued.
     backfilling: Arc<jobs::UserLocks>,

@@ -4,7 +4,7 @@
 //! value committed durably, in the workers' fenced group commits. Prints `collections/s: N`.
 //!
 //! Usage: `collector_bench SERVIO_BIN ORIGIN TOKEN CA_PEM DATABASE_URL JOBS WORKERS IN_FLIGHT BATCH`
-//! (`IN_FLIGHT` calls at once per worker, `BATCH` jobs per claim).
+//! (`IN_FLIGHT` calls at once per worker, `BATCH` jobs per lease).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -61,7 +61,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .spawn()?,
         );
     }
-    // Each worker exits once no job is left to claim and its results are committed: the clock
+    // Each worker exits once no job is left to lease and its results are committed: the clock
     // stops with the last one, and nothing polls the database meanwhile.
     let all_exit = futures_util::future::join_all(children.iter_mut().map(|child| child.wait()));
     let statuses = tokio::time::timeout(Duration::from_secs(600), all_exit).await.map_err(|_| "not done in 600 s")?;

@@ -149,7 +149,8 @@ pub async fn render(store: &dyn Operations) -> String {
     let now = crate::now();
     match store.job_gauges(now, now - OVERDUE_AFTER).await {
         Ok(jobs) => {
-            for (state, count) in [("pending", jobs.pending), ("claimed", jobs.claimed), ("overdue", jobs.overdue)] {
+            // `claimed` is the label that dashboards and alerts query; the jobs' word is "lease".
+            for (state, count) in [("pending", jobs.pending), ("claimed", jobs.leased), ("overdue", jobs.overdue)] {
                 metrics::gauge!("servio_jobs", "state" => state).set(count as f64);
             }
         }

@@ -83,7 +83,7 @@ pub enum CollectionResult<'a> {
         reason: &'a str,
         /// When the site asked to be tried again (`Retry-After`).
         retry_at: Option<i64>,
-        /// When a job may be claimed again (`None` outside jobs).
+        /// When a job may be leased again (`None` outside jobs).
         not_before: Option<i64>,
     },
     /// Nothing to log (the site left the vault, or the period ran out before the job was
@@ -492,7 +492,7 @@ pub trait Collection: Send + Sync {
     /// Every vault entry of every user, as (user, entry), for the collector.
     async fn all_vault_entries(&self) -> Result<Vec<(User, VaultEntry)>, StoreError>;
     /// The vault entries of `pairs` (user id, site id) with their users, in one query for up
-    /// to a thousand pairs: a worker loads those of a claimed batch at once. A pair no longer
+    /// to a thousand pairs: a worker loads those of a leased batch at once. A pair no longer
     /// in a vault (or whose user is gone) is left out; the order is the database's.
     async fn entries_of(&self, pairs: &[(i64, i64)]) -> Result<Vec<(User, VaultEntry)>, StoreError>;
     /// Whether a slot needs no more work: a value is stored for its period key, or an attempt

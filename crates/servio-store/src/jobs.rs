@@ -1,14 +1,14 @@
 //! Scheduled collections as jobs shared by many workers ([`Jobs`]).
 //!
 //! A job is one slot to collect. Planning enqueues it (idempotently: one job per slot); a
-//! worker claims due jobs with a lease, and every claim increments the job's fence and moves
+//! worker leases due jobs (an owner and an expiry), and every lease increments the job's fence and moves
 //! the job's `not_before` to the lease's end (so that a job whose worker died is due again
-//! then, and held jobs never stand in a claim's way). A
+//! then, and held jobs never stand in a lease's way). A
 //! completion writes the value and the attempt in the same transaction as the job's new state,
-//! and only while the fence it claimed with is still the job's: a worker paused past its lease,
-//! whose job another worker has claimed since, writes nothing.
+//! and only while the fence it leased with is still the job's: a worker paused past its lease,
+//! whose job another worker has leased since, writes nothing.
 //!
-//! Claims are fair: each takes every user's scheduled periods before any backfill, and the
+//! Leases are fair: each takes every user's scheduled periods before any backfill, and the
 //! users with due jobs in turns (each user's first job, then each one's second, and so on), so
 //! one user's backlog never delays another user's due periods by more than a turn.
 
@@ -22,16 +22,16 @@ use crate::{Change, CollectionResult, Slot, StoreError, postgres, sqlite};
 pub struct NewJob<'a> {
     /// What to collect.
     pub slot: Slot<'a>,
-    /// Not claimed before this instant (when the period is due).
+    /// Not leased before this instant (when the period is due).
     pub not_before: i64,
     /// After this instant a transient failure ends the job as failed.
     pub deadline: i64,
-    /// A scheduled period or a backfill's: claims take scheduled ones first.
+    /// A scheduled period or a backfill's: leases take scheduled ones first.
     pub kind: JobKind,
 }
 
-/// Why a job exists, which decides its place in claims: every user's scheduled periods go
-/// before any backfill, and within each, users take turns (see `Jobs::claim_jobs`).
+/// Why a job exists, which decides its place in leases: every user's scheduled periods go
+/// before any backfill, and within each, users take turns (see `Jobs::lease_jobs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum JobKind {
     /// A due period the scheduler planned (or collect-now, or a site just added).
@@ -41,7 +41,7 @@ pub enum JobKind {
 }
 
 impl JobKind {
-    /// The stored number: 0 for scheduled, 1 for backfill (claims order by it).
+    /// The stored number: 0 for scheduled, 1 for backfill (leases order by it).
     pub fn as_i64(self) -> i64 {
         match self {
             JobKind::Scheduled => 0,
@@ -50,39 +50,39 @@ impl JobKind {
     }
 }
 
-/// What a worker asks for when it claims jobs.
+/// What a worker asks for when it leases jobs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobClaim<'a> {
-    /// Who claims (a worker id), recorded as the lease owner.
+pub struct JobLease<'a> {
+    /// Who leases (a worker id), recorded as the lease owner.
     pub owner: &'a str,
-    /// The claim's clock: jobs due at or before it, whose lease (if any) has expired by then.
+    /// The lease's clock: jobs due at or before it, whose lease (if any) has expired by then.
     pub now: i64,
-    /// When the lease expires; another worker may then claim the job again.
+    /// When the lease expires; another worker may then lease the job again.
     pub lease_until: i64,
     /// At most this many jobs, periods whole: the last period taken may pass it by its
-    /// other jobs (see `Jobs::claim_jobs`).
+    /// other jobs (see `Jobs::lease_jobs`).
     pub limit: i64,
     /// Only the jobs of this (user, site), for collecting one vault entry now.
     pub only: Option<(i64, i64)>,
     /// Where the turns start: within each turn, the users after this id go first, then the
-    /// others from the lowest. A worker passes [`last_served`] of its previous claim, so that
-    /// claims smaller than the number of users with due jobs still serve every user in turn
+    /// others from the lowest. A worker passes [`last_served`] of its previous lease, so that
+    /// leases smaller than the number of users with due jobs still serve every user in turn
     /// (ties went to the oldest job, and a backlog queued first always has the oldest).
     pub after_user: i64,
 }
 
-/// The user whose turn came last in `jobs`, claimed with turns starting after `after_user`:
-/// the next claim's [`JobClaim::after_user`]. `after_user` itself when nothing was claimed.
+/// The user whose turn came last in `jobs`, leased with turns starting after `after_user`:
+/// the next lease's [`JobLease::after_user`]. `after_user` itself when nothing was leased.
 pub fn last_served(after_user: i64, jobs: &[Job]) -> i64 {
     jobs.iter().map(|job| job.user_id).max_by_key(|&user| (user <= after_user, user)).unwrap_or(after_user)
 }
 
-/// A claimed job.
+/// A leased job.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Job {
     /// Its id.
     pub id: i64,
-    /// The fence this claim holds: the completion commits only while it is still the job's.
+    /// The fence this lease holds: the completion commits only while it is still the job's.
     pub fence: i64,
     /// The user.
     pub user_id: i64,
@@ -120,10 +120,10 @@ impl Job {
     }
 }
 
-/// A claimed job with its result, to complete.
+/// A leased job with its result, to complete.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion<'a> {
-    /// The job, with the fence it was claimed with.
+    /// The job, with the fence it was leased with.
     pub job: &'a Job,
     /// What to write.
     pub result: CollectionResult<'a>,
@@ -160,7 +160,7 @@ impl CollectionResult<'_> {
         }
     }
 
-    /// When a job pending again may be claimed.
+    /// When a job pending again may be leased.
     pub fn not_before(&self) -> Option<i64> {
         match self {
             CollectionResult::Retry { not_before, .. } => *not_before,
@@ -173,7 +173,7 @@ impl CollectionResult<'_> {
 pub(crate) const JOB_COLUMNS: &str =
     "id, fence, user_id, site_id, metric_key, granularity, period_start, period_end, start_date, period_key, deadline";
 
-/// How many jobs are in each state, and how often jobs were claimed again.
+/// How many jobs are in each state, and how often jobs were leased again.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct JobCounts {
     /// Still to do (or to retry).
@@ -182,19 +182,19 @@ pub struct JobCounts {
     pub done: i64,
     /// Ended without a value.
     pub failed: i64,
-    /// Jobs claimed more than once (a lease that expired, or a retry).
-    pub reclaimed: i64,
+    /// Jobs leased more than once (a lease that expired, or a retry).
+    pub leased_again: i64,
     /// The highest fence of any job.
     pub max_fence: i64,
 }
 
-/// The part of a claim's query, shared by both stores, that turns its seeds into whole
-/// periods: `seeds` (user_id, site_id, period_key, place: the claim's order) must precede it;
+/// The part of a lease's query, shared by both stores, that turns its seeds into whole
+/// periods: `seeds` (user_id, site_id, period_key, place: the lease's order) must precede it;
 /// it defines `taken`, the periods of the seeds in their order for as long as the due jobs
-/// (`due_s`, a condition on `s`) of the periods before stay under the claim's limit (`$4`).
-/// So a claim takes every job of a period at once (metrics that share a call are asked in one)
+/// (`due_s`, a condition on `s`) of the periods before stay under the lease's limit (`$4`).
+/// So a lease takes every job of a period at once (metrics that share a call are asked in one)
 /// and at most one period's other jobs past its limit: counting seeds alone, 64 seeds of an
-/// eleven-metric backlog claimed 704 jobs, a worker's room for 64 calls held eleven times over.
+/// eleven-metric backlog leased 704 jobs, a worker's room for 64 calls held eleven times over.
 pub(crate) fn whole_periods(due_s: &str) -> String {
     format!(
         "periods AS (
@@ -222,21 +222,21 @@ pub trait Jobs: Send + Sync {
     /// Enqueues a job per slot; a slot that has a job already keeps it as it is (so planning
     /// from several processes is idempotent). Returns how many jobs are new.
     async fn enqueue_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64, StoreError>;
-    /// Claims up to `claim.limit` pending jobs due at `claim.now` and not leased (or whose
+    /// Leases up to `lease.limit` pending jobs due at `lease.now` and not leased (or whose
     /// lease has expired), fairly: every user's scheduled jobs before any backfill, and within
     /// each kind the users in turns (each one's soonest due job, then each one's next), so one
-    /// user's backlog delays nobody else's due jobs by more than a turn; the cost of a claim
+    /// user's backlog delays nobody else's due jobs by more than a turn; the cost of a lease
     /// grows with the users who have pending jobs, not with their number (at most a batch of
-    /// each user's is read). It leases them to `claim.owner`, incrementing each
+    /// each user's is read). It leases them to `lease.owner`, incrementing each
     /// one's fence, and with them every other such job of the same (user, site, period key):
-    /// the metrics of a period that share a call are claimed together. Periods are taken whole
-    /// while the jobs before them number under `claim.limit`, so a batch passes it by at most
-    /// the last period's other jobs. Jobs another claimer holds are skipped, never waited for.
-    async fn claim_jobs(&self, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError>;
-    /// Completes claimed jobs in one transaction: for each, only while its fence is still the
+    /// the metrics of a period that share a call are leased together. Periods are taken whole
+    /// while the jobs before them number under `lease.limit`, so a batch passes it by at most
+    /// the last period's other jobs. Jobs another leaser holds are skipped, never waited for.
+    async fn lease_jobs(&self, lease: &JobLease<'_>) -> Result<Vec<Job>, StoreError>;
+    /// Completes leased jobs in one transaction: for each, only while its fence is still the
     /// job's, sets the job's new state and writes its result (value and attempt); one whose
     /// fence is stale writes nothing. Returns, in order, whether each was committed (`false`:
-    /// fenced out, another claim holds the job).
+    /// fenced out, another lease holds the job).
     /// Tells [`Change::Values`] of each user a committed completion stored a value for.
     async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>, StoreError>;
     /// How many jobs are in each state.
@@ -248,7 +248,7 @@ pub trait Jobs: Send + Sync {
     /// user's backfills in flight is checked against it).
     async fn pending_backfills(&self, user_id: i64) -> Result<i64, StoreError>;
     /// Hands back the pending jobs leased to `owner` (a process that stops): their leases end
-    /// and they are due at `now`, so another worker claims them at once, and their fences move
+    /// and they are due at `now`, so another worker leases them at once, and their fences move
     /// on, so a late result of `owner`'s is fenced out. Returns how many.
     async fn release_jobs(&self, owner: &str, now: i64) -> Result<u64, StoreError>;
 }
@@ -263,11 +263,11 @@ impl Jobs for Database {
         }
     }
 
-    #[tracing::instrument(level = "debug", skip_all, fields(limit = claim.limit))]
-    async fn claim_jobs(&self, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError> {
+    #[tracing::instrument(level = "debug", skip_all, fields(limit = lease.limit))]
+    async fn lease_jobs(&self, lease: &JobLease<'_>) -> Result<Vec<Job>, StoreError> {
         match &self.pool {
-            Backend::Sqlite(pool) => sqlite::claim_jobs(pool, claim).await,
-            Backend::Postgres(pool) => postgres::claim_jobs(pool, claim).await,
+            Backend::Sqlite(pool) => sqlite::lease_jobs(pool, lease).await,
+            Backend::Postgres(pool) => postgres::lease_jobs(pool, lease).await,
         }
     }
 
@@ -286,7 +286,7 @@ impl Jobs for Database {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn job_counts(&self) -> Result<JobCounts, StoreError> {
         on!(&self.pool, |pool| {
-            let (pending, done, failed, reclaimed, max_fence) = sqlx::query_as(
+            let (pending, done, failed, leased_again, max_fence) = sqlx::query_as(
                 "SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'done'),
                         count(*) FILTER (WHERE state = 'failed'), count(*) FILTER (WHERE fence > 1),
                         COALESCE(max(fence), 0)
@@ -294,7 +294,7 @@ impl Jobs for Database {
             )
             .fetch_one(pool)
             .await?;
-            Ok(JobCounts { pending, done, failed, reclaimed, max_fence })
+            Ok(JobCounts { pending, done, failed, leased_again, max_fence })
         })
     }
 

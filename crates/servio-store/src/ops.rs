@@ -29,7 +29,7 @@ pub struct JobGauges {
     /// Pending jobs (due, waiting to be due, or held).
     pub pending: i64,
     /// Pending jobs held under a live lease.
-    pub claimed: i64,
+    pub leased: i64,
     /// Pending jobs due for longer than the overdue threshold and held by no one: the workers
     /// are behind.
     pub overdue: i64,
@@ -150,7 +150,7 @@ impl Operations for Database {
 
     async fn job_gauges(&self, now: i64, overdue_before: i64) -> Result<JobGauges, StoreError> {
         on!(&self.pool, |pool| {
-            let (pending, claimed, overdue) = bind!(
+            let (pending, leased, overdue) = bind!(
                 sqlx::query_as(
                     "SELECT count(*), count(*) FILTER (WHERE lease_expires > $1),
                             count(*) FILTER (WHERE not_before < $2 AND (lease_expires IS NULL OR lease_expires <= $1))
@@ -161,7 +161,7 @@ impl Operations for Database {
             )
             .fetch_one(pool)
             .await?;
-            Ok(JobGauges { pending, claimed, overdue })
+            Ok(JobGauges { pending, leased, overdue })
         })
     }
 

@@ -1,7 +1,7 @@
 //! The PostgreSQL backend, for several `servio serve` processes sharing one database: opening
 //! and migrating, and what only PostgreSQL does (the rest is in the domain modules): full-text search
 //! over a `tsvector`, and batches that travel as arrays through `UNNEST`, one statement each
-//! (the dashboard's values, enqueueing and completing jobs), with claims that skip locked rows.
+//! (the dashboard's values, enqueueing and completing jobs), with leases that skip locked rows.
 
 use std::borrow::Cow;
 
@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use crate::collection::{SiteValues, series};
 use crate::jobs::JOB_COLUMNS;
 use crate::text::storable_opt;
-use crate::{Completion, Heard, Job, JobClaim, NewJob, Pruned, StoreError};
+use crate::{Completion, Heard, Job, JobLease, NewJob, Pruned, StoreError};
 
 /// Connects to `url`.
 pub(crate) async fn connect(url: &str) -> Result<PgPool, StoreError> {
@@ -137,30 +137,30 @@ pub(crate) async fn enqueue_jobs(pool: &PgPool, jobs: &[NewJob<'_>], now: i64) -
     .bind(column(&|j| j.kind.as_i64()))
     .execute(pool)
     .await?;
-    // Claims must walk each user's pending jobs through the index in order and stop after a batch. With statistics
+    // Leases must walk each user's pending jobs through the index in order and stop after a batch. With statistics
     // from before a large plan, the planner expects a few pending jobs and sorts them all
-    // instead, on every claim (measured: 9 ms a claim of 128 among 20,000 pending).
+    // instead, on every lease (measured: 9 ms a lease of 128 among 20,000 pending).
     if inserted.rows_affected() >= REANALYZE_AFTER {
         sqlx::query("ANALYZE jobs").execute(pool).await?;
     }
     Ok(inserted.rows_affected())
 }
 
-/// Claims due jobs fairly (see `Jobs::claim_jobs`) with `FOR UPDATE SKIP LOCKED`.
-pub(crate) async fn claim_jobs(pool: &PgPool, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError> {
+/// Leases due jobs fairly (see `Jobs::lease_jobs`) with `FOR UPDATE SKIP LOCKED`.
+pub(crate) async fn lease_jobs(pool: &PgPool, lease: &JobLease<'_>) -> Result<Vec<Job>, StoreError> {
     // Fair turns: `users` steps through the users with pending jobs (one index descent each,
     // a loose index scan), `candidates` reads at most a batch of each one's due jobs, scheduled
     // before backfills and soonest first, and numbers them per user (`turn`); the batch is then
     // every user's scheduled jobs turn by turn, then their backfills turn by turn, each turn's
-    // users from the one after `after_user` round (see `JobClaim::after_user`). So one user's
-    // backlog costs a claim one batch of reads, and another user's due jobs wait a turn at most.
+    // users from the one after `after_user` round (see `JobLease::after_user`). So one user's
+    // backlog costs a lease one batch of reads, and another user's due jobs wait a turn at most.
     // `ranked` keeps twice a batch, in order, before the rows are locked: room for the rows a
-    // concurrent claimer is taking (skipped), and few enough rows that they are found by their
-    // key (unlimited, the planner scanned the whole table to join them: 60 ms a claim).
-    // SKIP LOCKED: rows another claimer is taking right now are passed over, not waited
-    // for; the outer UPDATE then re-checks them under the row lock it holds. A claim changes
+    // concurrent leaser is taking (skipped), and few enough rows that they are found by their
+    // key (unlimited, the planner scanned the whole table to join them: 60 ms a lease).
+    // SKIP LOCKED: rows another leaser is taking right now are passed over, not waited
+    // for; the outer UPDATE then re-checks them under the row lock it holds. A lease changes
     // no indexed column (unlike SQLite's, it leaves `not_before`), so that with the room the
-    // table's fill factor leaves it is a HOT update: no index entry written. Claims step over
+    // table's fill factor leaves it is a HOT update: no index entry written. Leases step over
     // the jobs others hold (a few hundred at most), which costs less (BENCHMARKS.md).
     // The seeds' periods are taken whole while the jobs before stay under the limit
     // (`jobs::whole_periods`), their due jobs that no one holds, so that metrics sharing a call
@@ -171,7 +171,7 @@ pub(crate) async fn claim_jobs(pool: &PgPool, claim: &JobClaim<'_>) -> Result<Ve
             "{t}.state = 'pending' AND {t}.not_before <= $3 AND ({t}.lease_expires IS NULL OR {t}.lease_expires <= $3)"
         )
     };
-    let (users, only) = match claim.only {
+    let (users, only) = match lease.only {
         // Collecting one vault entry now: its user only.
         Some(_) => ("SELECT $6::BIGINT AS user_id", "AND j.site_id = $7"),
         None => (
@@ -227,21 +227,21 @@ pub(crate) async fn claim_jobs(pool: &PgPool, claim: &JobClaim<'_>) -> Result<Ve
     );
     // Only constant texts are formatted in; every value is bound.
     let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(claim.owner)
-        .bind(claim.lease_until)
-        .bind(claim.now)
-        .bind(claim.limit)
-        .bind(claim.after_user);
-    if let Some((user_id, site_id)) = claim.only {
+        .bind(lease.owner)
+        .bind(lease.lease_until)
+        .bind(lease.now)
+        .bind(lease.limit)
+        .bind(lease.after_user);
+    if let Some((user_id, site_id)) = lease.only {
         query = query.bind(user_id).bind(site_id);
     }
-    // Claims of one schema take turns (a transaction-scoped advisory lock): claimers running at
+    // Leases of one schema take turns (a transaction-scoped advisory lock): leasers running at
     // once would all rank the same jobs first and, skipping each other's, come away with part
-    // of a batch or nothing. One at a time, each ranks what the last one left (a claim takes a
+    // of a batch or nothing. One at a time, each ranks what the last one left (a lease takes a
     // few milliseconds: hundreds of batches a second, more than sites answer).
     let mut tx = pool.begin().await?;
     sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))")
-        .bind(CLAIM_LOCK)
+        .bind(LEASE_LOCK)
         .execute(&mut *tx)
         .await?;
     let jobs = query.fetch_all(&mut *tx).await?;
@@ -249,8 +249,8 @@ pub(crate) async fn claim_jobs(pool: &PgPool, claim: &JobClaim<'_>) -> Result<Ve
     Ok(jobs)
 }
 
-/// The first key of the advisory lock claims take turns on (the second is the schema's hash).
-const CLAIM_LOCK: i32 = 0x5e7c_1a1d;
+/// The first key of the advisory lock leases take turns on (the second is the schema's hash).
+const LEASE_LOCK: i32 = 0x5e7c_1a1d;
 
 /// Completes a batch of jobs in one statement, whatever its size, and so one transaction in
 /// one round trip.
@@ -262,7 +262,7 @@ pub(crate) async fn complete_jobs(
     if completions.is_empty() {
         return Ok(Vec::new());
     }
-    // The fence check updates the jobs whose fence is still the one claimed (a claim since
+    // The fence check updates the jobs whose fence is still the one leased (a lease since
     // has incremented it), and only the jobs it updated get their value and attempt written,
     // as `write_result_on` writes them elsewhere. The results travel as arrays, in order.
     // Their texts are made storable first: one NUL from a site would fail the whole statement,
@@ -324,7 +324,7 @@ pub(crate) async fn complete_jobs(
     .bind(sources.iter().map(Option::as_deref).collect::<Vec<Option<&str>>>())
     .fetch_all(pool)
     .await?;
-    // By job and fence: a job claimed again by the same worker may be in a batch twice.
+    // By job and fence: a job leased again by the same worker may be in a batch twice.
     let matched: std::collections::HashSet<(i64, i64)> = matched.into_iter().collect();
     Ok(completions.iter().map(|c| matched.contains(&(c.job.id, c.job.fence))).collect())
 }

@@ -9,7 +9,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 
 use crate::collection::{SiteValues, write_result_on};
 use crate::jobs::JOB_COLUMNS;
-use crate::{Completion, Job, JobClaim, NewJob, Series, StoreError};
+use crate::{Completion, Job, JobLease, NewJob, Series, StoreError};
 
 /// Opens (creating when missing) the database at `url` and migrates it.
 pub(crate) async fn connect(url: &str) -> Result<SqlitePool, StoreError> {
@@ -232,29 +232,29 @@ pub(crate) async fn enqueue_jobs(pool: &SqlitePool, jobs: &[NewJob<'_>], now: i6
     Ok(inserted)
 }
 
-/// Claims due jobs fairly (see `Jobs::claim_jobs`) in one immediate transaction.
-pub(crate) async fn claim_jobs(pool: &SqlitePool, claim: &JobClaim<'_>) -> Result<Vec<Job>, StoreError> {
+/// Leases due jobs fairly (see `Jobs::lease_jobs`) in one immediate transaction.
+pub(crate) async fn lease_jobs(pool: &SqlitePool, lease: &JobLease<'_>) -> Result<Vec<Job>, StoreError> {
     // SQLite has one writer at a time: an immediate transaction takes the write lock before
-    // it reads, so two claimers can never pick the same rows. A claim moves `not_before` to
+    // it reads, so two leasers can never pick the same rows. A lease moves `not_before` to
     // its lease's end, so held jobs sort after the due ones (SQLite has no HOT updates to
-    // keep, unlike PostgreSQL's claims). The due jobs of the periods of the seeds come with
-    // them, so that metrics sharing a call are in one batch (see `Jobs::claim_jobs`).
+    // keep, unlike PostgreSQL's leases). The due jobs of the periods of the seeds come with
+    // them, so that metrics sharing a call are in one batch (see `Jobs::lease_jobs`).
     //
     // Fair turns, as on PostgreSQL: `users` steps through the users with pending jobs (one
     // index seek each), `candidates` reads at most a batch of each one's due jobs (SQLite has
     // no LATERAL: a correlated `IN` with its own LIMIT), numbered per user; `seeds` takes
     // scheduled jobs before backfills, turn by turn, each turn's users from the one after
-    // `after_user` round (see `JobClaim::after_user`); of their periods, `taken` keeps whole
+    // `after_user` round (see `JobLease::after_user`); of their periods, `taken` keeps whole
     // periods in the seeds' order while the jobs before stay under the limit
     // (`jobs::whole_periods`). The periods taken are joined on the
     // unique index whole (a row-value `IN` searched it by user and site only: 0.15 s of CPU a
-    // claim with 200,000 jobs of one site).
+    // lease with 200,000 jobs of one site).
     let due = |t: &str| {
         format!(
             "{t}.state = 'pending' AND {t}.not_before <= $3 AND ({t}.lease_expires IS NULL OR {t}.lease_expires <= $3)"
         )
     };
-    let (users, only) = match claim.only {
+    let (users, only) = match lease.only {
         Some(_) => ("SELECT $6 AS user_id", "AND j.site_id = $7"),
         None => ("SELECT user_id FROM walk WHERE user_id IS NOT NULL", ""),
     };
@@ -291,12 +291,12 @@ pub(crate) async fn claim_jobs(pool: &SqlitePool, claim: &JobClaim<'_>) -> Resul
                       WHERE {due_s})
          RETURNING {JOB_COLUMNS}"
     )))
-    .bind(claim.owner)
-    .bind(claim.lease_until)
-    .bind(claim.now)
-    .bind(claim.limit)
-    .bind(claim.after_user);
-    if let Some((user_id, site_id)) = claim.only {
+    .bind(lease.owner)
+    .bind(lease.lease_until)
+    .bind(lease.now)
+    .bind(lease.limit)
+    .bind(lease.after_user);
+    if let Some((user_id, site_id)) = lease.only {
         query = query.bind(user_id).bind(site_id);
     }
     let jobs = query.fetch_all(&mut *tx).await?;
@@ -313,7 +313,7 @@ pub(crate) async fn complete_jobs(
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let mut committed = Vec::with_capacity(completions.len());
     for Completion { job, result, duration_ms } in completions {
-        // The fence check: a claim since ours has incremented it, and then nothing of ours
+        // The fence check: a lease since ours has incremented it, and then nothing of ours
         // may be written.
         let updated = sqlx::query(
             "UPDATE jobs SET state = $1, not_before = COALESCE($2, not_before), lease_owner = NULL,

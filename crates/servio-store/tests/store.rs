@@ -523,12 +523,12 @@ async fn enqueue_days(
     store.enqueue_jobs(&jobs, 0).await.unwrap();
 }
 
-fn claim(owner: &str, now: i64, lease: i64, limit: i64) -> servio_store::JobClaim<'_> {
-    servio_store::JobClaim { owner, now, lease_until: now + lease, limit, only: None, after_user: 0 }
+fn lease(owner: &str, now: i64, lease: i64, limit: i64) -> servio_store::JobLease<'_> {
+    servio_store::JobLease { owner, now, lease_until: now + lease, limit, only: None, after_user: 0 }
 }
 
 #[tokio::test]
-async fn enqueueing_a_slot_twice_keeps_one_job_and_claims_wait_for_not_before() {
+async fn enqueueing_a_slot_twice_keeps_one_job_and_leases_wait_for_not_before() {
     use servio_store::NewJob;
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "jo@example.com").await;
@@ -544,20 +544,20 @@ async fn enqueueing_a_slot_twice_keeps_one_job_and_claims_wait_for_not_before() 
         assert_eq!(store.enqueue_jobs(&jobs, 0).await.unwrap(), 3, "{name}");
         assert_eq!(store.enqueue_jobs(&jobs, 1).await.unwrap(), 0, "{name}: planning again adds nothing");
         assert_eq!(store.enqueue_jobs(&[], 1).await.unwrap(), 0, "{name}");
-        assert!(store.claim_jobs(&claim("a", 99, 30, 10)).await.unwrap().is_empty(), "{name}: none due yet");
-        let first = store.claim_jobs(&claim("a", 101, 30, 10)).await.unwrap();
+        assert!(store.lease_jobs(&lease("a", 99, 30, 10)).await.unwrap().is_empty(), "{name}: none due yet");
+        let first = store.lease_jobs(&lease("a", 101, 30, 10)).await.unwrap();
         let days: Vec<i64> = first.iter().map(|j| j.period_start / 86_400).collect();
         assert_eq!(days, [0, 1], "{name}: only the due ones, soonest first");
         assert!(first.iter().all(|j| j.fence == 1), "{name}");
-        let only = servio_store::JobClaim { only: Some((user + 1000, site)), ..claim("b", 200, 30, 10) };
-        assert!(store.claim_jobs(&only).await.unwrap().is_empty(), "{name}: another user's jobs are not theirs");
+        let only = servio_store::JobLease { only: Some((user + 1000, site)), ..lease("b", 200, 30, 10) };
+        assert!(store.lease_jobs(&only).await.unwrap().is_empty(), "{name}: another user's jobs are not theirs");
         let counts = store.job_counts().await.unwrap();
-        assert_eq!((counts.pending, counts.done, counts.reclaimed, counts.max_fence), (3, 0, 0, 1), "{name}");
+        assert_eq!((counts.pending, counts.done, counts.leased_again, counts.max_fence), (3, 0, 0, 1), "{name}");
     }
 }
 
 /// The lease and the fence: while a lease holds nobody else gets the job; after it expires the
-/// next claimer gets it with a higher fence, and the first holder's completion then writes
+/// next leaser gets it with a higher fence, and the first holder's completion then writes
 /// nothing at all, neither the value nor an attempt.
 #[tokio::test]
 async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
@@ -571,10 +571,10 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
             kind: servio_store::JobKind::Scheduled,
         };
         store.enqueue_jobs(&[new], 0).await.unwrap();
-        let first = store.claim_jobs(&claim("a", 10, 30, 5)).await.unwrap();
+        let first = store.lease_jobs(&lease("a", 10, 30, 5)).await.unwrap();
         assert_eq!(first.len(), 1, "{name}");
-        assert!(store.claim_jobs(&claim("b", 39, 30, 5)).await.unwrap().is_empty(), "{name}: the lease holds");
-        let second = store.claim_jobs(&claim("b", 40, 30, 5)).await.unwrap();
+        assert!(store.lease_jobs(&lease("b", 39, 30, 5)).await.unwrap().is_empty(), "{name}: the lease holds");
+        let second = store.lease_jobs(&lease("b", 40, 30, 5)).await.unwrap();
         assert_eq!(second.len(), 1, "{name}: the lease expired");
         assert_eq!((second[0].id, second[0].fence), (first[0].id, 2), "{name}");
 
@@ -599,13 +599,13 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
         assert_eq!(values[0].source.as_deref(), Some(r#"{"tool":"t"}"#), "{name}: what it was read from");
         let attempts = store.attempts(user, site, 10).await.unwrap();
         assert_eq!(attempts.iter().map(|a| a.outcome.as_str()).collect::<Vec<_>>(), ["stored"], "{name}");
-        assert!(store.claim_jobs(&claim("c", 1_000, 30, 5)).await.unwrap().is_empty(), "{name}: done");
+        assert!(store.lease_jobs(&lease("c", 1_000, 30, 5)).await.unwrap().is_empty(), "{name}: done");
         let counts = store.job_counts().await.unwrap();
-        assert_eq!((counts.pending, counts.done, counts.reclaimed, counts.max_fence), (0, 1, 1, 2), "{name}");
+        assert_eq!((counts.pending, counts.done, counts.leased_again, counts.max_fence), (0, 1, 1, 2), "{name}");
     }
 }
 
-/// A worker whose lease ran out may claim its own job again and then commit both results in
+/// A worker whose lease ran out may lease its own job again and then commit both results in
 /// one group: only the one under the current fence is written, once.
 #[tokio::test]
 async fn a_job_twice_in_one_completion_is_written_once_under_its_current_fence() {
@@ -619,8 +619,8 @@ async fn a_job_twice_in_one_completion_is_written_once_under_its_current_fence()
             kind: servio_store::JobKind::Scheduled,
         };
         store.enqueue_jobs(&[new], 0).await.unwrap();
-        let first = store.claim_jobs(&claim("a", 10, 30, 5)).await.unwrap();
-        let second = store.claim_jobs(&claim("a", 40, 30, 5)).await.unwrap();
+        let first = store.lease_jobs(&lease("a", 10, 30, 5)).await.unwrap();
+        let second = store.lease_jobs(&lease("a", 40, 30, 5)).await.unwrap();
         assert_eq!((second[0].id, second[0].fence), (first[0].id, 2), "{name}");
         let both = [
             Completion {
@@ -660,22 +660,22 @@ async fn retries_come_back_after_their_backoff_and_other_results_end_the_job() {
             })
             .collect();
         store.enqueue_jobs(&jobs, 0).await.unwrap();
-        let claimed = store.claim_jobs(&claim("a", 10, 30, 10)).await.unwrap();
-        assert_eq!(claimed.len(), 4, "{name}");
+        let leased = store.lease_jobs(&lease("a", 10, 30, 10)).await.unwrap();
+        assert_eq!(leased.len(), 4, "{name}");
         let results = [
             CollectionResult::Retry { reason: "the tool answered 503", retry_at: Some(300), not_before: Some(300) },
             CollectionResult::Retry { reason: "connection refused", retry_at: None, not_before: None },
             CollectionResult::Dropped { reason: "valuePath data: null", raw: Some("null") },
             CollectionResult::Failed { reason: "the tool answered 401" },
         ];
-        let completions: Vec<Completion> = claimed
+        let completions: Vec<Completion> = leased
             .iter()
             .zip(results)
             .map(|(job, result)| Completion { job, result, duration_ms: Some(1.0) })
             .collect();
         assert_eq!(store.complete_jobs(&completions, 20).await.unwrap(), [true; 4], "{name}");
-        assert!(store.claim_jobs(&claim("b", 299, 30, 10)).await.unwrap().is_empty(), "{name}: backing off");
-        let again = store.claim_jobs(&claim("b", 300, 30, 10)).await.unwrap();
+        assert!(store.lease_jobs(&lease("b", 299, 30, 10)).await.unwrap().is_empty(), "{name}: backing off");
+        let again = store.lease_jobs(&lease("b", 300, 30, 10)).await.unwrap();
         assert_eq!(again.iter().map(|j| (j.start_date.as_str(), j.fence)).collect::<Vec<_>>(), [(dates[0], 2)]);
         let retries = store.retries(&day_slot(user, site, 0, dates[0])).await.unwrap();
         assert_eq!((retries.failures, retries.retry_at), (1, Some(300)), "{name}: the retry is in the log");
@@ -692,22 +692,22 @@ async fn retries_come_back_after_their_backoff_and_other_results_end_the_job() {
     }
 }
 
-/// Concurrent claimers never get the same job (PostgreSQL: `SKIP LOCKED`; SQLite: one
-/// immediate transaction per claim).
+/// Concurrent leasers never get the same job (PostgreSQL: `SKIP LOCKED`; SQLite: one
+/// immediate transaction per lease).
 #[tokio::test]
-async fn concurrent_claims_share_out_the_jobs_without_overlap() {
+async fn concurrent_leases_share_out_the_jobs_without_overlap() {
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "max@example.com").await;
         enqueue_days(store.as_ref(), (user, site), 0..60, "2026-01-01", 1).await;
         let owners = ["a", "b", "c", "d", "e", "f"];
-        let requests = owners.map(|owner| claim(owner, 10, 30, 7));
-        let [a, b, c, d, e, f] = requests.each_ref().map(|request| store.claim_jobs(request));
+        let requests = owners.map(|owner| lease(owner, 10, 30, 7));
+        let [a, b, c, d, e, f] = requests.each_ref().map(|request| store.lease_jobs(request));
         let (a, b, c, d, e, f) = tokio::join!(a, b, c, d, e, f);
         let mut ids: Vec<i64> = [a, b, c, d, e, f].into_iter().flat_map(|r| r.unwrap()).map(|j| j.id).collect();
-        assert_eq!(ids.len(), 42, "{name}: each claimer got its seven");
+        assert_eq!(ids.len(), 42, "{name}: each leaser got its seven");
         ids.sort();
         ids.dedup();
-        assert_eq!(ids.len(), 42, "{name}: no job went to two claimers");
+        assert_eq!(ids.len(), 42, "{name}: no job went to two leasers");
     }
 }
 
@@ -805,7 +805,7 @@ async fn a_user_lists_their_sessions_and_ends_all_but_this_one() {
     }
 }
 
-/// A worker loads the vault entries of a claimed batch at once: exactly the pairs asked for
+/// A worker loads the vault entries of a leased batch at once: exactly the pairs asked for
 /// that are in a vault, with their users, however the users and sites cross.
 #[tokio::test]
 async fn entries_of_many_pairs_come_in_one_call() {
@@ -906,7 +906,7 @@ async fn removal_and_account_deletion_take_the_users_data_with_them() {
 /// out, however many attempts it counts; another site's attempts and older ones never count.
 #[tokio::test]
 async fn site_health_counts_across_users_and_hides_what_few_stand_behind() {
-    use servio_store::{AttemptOutcome, CollectionResult, JobClaim, NewJob};
+    use servio_store::{AttemptOutcome, CollectionResult, JobLease, NewJob};
     for Backend { name, store, .. } in backends().await {
         let (_, site) = job_owner(&*store, &format!("health-owner-{name}@example.com")).await;
         let (_, other_site) = job_owner(&*store, &format!("health-other-{name}@example.com")).await;
@@ -923,7 +923,7 @@ async fn site_health_counts_across_users_and_hides_what_few_stand_behind() {
                     )
                     .await
                     .unwrap();
-                let claim = JobClaim {
+                let lease = JobLease {
                     owner: "w",
                     now: at,
                     lease_until: at + 60,
@@ -931,7 +931,7 @@ async fn site_health_counts_across_users_and_hides_what_few_stand_behind() {
                     only: Some((user_id, site_id)),
                     after_user: 0,
                 };
-                let jobs = store.claim_jobs(&claim).await.unwrap();
+                let jobs = store.lease_jobs(&lease).await.unwrap();
                 let done = [servio_store::Completion { job: &jobs[0], result, duration_ms: Some(ms) }];
                 assert_eq!(store.complete_jobs(&done, at).await.unwrap(), [true]);
             }
@@ -981,33 +981,33 @@ async fn site_health_counts_across_users_and_hides_what_few_stand_behind() {
     }
 }
 
-/// A stopping worker hands back what it holds: the jobs are claimable at once by another, with
+/// A stopping worker hands back what it holds: the jobs are leasable at once by another, with
 /// a new fence, so the stopped one's late result writes nothing; another owner's jobs and
 /// finished ones stay as they are. The gauges count them on the way.
 #[tokio::test]
-async fn handed_back_jobs_are_claimed_at_once_and_fence_out_their_old_holder() {
+async fn handed_back_jobs_are_leased_at_once_and_fence_out_their_old_holder() {
     use servio_store::{CollectionResult, Completion, JobGauges};
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "ren@example.com").await;
         enqueue_days(store.as_ref(), (user, site), 0..3, "2026-08-20", 10_000).await;
         let gauges = store.job_gauges(10, 5).await.unwrap();
-        assert_eq!(gauges, JobGauges { pending: 3, claimed: 0, overdue: 3 }, "{name}: due since 0, held by no one");
-        let held = store.claim_jobs(&claim("stopping", 10, 600, 2)).await.unwrap();
-        let other = store.claim_jobs(&claim("other", 10, 600, 1)).await.unwrap();
+        assert_eq!(gauges, JobGauges { pending: 3, leased: 0, overdue: 3 }, "{name}: due since 0, held by no one");
+        let held = store.lease_jobs(&lease("stopping", 10, 600, 2)).await.unwrap();
+        let other = store.lease_jobs(&lease("other", 10, 600, 1)).await.unwrap();
         assert_eq!((held.len(), other.len()), (2, 1), "{name}");
         let gauges = store.job_gauges(11, 5).await.unwrap();
-        assert_eq!(gauges, JobGauges { pending: 3, claimed: 3, overdue: 0 }, "{name}");
+        assert_eq!(gauges, JobGauges { pending: 3, leased: 3, overdue: 0 }, "{name}");
 
         assert_eq!(store.release_jobs("stopping", 20).await.unwrap(), 2, "{name}");
         assert_eq!(store.release_jobs("stopping", 21).await.unwrap(), 0, "{name}: nothing held any more");
-        assert_eq!(store.job_gauges(21, 5).await.unwrap().claimed, 1, "{name}: the other owner's job stays held");
-        let taken = store.claim_jobs(&claim("next", 21, 600, 10)).await.unwrap();
+        assert_eq!(store.job_gauges(21, 5).await.unwrap().leased, 1, "{name}: the other owner's job stays held");
+        let taken = store.lease_jobs(&lease("next", 21, 600, 10)).await.unwrap();
         let mut ids: Vec<i64> = taken.iter().map(|job| job.id).collect();
         ids.sort_unstable();
         let mut held_ids: Vec<i64> = held.iter().map(|job| job.id).collect();
         held_ids.sort_unstable();
         assert_eq!(ids, held_ids, "{name}: the handed-back jobs, at once, not the other owner's");
-        assert!(taken.iter().all(|job| job.fence == 3), "{name}: claimed, handed back, claimed again");
+        assert!(taken.iter().all(|job| job.fence == 3), "{name}: leased, handed back, leased again");
 
         let late = Completion {
             job: &held[0],
@@ -1044,8 +1044,8 @@ async fn pruning_deletes_old_rows_in_batches_and_keeps_recent_ones() {
             .collect();
         store.log_tool_calls(&calls).await.unwrap();
         enqueue_days(store.as_ref(), (user, site), 10..12, "2026-08-21", 10_000).await;
-        let claimed = store.claim_jobs(&claim("w", 50, 30, 1)).await.unwrap();
-        let done = Completion { job: &claimed[0], result: CollectionResult::Abandoned, duration_ms: None };
+        let leased = store.lease_jobs(&lease("w", 50, 30, 1)).await.unwrap();
+        let done = Completion { job: &leased[0], result: CollectionResult::Abandoned, duration_ms: None };
         store.complete_jobs(&[done], 100).await.unwrap();
 
         for (what, left) in [(Pruned::Attempts, 1), (Pruned::ToolCalls, 1)] {
@@ -1185,10 +1185,10 @@ async fn an_hour_value_from_before_keys_is_replaced_by_its_hour() {
     }
 }
 
-/// The jobs of one (user, site, period) are claimed together, however the limit falls: the
+/// The jobs of one (user, site, period) are leased together, however the limit falls: the
 /// metrics that share a call are in one batch.
 #[tokio::test]
-async fn a_claim_takes_the_other_jobs_of_its_periods() {
+async fn a_lease_takes_the_other_jobs_of_its_periods() {
     use servio_store::{NewJob, Slot};
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "sib@example.com").await;
@@ -1201,21 +1201,21 @@ async fn a_claim_takes_the_other_jobs_of_its_periods() {
             }
         }
         assert_eq!(store.enqueue_jobs(&jobs, 0).await.unwrap(), 4, "{name}");
-        let first = store.claim_jobs(&claim("a", 10, 30, 1)).await.unwrap();
+        let first = store.lease_jobs(&lease("a", 10, 30, 1)).await.unwrap();
         let keys: Vec<(&str, &str)> = first.iter().map(|j| (j.period_key.as_str(), j.metric_key.as_str())).collect();
         assert_eq!(keys.len(), 2, "{name}: a limit of one brings its period's other job: {keys:?}");
         assert!(keys.iter().all(|(key, _)| *key == "2026-08-20"), "{name}: {keys:?}");
-        let next = store.claim_jobs(&claim("b", 10, 30, 10)).await.unwrap();
+        let next = store.lease_jobs(&lease("b", 10, 30, 10)).await.unwrap();
         assert!(next.iter().all(|j| j.period_key == "2026-08-21") && next.len() == 2, "{name}");
     }
 }
 
 /// Issue 25: the limit counted seeds, and each seed brought its period's other jobs: a
-/// backlog queued metric by metric put one period of the first metric in each seed, so a claim
+/// backlog queued metric by metric put one period of the first metric in each seed, so a lease
 /// of 64 took 704 jobs of an eleven-metric brief. Whole periods are taken while the jobs
 /// before stay under the limit: a limit of five over four metrics takes two periods.
 #[tokio::test]
-async fn a_claim_takes_whole_periods_up_to_its_limit() {
+async fn a_lease_takes_whole_periods_up_to_its_limit() {
     use servio_store::{NewJob, Slot};
     const KEYS: [&str; 4] = ["m.a", "m.b", "m.c", "m.d"];
     for Backend { name, store, .. } in backends().await {
@@ -1230,11 +1230,11 @@ async fn a_claim_takes_whole_periods_up_to_its_limit() {
             }
         }
         assert_eq!(store.enqueue_jobs(&jobs, 0).await.unwrap(), 40, "{name}");
-        let claimed = store.claim_jobs(&claim("a", 10, 30, 5)).await.unwrap();
-        let mut periods: Vec<&str> = claimed.iter().map(|job| job.period_key.as_str()).collect();
+        let leased = store.lease_jobs(&lease("a", 10, 30, 5)).await.unwrap();
+        let mut periods: Vec<&str> = leased.iter().map(|job| job.period_key.as_str()).collect();
         periods.sort_unstable();
         periods.dedup();
-        assert_eq!(claimed.len(), 8, "{name}: two whole periods, {periods:?}");
+        assert_eq!(leased.len(), 8, "{name}: two whole periods, {periods:?}");
         assert_eq!(periods, ["2026-08-01", "2026-08-02"], "{name}");
     }
 }
@@ -1250,7 +1250,7 @@ async fn a_nul_from_a_site_is_stored_as_a_replacement_and_costs_no_other_result(
         let healthy = job_owner(store.as_ref(), &format!("ok-{}@example.com", name.replace(' ', "-"))).await;
         enqueue_days(store.as_ref(), hostile, 0..3, "2026-03-01", 10_000).await;
         enqueue_days(store.as_ref(), healthy, 0..3, "2026-03-01", 10_000).await;
-        let jobs = store.claim_jobs(&claim("w", 10, 60, 100)).await.unwrap();
+        let jobs = store.lease_jobs(&lease("w", 10, 60, 100)).await.unwrap();
         assert_eq!(jobs.len(), 6, "{name}");
         let results = |job: &servio_store::Job| match (job.user_id == hostile.0, job.period_start / 86_400) {
             (true, 0) => CollectionResult::Retry {
@@ -1369,10 +1369,10 @@ async fn enqueue_kind(
 }
 
 /// Issue 25: one user's backfill of 192,500 jobs made another user's jobs wait over 150 s, as
-/// claims took the soonest due first. Claims take scheduled jobs before backfills, and users in
+/// leases took the soonest due first. Leases take scheduled jobs before backfills, and users in
 /// turns: here a batch of four is the scheduled user's two, then one of each backfill.
 #[tokio::test]
-async fn claims_take_scheduled_jobs_first_and_users_in_turns() {
+async fn leases_take_scheduled_jobs_first_and_users_in_turns() {
     use servio_store::JobKind::{Backfill, Scheduled};
     for Backend { name, store, .. } in backends().await {
         let heavy = job_owner(store.as_ref(), "heavy@example.com").await;
@@ -1381,32 +1381,32 @@ async fn claims_take_scheduled_jobs_first_and_users_in_turns() {
         enqueue_kind(store.as_ref(), heavy, (0, 300), 0, Backfill).await;
         enqueue_kind(store.as_ref(), light, (0, 3), 50, Backfill).await;
         enqueue_kind(store.as_ref(), due, (0, 2), 60, Scheduled).await;
-        let claimed = store.claim_jobs(&claim("a", 100, 30, 4)).await.unwrap();
-        let mut users: Vec<i64> = claimed.iter().map(|job| job.user_id).collect();
+        let leased = store.lease_jobs(&lease("a", 100, 30, 4)).await.unwrap();
+        let mut users: Vec<i64> = leased.iter().map(|job| job.user_id).collect();
         users.sort_unstable();
         let mut want = vec![heavy.0, light.0, due.0, due.0];
         want.sort_unstable();
         assert_eq!(users, want, "{name}");
         // The next turns: one of each backfill again, never two of the heavy user's first.
-        let next = store.claim_jobs(&claim("a", 101, 30, 2)).await.unwrap();
+        let next = store.lease_jobs(&lease("a", 101, 30, 2)).await.unwrap();
         let mut users: Vec<i64> = next.iter().map(|job| job.user_id).collect();
         users.sort_unstable();
         assert_eq!(users, vec![heavy.0.min(light.0), heavy.0.max(light.0)], "{name}");
         // Collecting one vault entry now takes its jobs only.
-        let only = servio_store::JobClaim { only: Some(light), ..claim("b", 102, 30, 10) };
-        let mine = store.claim_jobs(&only).await.unwrap();
+        let only = servio_store::JobLease { only: Some(light), ..lease("b", 102, 30, 10) };
+        let mine = store.lease_jobs(&only).await.unwrap();
         assert_eq!(mine.len(), 1, "{name}: the light user's last job");
         assert!(mine.iter().all(|job| (job.user_id, job.site_id) == light), "{name}");
-        assert_eq!(store.pending_backfills(heavy.0).await.unwrap(), 300, "{name}: claimed jobs are still pending");
+        assert_eq!(store.pending_backfills(heavy.0).await.unwrap(), 300, "{name}: leased jobs are still pending");
         assert_eq!(store.pending_backfills(due.0).await.unwrap(), 0, "{name}");
     }
 }
 
-/// Issue 25: a worker with room for one call at a time claimed one job at a time, and each
-/// claim's first turn went to the oldest job: the user whose backlog was queued first, every
-/// time. Turns start after the user the last claim served, so small claims go round.
+/// Issue 25: a worker with room for one call at a time leased one job at a time, and each
+/// lease's first turn went to the oldest job: the user whose backlog was queued first, every
+/// time. Turns start after the user the last lease served, so small leases go round.
 #[tokio::test]
-async fn small_claims_serve_users_in_rotation() {
+async fn small_leases_serve_users_in_rotation() {
     use servio_store::JobKind::Backfill;
     for Backend { name, store, .. } in backends().await {
         let heavy = job_owner(store.as_ref(), "heavy@example.com").await;
@@ -1419,8 +1419,8 @@ async fn small_claims_serve_users_in_rotation() {
         let mut after_user = 0;
         let mut served = Vec::new();
         for at in 100..106 {
-            let one = servio_store::JobClaim { after_user, ..claim("a", at, 600, 1) };
-            let jobs = store.claim_jobs(&one).await.unwrap();
+            let one = servio_store::JobLease { after_user, ..lease("a", at, 600, 1) };
+            let jobs = store.lease_jobs(&one).await.unwrap();
             assert_eq!(jobs.len(), 1, "{name}");
             after_user = servio_store::last_served(after_user, &jobs);
             served.push(jobs[0].user_id);
@@ -1549,7 +1549,7 @@ async fn each_write_tells_what_it_changed_for_whom() {
             kind: servio_store::JobKind::Scheduled,
         };
         store.enqueue_jobs(&[new(ana), new(ben)], 0).await.unwrap();
-        let jobs = store.claim_jobs(&claim("w", 10, 30, 10)).await.unwrap();
+        let jobs = store.lease_jobs(&lease("w", 10, 30, 10)).await.unwrap();
         let completions: Vec<Completion> = jobs
             .iter()
             .map(|job| Completion {

@@ -172,8 +172,8 @@ async fn sigterm_under_load_loses_no_acknowledged_call_and_leaves_no_job_leased(
     let name = add_site(&http, &serve.url, &user, &demo.origin).await;
     let store = serve.store().await;
     let started = Instant::now();
-    while store.job_gauges(servio_store_now(), 0).await.unwrap().claimed == 0 {
-        assert!(started.elapsed() < Duration::from_secs(60), "the scheduler claimed no job:\n{}", serve.log_text());
+    while store.job_gauges(servio_store_now(), 0).await.unwrap().leased == 0 {
+        assert!(started.elapsed() < Duration::from_secs(60), "the scheduler leased no job:\n{}", serve.log_text());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
@@ -211,7 +211,7 @@ async fn sigterm_under_load_loses_no_acknowledged_call_and_leaves_no_job_leased(
     let ok = logged.iter().filter(|call| call.status == "ok").count();
     assert!(ok >= acknowledged, "{acknowledged} calls were answered, {ok} are in the call log:\n{log}");
     let jobs = store.job_gauges(servio_store_now(), 0).await.unwrap();
-    assert_eq!(jobs.claimed, 0, "no job waits for a lease: {jobs:?}\n{log}");
+    assert_eq!(jobs.leased, 0, "no job waits for a lease: {jobs:?}\n{log}");
     assert!(jobs.pending > 0, "the cut-off jobs are still to do: {jobs:?}");
 }
 

@@ -174,7 +174,7 @@ async fn ten_thousand_collections_stored_exactly_once_while_workers_die() {
     assert!(other_outcomes.is_empty(), "only stored attempts: {other_outcomes:?}");
     assert_eq!(counts.pending, 0, "{counts:?}");
     assert_eq!(counts.done, values.len() as i64, "every job done, with its value: {counts:?}");
-    assert!(counts.reclaimed > 0 && counts.max_fence > 1, "jobs were taken over after a lease ran out: {counts:?}");
+    assert!(counts.leased_again > 0 && counts.max_fence > 1, "jobs were taken over after a lease ran out: {counts:?}");
     let fenced_out: usize = report
         .lines()
         .filter_map(|line| line.strip_suffix(" fenced out"))
@@ -182,10 +182,10 @@ async fn ten_thousand_collections_stored_exactly_once_while_workers_die() {
         .filter_map(|line| line.rsplit(", ").next()?.parse::<usize>().ok())
         .sum();
     eprintln!(
-        "kill test: {} slots stored once each in {elapsed:.1?}; {kills} kills, {pauses} pauses, {} jobs claimed more \
+        "kill test: {} slots stored once each in {elapsed:.1?}; {kills} kills, {pauses} pauses, {} jobs leased more \
          than once (highest fence {}), {fenced_out} results fenced out in the workers that stopped cleanly",
         values.len(),
-        counts.reclaimed,
+        counts.leased_again,
         counts.max_fence
     );
 }

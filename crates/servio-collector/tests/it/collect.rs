@@ -214,10 +214,10 @@ async fn backfills_asked_at_once_cannot_pass_the_limit_together() {
     }
 }
 
-/// A backfill asked for while this process's worker waits idle is claimed at once, not at its
+/// A backfill asked for while this process's worker waits idle is leased at once, not at its
 /// next poll (`servio serve` polls every 5 s; here a minute, so a missed wake-up shows).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_idle_worker_claims_a_backfill_queued_in_its_process_at_once() {
+async fn an_idle_worker_leases_a_backfill_queued_in_its_process_at_once() {
     use std::time::Duration;
     let ca = LocalCa::generate(&[]).unwrap();
     let demo = common::demo_site(&ca, "demo").await;
@@ -230,7 +230,7 @@ async fn an_idle_worker_claims_a_backfill_queued_in_its_process_at_once() {
         ..servio_collector::WorkerConfig::new("idle")
     };
     let worker = tokio::spawn(collector.clone().run(config, stopped));
-    // Its first claim finds nothing due: it waits.
+    // Its first lease finds nothing due: it waits.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let day = jiff::civil::date(2026, 3, 1);
     assert_eq!(collector.queue_backfill(&user, &entry, (day, day), jiff::Timestamp::now()).await.unwrap(), 2);

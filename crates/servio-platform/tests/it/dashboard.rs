@@ -281,7 +281,7 @@ async fn a_zone_change_keeps_one_value_per_date() {
 
 /// Issue 24, point 6 (§5): the demo's revenue and orders metrics call the same tool with the
 /// same arguments; they were collected with two identical requests per period. The site is
-/// asked once per period on every path: the scheduled collection (a worker claiming one job at
+/// asked once per period on every path: the scheduled collection (a worker leasing one job at
 /// a time still gets both jobs of a period), collect-now, a backfill, and a queued backfill.
 #[tokio::test]
 async fn metrics_sharing_a_call_ask_the_site_once_per_period() {
@@ -407,7 +407,7 @@ async fn a_job_planned_before_a_zone_change_collects_its_date_in_the_new_zone() 
         let (_, progress, _) = server.send(&dee, Method::GET, &format!("/api/vault/{id}/jobs"), None).await;
         assert_eq!(progress["pending"], 2, "{name}: the jobs wait: {progress}");
 
-        // Collect-now claims Pago Pago's own latest date and, when they are due sooner, the two
+        // Collect-now leases Pago Pago's own latest date and, when they are due sooner, the two
         // jobs planned in Kiritimati, which wait: waiting, not failed.
         let ed = server.sign_up(&format!("ed-{name}@example.com")).await;
         move_to(ed.clone(), "Pacific/Kiritimati").await;
@@ -418,7 +418,7 @@ async fn a_job_planned_before_a_zone_change_collects_its_date_in_the_new_zone() 
         let (_, now, _) = server.send(&ed, Method::POST, &format!("/api/vault/{id}/collect"), None).await;
         assert_eq!(now["failed"], 0, "{name}: {now}");
         if there.tomorrow().unwrap() == planned {
-            // Kiritimati's jobs are due first: claimed, not asked; Pago Pago's not claimed.
+            // Kiritimati's jobs are due first: leased, not asked; Pago Pago's not leased.
             assert_eq!((now["stored"].as_u64(), now["waiting"].as_u64()), (Some(0), Some(4)), "{name}: {now}");
         }
     }

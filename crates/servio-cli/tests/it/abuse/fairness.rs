@@ -14,7 +14,7 @@ use servio_demo_site::{DemoAuth, Misbehaviour};
 use super::harness::{Backend, Platform, SITE_TOKEN, User, start_site, within};
 
 /// How long B's values may take to arrive, A's backlog notwithstanding: B's jobs wait for the
-/// calls in flight and one batch of A's claimed (128 jobs, two rounds of 64 calls of 2 s), then
+/// calls in flight and one batch of A's leased (128 jobs, two rounds of 64 calls of 2 s), then
 /// their own calls: 6 s. (Measured: 4.9-6.2 s; 16-26 s while a worker held up to three batches,
 /// and past 30 s before whole periods.)
 const B_BOUND: Duration = Duration::from_secs(10);
@@ -63,8 +63,8 @@ async fn one_users_backfill_is_capped_per_request_and_in_flight() {
     backlog_beside_another_user(false).await;
 }
 
-/// With A's calls taking 2 s, B's three days took over 30 s: the worker claimed batches of
-/// A's jobs ahead of the calls it had room for, and B's jobs, claimed next, waited for them.
+/// With A's calls taking 2 s, B's three days took over 30 s: the worker leased batches of
+/// A's jobs ahead of the calls it had room for, and B's jobs, leased next, waited for them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_users_backlog_does_not_delay_another_users_values() {
     backlog_beside_another_user(true).await;

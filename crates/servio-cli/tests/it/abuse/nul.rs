@@ -1,6 +1,6 @@
 //! Issue 25, point 1: bad bytes never poison a group. A site whose error body carries NUL and a
 //! manifest whose `valuePath` carries NUL (`"data.to\u0000tal"`, valid JSON) made PostgreSQL
-//! refuse the whole commit group of results around them: the jobs stayed claimed, were called
+//! refuse the whole commit group of results around them: the jobs stayed leased, were called
 //! again until their deadline, and another user lost values (8 of 31 in the audit, its site
 //! called 104 times for 31 periods). Now text from sites is made storable before it is written,
 //! and a group the store refuses is committed result by result.
@@ -45,7 +45,7 @@ async fn nul_from_one_site_costs_another_user_nothing() {
     .await;
     healthy.site.record_requests();
 
-    // A month long ago for each, queued as jobs: the scheduler claims them together, so
+    // A month long ago for each, queued as jobs: the scheduler leases them together, so
     // results of all three users share commit groups.
     let today = jiff::tz::TimeZone::UTC.to_datetime(jiff::Timestamp::now()).date();
     let range = json!({

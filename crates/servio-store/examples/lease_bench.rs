@@ -1,15 +1,15 @@
-//! The cost of a fair claim (`bench/claims.sh`, results in BENCHMARKS.md): one user with
-//! 200,000 pending backfill jobs and, beside them, other users' scheduled jobs; each claim of a
+//! The cost of a fair lease (`bench/leases.sh`, results in BENCHMARKS.md): one user with
+//! 200,000 pending backfill jobs and, beside them, other users' scheduled jobs; each lease of a
 //! batch of 128 is timed (then completed, as a worker would), on SQLite and, when
 //! `SERVIO_TEST_DATABASE_URL` is set, on PostgreSQL in a fresh schema. It checks what fairness
-//! promises: every other user's due jobs are in the first claim.
+//! promises: every other user's due jobs are in the first lease.
 //!
 //! `BACKLOG` (200000) sets the one user's jobs, `USERS` (100) the other users, each with
-//! `PER_USER` (10) scheduled jobs, `CLAIMS` (50) the claims timed.
+//! `PER_USER` (10) scheduled jobs, `LEASES` (50) the leases timed.
 
 use std::time::{Duration, Instant};
 
-use servio_store::{CollectionResult, Completion, JobClaim, JobKind, NewJob, Slot, Store};
+use servio_store::{CollectionResult, Completion, JobKind, JobLease, NewJob, Slot, Store};
 
 fn setting(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -48,8 +48,8 @@ async fn enqueue(store: &dyn Store, (user, site): (i64, i64), count: usize, kind
 }
 
 async fn bench(name: &str, store: &dyn Store) {
-    let (backlog, users, per_user, claims) =
-        (setting("BACKLOG", 200_000), setting("USERS", 100), setting("PER_USER", 10), setting("CLAIMS", 50));
+    let (backlog, users, per_user, leases) =
+        (setting("BACKLOG", 200_000), setting("USERS", 100), setting("PER_USER", 10), setting("LEASES", 50));
     let site = servio_store::testing::site(store, "https://bench.example").await;
     let heavy = store.create_user("heavy@example.com", "h", "UTC", 0).await.expect("a user").id;
     let started = Instant::now();
@@ -66,17 +66,17 @@ async fn bench(name: &str, store: &dyn Store) {
     );
     let mut times: Vec<Duration> = Vec::new();
     let mut now = 100;
-    for n in 0..claims {
+    for n in 0..leases {
         now += 1;
-        let claim = JobClaim { owner: "bench", now, lease_until: now + 600, limit: 128, only: None, after_user: 0 };
+        let lease = JobLease { owner: "bench", now, lease_until: now + 600, limit: 128, only: None, after_user: 0 };
         let started = Instant::now();
-        let jobs = store.claim_jobs(&claim).await.expect("a claim");
+        let jobs = store.lease_jobs(&lease).await.expect("a lease");
         times.push(started.elapsed());
         if n == 0 {
             let served: std::collections::HashSet<i64> = jobs.iter().map(|j| j.user_id).collect();
             // Scheduled jobs first, a turn of each user's before anyone's second.
             let fair = !served.contains(&heavy) && served.len() == others.len().min(128);
-            assert!(fair || users * per_user < 128, "{name}: the first claim served {served:?}");
+            assert!(fair || users * per_user < 128, "{name}: the first lease served {served:?}");
         }
         let results: Vec<Completion> = jobs
             .iter()
@@ -87,7 +87,7 @@ async fn bench(name: &str, store: &dyn Store) {
     times.sort_unstable();
     let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
     println!(
-        "{name}: {claims} claims of 128 among {backlog} jobs of one user: median {:.2} ms, p90 {:.2} ms, max {:.2} ms",
+        "{name}: {leases} leases of 128 among {backlog} jobs of one user: median {:.2} ms, p90 {:.2} ms, max {:.2} ms",
         at(0.5).as_secs_f64() * 1e3,
         at(0.9).as_secs_f64() * 1e3,
         at(1.0).as_secs_f64() * 1e3
