@@ -276,19 +276,7 @@ impl Client {
         headers: HeaderMap,
         body: Option<Vec<u8>>,
     ) -> Result<Fetched, ClientError> {
-        self.send_within(method, url, headers, body, self.config.fetch_limits()).await
-    }
-
-    /// Sends a request and reads the whole response within `limits`.
-    pub async fn send_within(
-        &self,
-        method: Method,
-        url: &Url,
-        headers: HeaderMap,
-        body: Option<Vec<u8>>,
-        limits: Limits,
-    ) -> Result<Fetched, ClientError> {
-        self.send_with(&self.http, method, url, headers, body, limits).await
+        self.send_with(&self.http, method, url, headers, body, self.config.fetch_limits()).await
     }
 
     /// Sends a tool call within the call limits. A redirect is followed only within the origin

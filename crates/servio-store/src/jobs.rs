@@ -188,6 +188,27 @@ pub struct JobCounts {
     pub max_fence: i64,
 }
 
+/// The condition, shared by both stores' lease queries, that a job `t` is due at the lease's
+/// clock (`$3`) and held by no one (never leased, or its lease expired by then).
+pub(crate) fn due(t: &str) -> String {
+    format!("{t}.state = 'pending' AND {t}.not_before <= $3 AND ({t}.lease_expires IS NULL OR {t}.lease_expires <= $3)")
+}
+
+/// Binds a [`JobLease`] to either store's lease query, whose parameters both number alike:
+/// `$1` owner, `$2` lease end, `$3` clock, `$4` limit, `$5` the user served last, and with
+/// `only`, `$6` its user and `$7` its site.
+macro_rules! bind_lease {
+    ($query:expr, $lease:expr) => {{
+        let lease: &$crate::JobLease<'_> = $lease;
+        let query = bind!($query, lease.owner, lease.lease_until, lease.now, lease.limit, lease.after_user);
+        match lease.only {
+            Some((user_id, site_id)) => query.bind(user_id).bind(site_id),
+            None => query,
+        }
+    }};
+}
+pub(crate) use bind_lease;
+
 /// The part of a lease's query, shared by both stores, that turns its seeds into whole
 /// periods: `seeds` (user_id, site_id, period_key, place: the lease's order) must precede it;
 /// it defines `taken`, the periods of the seeds in their order for as long as the due jobs

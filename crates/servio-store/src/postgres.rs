@@ -166,11 +166,6 @@ pub(crate) async fn lease_jobs(pool: &PgPool, lease: &JobLease<'_>) -> Result<Ve
     // (`jobs::whole_periods`), their due jobs that no one holds, so that metrics sharing a call
     // are in one batch (found through the unique index, which leads with the user, site and
     // period key).
-    let due = |t: &str| {
-        format!(
-            "{t}.state = 'pending' AND {t}.not_before <= $3 AND ({t}.lease_expires IS NULL OR {t}.lease_expires <= $3)"
-        )
-    };
     let (users, only) = match lease.only {
         // Collecting one vault entry now: its user only.
         Some(_) => ("SELECT $6::BIGINT AS user_id", "AND j.site_id = $7"),
@@ -186,7 +181,7 @@ pub(crate) async fn lease_jobs(pool: &PgPool, lease: &JobLease<'_>) -> Result<Ve
             "",
         ),
     };
-    let (due_j, due_s) = (due("j"), due("s"));
+    let (due_j, due_s) = (crate::jobs::due("j"), crate::jobs::due("s"));
     let whole_periods = crate::jobs::whole_periods(&due_s);
     let sql = format!(
         "WITH users AS ({users}),
@@ -226,15 +221,7 @@ pub(crate) async fn lease_jobs(pool: &PgPool, lease: &JobLease<'_>) -> Result<Ve
          RETURNING {JOB_COLUMNS}"
     );
     // Only constant texts are formatted in; every value is bound.
-    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(lease.owner)
-        .bind(lease.lease_until)
-        .bind(lease.now)
-        .bind(lease.limit)
-        .bind(lease.after_user);
-    if let Some((user_id, site_id)) = lease.only {
-        query = query.bind(user_id).bind(site_id);
-    }
+    let query = crate::jobs::bind_lease!(sqlx::query_as(sqlx::AssertSqlSafe(sql)), lease);
     // Leases of one schema take turns (a transaction-scoped advisory lock): leasers running at
     // once would all rank the same jobs first and, skipping each other's, come away with part
     // of a batch or nothing. One at a time, each ranks what the last one left (a lease takes a

@@ -249,20 +249,15 @@ pub(crate) async fn lease_jobs(pool: &SqlitePool, lease: &JobLease<'_>) -> Resul
     // (`jobs::whole_periods`). The periods taken are joined on the
     // unique index whole (a row-value `IN` searched it by user and site only: 0.15 s of CPU a
     // lease with 200,000 jobs of one site).
-    let due = |t: &str| {
-        format!(
-            "{t}.state = 'pending' AND {t}.not_before <= $3 AND ({t}.lease_expires IS NULL OR {t}.lease_expires <= $3)"
-        )
-    };
     let (users, only) = match lease.only {
         Some(_) => ("SELECT $6 AS user_id", "AND j.site_id = $7"),
         None => ("SELECT user_id FROM walk WHERE user_id IS NOT NULL", ""),
     };
-    let (due_j, due_s) = (due("j"), due("s"));
+    let (due_j, due_s) = (crate::jobs::due("j"), crate::jobs::due("s"));
     let whole_periods = crate::jobs::whole_periods(&due_s);
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     // Only constant texts are formatted in; every value is bound.
-    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    let sql = format!(
         "WITH RECURSIVE walk(user_id) AS (
              SELECT (SELECT user_id FROM jobs WHERE state = 'pending' ORDER BY user_id LIMIT 1)
              UNION ALL
@@ -290,15 +285,8 @@ pub(crate) async fn lease_jobs(pool: &SqlitePool, lease: &JobLease<'_>) -> Resul
                       JOIN jobs s ON s.user_id = x.user_id AND s.site_id = x.site_id AND s.period_key = x.period_key
                       WHERE {due_s})
          RETURNING {JOB_COLUMNS}"
-    )))
-    .bind(lease.owner)
-    .bind(lease.lease_until)
-    .bind(lease.now)
-    .bind(lease.limit)
-    .bind(lease.after_user);
-    if let Some((user_id, site_id)) = lease.only {
-        query = query.bind(user_id).bind(site_id);
-    }
+    );
+    let query = crate::jobs::bind_lease!(sqlx::query_as(sqlx::AssertSqlSafe(sql)), lease);
     let jobs = query.fetch_all(&mut *tx).await?;
     tx.commit().await?;
     Ok(jobs)

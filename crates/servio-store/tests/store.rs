@@ -2,7 +2,7 @@
 //! schema of its own when `SERVIO_TEST_DATABASE_URL` is set (CI sets it; elsewhere those runs
 //! say they are skipped).
 
-use servio_store::testing::day_slot;
+use servio_store::testing::{daily_slot, day_slot};
 use servio_store::{Approval, Database, Operations, Session, Store};
 
 struct Backend {
@@ -167,12 +167,8 @@ async fn approvals_are_bound_to_the_text_judged() {
     for Backend { name, store, .. } in backends().await {
         let gus = store.create_user("gus@example.com", "h", "UTC", 0).await.unwrap();
         let hal = store.create_user("hal@example.com", "h", "UTC", 0).await.unwrap();
-        let fetched = |manifest| FetchedManifest {
-            origin: "https://race.example",
-            manifest_url: "https://race.example/.well-known/servio.json",
-            manifest,
-            etag: None,
-            last_modified: None,
+        let fetched = |manifest| {
+            fetched_manifest("https://race.example", "https://race.example/.well-known/servio.json", manifest)
         };
         let site = store.save_site(&fetched("v1"), 10).await.unwrap();
         for user in [&gus, &hal] {
@@ -214,7 +210,7 @@ async fn approvals_are_bound_to_the_text_judged() {
 
 #[tokio::test]
 async fn the_directory_lists_verified_sites_and_searches_them() {
-    use servio_store::{FetchedManifest, Listing};
+    use servio_store::Listing;
     for Backend { name, store, .. } in backends().await {
         let gil = store.create_user("gil@example.com", "h", "UTC", 0).await.unwrap();
         let claim = store
@@ -231,13 +227,7 @@ async fn the_directory_lists_verified_sites_and_searches_them() {
         );
         assert_eq!(store.claims(gil.id).await.unwrap(), std::slice::from_ref(&claim), "{name}");
         assert_eq!(store.claims_on("https://forum.example").await.unwrap().len(), 1, "{name}");
-        let fetched = FetchedManifest {
-            origin: "https://forum.example",
-            manifest_url: "https://forum.example/servio.json",
-            manifest: "{}",
-            etag: None,
-            last_modified: None,
-        };
+        let fetched = fetched_manifest("https://forum.example", "https://forum.example/servio.json", "{}");
         let site = store.save_site(&fetched, 3).await.unwrap();
         let mut listing = Listing {
             site_id: site.id,
@@ -272,27 +262,12 @@ async fn the_directory_lists_verified_sites_and_searches_them() {
 
 #[tokio::test]
 async fn one_value_per_slot_and_every_attempt_logged() {
-    use servio_store::{AttemptOutcome, CollectionResult, FetchedManifest, Slot};
+    use servio_store::{AttemptOutcome, CollectionResult, Slot};
     for Backend { name, store, .. } in backends().await {
         let hal = store.create_user("hal@example.com", "h", "UTC", 0).await.unwrap();
-        let fetched = FetchedManifest {
-            origin: "https://s.example",
-            manifest_url: "https://s.example/servio.json",
-            manifest: "{}",
-            etag: None,
-            last_modified: None,
-        };
+        let fetched = fetched_manifest("https://s.example", "https://s.example/servio.json", "{}");
         let site = store.save_site(&fetched, 0).await.unwrap();
-        let slot = Slot {
-            user_id: hal.id,
-            site_id: site.id,
-            metric_key: "sales.revenue.daily",
-            granularity: "day",
-            period_start: 1_000,
-            period_end: 87_400,
-            start_date: "2026-08-20",
-            period_key: "2026-08-20",
-        };
+        let slot = daily_slot(hal.id, site.id, "sales.revenue.daily", (1_000, 87_400), "2026-08-20");
         store
             .record_result(&slot, &CollectionResult::Stored { value: 2340.0, raw: "\"$2,340.00\"", source: None }, 5)
             .await
@@ -332,27 +307,12 @@ async fn one_value_per_slot_and_every_attempt_logged() {
 
 #[tokio::test]
 async fn retries_count_transient_failures_of_one_slot() {
-    use servio_store::{AttemptOutcome, CollectionResult, FetchedManifest, Retries, Slot};
+    use servio_store::{AttemptOutcome, CollectionResult, Retries, Slot};
     for Backend { name, store, .. } in backends().await {
         let ida = store.create_user("ida@example.com", "h", "UTC", 0).await.unwrap();
-        let fetched = FetchedManifest {
-            origin: "https://r.example",
-            manifest_url: "https://r.example/servio.json",
-            manifest: "{}",
-            etag: None,
-            last_modified: None,
-        };
+        let fetched = fetched_manifest("https://r.example", "https://r.example/servio.json", "{}");
         let site = store.save_site(&fetched, 0).await.unwrap();
-        let slot = Slot {
-            user_id: ida.id,
-            site_id: site.id,
-            metric_key: "sales.orders.daily",
-            granularity: "day",
-            period_start: 1_000,
-            period_end: 87_400,
-            start_date: "2026-08-20",
-            period_key: "2026-08-20",
-        };
+        let slot = daily_slot(ida.id, site.id, "sales.orders.daily", (1_000, 87_400), "2026-08-20");
         assert_eq!(store.retries(&slot).await.unwrap(), Retries::default(), "{name}");
         let retry = |reason, retry_at| CollectionResult::Retry { reason, retry_at, not_before: None };
         store.record_result(&slot, &retry("the tool answered 503", Some(900)), 100).await.unwrap();
@@ -377,16 +337,10 @@ async fn retries_count_transient_failures_of_one_slot() {
 /// as `record_result` would.
 #[tokio::test]
 async fn many_values_are_stored_in_one_go() {
-    use servio_store::{FetchedManifest, Slot};
+    use servio_store::Slot;
     for Backend { name, store, .. } in backends().await {
         let ida = store.create_user("ida@example.com", "h", "UTC", 0).await.unwrap();
-        let fetched = FetchedManifest {
-            origin: "https://bulk.example",
-            manifest_url: "https://bulk.example/servio.json",
-            manifest: "{}",
-            etag: None,
-            last_modified: None,
-        };
+        let fetched = fetched_manifest("https://bulk.example", "https://bulk.example/servio.json", "{}");
         let site = store.save_site(&fetched, 0).await.unwrap();
         let dates: Vec<String> = (1..=30).map(|day| format!("2026-09-{day:02}")).collect();
         let mut values: Vec<(Slot<'_>, f64, &str)> = dates
@@ -394,16 +348,7 @@ async fn many_values_are_stored_in_one_go() {
             .enumerate()
             .map(|(i, date)| {
                 let start = i as i64 * 86_400;
-                let slot = Slot {
-                    user_id: ida.id,
-                    site_id: site.id,
-                    metric_key: "sales.orders.daily",
-                    granularity: "day",
-                    period_start: start,
-                    period_end: start + 86_400,
-                    start_date: date,
-                    period_key: date,
-                };
+                let slot = daily_slot(ida.id, site.id, "sales.orders.daily", (start, start + 86_400), date);
                 (slot, i as f64, "n")
             })
             .collect();
@@ -422,19 +367,12 @@ async fn many_values_are_stored_in_one_go() {
 /// the newest value's raw text.
 #[tokio::test]
 async fn values_of_several_metrics_in_one_query() {
-    use servio_store::{FetchedManifest, Slot};
     for Backend { name, store, .. } in backends().await {
         let jo = store.create_user("jo@example.com", "h", "UTC", 0).await.unwrap();
         let mut sites = Vec::new();
         for origin in ["https://a.example", "https://b.example"] {
             let manifest_url = format!("{origin}/servio.json");
-            let fetched = FetchedManifest {
-                origin,
-                manifest_url: &manifest_url,
-                manifest: "{}",
-                etag: None,
-                last_modified: None,
-            };
+            let fetched = fetched_manifest(origin, &manifest_url, "{}");
             sites.push(store.save_site(&fetched, 0).await.unwrap().id);
         }
         // Doubles that travel as millionths and doubles that do not.
@@ -446,16 +384,7 @@ async fn values_of_several_metrics_in_one_query() {
             // Stored newest first, to see the order come from the store.
             for (day, value) in awkward.iter().enumerate().rev() {
                 let start = day as i64 * 86_400;
-                let slot = Slot {
-                    user_id: jo.id,
-                    site_id: site,
-                    metric_key: key,
-                    granularity: "day",
-                    period_start: start,
-                    period_end: start + 86_400,
-                    start_date: &dates[day],
-                    period_key: &dates[day],
-                };
+                let slot = daily_slot(jo.id, site, key, (start, start + 86_400), &dates[day]);
                 values.push((slot, *value, raws[day].as_str()));
             }
         }
@@ -511,16 +440,24 @@ async fn enqueue_days(
 ) {
     // A period key per day (one job per key): the date with the day's number.
     let dates: Vec<(i64, String)> = days.map(|day| (day, format!("{date}/{day}"))).collect();
-    let jobs: Vec<servio_store::NewJob> = dates
-        .iter()
-        .map(|(day, date)| servio_store::NewJob {
-            slot: day_slot(user, site, *day, date),
-            not_before: 0,
-            deadline,
-            kind: servio_store::JobKind::Scheduled,
-        })
-        .collect();
+    let jobs: Vec<servio_store::NewJob> =
+        dates.iter().map(|(day, date)| scheduled(day_slot(user, site, *day, date), 0, deadline)).collect();
     store.enqueue_jobs(&jobs, 0).await.unwrap();
+}
+
+/// A scheduled job for `slot`, leasable from `not_before`, failed by a transient error after
+/// `deadline`.
+fn scheduled(slot: servio_store::Slot<'_>, not_before: i64, deadline: i64) -> servio_store::NewJob<'_> {
+    servio_store::NewJob { slot, not_before, deadline, kind: servio_store::JobKind::Scheduled }
+}
+
+/// A manifest as fetched, without validators.
+fn fetched_manifest<'a>(
+    origin: &'a str,
+    manifest_url: &'a str,
+    manifest: &'a str,
+) -> servio_store::FetchedManifest<'a> {
+    servio_store::FetchedManifest { origin, manifest_url, manifest, etag: None, last_modified: None }
 }
 
 fn lease(owner: &str, now: i64, lease: i64, limit: i64) -> servio_store::JobLease<'_> {
@@ -533,14 +470,8 @@ async fn enqueueing_a_slot_twice_keeps_one_job_and_leases_wait_for_not_before() 
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "jo@example.com").await;
         let dates = ["2026-08-20", "2026-08-21", "2026-08-22"];
-        let jobs: Vec<NewJob> = (0..3)
-            .map(|day| NewJob {
-                slot: day_slot(user, site, day, dates[day as usize]),
-                not_before: 100 + day,
-                deadline: 10_000,
-                kind: servio_store::JobKind::Scheduled,
-            })
-            .collect();
+        let jobs: Vec<NewJob> =
+            (0..3).map(|day| scheduled(day_slot(user, site, day, dates[day as usize]), 100 + day, 10_000)).collect();
         assert_eq!(store.enqueue_jobs(&jobs, 0).await.unwrap(), 3, "{name}");
         assert_eq!(store.enqueue_jobs(&jobs, 1).await.unwrap(), 0, "{name}: planning again adds nothing");
         assert_eq!(store.enqueue_jobs(&[], 1).await.unwrap(), 0, "{name}");
@@ -561,15 +492,10 @@ async fn enqueueing_a_slot_twice_keeps_one_job_and_leases_wait_for_not_before() 
 /// nothing at all, neither the value nor an attempt.
 #[tokio::test]
 async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
-    use servio_store::{CollectionResult, Completion, NewJob};
+    use servio_store::{CollectionResult, Completion};
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "kai@example.com").await;
-        let new = NewJob {
-            slot: day_slot(user, site, 0, "2026-08-20"),
-            not_before: 0,
-            deadline: 10_000,
-            kind: servio_store::JobKind::Scheduled,
-        };
+        let new = scheduled(day_slot(user, site, 0, "2026-08-20"), 0, 10_000);
         store.enqueue_jobs(&[new], 0).await.unwrap();
         let first = store.lease_jobs(&lease("a", 10, 30, 5)).await.unwrap();
         assert_eq!(first.len(), 1, "{name}");
@@ -609,15 +535,10 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
 /// one group: only the one under the current fence is written, once.
 #[tokio::test]
 async fn a_job_twice_in_one_completion_is_written_once_under_its_current_fence() {
-    use servio_store::{CollectionResult, Completion, NewJob};
+    use servio_store::{CollectionResult, Completion};
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "noa@example.com").await;
-        let new = NewJob {
-            slot: day_slot(user, site, 0, "2026-08-20"),
-            not_before: 0,
-            deadline: 10_000,
-            kind: servio_store::JobKind::Scheduled,
-        };
+        let new = scheduled(day_slot(user, site, 0, "2026-08-20"), 0, 10_000);
         store.enqueue_jobs(&[new], 0).await.unwrap();
         let first = store.lease_jobs(&lease("a", 10, 30, 5)).await.unwrap();
         let second = store.lease_jobs(&lease("a", 40, 30, 5)).await.unwrap();
@@ -651,14 +572,8 @@ async fn retries_come_back_after_their_backoff_and_other_results_end_the_job() {
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "lou@example.com").await;
         let dates = ["2026-08-20", "2026-08-21", "2026-08-22", "2026-08-23"];
-        let jobs: Vec<NewJob> = (0..4)
-            .map(|day| NewJob {
-                slot: day_slot(user, site, day, dates[day as usize]),
-                not_before: 0,
-                deadline: 500,
-                kind: servio_store::JobKind::Scheduled,
-            })
-            .collect();
+        let jobs: Vec<NewJob> =
+            (0..4).map(|day| scheduled(day_slot(user, site, day, dates[day as usize]), 0, 500)).collect();
         store.enqueue_jobs(&jobs, 0).await.unwrap();
         let leased = store.lease_jobs(&lease("a", 10, 30, 10)).await.unwrap();
         assert_eq!(leased.len(), 4, "{name}");
@@ -749,13 +664,8 @@ async fn oauth_attempts_expire_are_capped_per_user_and_taken_once() {
 async fn a_site_is_added_with_its_credential_at_once() {
     for Backend { name, store, .. } in backends().await {
         let user = store.create_user(&format!("add-{name}@example.com"), "h", "UTC", 0).await.unwrap();
-        let fetched = servio_store::FetchedManifest {
-            origin: "https://add.example",
-            manifest_url: "https://add.example/.well-known/servio.json",
-            manifest: "{\"v\": 1}",
-            etag: None,
-            last_modified: None,
-        };
+        let fetched =
+            fetched_manifest("https://add.example", "https://add.example/.well-known/servio.json", "{\"v\": 1}");
         let seal = |site_id: i64| format!("sealed for site {site_id}").into_bytes();
         let record = store.add_site(&fetched, user.id, Some(&seal), 5).await.unwrap();
         let entry = store.vault_entry(user.id, record.id).await.unwrap().unwrap();
@@ -848,15 +758,9 @@ async fn entries_of_many_pairs_come_in_one_call() {
 /// account deletes everything of the user's and nothing of anyone else's.
 #[tokio::test]
 async fn removal_and_account_deletion_take_the_users_data_with_them() {
-    use servio_store::{CollectionResult, FetchedManifest};
+    use servio_store::CollectionResult;
     for Backend { name, store, .. } in backends().await {
-        let fetched = FetchedManifest {
-            origin: "https://gone.example",
-            manifest_url: "https://gone.example/servio.json",
-            manifest: "{}",
-            etag: None,
-            last_modified: None,
-        };
+        let fetched = fetched_manifest("https://gone.example", "https://gone.example/servio.json", "{}");
         let site = store.save_site(&fetched, 0).await.unwrap();
         let mut users = Vec::new();
         for email in ["leaving@example.com", "staying@example.com"] {
@@ -869,7 +773,7 @@ async fn removal_and_account_deletion_take_the_users_data_with_them() {
                 .await
                 .unwrap();
             let slot = day_slot(user.id, site.id, 2, "2026-01-03");
-            let job = servio_store::NewJob { slot, not_before: 0, deadline: 9, kind: servio_store::JobKind::Scheduled };
+            let job = scheduled(slot, 0, 9);
             store.enqueue_jobs(&[job], 0).await.unwrap();
             store.create_api_token(user.id, "t", &format!("hash-{email}"), 0, 100).await.unwrap();
             users.push(user);
@@ -906,7 +810,7 @@ async fn removal_and_account_deletion_take_the_users_data_with_them() {
 /// out, however many attempts it counts; another site's attempts and older ones never count.
 #[tokio::test]
 async fn site_health_counts_across_users_and_hides_what_few_stand_behind() {
-    use servio_store::{AttemptOutcome, CollectionResult, JobLease, NewJob};
+    use servio_store::{AttemptOutcome, CollectionResult, JobLease};
     for Backend { name, store, .. } in backends().await {
         let (_, site) = job_owner(&*store, &format!("health-owner-{name}@example.com")).await;
         let (_, other_site) = job_owner(&*store, &format!("health-other-{name}@example.com")).await;
@@ -916,13 +820,7 @@ async fn site_health_counts_across_users_and_hides_what_few_stand_behind() {
             async move {
                 let date = format!("2026-01-{:02}", day + 1);
                 let slot = day_slot(user_id, site_id, day, &date);
-                store
-                    .enqueue_jobs(
-                        &[NewJob { slot, not_before: 0, deadline: i64::MAX, kind: servio_store::JobKind::Scheduled }],
-                        0,
-                    )
-                    .await
-                    .unwrap();
+                store.enqueue_jobs(&[scheduled(slot, 0, i64::MAX)], 0).await.unwrap();
                 let lease = JobLease {
                     owner: "w",
                     now: at,
@@ -1115,7 +1013,7 @@ async fn changes_announced_by_one_process_are_heard_by_the_others_on_its_schema(
 /// job whatever zone plans it.
 #[tokio::test]
 async fn one_value_per_period_key_whatever_the_zone() {
-    use servio_store::{CollectionResult, NewJob, Slot};
+    use servio_store::{CollectionResult, Slot};
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "zed@example.com").await;
         // 2026-08-20 in Pacific/Auckland, then in America/New_York.
@@ -1146,12 +1044,7 @@ async fn one_value_per_period_key_whatever_the_zone() {
         assert!(store.slot_settled(&Slot { period_start: 7, ..next.clone() }).await.unwrap(), "{name}");
 
         // One job per key: planning the date under the other zone finds the job it has.
-        let job = |slot: &Slot<'static>| NewJob {
-            slot: slot.clone(),
-            not_before: 0,
-            deadline: 1_000,
-            kind: servio_store::JobKind::Scheduled,
-        };
+        let job = |slot: &Slot<'static>| scheduled(slot.clone(), 0, 1_000);
         let (a, b) = (
             Slot { period_key: "2026-08-22", ..auckland.clone() },
             Slot { period_key: "2026-08-22", ..new_york.clone() },
@@ -1189,7 +1082,7 @@ async fn an_hour_value_from_before_keys_is_replaced_by_its_hour() {
 /// metrics that share a call are in one batch.
 #[tokio::test]
 async fn a_lease_takes_the_other_jobs_of_its_periods() {
-    use servio_store::{NewJob, Slot};
+    use servio_store::Slot;
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "sib@example.com").await;
         let dates = ["2026-08-20", "2026-08-21"];
@@ -1197,7 +1090,7 @@ async fn a_lease_takes_the_other_jobs_of_its_periods() {
         for (day, date) in dates.iter().enumerate() {
             for key in ["sales.revenue.daily", "sales.orders.daily"] {
                 let slot = Slot { metric_key: key, ..day_slot(user, site, day as i64, date) };
-                jobs.push(NewJob { slot, not_before: 0, deadline: 1_000, kind: servio_store::JobKind::Scheduled });
+                jobs.push(scheduled(slot, 0, 1_000));
             }
         }
         assert_eq!(store.enqueue_jobs(&jobs, 0).await.unwrap(), 4, "{name}");
@@ -1494,7 +1387,7 @@ async fn sessions_beyond_the_limit_go_least_recently_used_first() {
 async fn each_write_tells_what_it_changed_for_whom() {
     use std::sync::{Arc, Mutex};
 
-    use servio_store::{Change, CollectionResult, Completion, FetchedManifest, NewJob};
+    use servio_store::{Change, CollectionResult, Completion};
     for Backend { name, store, .. } in backends().await {
         let heard = Arc::new(Mutex::new(Vec::new()));
         let hook = heard.clone();
@@ -1508,13 +1401,7 @@ async fn each_write_tells_what_it_changed_for_whom() {
         store.set_log_arguments(ana, true).await.unwrap();
         assert_eq!(take(), [Change::Context(ana), Change::Context(ana)], "{name}: zone, log setting");
 
-        let fetched = |manifest| FetchedManifest {
-            origin: "https://tell.example",
-            manifest_url: "https://tell.example/servio.json",
-            manifest,
-            etag: None,
-            last_modified: None,
-        };
+        let fetched = |manifest| fetched_manifest("https://tell.example", "https://tell.example/servio.json", manifest);
         let seal = |_: i64| b"sealed".to_vec();
         let site = store.add_site(&fetched("v1"), ana, Some(&seal), 1).await.unwrap().id;
         assert_eq!(take(), [Change::Context(ana), Change::Catalogue(ana)], "{name}: a site with a credential");
@@ -1542,12 +1429,7 @@ async fn each_write_tells_what_it_changed_for_whom() {
         store.record_result(&slot, &stored, 6).await.unwrap();
         store.record_result(&slot, &CollectionResult::Failed { reason: "down" }, 7).await.unwrap();
         assert_eq!(take(), [Change::Values(ana)], "{name}: a value, not a failure");
-        let new = |user| NewJob {
-            slot: day_slot(user, site, 1, "2026-12-02"),
-            not_before: 0,
-            deadline: 100,
-            kind: servio_store::JobKind::Scheduled,
-        };
+        let new = |user| scheduled(day_slot(user, site, 1, "2026-12-02"), 0, 100);
         store.enqueue_jobs(&[new(ana), new(ben)], 0).await.unwrap();
         let jobs = store.lease_jobs(&lease("w", 10, 30, 10)).await.unwrap();
         let completions: Vec<Completion> = jobs
