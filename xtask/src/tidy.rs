@@ -215,31 +215,62 @@ fn upper_camel(kebab: &str) -> String {
         .collect()
 }
 
+/// The folder of the manifest crate that holds the rules of `code`'s kind: errors, the brief's
+/// errors or lints, as a report lists them.
+fn rule_folder(code: servio_manifest::Code) -> &'static str {
+    match code.as_str().as_bytes()[0] {
+        b'E' => "errors",
+        b'B' => "brief_errors",
+        _ => "lints",
+    }
+}
+
 #[test]
-fn each_lint_is_named_once_and_lives_in_its_own_file() {
+fn each_rule_is_named_once_and_lives_in_its_own_file() {
     use servio_manifest::{Code, Severity};
-    let lints = root().join("crates/servio-manifest/src/lints");
+    let src = root().join("crates/servio-manifest/src");
     let mut broken = Vec::new();
-    for code in Code::ALL.iter().filter(|code| code.severity() == Severity::Warning) {
+    let mut expected_files = BTreeSet::new();
+    for &code in Code::ALL {
         let (text, name) = (code.as_str(), code.name());
         let variant = format!("{code:?}");
-        if variant != upper_camel(name) {
+        // The errors' variants were named before their codes' names and are public API; a
+        // lint's is its name.
+        if code.severity() == Severity::Warning && variant != upper_camel(name) {
             broken.push(format!("{text}: the variant {variant} should be {} (its name is {name})", upper_camel(name)));
         }
-        let file = lints.join(format!("{}.rs", name.replace('-', "_")));
+        let folder = src.join(rule_folder(code));
+        let stem = name.replace('-', "_");
+        let file = folder.join(format!("{stem}.rs"));
+        expected_files.insert(file.clone());
         let source = std::fs::read_to_string(&file).unwrap_or_default();
         if !source.starts_with(&format!("//! {text} `{name}`")) {
             broken.push(format!("{}: missing, or not starting with `//! {text} `{name}``", shown(&file)));
         }
-        let fixture = lints.join(format!("{}.json", name.replace('-', "_")));
+        let fixture = folder.join(format!("{stem}.json"));
         if !fixture.exists() {
-            broken.push(format!("{}: missing: a manifest that raises {text}, beside its lint", shown(&fixture)));
+            broken.push(format!("{}: missing: a manifest that raises {text}, beside its rule", shown(&fixture)));
+        }
+        if !source.contains(&format!("crate::rules::fixture_test!(\"{stem}.json\", {variant});")) {
+            broken.push(format!(
+                "{}: its fixture's test belongs in the rule's file: `crate::rules::fixture_test!(\"{stem}.json\", {variant});`",
+                shown(&file)
+            ));
         }
         if !source.contains("pub(crate) const EXPLANATION: &str") {
-            broken.push(format!("{}: its explanation (`EXPLANATION`) belongs in the lint's file", shown(&file)));
+            broken.push(format!("{}: its explanation (`EXPLANATION`) belongs in the rule's file", shown(&file)));
         }
     }
-    assert!(broken.is_empty(), "a lint's name is chosen once, as its code's name:\n{}", broken.join("\n"));
+    // One rule a file: a rule folder holds its `mod.rs` and its rules' files, nothing else.
+    for folder in ["errors", "brief_errors", "lints"] {
+        let folder = src.join(folder);
+        for path in rust_files(&folder) {
+            if path != folder.join("mod.rs") && !expected_files.contains(&path) {
+                broken.push(format!("{}: not the file of any code's name (crate::rules)", shown(&path)));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "a rule's name is chosen once, as its code's name:\n{}", broken.join("\n"));
 }
 
 /// Change notices are told by the store's writes (`servio_store::Change`, ARCHITECTURE.md's

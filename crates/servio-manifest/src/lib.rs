@@ -34,8 +34,10 @@
 
 pub mod address;
 pub mod brief;
+mod brief_errors;
 pub mod diagnostic;
 pub mod diff;
+mod errors;
 mod fields;
 pub mod json;
 mod lints;
@@ -159,16 +161,7 @@ pub fn check(source: &[u8], options: &CheckOptions) -> Report {
     let mut warnings = Vec::new();
     if parsed.has_duplicates {
         for (pointer, span) in locate::find_duplicates(source) {
-            let name = pointer.segments().last().unwrap_or_default();
-            errors.push(
-                Diagnostic::new(
-                    Code::DuplicateMember,
-                    pointer,
-                    Anchor::Offset(span),
-                    format!("member `{name}` appears more than once in this object"),
-                )
-                .with_help("keep one of them: JSON parsers disagree on which one wins"),
-            );
+            errors.push(errors::duplicate_member::diagnostic(pointer, span));
         }
     }
     let mut document = parsed.value;
@@ -215,7 +208,7 @@ fn move_schemas(mut manifest: Manifest, document: &mut serde_json::Value) -> Man
 fn parse_error(source: &[u8], error: ParseError) -> Diagnostic {
     let (code, message, offset, help) = match error {
         ParseError::Syntax { message, offset } => {
-            let help = syntax_help(&message);
+            let help = errors::json_syntax::help(&message);
             (Code::JsonSyntax, format!("invalid JSON: {message}"), offset, help)
         }
         ParseError::TooDeep { offset } => (
@@ -230,20 +223,6 @@ fn parse_error(source: &[u8], error: ParseError) -> Diagnostic {
         Diagnostic::new(code, Pointer::root(), Anchor::Offset(Span::new(offset, end)), message).with_help_opt(help);
     locate::locate(source, std::slice::from_mut(&mut diagnostic));
     diagnostic
-}
-
-fn syntax_help(message: &str) -> Option<String> {
-    Some(
-        match message {
-            "trailing comma" => "remove this comma: JSON allows none after the last member or element",
-            m if m.starts_with("key must be a string") => "member names need double quotes: \"name\"",
-            m if m.starts_with("EOF while parsing") => "the document ends early: close every { and [",
-            m if m.starts_with("expected value") => "single quotes, comments and bare words are not JSON",
-            "trailing characters" => "a manifest is exactly one JSON object",
-            _ => return None,
-        }
-        .to_owned(),
-    )
 }
 
 /// A metric with its period resolved and its arguments filled.

@@ -2,18 +2,20 @@
 //!
 //! The JSON Schema work is done by the `jsonschema` crate (draft 2020-12, no remote
 //! references: its network features are off, so a validator never fetches anything). This
-//! module adds the format's own rules (a root of type object, the supported types) and turns
-//! the crate's generic errors into messages that name the keyword and the expected form.
+//! module walks each schema once for the format's own rules, each in its file in
+//! `crate::errors` (E051 a root of type object, E052 the supported types, E054 the expansion
+//! bound, E050 the crate's generic errors turned into messages that name the keyword and the
+//! expected form), with E053's references resolved in `refs.rs` and counted in `graph.rs`.
 
 use std::sync::LazyLock;
 
+use jsonschema::Validator;
 use jsonschema::error::ValidationErrorKind;
-use jsonschema::{ValidationError, Validator};
 use serde_json::{Map, Value, json};
 
 use crate::diagnostic::Diagnostic;
+use crate::errors::{schema_expansion, schema_root_object, schema_supported_type, schema_valid};
 use crate::pointer::Pointer;
-use crate::rules::Code;
 
 mod graph;
 pub mod numbers;
@@ -38,7 +40,7 @@ pub const SUPPORTED_TYPES: [&str; 6] = ["string", "number", "integer", "boolean"
 
 /// Keywords whose value is one schema, as the draft 2020-12 meta-schema defines them
 /// (`additionalItems` is gone from 2020-12, so its value is data there).
-const SCHEMA_KEYWORDS: [&str; 11] = [
+pub(crate) const SCHEMA_KEYWORDS: [&str; 11] = [
     "items",
     "additionalProperties",
     "unevaluatedProperties",
@@ -54,15 +56,15 @@ const SCHEMA_KEYWORDS: [&str; 11] = [
 /// Keywords whose value is an object of schemas. The 2020-12 meta-schema still validates
 /// the older `definitions` and `dependencies` (whose members may also be string arrays,
 /// which the walk passes over) as schemas.
-const SCHEMA_MAP_KEYWORDS: [&str; 6] =
+pub(crate) const SCHEMA_MAP_KEYWORDS: [&str; 6] =
     ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"];
 /// Keywords whose value is an array of schemas.
-const SCHEMA_ARRAY_KEYWORDS: [&str; 4] = ["prefixItems", "allOf", "anyOf", "oneOf"];
+pub(crate) const SCHEMA_ARRAY_KEYWORDS: [&str; 4] = ["prefixItems", "allOf", "anyOf", "oneOf"];
 
 /// The draft 2020-12 meta-schema, with format assertions on (so `"pattern": "["` is an error;
 /// the crate's ready-made meta validator treats formats as annotations only). Its errors are
 /// what the report shows.
-static META_VALIDATOR: LazyLock<Validator> = LazyLock::new(|| {
+pub(crate) static META_VALIDATOR: LazyLock<Validator> = LazyLock::new(|| {
     jsonschema::draft202012::options()
         .should_validate_formats(true)
         .build(&json!({ "$ref": "https://json-schema.org/draft/2020-12/schema" }))
@@ -153,37 +155,14 @@ pub fn check_input_schema(
     out: &mut Vec<Diagnostic>,
     each_subschema: &mut dyn FnMut(&Keywords<'_>, &SchemaPath<'_>),
 ) {
-    let Some(object) = schema.as_object() else {
-        out.push(
-            Diagnostic::at(
-                Code::SchemaRootType,
-                at.clone(),
-                format!("input_schema must be an object, found {}", kind_of(schema)),
-            )
-            .with_help("write { \"type\": \"object\", \"properties\": { ... } }"),
-        );
-        return;
-    };
     let first = out.len();
-    match object.get("type") {
-        None => out.push(
-            Diagnostic::missing(Code::SchemaRootType, at, "type", "input_schema has no root `type`")
-                .with_help("add \"type\": \"object\": tool arguments are always one JSON object"),
-        ),
-        Some(Value::String(t)) if t == "object" => {}
-        Some(other) => out.push(
-            Diagnostic::at(
-                Code::SchemaRootType,
-                at.child("type"),
-                format!("input_schema root `type` must be \"object\", found {other}"),
-            )
-            .with_help("tool arguments are sent as one JSON object; wrap other values in a property"),
-        ),
+    if schema_root_object::check(schema, at, out).is_none() {
+        return;
     }
     let mut path = SchemaPath { base: at, segments: Vec::new() };
     for_each_subschema(schema, &mut path, &mut |sub, path| {
         let keywords = Keywords::of(sub);
-        check_types(keywords.type_, path, out);
+        schema_supported_type::check(keywords.type_, path, out);
         each_subschema(&keywords, path);
     });
     let index = refs::check(schema, at, out);
@@ -191,43 +170,13 @@ pub fn check_input_schema(
     if index.has_references()
         && let Expansion::Beyond(pointer) = Graph::new(schema, &index, at).expansion(MAX_EXPANSION)
     {
-        out.push(expansion_error(pointer));
+        out.push(schema_expansion::diagnostic(pointer));
     }
-    if !is_valid_schema(schema) {
-        let reported: Vec<Pointer> = out[first..].iter().map(|d| d.pointer.clone()).collect();
-        for error in META_VALIDATOR.iter_errors(schema) {
-            let pointer = at.join(&Pointer::parse(error.instance_path().as_str()).unwrap_or_default());
-            // Our own rules above say the same thing more precisely.
-            if reported.iter().any(|r| pointer.starts_with(r) || r.starts_with(&pointer)) {
-                continue;
-            }
-            if out.iter().any(|d| d.code == Code::InvalidSchema && d.pointer == pointer) {
-                continue;
-            }
-            let (message, help) = describe_meta_error(&error, &pointer);
-            out.push(Diagnostic::at(Code::InvalidSchema, pointer, message).with_help_opt(help));
-        }
-    }
-}
-
-/// E054 at the `$ref` whose unfolding passed [`MAX_EXPANSION`].
-fn expansion_error(pointer: Pointer) -> Diagnostic {
-    Diagnostic::at(Code::SchemaExpansion, pointer, expansion_message()).with_help(
-        "each reference evaluates its subschema again: refer to a shared definition once where it applies, \
-         and write deep structures as one recursive definition",
-    )
-}
-
-fn expansion_message() -> String {
-    format!(
-        "this `$ref` unfolds the schema to more than {} subschemas: every call's arguments would be checked \
-         against each of them",
-        grouped(MAX_EXPANSION)
-    )
+    schema_valid::check(schema, at, first, out);
 }
 
 /// `10000` as `10,000`.
-fn grouped(n: usize) -> String {
+pub(crate) fn grouped(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, digit) in digits.chars().enumerate() {
@@ -366,136 +315,6 @@ impl<'a> Keywords<'a> {
     }
 }
 
-/// E052: every `type` names a supported type; in an array each entry on its own.
-fn check_types(type_: Option<&Value>, path: &SchemaPath<'_>, out: &mut Vec<Diagnostic>) {
-    let at = || path.pointer().child("type");
-    match type_ {
-        Some(Value::String(name)) if !SUPPORTED_TYPES.contains(&name.as_str()) => {
-            out.push(unsupported_type(at(), name));
-        }
-        Some(Value::Array(names)) => {
-            for (i, name) in names.iter().enumerate() {
-                match name.as_str() {
-                    Some(n) if SUPPORTED_TYPES.contains(&n) => {}
-                    Some(n) => out.push(unsupported_type(at().index(i), n)),
-                    None => out.push(Diagnostic::at(
-                        Code::UnsupportedType,
-                        at().index(i),
-                        format!("a `type` entry must be a type name, found {}", kind_of(name)),
-                    )),
-                }
-            }
-        }
-        Some(other @ (Value::Number(_) | Value::Bool(_) | Value::Null | Value::Object(_))) => {
-            out.push(Diagnostic::at(
-                Code::UnsupportedType,
-                at(),
-                format!("`type` must be a type name, found {}", kind_of(other)),
-            ));
-        }
-        _ => {}
-    }
-}
-
-fn unsupported_type(pointer: Pointer, name: &str) -> Diagnostic {
-    let suggestion = match name {
-        "int" | "long" | "Integer" | "INTEGER" => Some("integer"),
-        "float" | "double" | "decimal" | "Number" => Some("number"),
-        "bool" | "Boolean" => Some("boolean"),
-        "str" | "String" | "text" => Some("string"),
-        "list" | "Array" => Some("array"),
-        "dict" | "map" | "Object" => Some("object"),
-        "null" => None,
-        _ => crate::suggest::closest(name, &SUPPORTED_TYPES),
-    };
-    let help = match (name, suggestion) {
-        ("null", _) => {
-            "the format does not support null: leave the property out of `required` to make it optional".to_owned()
-        }
-        (_, Some(s)) => format!("did you mean \"{s}\"?"),
-        (_, None) => format!("supported types: {}", SUPPORTED_TYPES.join(", ")),
-    };
-    Diagnostic::at(Code::UnsupportedType, pointer, format!("unsupported type \"{name}\"")).with_help(help)
-}
-
-/// The expected form of a keyword's value, for messages.
-fn expected_form(keyword: &str) -> Option<&'static str> {
-    Some(match keyword {
-        k if SCHEMA_MAP_KEYWORDS.contains(&k) => "an object whose members are schemas",
-        k if SCHEMA_ARRAY_KEYWORDS.contains(&k) => "a non-empty array of schemas",
-        k if SCHEMA_KEYWORDS.contains(&k) => "a schema (an object or a boolean)",
-        "type" => "one of the type names or an array of unique type names",
-        "required" => "an array of unique strings",
-        "enum" => "an array",
-        "dependentRequired" => "an object whose members are arrays of unique strings",
-        "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => "a number",
-        "multipleOf" => "a number greater than 0",
-        "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties" | "maxProperties" | "minContains"
-        | "maxContains" => "a non-negative integer",
-        "pattern" => "a valid regular expression (ECMA-262)",
-        "format" | "title" | "description" | "$comment" | "$anchor" | "$dynamicAnchor" | "contentEncoding"
-        | "contentMediaType" => "a string",
-        "$ref" | "$dynamicRef" | "$id" | "$schema" => "a URI reference string",
-        "uniqueItems" | "readOnly" | "writeOnly" | "deprecated" => "a boolean",
-        "examples" => "an array",
-        _ => return None,
-    })
-}
-
-fn describe_meta_error(error: &ValidationError<'_>, pointer: &Pointer) -> (String, Option<String>) {
-    let segments: Vec<String> = pointer.segments().collect();
-    let last = segments.last().map(String::as_str).unwrap_or("");
-    let parent = segments.len().checked_sub(2).map(|i| segments[i].as_str()).unwrap_or("");
-    // A position that holds a schema, such as `/properties/q`, rather than a keyword.
-    let in_schema_slot = SCHEMA_MAP_KEYWORDS.contains(&parent) || SCHEMA_ARRAY_KEYWORDS.contains(&parent);
-    let form = if in_schema_slot { Some("a schema (an object or a boolean)") } else { expected_form(last) };
-    let subject = if in_schema_slot { format!("`{parent}/{last}`") } else { format!("`{last}`") };
-    match (error.kind(), form) {
-        (ValidationErrorKind::Format { format }, _) if format == "regex" => (
-            format!("{subject} is not a valid regular expression: {}", error.instance()),
-            Some("patterns use ECMA-262 syntax; escape a literal bracket as \\\\[".to_owned()),
-        ),
-        (ValidationErrorKind::UniqueItems, _) => {
-            (format!("{subject} has repeated entries"), Some("list each entry once".to_owned()))
-        }
-        (ValidationErrorKind::MinItems { .. }, _) => (format!("{subject} must not be empty"), None),
-        (ValidationErrorKind::Pattern { .. }, _) if matches!(last, "$anchor" | "$dynamicAnchor") => {
-            anchor_name_problem(&subject, error.instance())
-        }
-        // "must be a string, found a string" would say nothing: the value has the right type
-        // and breaks another rule, which the validator's own words name.
-        (_, Some(form)) if form == kind_of(error.instance()) => (format!("{subject}: {error}"), None),
-        (_, Some(form)) => (format!("{subject} must be {form}, found {}", describe_value(error.instance())), None),
-        _ => (format!("{subject}: {error}"), None),
-    }
-}
-
-/// What is wrong with an anchor name: it starts with a letter or `_`, then has letters,
-/// digits, `-`, `.` and `_` only.
-fn anchor_name_problem(subject: &str, name: &Value) -> (String, Option<String>) {
-    let text = name.as_str().unwrap_or_default();
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
-    let message = match text.chars().next() {
-        None => format!("{subject} must not be empty"),
-        Some(first) if !(first.is_ascii_alphabetic() || first == '_') => {
-            format!("{subject} {name} must start with a letter or `_`, not {}", crate::suggest::describe_char(first))
-        }
-        _ => {
-            let bad = text.chars().find(|c| !allowed(*c)).map(crate::suggest::describe_char).unwrap_or_default();
-            format!("{subject} {name} may contain only letters, digits, `-`, `.` and `_`, not {bad}")
-        }
-    };
-    let fixed: String = text.chars().map(|c| if allowed(c) { c } else { '_' }).collect();
-    let fixed =
-        if fixed.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') { fixed } else { format!("a{fixed}") };
-    (message, Some(format!("write \"{fixed}\"")))
-}
-
-fn describe_value(value: &Value) -> String {
-    let text = value.to_string();
-    if text.len() <= 40 { format!("{} {text}", kind_of(value)) } else { kind_of(value).to_owned() }
-}
-
 /// The JSON type name of a value, for messages.
 pub fn kind_of(value: &Value) -> &'static str {
     match value {
@@ -550,7 +369,7 @@ impl ArgumentValidator {
         let root = Pointer::root();
         let graph = Graph::new(schema, &refs::Index::of(schema, &root), &root);
         if let Expansion::Beyond(pointer) = graph.expansion(MAX_EXPANSION) {
-            return Err(UnusableSchema { message: format!("{} (at {pointer})", expansion_message()) });
+            return Err(UnusableSchema { message: format!("{} (at {pointer})", schema_expansion::message()) });
         }
         let options = numbers::exact_numbers(jsonschema::draft202012::options());
         options.build(schema).map(|validator| ArgumentValidator { validator, graph }).map_err(|e| {
@@ -738,6 +557,7 @@ fn has_type(value: &Value, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::Code;
 
     fn errors(schema: Value) -> Vec<(String, Code)> {
         let mut out = Vec::new();

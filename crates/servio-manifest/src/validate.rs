@@ -4,10 +4,10 @@
 use std::collections::HashSet;
 
 use serde_json::Value;
-use url::Url;
 
 use crate::address::Site;
 use crate::diagnostic::Diagnostic;
+use crate::errors::{auth_type, https_url, tool_name_characters, tool_name_unique, top_level_object};
 use crate::fields::{self, Object};
 use crate::lints;
 use crate::manifest::{Auth, Manifest, Tool};
@@ -43,11 +43,7 @@ pub(crate) fn validate<'a>(
     warnings: &mut Vec<Diagnostic>,
 ) -> Validated<'a> {
     let at = Pointer::root();
-    let Some(top) = root.as_object() else {
-        errors.push(
-            Diagnostic::at(Code::TopLevelNotObject, at, format!("the manifest must be a JSON object, found {}", schema::kind_of(root)))
-                .with_help("write the manifest as { \"name\": ..., \"version\": ..., \"server\": ..., \"auth\": ..., \"tools\": [...] }"),
-        );
+    let Some(top) = top_level_object::check(root, errors) else {
         return Validated { manifest: None, tools: Vec::new() };
     };
     let first_error = errors.len();
@@ -65,7 +61,7 @@ pub(crate) fn validate<'a>(
     let server_url = doc.required_object("server", errors).and_then(|server| {
         lints::unknown_field::check(server.map, &server.at, &SERVER_FIELDS, warnings);
         let url = server.required_str("url", errors)?;
-        check_https_url(url, &server.at.child("url"), "server.url", errors)
+        https_url::check(url, &server.at.child("url"), "server.url", errors)
     });
 
     let auth = doc.required_object("auth", errors).and_then(|auth| {
@@ -96,34 +92,6 @@ pub(crate) fn validate<'a>(
     Validated { manifest, tools: tool_refs }
 }
 
-/// An absolute `https` URL without user information or fragment.
-fn check_https_url(text: &str, at: &Pointer, what: &str, errors: &mut Vec<Diagnostic>) -> Option<Url> {
-    let problem = match Url::parse(text) {
-        Err(e) => Some((
-            format!("{what} is not an absolute URL: {e}"),
-            Some("write the full URL, starting with https://".to_owned()),
-        )),
-        Ok(url) if url.scheme() != "https" => Some((
-            format!("{what} must use https: the URL uses {}, not https", url.scheme()),
-            (url.scheme() == "http").then(|| format!("write {}", text.replacen("http:", "https:", 1))),
-        )),
-        Ok(url) if !url.username().is_empty() || url.password().is_some() => Some((
-            format!("{what} must not contain user information"),
-            Some("pass credentials through `auth`, never in the URL".to_owned()),
-        )),
-        Ok(url) if url.fragment().is_some() => Some((
-            format!("{what} must not contain a fragment (`#...`)"),
-            Some("a fragment is never sent to the server: remove it".to_owned()),
-        )),
-        Ok(url) if url.host_str().is_none_or(str::is_empty) => Some((format!("{what} has no host"), None)),
-        Ok(url) => return Some(url),
-    };
-    if let Some((message, help)) = problem {
-        errors.push(Diagnostic::at(Code::InvalidUrl, at.clone(), message).with_help_opt(help));
-    }
-    None
-}
-
 fn check_auth(auth: &Object<'_>, errors: &mut Vec<Diagnostic>) -> Option<Auth> {
     let first = errors.len();
     let scopes = check_scopes(auth, errors);
@@ -133,7 +101,7 @@ fn check_auth(auth: &Object<'_>, errors: &mut Vec<Diagnostic>) -> Option<Auth> {
         "oauth2" => {
             let mut url = |key: &str| {
                 let text = auth.required_str(key, errors)?;
-                check_https_url(text, &auth.at.child(key), &format!("auth.{key}"), errors)
+                https_url::check(text, &auth.at.child(key), &format!("auth.{key}"), errors)
             };
             let authorization_url = url("authorization_url");
             let token_url = url("token_url");
@@ -145,19 +113,7 @@ fn check_auth(auth: &Object<'_>, errors: &mut Vec<Diagnostic>) -> Option<Auth> {
             }
         }
         other => {
-            let suggestion = match other.to_ascii_lowercase().as_str() {
-                "oauth" | "oauth2.0" | "oauth 2.0" | "oauth2" | "oauth_2" => Some("oauth2"),
-                "bearer" | "token" | "bearer_token" | "api_key" | "apikey" => Some("bearer"),
-                _ => None,
-            };
-            errors.push(
-                Diagnostic::at(
-                    Code::UnknownAuthType,
-                    auth.at.child("type"),
-                    format!("unknown auth type {other:?}: expected \"bearer\" or \"oauth2\""),
-                )
-                .with_help_opt(suggestion.map(|s| format!("did you mean \"{s}\"?"))),
-            );
+            errors.push(auth_type::diagnostic(other, auth.at.child("type")));
             None
         }
     }
@@ -231,6 +187,7 @@ fn check_tools<'a>(
     (tools, refs)
 }
 
+/// A tool's name: unique (E040), of allowed characters (E041), then its lints.
 fn check_tool_name<'a>(
     name: &'a str,
     at: &Pointer,
@@ -239,37 +196,8 @@ fn check_tool_name<'a>(
     errors: &mut Vec<Diagnostic>,
     warnings: &mut Vec<Diagnostic>,
 ) {
-    if !seen.insert(name) {
-        errors.push(
-            Diagnostic::at(
-                Code::DuplicateToolName,
-                at.clone(),
-                format!("tool name {name:?} is already used by an earlier tool"),
-            )
-            .with_help("give each tool its own name"),
-        );
-    }
-    let mut bad: Vec<char> = Vec::new();
-    for c in name.chars().filter(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))) {
-        if !bad.contains(&c) {
-            bad.push(c);
-        }
-    }
-    if !bad.is_empty() {
-        let shown = bad.iter().map(|c| crate::suggest::describe_char(*c)).collect::<Vec<_>>().join(", ");
-        let them = if bad.len() == 1 { "a character that is" } else { "characters that are" };
-        let fixed: String = name
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') { c } else { '_' })
-            .collect();
-        errors.push(
-            Diagnostic::at(
-                Code::ToolNameCharacters,
-                at.clone(),
-                format!("tool name {name:?} has {them} not allowed: {shown}"),
-            )
-            .with_help(format!("tool names use only A-Z a-z 0-9 _ . -; write {fixed:?}")),
-        );
+    tool_name_unique::check(name, at, seen, errors);
+    if !tool_name_characters::check(name, at, errors) {
         return;
     }
     lints::tool_name_convention::check(name, at, warnings);

@@ -121,15 +121,25 @@ fn brief_commands_exit_codes() {
     );
 }
 
-/// The manifest crate's fixture of each error and brief code (`servio-manifest/tests/rules/`,
-/// where the rules' own snapshots are) as `servio check` prints it for people and reports it in
-/// JSON: each raises its own code, and the rendered output is a snapshot. A lint's fixture
-/// lives beside the lint (`servio-manifest/src/lints/`).
+/// The manifest crate's fixture of `code`, beside its rule's file (`tools_empty.json` beside
+/// `tools_empty.rs`) in the folder of its kind: `errors/`, `brief_errors/` or `lints/`.
+fn fixture(code: servio_manifest::Code) -> String {
+    let folder = match code.as_str().as_bytes()[0] {
+        b'E' => "errors",
+        b'B' => "brief_errors",
+        _ => "lints",
+    };
+    format!("crates/servio-manifest/src/{folder}/{}.json", code.name().replace('-', "_"))
+}
+
+/// The manifest crate's fixture of each error and brief code (beside its rule, where the
+/// rule's own snapshot is) as `servio check` prints it for people and reports it in JSON: each
+/// raises its own code, and the rendered output is a snapshot.
 #[test]
 fn every_rule_has_a_fixture_that_raises_it() {
     let errors = servio_manifest::Code::ALL.iter().filter(|code| code.severity() != servio_manifest::Severity::Warning);
-    for code in errors {
-        let path = format!("crates/servio-manifest/tests/rules/{}.json", code.as_str());
+    for &code in errors {
+        let path = fixture(code);
         assert!(repo().join(&path).exists(), "no fixture for {code}");
         let json = servio(&["check", "--format", "json", &path]);
         let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
@@ -165,7 +175,7 @@ fn messages_read_cleanly() {
 /// heard that collection was lost. It is still reported valid.
 #[test]
 fn an_ignored_brief_exits_1_and_stays_valid() {
-    let path = "crates/servio-manifest/tests/rules/B020.json";
+    let path = &fixture(servio_manifest::Code::UnknownMetricTool);
     let out = servio(&["check", "--format", "json", path]);
     assert_eq!(out.status.code(), Some(1));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -188,15 +198,12 @@ fn explain_without_a_code_lists_every_rule() {
 
 /// A directory of three manifests: one valid, one invalid, one whose brief is ignored.
 fn three_manifests() -> tempfile::TempDir {
+    use servio_manifest::Code::{InvalidUrl, UnknownMetricTool, VersionSemver};
     let dir = tempfile::tempdir().unwrap();
-    let fixtures = repo().join("crates/servio-manifest/tests/rules");
-    let valid = repo().join("crates/servio-manifest/src/lints/version_semver.json");
-    for (from, to) in [
-        (valid, "a-valid.json"),
-        (fixtures.join("E020.json"), "b-invalid.json"),
-        (fixtures.join("B020.json"), "c-ignored.json"),
-    ] {
-        std::fs::copy(from, dir.path().join(to)).unwrap();
+    for (code, to) in
+        [(VersionSemver, "a-valid.json"), (InvalidUrl, "b-invalid.json"), (UnknownMetricTool, "c-ignored.json")]
+    {
+        std::fs::copy(repo().join(fixture(code)), dir.path().join(to)).unwrap();
     }
     dir
 }

@@ -10,7 +10,7 @@ use crate::schema::{Keywords, SchemaPath, default_is_valid_in};
 /// What `servio explain W006` prints: what the lint checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Warns when a `default` does not validate against the schema it sits in.\n\nWhy: defaults are shown to the AI as a good value; a default of the wrong type teaches it to send wrong arguments.\n\nExample:\n    \"limit\": { \"type\": \"integer\", \"default\": \"10\" }\n\nFix: write \"default\": 10.";
 
-crate::lints::fixture_test!("default_valid.json", DefaultValid);
+crate::rules::fixture_test!("default_valid.json", DefaultValid);
 
 pub(crate) fn check(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut Vec<Diagnostic>) {
     let Some(default) = schema.default else {

@@ -10,7 +10,7 @@ use crate::rules::Code;
 /// What `servio explain W003` prints: what the lint checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Warns when a tool description has fewer than 5 words.\n\nWhy: the AI reads the description to decide when and how to use the tool.\n\nExample:\n    \"description\": \"Search threads\"\n\nFix: say what the tool does and returns: \"Search forum threads by keyword. Returns matching threads with title, author, date, and reply count.\"";
 
-crate::lints::fixture_test!("description_vague.json", DescriptionVague);
+crate::rules::fixture_test!("description_vague.json", DescriptionVague);
 
 const MIN_WORDS: usize = 5;
 

@@ -11,7 +11,7 @@ use crate::rules::Code;
 /// What `servio explain W010` prints: what the lint checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Warns when a metric key has a segment `hourly`, `daily`, `weekly` or `monthly` that names another granularity than the metric has.\n\nWhy: a key that says daily while the metric is collected hourly puts a series in the wrong dashboard slot.\n\nExample:\n    { \"key\": \"sales.revenue.daily\", \"granularity\": \"hour\" }\n\nFix: make the two agree: \"granularity\": \"day\", or the key sales.revenue.hourly.";
 
-crate::lints::fixture_test!("metric_key_granularity.json", MetricKeyGranularity);
+crate::rules::fixture_test!("metric_key_granularity.json", MetricKeyGranularity);
 
 pub(crate) fn check(
     key: &str,

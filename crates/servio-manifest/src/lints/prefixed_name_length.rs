@@ -11,7 +11,7 @@ use crate::rules::Code;
 /// What `servio explain W009` prints: what the lint checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Warns when a tool's prefixed name (site identifier, `_`, tool name) is longer than 64 characters, so that the platform shortens it to 55 characters, `_` and 8 hex digits of a hash. When a manifest is checked from a file, the origin of `server.url` stands in for the site.\n\nWhy: AI model APIs accept tool names up to 64 characters; a shortened name is harder for the AI and the user to read.\n\nExample:\n    \"name\": \"reporting.getQuarterlyRevenueBreakdownByRegionAndProductCategory\"\n\nFix: choose a shorter name, such as reporting.getRevenueByRegion.";
 
-crate::lints::fixture_test!("prefixed_name_length.json", PrefixedNameLength);
+crate::rules::fixture_test!("prefixed_name_length.json", PrefixedNameLength);
 
 pub(crate) fn check(site: &Site, tool: &str, at: &Pointer, warnings: &mut Vec<Diagnostic>) {
     if address::is_shortened(site, tool) {

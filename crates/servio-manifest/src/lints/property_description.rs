@@ -11,7 +11,7 @@ use crate::schema::{Keywords, SchemaPath};
 /// What `servio explain W004` prints: what the lint checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Warns when a property in an input_schema has no `description`.\n\nWhy: the AI uses property descriptions to choose correct argument values.\n\nExample:\n    \"sort\": { \"type\": \"string\", \"enum\": [\"relevance\", \"date\"] }\n\nFix: add \"description\": \"Sort order for results\".";
 
-crate::lints::fixture_test!("property_description.json", PropertyDescription);
+crate::rules::fixture_test!("property_description.json", PropertyDescription);
 
 pub(crate) fn check(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut Vec<Diagnostic>) {
     if schema.described || schema.has_ref {

@@ -9,7 +9,7 @@ use crate::schema::{Keywords, SchemaPath};
 /// What `servio explain W005` prints: what the lint checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Warns when a name listed in `required` is not defined in the same schema's `properties`.\n\nWhy: usually a typo; the AI is told to send an argument it knows nothing about.\n\nExample:\n    \"properties\": { \"query\": {...} }, \"required\": [\"qeury\"]\n\nFix: correct the name, or define the property.";
 
-crate::lints::fixture_test!("required_in_properties.json", RequiredInProperties);
+crate::rules::fixture_test!("required_in_properties.json", RequiredInProperties);
 
 pub(crate) fn check(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut Vec<Diagnostic>) {
     let Some(required) = schema.required else {

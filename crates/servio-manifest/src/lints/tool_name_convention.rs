@@ -11,7 +11,7 @@ use crate::rules::Code;
 /// What `servio explain W002` prints: what the lint checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Warns when a tool name is not in the `namespace.actionTarget` form used by the official plugins: a lowercase namespace, a dot, then a camelCase verb and object.\n\nWhy: the namespace tells tools of different plugins apart, and a verb-object action reads well to an AI choosing among tools.\n\nExample:\n    \"name\": \"search_threads\"\n\nFix: write \"forum.searchThreads\".";
 
-crate::lints::fixture_test!("tool_name_convention.json", ToolNameConvention);
+crate::rules::fixture_test!("tool_name_convention.json", ToolNameConvention);
 
 pub(crate) fn check(name: &str, at: &Pointer, warnings: &mut Vec<Diagnostic>) {
     if follows_convention(name) {

@@ -12,7 +12,7 @@ use crate::rules::Code;
 /// What `servio explain W007` prints: what the lint checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Warns about members the format does not define, at the top level, in `server`, `auth`, each tool and each metric, with a did-you-mean where a known name is close.\n\nWhy: an unknown member is usually a misspelt known one (`breif` for `brief`), which is then silently missing.\n\nExample:\n    \"breif\": { \"metrics\": [] }\n\nFix: correct the name, or remove the member.";
 
-crate::lints::fixture_test!("unknown_field.json", UnknownField);
+crate::rules::fixture_test!("unknown_field.json", UnknownField);
 
 pub(crate) fn check(object: &Map<String, Value>, at: &Pointer, known: &[&str], warnings: &mut Vec<Diagnostic>) {
     for name in object.keys() {

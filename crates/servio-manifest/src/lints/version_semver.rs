@@ -9,7 +9,7 @@ use crate::rules::Code;
 /// What `servio explain W001` prints: what the lint checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Warns when `version` is not a semantic version (MAJOR.MINOR.PATCH, as in 2.1.0).\n\nWhy: the format asks for semantic versioning, so that users can tell a breaking change from a fix.\n\nExample:\n    \"version\": \"v2\"\n\nFix: write \"version\": \"2.0.0\".";
 
-crate::lints::fixture_test!("version_semver.json", VersionSemver);
+crate::rules::fixture_test!("version_semver.json", VersionSemver);
 
 pub(crate) fn check(version: &str, at: &Pointer, warnings: &mut Vec<Diagnostic>) {
     if semver::Version::parse(version).is_ok() {

@@ -1,5 +1,4 @@
 //! The manifest crate's integration tests. One binary for the crate, so it is linked once.
 
-mod fixtures;
 mod properties;
 mod rules;

@@ -1,0 +1,57 @@
+//! B020 `metric-tool`: each metric's `tool` names a tool of this manifest, exactly and
+//! without any site prefix.
+
+use crate::brief::Tools;
+use crate::diagnostic::Diagnostic;
+use crate::pointer::Pointer;
+use crate::rules::Code;
+
+/// What `servio explain B020` prints: what the rule checks, why, an example and the fix.
+pub(crate) const EXPLANATION: &str = "Checks that each metric's `tool` names a tool of this manifest, exactly and without any site prefix.\n\nWhy: the platform calls that tool to collect the metric.\n\nExample:\n    \"tool\": \"getSalesSummary\"   (while the tool is named \"shop.getSalesSummary\")\n\nFix: write the tool's name exactly as in `tools`.";
+
+crate::rules::fixture_test!("metric_tool.json", UnknownMetricTool);
+
+/// How many tool names a help text lists.
+const MAX_NAMES_LISTED: usize = 20;
+
+/// The index of the tool named `name`, or an error saying so, with a did-you-mean.
+pub(crate) fn check(
+    name: &str,
+    tools: &mut Tools<'_, '_>,
+    at: &Pointer,
+    errors: &mut Vec<Diagnostic>,
+) -> Option<usize> {
+    if let Some(&index) = tools.by_name.get(name) {
+        return Some(index);
+    }
+    let names: Vec<&str> = tools.list.iter().map(|t| t.name).collect();
+    let near = if tools.searches_left > 0 {
+        tools.searches_left -= 1;
+        // A tool written without its namespace, or with a site prefix, or misspelt.
+        tools
+            .list
+            .iter()
+            .find(|t| {
+                t.name.rsplit('.').next() == Some(name) || name.ends_with(&format!("_{}", t.name.replace(['.'], "_")))
+            })
+            .map(|t| t.name)
+            .or_else(|| crate::suggest::closest(name, &names))
+    } else {
+        None
+    };
+    let help = match near {
+        Some(near) => format!("did you mean \"{near}\"? write the name exactly as in `tools`, without a site prefix"),
+        None if names.is_empty() => "the manifest has no tools".to_owned(),
+        None if names.len() > MAX_NAMES_LISTED => format!(
+            "tools in this manifest: {}, and {} more",
+            names[..MAX_NAMES_LISTED].join(", "),
+            names.len() - MAX_NAMES_LISTED
+        ),
+        None => format!("tools in this manifest: {}", names.join(", ")),
+    };
+    errors.push(
+        Diagnostic::at(Code::UnknownMetricTool, at.clone(), format!("no tool named {name:?} in this manifest"))
+            .with_help(help),
+    );
+    None
+}
