@@ -401,9 +401,9 @@ impl Collector {
 /// Counts a written collection result in the metrics, by the outcome its attempt logged, or as
 /// `fenced_out` when a job's result was not committed (another lease held the job).
 pub(crate) fn count_collection(result: &servio_store::CollectionResult<'_>, committed: bool) {
-    let outcome: &'static str = match result.attempt() {
+    let outcome: &'static str = match result.outcome() {
         _ if !committed => "fenced_out",
-        Some(attempt) => attempt.outcome.into(),
+        Some(outcome) => outcome.into(),
         None => return,
     };
     metrics::counter!("servio_collections_total", "outcome" => outcome).increment(1);

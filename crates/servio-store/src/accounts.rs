@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 
+use crate::Result;
 use crate::database::{Conn, Database};
 use crate::error::conflict;
 use crate::{Change, StoreError};
@@ -97,7 +98,7 @@ macro_rules! user_columns {
 /// Counts with `count_sql` (`$1` the user) after locking the user's row (a write that changes
 /// nothing), on the caller's transaction: concurrent inserts for one user are counted one after
 /// the other on both backends, and a per-user limit is never passed.
-pub(crate) async fn count_locked(conn: Conn<'_>, user_id: i64, count_sql: &'static str) -> Result<i64, StoreError> {
+pub(crate) async fn count_locked(conn: Conn<'_>, user_id: i64, count_sql: &'static str) -> Result<i64> {
     on!(conn, |conn| {
         sqlx::query("UPDATE users SET time_zone = time_zone WHERE id = $1").bind(user_id).execute(&mut *conn).await?;
         Ok(sqlx::query_scalar(count_sql).bind(user_id).fetch_one(&mut *conn).await?)
@@ -106,7 +107,7 @@ pub(crate) async fn count_locked(conn: Conn<'_>, user_id: i64, count_sql: &'stat
 
 impl Database {
     /// Sets one text column of a user: `sql` binds the text as `$1` and the user as `$2`.
-    async fn set_user_text(&self, sql: &'static str, text: &str, user_id: i64) -> Result<(), StoreError> {
+    async fn set_user_text(&self, sql: &'static str, text: &str, user_id: i64) -> Result<()> {
         on!(&self.pool, |pool| bind!(sqlx::query(sql), text, user_id).execute(pool).await.map(drop))?;
         Ok(())
     }
@@ -116,47 +117,41 @@ impl Database {
 #[async_trait]
 pub trait Accounts: Send + Sync {
     /// Creates a user; [`StoreError::Conflict`] when the email is taken.
-    async fn create_user(
-        &self,
-        email: &str,
-        password_hash: &str,
-        time_zone: &str,
-        now: i64,
-    ) -> Result<User, StoreError>;
+    async fn create_user(&self, email: &str, password_hash: &str, time_zone: &str, now: i64) -> Result<User>;
     /// The user with this (lowercased) email.
-    async fn user_by_email(&self, email: &str) -> Result<Option<User>, StoreError>;
+    async fn user_by_email(&self, email: &str) -> Result<Option<User>>;
     /// The user with this id.
-    async fn user(&self, id: i64) -> Result<Option<User>, StoreError>;
+    async fn user(&self, id: i64) -> Result<Option<User>>;
     /// Changes a user's time zone.
     /// Tells [`Change::Context`].
-    async fn set_time_zone(&self, user_id: i64, time_zone: &str) -> Result<(), StoreError>;
+    async fn set_time_zone(&self, user_id: i64, time_zone: &str) -> Result<()>;
 
     /// Records a session.
-    async fn create_session(&self, token_hash: &str, session: &Session, now: i64) -> Result<(), StoreError>;
+    async fn create_session(&self, token_hash: &str, session: &Session, now: i64) -> Result<()>;
     /// The session with this token hash, unless it has expired or gone unused for longer than
     /// its idle limit; records the use to the hour ([`SESSION_USE_PRECISION`]), so that a page
     /// view is not a write each time.
-    async fn session(&self, token_hash: &str, now: i64) -> Result<Option<Session>, StoreError>;
+    async fn session(&self, token_hash: &str, now: i64) -> Result<Option<Session>>;
     /// Ends a session.
-    async fn delete_session(&self, token_hash: &str) -> Result<(), StoreError>;
+    async fn delete_session(&self, token_hash: &str) -> Result<()>;
     /// The user's live sessions, newest first; `current` marks the one hashed as `current`.
-    async fn sessions(&self, user_id: i64, current: &str, now: i64) -> Result<Vec<SessionInfo>, StoreError>;
+    async fn sessions(&self, user_id: i64, current: &str, now: i64) -> Result<Vec<SessionInfo>>;
     /// Ends every session of the user but the one hashed as `keep` (none with `""`): "sign out
     /// everywhere". Returns how many ended.
-    async fn delete_sessions(&self, user_id: i64, keep: &str) -> Result<u64, StoreError>;
+    async fn delete_sessions(&self, user_id: i64, keep: &str) -> Result<u64>;
     /// Deletes the user's sessions beyond the `keep` most recently used (a sign-in that would
     /// pass the limit signs out the session least recently used); returns how many.
-    async fn trim_sessions(&self, user_id: i64, keep: i64) -> Result<u64, StoreError>;
+    async fn trim_sessions(&self, user_id: i64, keep: i64) -> Result<u64>;
     /// Replaces the user's password hash.
-    async fn set_password_hash(&self, user_id: i64, password_hash: &str) -> Result<(), StoreError>;
+    async fn set_password_hash(&self, user_id: i64, password_hash: &str) -> Result<()>;
     /// Deletes the user and, by cascade, everything that is theirs: sessions, API tokens, vault
     /// entries with their credentials, values, attempts, jobs, calls, claims and listings.
     /// False when there was no such user.
     /// Tells [`Change::Access`] and [`Change::Catalogue`] when there was one.
-    async fn delete_user(&self, user_id: i64) -> Result<bool, StoreError>;
+    async fn delete_user(&self, user_id: i64) -> Result<bool>;
     /// Deletes up to `limit` sessions that have expired or idled out; returns how many. Small
     /// batches keep each statement short next to the requests using the table.
-    async fn purge_sessions(&self, now: i64, limit: i64) -> Result<u64, StoreError>;
+    async fn purge_sessions(&self, now: i64, limit: i64) -> Result<u64>;
 
     /// Records an API token; [`StoreError::AtLimit`] when the user has `limit` already.
     async fn create_api_token(
@@ -166,31 +161,25 @@ pub trait Accounts: Send + Sync {
         token_hash: &str,
         now: i64,
         limit: i64,
-    ) -> Result<ApiToken, StoreError>;
+    ) -> Result<ApiToken>;
     /// The owner of the API token with this hash, and the token's id; records the use to the
     /// minute (a token used again within a minute of its recorded use is not written again, so
     /// that a program polling with it does not turn every read into a write).
-    async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<(User, i64)>, StoreError>;
+    async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<(User, i64)>>;
     /// A user's API tokens.
-    async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>, StoreError>;
+    async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>>;
     /// Deletes one of a user's API tokens; false when there was none.
     /// Tells [`Change::Access`] when there was one.
-    async fn delete_api_token(&self, user_id: i64, id: i64) -> Result<bool, StoreError>;
+    async fn delete_api_token(&self, user_id: i64, id: i64) -> Result<bool>;
     /// Deletes every API token of a user; how many there were.
     /// Tells [`Change::Access`] when there were any.
-    async fn delete_api_tokens(&self, user_id: i64) -> Result<u64, StoreError>;
+    async fn delete_api_tokens(&self, user_id: i64) -> Result<u64>;
 }
 
 #[async_trait]
 impl Accounts for Database {
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn create_user(
-        &self,
-        email: &str,
-        password_hash: &str,
-        time_zone: &str,
-        now: i64,
-    ) -> Result<User, StoreError> {
+    async fn create_user(&self, email: &str, password_hash: &str, time_zone: &str, now: i64) -> Result<User> {
         on!(&self.pool, |pool| {
             let sql = concat!(
                 "INSERT INTO users (email, password_hash, time_zone, created_at) VALUES ($1, $2, $3, $4) RETURNING ",
@@ -201,7 +190,7 @@ impl Accounts for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn user_by_email(&self, email: &str) -> Result<Option<User>, StoreError> {
+    async fn user_by_email(&self, email: &str) -> Result<Option<User>> {
         on!(&self.pool, |pool| {
             let sql = concat!("SELECT ", user_columns!(), " FROM users WHERE email = $1");
             Ok(sqlx::query_as(sql).bind(email).fetch_optional(pool).await?)
@@ -209,7 +198,7 @@ impl Accounts for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn user(&self, id: i64) -> Result<Option<User>, StoreError> {
+    async fn user(&self, id: i64) -> Result<Option<User>> {
         on!(&self.pool, |pool| {
             let sql = concat!("SELECT ", user_columns!(), " FROM users WHERE id = $1");
             Ok(sqlx::query_as(sql).bind(id).fetch_optional(pool).await?)
@@ -217,7 +206,7 @@ impl Accounts for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn set_time_zone(&self, user_id: i64, time_zone: &str) -> Result<(), StoreError> {
+    async fn set_time_zone(&self, user_id: i64, time_zone: &str) -> Result<()> {
         self.set_user_text("UPDATE users SET time_zone = $1 WHERE id = $2", time_zone, user_id).await?;
         // Periods are the user's days: what is kept of them is of the old zone.
         self.hooks.tell(&[Change::Context(user_id)]);
@@ -225,7 +214,7 @@ impl Accounts for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn create_session(&self, token_hash: &str, session: &Session, now: i64) -> Result<(), StoreError> {
+    async fn create_session(&self, token_hash: &str, session: &Session, now: i64) -> Result<()> {
         on!(&self.pool, |pool| {
             bind!(
                 sqlx::query(
@@ -248,7 +237,7 @@ impl Accounts for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn session(&self, token_hash: &str, now: i64) -> Result<Option<Session>, StoreError> {
+    async fn session(&self, token_hash: &str, now: i64) -> Result<Option<Session>> {
         on!(&self.pool, |pool| {
             let found: Option<SessionRow> = bind!(
                 sqlx::query_as(
@@ -271,7 +260,7 @@ impl Accounts for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn delete_session(&self, token_hash: &str) -> Result<(), StoreError> {
+    async fn delete_session(&self, token_hash: &str) -> Result<()> {
         on!(&self.pool, |pool| {
             sqlx::query("DELETE FROM sessions WHERE token_hash = $1").bind(token_hash).execute(pool).await?;
             Ok(())
@@ -279,7 +268,7 @@ impl Accounts for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn sessions(&self, user_id: i64, current: &str, now: i64) -> Result<Vec<SessionInfo>, StoreError> {
+    async fn sessions(&self, user_id: i64, current: &str, now: i64) -> Result<Vec<SessionInfo>> {
         on!(&self.pool, |pool| {
             let sessions = bind!(
                 sqlx::query_as(
@@ -298,7 +287,7 @@ impl Accounts for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn delete_sessions(&self, user_id: i64, keep: &str) -> Result<u64, StoreError> {
+    async fn delete_sessions(&self, user_id: i64, keep: &str) -> Result<u64> {
         on!(&self.pool, |pool| {
             let done =
                 bind!(sqlx::query("DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2"), user_id, keep)
@@ -309,7 +298,7 @@ impl Accounts for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn trim_sessions(&self, user_id: i64, keep: i64) -> Result<u64, StoreError> {
+    async fn trim_sessions(&self, user_id: i64, keep: i64) -> Result<u64> {
         on!(&self.pool, |pool| {
             // The least recently used go (the token hash breaks ties).
             let done = bind!(
@@ -329,13 +318,13 @@ impl Accounts for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn set_password_hash(&self, user_id: i64, password_hash: &str) -> Result<(), StoreError> {
+    async fn set_password_hash(&self, user_id: i64, password_hash: &str) -> Result<()> {
         self.set_user_text("UPDATE users SET password_hash = $1 WHERE id = $2", password_hash, user_id).await
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn delete_user(&self, user_id: i64) -> Result<bool, StoreError> {
-        let result: Result<bool, StoreError> = on!(&self.pool, |pool| {
+    async fn delete_user(&self, user_id: i64) -> Result<bool> {
+        let result: Result<bool> = on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
             // The account first: its cascade deletes the jobs, waiting for any completion
             // holding one, so that the values and attempts deleted next include what it
@@ -357,7 +346,7 @@ impl Accounts for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn purge_sessions(&self, now: i64, limit: i64) -> Result<u64, StoreError> {
+    async fn purge_sessions(&self, now: i64, limit: i64) -> Result<u64> {
         on!(&self.pool, |pool| {
             let done = bind!(
                 sqlx::query(
@@ -381,7 +370,7 @@ impl Accounts for Database {
         token_hash: &str,
         now: i64,
         limit: i64,
-    ) -> Result<ApiToken, StoreError> {
+    ) -> Result<ApiToken> {
         on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
             let count_sql = "SELECT count(*) FROM api_tokens WHERE user_id = $1";
@@ -397,7 +386,7 @@ impl Accounts for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<(User, i64)>, StoreError> {
+    async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<(User, i64)>> {
         on!(&self.pool, |pool| {
             let found: Option<TokenOwner> = sqlx::query_as(
                 "SELECT u.id, u.email, u.password_hash, u.time_zone, u.created_at, t.id AS token_id, t.last_used_at
@@ -417,7 +406,7 @@ impl Accounts for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>, StoreError> {
+    async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>> {
         on!(&self.pool, |pool| {
             let sql =
                 "SELECT id, user_id, name, created_at, last_used_at FROM api_tokens WHERE user_id = $1 ORDER BY id";
@@ -426,8 +415,8 @@ impl Accounts for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn delete_api_token(&self, user_id: i64, id: i64) -> Result<bool, StoreError> {
-        let result: Result<bool, StoreError> = on!(&self.pool, |pool| {
+    async fn delete_api_token(&self, user_id: i64, id: i64) -> Result<bool> {
+        let result: Result<bool> = on!(&self.pool, |pool| {
             let done = bind!(sqlx::query("DELETE FROM api_tokens WHERE id = $1 AND user_id = $2"), id, user_id)
                 .execute(pool)
                 .await?;
@@ -441,8 +430,8 @@ impl Accounts for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn delete_api_tokens(&self, user_id: i64) -> Result<u64, StoreError> {
-        let result: Result<u64, StoreError> = on!(&self.pool, |pool| {
+    async fn delete_api_tokens(&self, user_id: i64) -> Result<u64> {
+        let result: Result<u64> = on!(&self.pool, |pool| {
             let done = sqlx::query("DELETE FROM api_tokens WHERE user_id = $1").bind(user_id).execute(pool).await?;
             Ok(done.rows_affected())
         });

@@ -2,9 +2,10 @@
 
 use async_trait::async_trait;
 
+use crate::Change;
+use crate::Result;
 use crate::database::Database;
 use crate::text::{clipped, logged_arguments, storable, storable_opt};
-use crate::{Change, StoreError};
 
 /// One tool call made through the AI gateway, for the user's call log.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -78,21 +79,21 @@ const READ_WHOLE: (i32, i32) = (LOGGED_TOOL_NAME_BYTES as i32 + 64, LOGGED_ARGUM
 #[async_trait]
 pub trait CallLog: Send + Sync {
     /// Whether the gateway keeps the arguments of this user's tool calls in their log.
-    async fn log_arguments(&self, user_id: i64) -> Result<bool, StoreError>;
+    async fn log_arguments(&self, user_id: i64) -> Result<bool>;
     /// Sets whether the gateway keeps the arguments of this user's tool calls.
     /// Tells [`Change::Context`].
-    async fn set_log_arguments(&self, user_id: i64, keep: bool) -> Result<(), StoreError>;
+    async fn set_log_arguments(&self, user_id: i64, keep: bool) -> Result<()>;
     /// Appends tool calls to their users' logs, in one transaction, each field bounded (the
     /// tool name to [`LOGGED_TOOL_NAME_BYTES`], the arguments to [`LOGGED_ARGUMENTS_BYTES`]).
-    async fn log_tool_calls(&self, calls: &[ToolCall]) -> Result<(), StoreError>;
+    async fn log_tool_calls(&self, calls: &[ToolCall]) -> Result<()>;
     /// A page of a user's tool calls, newest first.
-    async fn tool_calls(&self, user_id: i64, page: CallPage) -> Result<Vec<ToolCall>, StoreError>;
+    async fn tool_calls(&self, user_id: i64, page: CallPage) -> Result<Vec<ToolCall>>;
 }
 
 #[async_trait]
 impl CallLog for Database {
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn log_arguments(&self, user_id: i64) -> Result<bool, StoreError> {
+    async fn log_arguments(&self, user_id: i64) -> Result<bool> {
         on!(&self.pool, |pool| {
             let keep: Option<bool> = sqlx::query_scalar("SELECT log_arguments FROM users WHERE id = $1")
                 .bind(user_id)
@@ -103,8 +104,8 @@ impl CallLog for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn set_log_arguments(&self, user_id: i64, keep: bool) -> Result<(), StoreError> {
-        let result: Result<(), StoreError> = on!(&self.pool, |pool| {
+    async fn set_log_arguments(&self, user_id: i64, keep: bool) -> Result<()> {
+        let result: Result<()> = on!(&self.pool, |pool| {
             bind!(sqlx::query("UPDATE users SET log_arguments = $1 WHERE id = $2"), keep, user_id)
                 .execute(pool)
                 .await?;
@@ -116,7 +117,7 @@ impl CallLog for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn log_tool_calls(&self, calls: &[ToolCall]) -> Result<(), StoreError> {
+    async fn log_tool_calls(&self, calls: &[ToolCall]) -> Result<()> {
         on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
             for call in calls {
@@ -152,7 +153,7 @@ impl CallLog for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn tool_calls(&self, user_id: i64, page: CallPage) -> Result<Vec<ToolCall>, StoreError> {
+    async fn tool_calls(&self, user_id: i64, page: CallPage) -> Result<Vec<ToolCall>> {
         on!(&self.pool, |pool| {
             let calls = bind!(
                 sqlx::query_as(TOOL_CALLS_PAGE),

@@ -6,9 +6,10 @@
 
 use async_trait::async_trait;
 
+use crate::Result;
 use crate::database::{Backend, Conn, Database};
 use crate::text::{storable, storable_opt};
-use crate::{Change, SiteHealth, StoreError, User, VaultEntry, postgres, sqlite};
+use crate::{Change, SiteHealth, User, VaultEntry, postgres, sqlite};
 
 /// How a collection attempt ended, as the attempt log keeps it (stored as its lowercase name,
 /// the same text as before it was typed).
@@ -108,9 +109,14 @@ impl CollectionResult<'_> {
         }
     }
 
+    /// The outcome of the attempt this result logs (`None`: an abandoned job logs nothing).
+    pub fn outcome(&self) -> Option<AttemptOutcome> {
+        self.attempt().map(|attempt| attempt.outcome)
+    }
+
     /// The attempt this result logs: its outcome, reason, raw value and `Retry-After`
     /// (`None`: an abandoned job logs nothing).
-    pub fn attempt(&self) -> Option<Attempted<'_>> {
+    pub(crate) fn attempt(&self) -> Option<Attempted<'_>> {
         let (outcome, reason, raw, retry_at) = match self {
             CollectionResult::Stored { raw, .. } => (AttemptOutcome::Stored, None, Some(*raw), None),
             CollectionResult::Dropped { reason, raw } => (AttemptOutcome::Dropped, Some(*reason), *raw, None),
@@ -122,17 +128,17 @@ impl CollectionResult<'_> {
     }
 }
 
-/// The attempt a collection result logs.
+/// The attempt a collection result logs: the row the writes of both stores insert.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Attempted<'a> {
+pub(crate) struct Attempted<'a> {
     /// How it ended.
-    pub outcome: AttemptOutcome,
+    pub(crate) outcome: AttemptOutcome,
     /// Why, unless stored.
-    pub reason: Option<&'a str>,
+    pub(crate) reason: Option<&'a str>,
     /// The raw value found, when there was one.
-    pub raw: Option<&'a str>,
+    pub(crate) raw: Option<&'a str>,
     /// When the site asked to be tried again.
-    pub retry_at: Option<i64>,
+    pub(crate) retry_at: Option<i64>,
 }
 
 /// Where a collected value belongs: user, site, metric and period.
@@ -299,7 +305,7 @@ fn distinct_ids(pairs: &[(i64, i64)]) -> (Vec<i64>, Vec<i64>) {
 }
 
 /// What a backend's `values_of` returns.
-pub(crate) type SiteValues = Result<Vec<Series>, StoreError>;
+pub(crate) type SiteValues = Result<Vec<Series>>;
 
 /// Values as (site, metric key, period start, start date, value, raw), ordered by site, key
 /// and period start, as series: one per (site, key), with the newest value's raw text.
@@ -380,7 +386,7 @@ async fn store_value_on(
     slot: &Slot<'_>,
     (value, raw, source): (f64, &str, Option<&str>),
     now: i64,
-) -> Result<(), StoreError> {
+) -> Result<()> {
     let (raw, source) = (storable(raw), storable_opt(source));
     on!(conn, |conn| {
         if slot.granularity == "hour" {
@@ -418,7 +424,7 @@ pub(crate) async fn write_result_on(
     result: &CollectionResult<'_>,
     duration_ms: Option<f64>,
     now: i64,
-) -> Result<(), StoreError> {
+) -> Result<()> {
     on!(conn, |conn| {
         if let Some((value, raw)) = result.value() {
             store_value_on((&mut *conn).into(), slot, (value, raw, result.source()), now).await?;
@@ -455,9 +461,9 @@ pub trait Collection: Send + Sync {
     /// through this; jobs through [`Jobs::complete_jobs`](crate::Jobs::complete_jobs), which writes the same under the
     /// job's fence.
     /// A value tells [`Change::Values`].
-    async fn record_result(&self, slot: &Slot<'_>, result: &CollectionResult<'_>, now: i64) -> Result<(), StoreError>;
+    async fn record_result(&self, slot: &Slot<'_>, result: &CollectionResult<'_>, now: i64) -> Result<()>;
     /// The transient failures of a slot (its period key) so far.
-    async fn retries(&self, slot: &Slot<'_>) -> Result<Retries, StoreError>;
+    async fn retries(&self, slot: &Slot<'_>) -> Result<Retries>;
     /// A user's values of one metric of one site whose period starts within `starts` (Unix
     /// seconds), oldest first.
     async fn values(
@@ -466,20 +472,14 @@ pub trait Collection: Send + Sync {
         site_id: i64,
         metric_key: &str,
         starts: std::ops::Range<i64>,
-    ) -> Result<Vec<StoredValue>, StoreError>;
+    ) -> Result<Vec<StoredValue>>;
     /// How collections from `site_id` ended since `since`, across its users (see the `health`
     /// module): only the figures at least `min_users` distinct users stand behind, counting
     /// only users who have collected from the site on at least `min_days` distinct days,
     /// rounded (`COUNT_STEP`, `DURATION_STEP_MS`).
-    async fn site_health(
-        &self,
-        site_id: i64,
-        since: i64,
-        min_users: i64,
-        min_days: i64,
-    ) -> Result<SiteHealth, StoreError>;
+    async fn site_health(&self, site_id: i64, since: i64, min_users: i64, min_days: i64) -> Result<SiteHealth>;
     /// The latest attempts for a user's site, newest first.
-    async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError>;
+    async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>>;
     /// The periods of one metric starting within `starts` that have no value, each with its
     /// latest attempt (why it has none), oldest period first; at most [`UNFILLED_LIMIT`].
     async fn unfilled_periods(
@@ -488,33 +488,33 @@ pub trait Collection: Send + Sync {
         site_id: i64,
         metric_key: &str,
         starts: std::ops::Range<i64>,
-    ) -> Result<Vec<UnfilledPeriod>, StoreError>;
+    ) -> Result<Vec<UnfilledPeriod>>;
     /// Every vault entry of every user, as (user, entry), for the collector.
-    async fn all_vault_entries(&self) -> Result<Vec<(User, VaultEntry)>, StoreError>;
+    async fn all_vault_entries(&self) -> Result<Vec<(User, VaultEntry)>>;
     /// The vault entries of `pairs` (user id, site id) with their users, in one query for up
     /// to a thousand pairs: a worker loads those of a leased batch at once. A pair no longer
     /// in a vault (or whose user is gone) is left out; the order is the database's.
-    async fn entries_of(&self, pairs: &[(i64, i64)]) -> Result<Vec<(User, VaultEntry)>, StoreError>;
+    async fn entries_of(&self, pairs: &[(i64, i64)]) -> Result<Vec<(User, VaultEntry)>>;
     /// Whether a slot needs no more work: a value is stored for its period key, or an attempt
     /// for that key ended for good (`dropped` or `failed`; transient failures are logged as
     /// `retry` and do not count). The same local period under another zone is the same slot.
-    async fn slot_settled(&self, slot: &Slot<'_>) -> Result<bool, StoreError>;
+    async fn slot_settled(&self, slot: &Slot<'_>) -> Result<bool>;
     /// Stores many values in one transaction, each replacing an earlier one of its slot as
     /// [`Collection::record_result`] does, and logs no attempts: for seeding (benchmarks, imports),
     /// where one durable commit per value would take minutes.
     /// Tells [`Change::Values`] of each user.
-    async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError>;
+    async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<()>;
     /// A user's values of several (site, metric key) pairs whose period starts at or after
     /// `since`, one [`Series`] per pair that has any, ordered by site and key: the dashboard's
     /// one query, where one query per metric cost more than the rest of a request.
-    async fn values_of(&self, user_id: i64, metrics: &[(i64, &str)], since: i64) -> Result<Vec<Series>, StoreError>;
+    async fn values_of(&self, user_id: i64, metrics: &[(i64, &str)], since: i64) -> Result<Vec<Series>>;
 }
 
 #[async_trait]
 impl Collection for Database {
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn record_result(&self, slot: &Slot<'_>, write: &CollectionResult<'_>, now: i64) -> Result<(), StoreError> {
-        let result: Result<(), StoreError> = on!(&self.pool, |pool| {
+    async fn record_result(&self, slot: &Slot<'_>, write: &CollectionResult<'_>, now: i64) -> Result<()> {
+        let result: Result<()> = on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
             write_result_on((&mut *tx).into(), slot, write, None, now).await?;
             tx.commit().await?;
@@ -528,7 +528,7 @@ impl Collection for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn retries(&self, slot: &Slot<'_>) -> Result<Retries, StoreError> {
+    async fn retries(&self, slot: &Slot<'_>) -> Result<Retries> {
         on!(&self.pool, |pool| {
             let (failures, last_at, retry_at) = bind!(
                 sqlx::query_as(concat!(
@@ -555,7 +555,7 @@ impl Collection for Database {
         site_id: i64,
         metric_key: &str,
         starts: std::ops::Range<i64>,
-    ) -> Result<Vec<StoredValue>, StoreError> {
+    ) -> Result<Vec<StoredValue>> {
         on!(&self.pool, |pool| {
             let values = bind!(
                 sqlx::query_as(
@@ -574,13 +574,7 @@ impl Collection for Database {
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn site_health(
-        &self,
-        site_id: i64,
-        since: i64,
-        min_users: i64,
-        min_days: i64,
-    ) -> Result<SiteHealth, StoreError> {
+    async fn site_health(&self, site_id: i64, since: i64, min_users: i64, min_days: i64) -> Result<SiteHealth> {
         on!(&self.pool, |pool| {
             let outcomes = bind!(
                 sqlx::query_as(concat!(
@@ -643,7 +637,7 @@ impl Collection for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>, StoreError> {
+    async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>> {
         on!(&self.pool, |pool| {
             let attempts = bind!(
                 sqlx::query_as(
@@ -665,7 +659,7 @@ impl Collection for Database {
         site_id: i64,
         metric_key: &str,
         starts: std::ops::Range<i64>,
-    ) -> Result<Vec<UnfilledPeriod>, StoreError> {
+    ) -> Result<Vec<UnfilledPeriod>> {
         on!(&self.pool, |pool| {
             // Each period's latest attempt, unless the period has a value (of its key, or,
             // for an attempt logged before keys, of its start).
@@ -696,7 +690,7 @@ impl Collection for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn all_vault_entries(&self) -> Result<Vec<(User, VaultEntry)>, StoreError> {
+    async fn all_vault_entries(&self) -> Result<Vec<(User, VaultEntry)>> {
         on!(&self.pool, |pool| {
             let sql = concat!(entries_of_users!(), " ORDER BY u.id, s.id");
             let rows: Vec<EntryOfUser> = sqlx::query_as(sql).fetch_all(pool).await?;
@@ -705,7 +699,7 @@ impl Collection for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(pairs = pairs.len()))]
-    async fn entries_of(&self, pairs: &[(i64, i64)]) -> Result<Vec<(User, VaultEntry)>, StoreError> {
+    async fn entries_of(&self, pairs: &[(i64, i64)]) -> Result<Vec<(User, VaultEntry)>> {
         on!(&self.pool, |pool| {
             let mut found = Vec::new();
             for chunk in pairs.chunks(ENTRIES_AT_ONCE) {
@@ -738,7 +732,7 @@ impl Collection for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn slot_settled(&self, slot: &Slot<'_>) -> Result<bool, StoreError> {
+    async fn slot_settled(&self, slot: &Slot<'_>) -> Result<bool> {
         on!(&self.pool, |pool| {
             let settled: i64 = bind!(
                 sqlx::query_scalar(concat!(
@@ -764,8 +758,8 @@ impl Collection for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(values = values.len()))]
-    async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<(), StoreError> {
-        let result: Result<(), StoreError> = on!(&self.pool, |pool| {
+    async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<()> {
+        let result: Result<()> = on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
             for (slot, value, raw) in values {
                 store_value_on((&mut *tx).into(), slot, (*value, raw, None), now).await?;
@@ -779,7 +773,7 @@ impl Collection for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(metrics = metrics.len()))]
-    async fn values_of(&self, user_id: i64, metrics: &[(i64, &str)], since: i64) -> Result<Vec<Series>, StoreError> {
+    async fn values_of(&self, user_id: i64, metrics: &[(i64, &str)], since: i64) -> Result<Vec<Series>> {
         match &self.pool {
             Backend::Sqlite(pool) => sqlite::values_of(pool, user_id, metrics, since).await,
             Backend::Postgres(pool) => postgres::values_of(pool, user_id, metrics, since).await,

@@ -4,7 +4,7 @@
 
 use sqlx::{PgConnection, PgPool, SqliteConnection, SqlitePool};
 
-use crate::StoreError;
+use crate::Result;
 use crate::changes::Hooks;
 
 /// One thing in either backend's kind: a pool, a transaction, a connection.
@@ -48,19 +48,19 @@ pub struct Database {
 impl Database {
     /// Opens (creating when missing) the SQLite database at `url` (`sqlite:PATH` or
     /// `sqlite::memory:`) and migrates it.
-    pub async fn open_sqlite(url: &str) -> Result<Database, StoreError> {
+    pub async fn open_sqlite(url: &str) -> Result<Database> {
         let pool = crate::sqlite::connect(url).await?;
         Ok(Database { pool: Backend::Sqlite(pool), channel: String::new(), hooks: Hooks::default() })
     }
 
     /// Connects to the PostgreSQL database at `url` and migrates it.
-    pub async fn open_postgres(url: &str) -> Result<Database, StoreError> {
+    pub async fn open_postgres(url: &str) -> Result<Database> {
         Database::from_pg_pool(crate::postgres::connect(url).await?).await
     }
 
     /// Uses an existing PostgreSQL pool (tests give each its own schema this way) and migrates
     /// it.
-    pub async fn from_pg_pool(pool: PgPool) -> Result<Database, StoreError> {
+    pub async fn from_pg_pool(pool: PgPool) -> Result<Database> {
         let channel = crate::postgres::prepare(&pool).await?;
         Ok(Database { pool: Backend::Postgres(pool), channel, hooks: Hooks::default() })
     }

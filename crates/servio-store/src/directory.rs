@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 
+use crate::Result;
 use crate::accounts::count_locked;
 use crate::database::{Backend, Database};
 use crate::text::{storable, storable_opt};
@@ -75,7 +76,7 @@ macro_rules! listing_of {
 
 impl Database {
     /// The listing `sql` finds by `id` (its `$1`).
-    async fn listing_where(&self, sql: &'static str, id: i64) -> Result<Option<Listing>, StoreError> {
+    async fn listing_where(&self, sql: &'static str, id: i64) -> Result<Option<Listing>> {
         on!(&self.pool, |pool| Ok(sqlx::query_as(sql).bind(id).fetch_optional(pool).await?))
     }
 }
@@ -92,43 +93,29 @@ const ALL_LISTED: &str = concat!(
 pub trait Directory: Send + Sync {
     /// Records a claim; [`StoreError::Conflict`] when this user claimed this origin already,
     /// [`StoreError::AtLimit`] when `limit` of the user's claims are pending (not verified).
-    async fn create_claim(
-        &self,
-        user_id: i64,
-        origin: &str,
-        token: &str,
-        now: i64,
-        limit: i64,
-    ) -> Result<Claim, StoreError>;
+    async fn create_claim(&self, user_id: i64, origin: &str, token: &str, now: i64, limit: i64) -> Result<Claim>;
     /// Deletes the user's claim `id` when no listing stands on it (not verified); false when
     /// there is no such claim.
-    async fn delete_pending_claim(&self, user_id: i64, id: i64) -> Result<bool, StoreError>;
+    async fn delete_pending_claim(&self, user_id: i64, id: i64) -> Result<bool>;
     /// A user's claims.
-    async fn claims(&self, user_id: i64) -> Result<Vec<Claim>, StoreError>;
+    async fn claims(&self, user_id: i64) -> Result<Vec<Claim>>;
     /// Every claim on an origin (one per claimant).
-    async fn claims_on(&self, origin: &str) -> Result<Vec<Claim>, StoreError>;
+    async fn claims_on(&self, origin: &str) -> Result<Vec<Claim>>;
     /// Creates or updates the listing of a site.
-    async fn save_listing(&self, listing: &Listing) -> Result<(), StoreError>;
+    async fn save_listing(&self, listing: &Listing) -> Result<()>;
     /// The listing of a site.
-    async fn listing(&self, site_id: i64) -> Result<Option<Listing>, StoreError>;
+    async fn listing(&self, site_id: i64) -> Result<Option<Listing>>;
     /// The listing a claim verified, if any (listed, or suspended with the reason).
-    async fn claim_listing(&self, claim_id: i64) -> Result<Option<Listing>, StoreError>;
+    async fn claim_listing(&self, claim_id: i64) -> Result<Option<Listing>>;
     /// Listed sites matching `query` (full-text, every word), best first; all listed sites
     /// when the query has no words.
-    async fn search(&self, query: &str, limit: i64) -> Result<Vec<Found>, StoreError>;
+    async fn search(&self, query: &str, limit: i64) -> Result<Vec<Found>>;
 }
 
 #[async_trait]
 impl Directory for Database {
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn create_claim(
-        &self,
-        user_id: i64,
-        origin: &str,
-        token: &str,
-        now: i64,
-        limit: i64,
-    ) -> Result<Claim, StoreError> {
+    async fn create_claim(&self, user_id: i64, origin: &str, token: &str, now: i64, limit: i64) -> Result<Claim> {
         on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
             // Pending: not verified, so no listing stands on it.
@@ -146,7 +133,7 @@ impl Directory for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn delete_pending_claim(&self, user_id: i64, id: i64) -> Result<bool, StoreError> {
+    async fn delete_pending_claim(&self, user_id: i64, id: i64) -> Result<bool> {
         on!(&self.pool, |pool| {
             let done = bind!(
                 sqlx::query(
@@ -163,7 +150,7 @@ impl Directory for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn claims(&self, user_id: i64) -> Result<Vec<Claim>, StoreError> {
+    async fn claims(&self, user_id: i64) -> Result<Vec<Claim>> {
         on!(&self.pool, |pool| {
             let sql = "SELECT id, user_id, origin, token, created_at FROM claims WHERE user_id = $1 ORDER BY id";
             Ok(sqlx::query_as(sql).bind(user_id).fetch_all(pool).await?)
@@ -171,7 +158,7 @@ impl Directory for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn claims_on(&self, origin: &str) -> Result<Vec<Claim>, StoreError> {
+    async fn claims_on(&self, origin: &str) -> Result<Vec<Claim>> {
         on!(&self.pool, |pool| {
             let sql = "SELECT id, user_id, origin, token, created_at FROM claims WHERE origin = $1 ORDER BY id";
             Ok(sqlx::query_as(sql).bind(origin).fetch_all(pool).await?)
@@ -179,7 +166,7 @@ impl Directory for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn save_listing(&self, listing: &Listing) -> Result<(), StoreError> {
+    async fn save_listing(&self, listing: &Listing) -> Result<()> {
         on!(&self.pool, |pool| {
             bind!(
                 sqlx::query(
@@ -201,17 +188,17 @@ impl Directory for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn listing(&self, site_id: i64) -> Result<Option<Listing>, StoreError> {
+    async fn listing(&self, site_id: i64) -> Result<Option<Listing>> {
         self.listing_where(concat!(listing_of!(), " WHERE site_id = $1"), site_id).await
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn claim_listing(&self, claim_id: i64) -> Result<Option<Listing>, StoreError> {
+    async fn claim_listing(&self, claim_id: i64) -> Result<Option<Listing>> {
         self.listing_where(concat!(listing_of!(), " WHERE claim_id = $1"), claim_id).await
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn search(&self, query: &str, limit: i64) -> Result<Vec<Found>, StoreError> {
+    async fn search(&self, query: &str, limit: i64) -> Result<Vec<Found>> {
         let words = search_words(query);
         if words.is_empty() {
             return Ok(on!(&self.pool, |pool| sqlx::query_as(ALL_LISTED).bind(limit).fetch_all(pool).await)?);

@@ -2,6 +2,10 @@
 
 use std::path::PathBuf;
 
+/// The result of a store operation: [`StoreError`] unless another error is named, as
+/// `std::io::Result` is for I/O.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -14,8 +14,9 @@
 
 use async_trait::async_trait;
 
+use crate::Result;
 use crate::database::{Backend, Database};
-use crate::{Change, CollectionResult, Slot, StoreError, postgres, sqlite};
+use crate::{Change, CollectionResult, Slot, postgres, sqlite};
 
 /// A slot to enqueue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,7 +243,7 @@ pub(crate) fn whole_periods(due_s: &str) -> String {
 pub trait Jobs: Send + Sync {
     /// Enqueues a job per slot; a slot that has a job already keeps it as it is (so planning
     /// from several processes is idempotent). Returns how many jobs are new.
-    async fn enqueue_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64, StoreError>;
+    async fn enqueue_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64>;
     /// Leases up to `lease.limit` pending jobs due at `lease.now` and not leased (or whose
     /// lease has expired), fairly: every user's scheduled jobs before any backfill, and within
     /// each kind the users in turns (each one's soonest due job, then each one's next), so one
@@ -253,31 +254,31 @@ pub trait Jobs: Send + Sync {
     /// the metrics of a period that share a call are leased together. Periods are taken whole
     /// while the jobs before them number under `lease.limit`, so a batch passes it by at most
     /// the last period's other jobs. Jobs another leaser holds are skipped, never waited for.
-    async fn lease_jobs(&self, lease: &JobLease<'_>) -> Result<Vec<Job>, StoreError>;
+    async fn lease_jobs(&self, lease: &JobLease<'_>) -> Result<Vec<Job>>;
     /// Completes leased jobs in one transaction: for each, only while its fence is still the
     /// job's, sets the job's new state and writes its result (value and attempt); one whose
     /// fence is stale writes nothing. Returns, in order, whether each was committed (`false`:
     /// fenced out, another lease holds the job).
     /// Tells [`Change::Values`] of each user a committed completion stored a value for.
-    async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>, StoreError>;
+    async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>>;
     /// How many jobs are in each state.
-    async fn job_counts(&self) -> Result<JobCounts, StoreError>;
+    async fn job_counts(&self) -> Result<JobCounts>;
     /// How many jobs of one vault entry are still to do (due, leased, or waiting to retry):
     /// the progress of a backfill or of the first collection of a new site.
-    async fn pending_jobs(&self, user_id: i64, site_id: i64) -> Result<i64, StoreError>;
+    async fn pending_jobs(&self, user_id: i64, site_id: i64) -> Result<i64>;
     /// How many backfill jobs of the user, over all their sites, are still to do (the cap on a
     /// user's backfills in flight is checked against it).
-    async fn pending_backfills(&self, user_id: i64) -> Result<i64, StoreError>;
+    async fn pending_backfills(&self, user_id: i64) -> Result<i64>;
     /// Hands back the pending jobs leased to `owner` (a process that stops): their leases end
     /// and they are due at `now`, so another worker leases them at once, and their fences move
     /// on, so a late result of `owner`'s is fenced out. Returns how many.
-    async fn release_jobs(&self, owner: &str, now: i64) -> Result<u64, StoreError>;
+    async fn release_jobs(&self, owner: &str, now: i64) -> Result<u64>;
 }
 
 #[async_trait]
 impl Jobs for Database {
     #[tracing::instrument(level = "debug", skip_all, fields(jobs = jobs.len()))]
-    async fn enqueue_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64, StoreError> {
+    async fn enqueue_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64> {
         match &self.pool {
             Backend::Sqlite(pool) => sqlite::enqueue_jobs(pool, jobs, now).await,
             Backend::Postgres(pool) => postgres::enqueue_jobs(pool, jobs, now).await,
@@ -285,7 +286,7 @@ impl Jobs for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(limit = lease.limit))]
-    async fn lease_jobs(&self, lease: &JobLease<'_>) -> Result<Vec<Job>, StoreError> {
+    async fn lease_jobs(&self, lease: &JobLease<'_>) -> Result<Vec<Job>> {
         match &self.pool {
             Backend::Sqlite(pool) => sqlite::lease_jobs(pool, lease).await,
             Backend::Postgres(pool) => postgres::lease_jobs(pool, lease).await,
@@ -293,7 +294,7 @@ impl Jobs for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(completions = completions.len()))]
-    async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>, StoreError> {
+    async fn complete_jobs(&self, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>> {
         let committed = match &self.pool {
             Backend::Sqlite(pool) => sqlite::complete_jobs(pool, completions, now).await,
             Backend::Postgres(pool) => postgres::complete_jobs(pool, completions, now).await,
@@ -305,7 +306,7 @@ impl Jobs for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn job_counts(&self) -> Result<JobCounts, StoreError> {
+    async fn job_counts(&self) -> Result<JobCounts> {
         on!(&self.pool, |pool| {
             let (pending, done, failed, leased_again, max_fence) = sqlx::query_as(
                 "SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'done'),
@@ -320,7 +321,7 @@ impl Jobs for Database {
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn pending_jobs(&self, user_id: i64, site_id: i64) -> Result<i64, StoreError> {
+    async fn pending_jobs(&self, user_id: i64, site_id: i64) -> Result<i64> {
         on!(&self.pool, |pool| {
             let pending = bind!(
                 sqlx::query_scalar(
@@ -336,7 +337,7 @@ impl Jobs for Database {
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn pending_backfills(&self, user_id: i64) -> Result<i64, StoreError> {
+    async fn pending_backfills(&self, user_id: i64) -> Result<i64> {
         on!(&self.pool, |pool| {
             let pending = bind!(
                 sqlx::query_scalar("SELECT count(*) FROM jobs WHERE user_id = $1 AND state = 'pending' AND kind = $2"),
@@ -350,7 +351,7 @@ impl Jobs for Database {
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn release_jobs(&self, owner: &str, now: i64) -> Result<u64, StoreError> {
+    async fn release_jobs(&self, owner: &str, now: i64) -> Result<u64> {
         on!(&self.pool, |pool| {
             let released = bind!(
                 sqlx::query(

@@ -49,12 +49,12 @@ pub use accounts::{Accounts, ApiToken, SESSION_USE_PRECISION, Session, SessionIn
 pub use call_log::{CallLog, CallPage, LOGGED_ARGUMENTS_BYTES, LOGGED_DETAIL_BYTES, LOGGED_TOOL_NAME_BYTES, ToolCall};
 pub use changes::{Change, ChangeHook};
 pub use collection::{
-    Attempt, AttemptOutcome, Attempted, Collection, CollectionResult, Retries, Series, Slot, StoredValue,
-    UNFILLED_LIMIT, UnfilledPeriod, UnknownName,
+    Attempt, AttemptOutcome, Collection, CollectionResult, Retries, Series, Slot, StoredValue, UNFILLED_LIMIT,
+    UnfilledPeriod, UnknownName,
 };
 pub use database::Database;
 pub use directory::{Claim, Directory, Found, Listing};
-pub use error::{ErrorKind, StoreError};
+pub use error::{ErrorKind, Result, StoreError};
 pub use health::{COUNT_STEP, DURATION_STEP_MS, Latency, OutcomeCount, ReasonCount, SiteHealth};
 pub use jobs::{Completion, Job, JobCounts, JobKind, JobLease, JobState, Jobs, NewJob, last_served};
 pub use mcp_sessions::{McpSession, McpSessions};
@@ -74,7 +74,7 @@ impl<T> Store for T where
 
 /// Opens the store at `url` (`sqlite:PATH`, `sqlite::memory:` or `postgres://...`) and applies
 /// its migrations.
-pub async fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
+pub async fn open(url: &str) -> Result<Box<dyn Store>> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         Ok(Box::new(Database::open_postgres(url).await?))
     } else if url.starts_with("sqlite:") {

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use crate::StoreError;
+use crate::Result;
 use crate::database::Database;
 
 /// An MCP session as the store keeps it.
@@ -20,24 +20,24 @@ pub trait McpSessions: Send + Sync {
     /// Keeps what is known of the MCP session `id`: `session.user_id`, who opened it, and
     /// `session.state`, the client's `initialize` parameters (JSON); a `None` keeps what was
     /// kept before (the SDK saves the state, and the platform the owner, each in its own time).
-    async fn keep_mcp_session(&self, id: &str, session: &McpSession, now: i64) -> Result<(), StoreError>;
+    async fn keep_mcp_session(&self, id: &str, session: &McpSession, now: i64) -> Result<()>;
     /// The owner and state of the MCP session `id`, when it exists.
-    async fn mcp_session(&self, id: &str) -> Result<Option<McpSession>, StoreError>;
+    async fn mcp_session(&self, id: &str) -> Result<Option<McpSession>>;
     /// Forgets the MCP session `id`.
-    async fn delete_mcp_session(&self, id: &str) -> Result<(), StoreError>;
+    async fn delete_mcp_session(&self, id: &str) -> Result<()>;
     /// Records that the MCP session `id` was used at `now_ms` (milliseconds since the epoch,
     /// since a user may open hundreds a second; callers write it a minute apart at most): the
     /// least recently used sessions are the first to go. A session kept is used when kept.
-    async fn touch_mcp_session(&self, id: &str, now_ms: i64) -> Result<(), StoreError>;
+    async fn touch_mcp_session(&self, id: &str, now_ms: i64) -> Result<()>;
     /// Forgets the user's MCP sessions beyond the `keep` most recently used; returns their ids,
     /// so that a process holding one can end it.
-    async fn trim_mcp_sessions(&self, user_id: i64, keep: i64) -> Result<Vec<String>, StoreError>;
+    async fn trim_mcp_sessions(&self, user_id: i64, keep: i64) -> Result<Vec<String>>;
 }
 
 #[async_trait]
 impl McpSessions for Database {
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn keep_mcp_session(&self, id: &str, session: &McpSession, now: i64) -> Result<(), StoreError> {
+    async fn keep_mcp_session(&self, id: &str, session: &McpSession, now: i64) -> Result<()> {
         on!(&self.pool, |pool| {
             bind!(
                 sqlx::query(
@@ -54,7 +54,7 @@ impl McpSessions for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn mcp_session(&self, id: &str) -> Result<Option<McpSession>, StoreError> {
+    async fn mcp_session(&self, id: &str) -> Result<Option<McpSession>> {
         on!(&self.pool, |pool| {
             let found = sqlx::query_as("SELECT user_id, state FROM mcp_sessions WHERE id = $1")
                 .bind(id)
@@ -65,7 +65,7 @@ impl McpSessions for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn delete_mcp_session(&self, id: &str) -> Result<(), StoreError> {
+    async fn delete_mcp_session(&self, id: &str) -> Result<()> {
         on!(&self.pool, |pool| {
             sqlx::query("DELETE FROM mcp_sessions WHERE id = $1").bind(id).execute(pool).await?;
             Ok(())
@@ -73,7 +73,7 @@ impl McpSessions for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn touch_mcp_session(&self, id: &str, now_ms: i64) -> Result<(), StoreError> {
+    async fn touch_mcp_session(&self, id: &str, now_ms: i64) -> Result<()> {
         on!(&self.pool, |pool| {
             bind!(sqlx::query("UPDATE mcp_sessions SET used_at = $1 WHERE id = $2"), now_ms, id).execute(pool).await?;
             Ok(())
@@ -81,7 +81,7 @@ impl McpSessions for Database {
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn trim_mcp_sessions(&self, user_id: i64, keep: i64) -> Result<Vec<String>, StoreError> {
+    async fn trim_mcp_sessions(&self, user_id: i64, keep: i64) -> Result<Vec<String>> {
         on!(&self.pool, |pool| {
             // The least recently used go; the id breaks ties, so that every process agrees.
             let ended = bind!(

@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use crate::StoreError;
+use crate::Result;
 use crate::database::{Backend, Database};
 use crate::postgres;
 
@@ -106,10 +106,10 @@ impl PoolUse {
 #[async_trait]
 pub trait Operations: Send + Sync {
     /// Whether the database answers and has every migration this build knows.
-    async fn readiness(&self) -> Result<Readiness, StoreError>;
+    async fn readiness(&self) -> Result<Readiness>;
     /// Pending jobs at `now`: all, held under a live lease, and due since before
     /// `overdue_before` and held by no one.
-    async fn job_gauges(&self, now: i64, overdue_before: i64) -> Result<JobGauges, StoreError>;
+    async fn job_gauges(&self, now: i64, overdue_before: i64) -> Result<JobGauges>;
     /// How the connection pool is used right now.
     fn pool_use(&self) -> PoolUse;
     /// Calls `hook` with what each write of this store changed for its users, once it
@@ -117,27 +117,27 @@ pub trait Operations: Send + Sync {
     fn on_change(&self, hook: crate::ChangeHook);
     /// Deletes up to `limit` rows of `what` from before `before`, the oldest first; returns
     /// how many (fewer than `limit`: nothing that old is left).
-    async fn prune(&self, what: Pruned, before: i64, limit: i64) -> Result<u64, StoreError>;
+    async fn prune(&self, what: Pruned, before: i64, limit: i64) -> Result<u64>;
     /// Tells every process listening on this database (this one too, when it listens) of
     /// `change`, a short text (PostgreSQL `NOTIFY`). On SQLite, which one process owns, it
     /// does nothing.
-    async fn announce(&self, change: &str) -> Result<(), StoreError>;
+    async fn announce(&self, change: &str) -> Result<()>;
     /// What the processes announce, as they do (PostgreSQL `LISTEN` on a connection of its
     /// own); `None` on SQLite, where there are no others to hear.
-    async fn changes(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Heard>>, StoreError>;
+    async fn changes(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Heard>>>;
     /// The check value the key that seals this database's credentials made, when one is kept.
-    async fn key_check(&self) -> Result<Option<Vec<u8>>, StoreError>;
+    async fn key_check(&self) -> Result<Option<Vec<u8>>>;
     /// Keeps `sealed` as the check value unless one is kept already, and returns the one kept:
     /// of two processes that start at once with different keys, both see the first one's.
-    async fn keep_key_check(&self, sealed: &[u8], now: i64) -> Result<Vec<u8>, StoreError>;
+    async fn keep_key_check(&self, sealed: &[u8], now: i64) -> Result<Vec<u8>>;
     /// The sealed credential of the oldest vault entry that has one, with its user and site
     /// (what the seal binds), to tell whether a key is the one that sealed them.
-    async fn oldest_credential(&self) -> Result<Option<(i64, i64, Vec<u8>)>, StoreError>;
+    async fn oldest_credential(&self) -> Result<Option<(i64, i64, Vec<u8>)>>;
 }
 
 #[async_trait]
 impl Operations for Database {
-    async fn readiness(&self) -> Result<Readiness, StoreError> {
+    async fn readiness(&self) -> Result<Readiness> {
         on!(&self.pool, |pool| {
             let applied: i64 =
                 sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations WHERE success")
@@ -148,7 +148,7 @@ impl Operations for Database {
         })
     }
 
-    async fn job_gauges(&self, now: i64, overdue_before: i64) -> Result<JobGauges, StoreError> {
+    async fn job_gauges(&self, now: i64, overdue_before: i64) -> Result<JobGauges> {
         on!(&self.pool, |pool| {
             let (pending, leased, overdue) = bind!(
                 sqlx::query_as(
@@ -174,7 +174,7 @@ impl Operations for Database {
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
-    async fn prune(&self, what: Pruned, before: i64, limit: i64) -> Result<u64, StoreError> {
+    async fn prune(&self, what: Pruned, before: i64, limit: i64) -> Result<u64> {
         let sql = match self.pool {
             Backend::Sqlite(_) => what.sql(),
             Backend::Postgres(_) => postgres::prune_sql(what),
@@ -186,7 +186,7 @@ impl Operations for Database {
         Ok(done?)
     }
 
-    async fn announce(&self, change: &str) -> Result<(), StoreError> {
+    async fn announce(&self, change: &str) -> Result<()> {
         match &self.pool {
             // One process owns an SQLite database: there is nobody else to tell.
             Backend::Sqlite(_) => Ok(()),
@@ -194,7 +194,7 @@ impl Operations for Database {
         }
     }
 
-    async fn changes(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Heard>>, StoreError> {
+    async fn changes(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Heard>>> {
         match &self.pool {
             // One process owns an SQLite database: there is nobody else to hear.
             Backend::Sqlite(_) => Ok(None),
@@ -203,7 +203,7 @@ impl Operations for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn key_check(&self) -> Result<Option<Vec<u8>>, StoreError> {
+    async fn key_check(&self) -> Result<Option<Vec<u8>>> {
         on!(&self.pool, |pool| {
             let sealed = sqlx::query_scalar("SELECT sealed FROM key_check WHERE id = 1").fetch_optional(pool).await?;
             Ok(sealed)
@@ -211,7 +211,7 @@ impl Operations for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn keep_key_check(&self, sealed: &[u8], now: i64) -> Result<Vec<u8>, StoreError> {
+    async fn keep_key_check(&self, sealed: &[u8], now: i64) -> Result<Vec<u8>> {
         on!(&self.pool, |pool| {
             bind!(
                 sqlx::query(
@@ -228,7 +228,7 @@ impl Operations for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn oldest_credential(&self) -> Result<Option<(i64, i64, Vec<u8>)>, StoreError> {
+    async fn oldest_credential(&self) -> Result<Option<(i64, i64, Vec<u8>)>> {
         on!(&self.pool, |pool| {
             let found = sqlx::query_as(
                 "SELECT user_id, site_id, credential FROM vault WHERE credential IS NOT NULL

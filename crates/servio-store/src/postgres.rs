@@ -8,20 +8,21 @@ use std::borrow::Cow;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 use tokio::sync::mpsc;
 
+use crate::Result;
 use crate::collection::{SiteValues, series};
 use crate::jobs::JOB_COLUMNS;
 use crate::text::storable_opt;
-use crate::{Completion, Heard, Job, JobLease, NewJob, Pruned, StoreError};
+use crate::{Completion, Heard, Job, JobLease, NewJob, Pruned};
 
 /// Connects to `url`.
-pub(crate) async fn connect(url: &str) -> Result<PgPool, StoreError> {
+pub(crate) async fn connect(url: &str) -> Result<PgPool> {
     Ok(PgPoolOptions::new().max_connections(16).connect(url).await?)
 }
 
 /// Migrates the database of `pool` (its current schema), and names its channel of change
 /// notices: one per schema, since notices are database-wide and each schema is a platform of
 /// its own.
-pub(crate) async fn prepare(pool: &PgPool) -> Result<String, StoreError> {
+pub(crate) async fn prepare(pool: &PgPool) -> Result<String> {
     crate::migrations::postgres().run(pool).await?;
     let schema: String = sqlx::query_scalar("SELECT current_schema()").fetch_one(pool).await?;
     Ok(channel_of(&schema))
@@ -37,14 +38,14 @@ fn channel_of(schema: &str) -> String {
 }
 
 /// Tells the listeners of this schema's channel of `change`.
-pub(crate) async fn announce(pool: &PgPool, channel: &str, change: &str) -> Result<(), StoreError> {
+pub(crate) async fn announce(pool: &PgPool, channel: &str, change: &str) -> Result<()> {
     sqlx::query("SELECT pg_notify($1, $2)").bind(channel).bind(change).execute(pool).await?;
     Ok(())
 }
 
 /// Listens on this schema's channel on a connection of its own, passing on what is heard,
 /// and [`Heard::Missed`] after the connection was lost (it reconnects by itself).
-pub(crate) async fn changes(pool: &PgPool, channel: &str) -> Result<mpsc::Receiver<Heard>, StoreError> {
+pub(crate) async fn changes(pool: &PgPool, channel: &str) -> Result<mpsc::Receiver<Heard>> {
     let mut listener = PgListener::connect_with(pool).await?;
     listener.listen(channel).await?;
     let (heard, receiver) = mpsc::channel(1024);
@@ -109,7 +110,7 @@ pub(crate) const SEARCH_MATCHING: crate::directory::SearchMatching = crate::dire
 const REANALYZE_AFTER: u64 = 1_000;
 
 /// One statement for the whole plan: the slots travel as arrays.
-pub(crate) async fn enqueue_jobs(pool: &PgPool, jobs: &[NewJob<'_>], now: i64) -> Result<u64, StoreError> {
+pub(crate) async fn enqueue_jobs(pool: &PgPool, jobs: &[NewJob<'_>], now: i64) -> Result<u64> {
     if jobs.is_empty() {
         return Ok(0);
     }
@@ -147,7 +148,7 @@ pub(crate) async fn enqueue_jobs(pool: &PgPool, jobs: &[NewJob<'_>], now: i64) -
 }
 
 /// Leases due jobs fairly (see `Jobs::lease_jobs`) with `FOR UPDATE SKIP LOCKED`.
-pub(crate) async fn lease_jobs(pool: &PgPool, lease: &JobLease<'_>) -> Result<Vec<Job>, StoreError> {
+pub(crate) async fn lease_jobs(pool: &PgPool, lease: &JobLease<'_>) -> Result<Vec<Job>> {
     // Fair turns: `users` steps through the users with pending jobs (one index descent each,
     // a loose index scan), `candidates` reads at most a batch of each one's due jobs, scheduled
     // before backfills and soonest first, and numbers them per user (`turn`); the batch is then
@@ -241,11 +242,7 @@ const LEASE_LOCK: i32 = 0x5e7c_1a1d;
 
 /// Completes a batch of jobs in one statement, whatever its size, and so one transaction in
 /// one round trip.
-pub(crate) async fn complete_jobs(
-    pool: &PgPool,
-    completions: &[Completion<'_>],
-    now: i64,
-) -> Result<Vec<bool>, StoreError> {
+pub(crate) async fn complete_jobs(pool: &PgPool, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>> {
     if completions.is_empty() {
         return Ok(Vec::new());
     }

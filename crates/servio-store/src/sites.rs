@@ -3,9 +3,10 @@
 
 use async_trait::async_trait;
 
+use crate::Change;
+use crate::Result;
 use crate::database::{Conn, Database};
 use crate::text::storable;
-use crate::{Change, StoreError};
 
 /// A site the platform knows, with the last valid manifest it fetched.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -77,7 +78,7 @@ pub(crate) async fn save_site_on(
     conn: Conn<'_>,
     fetched: &FetchedManifest<'_>,
     now: i64,
-) -> Result<(SiteRecord, bool), StoreError> {
+) -> Result<(SiteRecord, bool)> {
     on!(conn, |conn| {
         let record: SiteRecord = bind!(
             sqlx::query_as(
@@ -129,38 +130,38 @@ pub trait Sites: Send + Sync {
     /// Records a site's manifest (creating the site, or replacing its manifest), clearing any
     /// stale mark.
     /// A new version tells [`Change::Catalogue`] of everyone who has the site.
-    async fn save_site(&self, fetched: &FetchedManifest<'_>, now: i64) -> Result<SiteRecord, StoreError>;
+    async fn save_site(&self, fetched: &FetchedManifest<'_>, now: i64) -> Result<SiteRecord>;
     /// The site's current version: the newest, whose text is the site's manifest.
-    async fn current_version(&self, site_id: i64) -> Result<Option<Version>, StoreError>;
+    async fn current_version(&self, site_id: i64) -> Result<Option<Version>>;
     /// The current version of every site in the user's vault, as (site id, version id).
-    async fn current_versions(&self, user_id: i64) -> Result<Vec<(i64, i64)>, StoreError>;
+    async fn current_versions(&self, user_id: i64) -> Result<Vec<(i64, i64)>>;
     /// The versions of a site's manifest, newest first.
-    async fn versions(&self, site_id: i64) -> Result<Vec<Version>, StoreError>;
+    async fn versions(&self, site_id: i64) -> Result<Vec<Version>>;
     /// What the versions list shows of a site's versions, newest first, without their texts:
     /// each with its stored changes and whether its text is `approved`.
-    async fn version_summaries(&self, site_id: i64, approved: &str) -> Result<Vec<VersionSummary>, StoreError>;
+    async fn version_summaries(&self, site_id: i64, approved: &str) -> Result<Vec<VersionSummary>>;
     /// Records what changed in the site's version whose text is `manifest` (JSON lines), where
     /// nothing is recorded yet.
-    async fn describe_version(&self, site_id: i64, manifest: &str, changes: &str) -> Result<(), StoreError>;
+    async fn describe_version(&self, site_id: i64, manifest: &str, changes: &str) -> Result<()>;
     /// Deletes the versions of a site (of every site, for `None`) beyond its newest `keep`,
     /// except those a user still has approved (`vault.approved_manifest`) or kept against
     /// (`vault.kept_version`); returns how many went.
-    async fn prune_versions(&self, site_id: Option<i64>, keep: i64) -> Result<u64, StoreError>;
+    async fn prune_versions(&self, site_id: Option<i64>, keep: i64) -> Result<u64>;
     /// Records that a refresh failed; the last valid manifest stays in use.
-    async fn mark_stale(&self, site_id: i64, error: &str) -> Result<(), StoreError>;
+    async fn mark_stale(&self, site_id: i64, error: &str) -> Result<()>;
     /// Records that a refresh found the manifest unchanged.
-    async fn touch_site(&self, site_id: i64, now: i64) -> Result<(), StoreError>;
+    async fn touch_site(&self, site_id: i64, now: i64) -> Result<()>;
     /// A site by its id, whoever has it (the Directory's owner pages).
-    async fn site(&self, id: i64) -> Result<Option<SiteRecord>, StoreError>;
+    async fn site(&self, id: i64) -> Result<Option<SiteRecord>>;
     /// Sites last fetched before `before`, oldest first, at most `limit`.
-    async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>, StoreError>;
+    async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>>;
 }
 
 #[async_trait]
 impl Sites for Database {
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn save_site(&self, fetched: &FetchedManifest<'_>, now: i64) -> Result<SiteRecord, StoreError> {
-        let result: Result<(SiteRecord, Vec<i64>), StoreError> = on!(&self.pool, |pool| {
+    async fn save_site(&self, fetched: &FetchedManifest<'_>, now: i64) -> Result<SiteRecord> {
+        let result: Result<(SiteRecord, Vec<i64>)> = on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
             let (record, new_version) = save_site_on((&mut *tx).into(), fetched, now).await?;
             // A new version changes the catalogue of everyone who has the site: a removed tool
@@ -178,7 +179,7 @@ impl Sites for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn current_version(&self, site_id: i64) -> Result<Option<Version>, StoreError> {
+    async fn current_version(&self, site_id: i64) -> Result<Option<Version>> {
         on!(&self.pool, |pool| {
             let sql = "SELECT id, fetched_at, manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC LIMIT 1";
             Ok(sqlx::query_as(sql).bind(site_id).fetch_optional(pool).await?)
@@ -186,7 +187,7 @@ impl Sites for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn current_versions(&self, user_id: i64) -> Result<Vec<(i64, i64)>, StoreError> {
+    async fn current_versions(&self, user_id: i64) -> Result<Vec<(i64, i64)>> {
         on!(&self.pool, |pool| {
             let sql = "SELECT v.site_id, max(sv.id) FROM vault v JOIN site_versions sv ON sv.site_id = v.site_id
                        WHERE v.user_id = $1 GROUP BY v.site_id";
@@ -195,7 +196,7 @@ impl Sites for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn versions(&self, site_id: i64) -> Result<Vec<Version>, StoreError> {
+    async fn versions(&self, site_id: i64) -> Result<Vec<Version>> {
         on!(&self.pool, |pool| {
             let sql = "SELECT id, fetched_at, manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC";
             Ok(sqlx::query_as(sql).bind(site_id).fetch_all(pool).await?)
@@ -203,7 +204,7 @@ impl Sites for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn version_summaries(&self, site_id: i64, approved: &str) -> Result<Vec<VersionSummary>, StoreError> {
+    async fn version_summaries(&self, site_id: i64, approved: &str) -> Result<Vec<VersionSummary>> {
         on!(&self.pool, |pool| {
             let sql = "SELECT id, fetched_at, changes, manifest = $2 AS approved FROM site_versions
                        WHERE site_id = $1 ORDER BY id DESC";
@@ -212,7 +213,7 @@ impl Sites for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn describe_version(&self, site_id: i64, manifest: &str, changes: &str) -> Result<(), StoreError> {
+    async fn describe_version(&self, site_id: i64, manifest: &str, changes: &str) -> Result<()> {
         on!(&self.pool, |pool| {
             let sql = "UPDATE site_versions SET changes = $3
                        WHERE site_id = $1 AND manifest = $2 AND changes IS NULL";
@@ -222,7 +223,7 @@ impl Sites for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn prune_versions(&self, site_id: Option<i64>, keep: i64) -> Result<u64, StoreError> {
+    async fn prune_versions(&self, site_id: Option<i64>, keep: i64) -> Result<u64> {
         on!(&self.pool, |pool| {
             // The newest `keep` of each site by rank; an approved text is compared with the
             // approvals of the same site only (through the vault's site index).
@@ -241,7 +242,7 @@ impl Sites for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn mark_stale(&self, site_id: i64, error: &str) -> Result<(), StoreError> {
+    async fn mark_stale(&self, site_id: i64, error: &str) -> Result<()> {
         on!(&self.pool, |pool| {
             bind!(sqlx::query("UPDATE sites SET stale_error = $1 WHERE id = $2"), &*storable(error), site_id)
                 .execute(pool)
@@ -251,7 +252,7 @@ impl Sites for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn touch_site(&self, site_id: i64, now: i64) -> Result<(), StoreError> {
+    async fn touch_site(&self, site_id: i64, now: i64) -> Result<()> {
         on!(&self.pool, |pool| {
             bind!(sqlx::query("UPDATE sites SET fetched_at = $1, stale_error = NULL WHERE id = $2"), now, site_id)
                 .execute(pool)
@@ -261,7 +262,7 @@ impl Sites for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn site(&self, id: i64) -> Result<Option<SiteRecord>, StoreError> {
+    async fn site(&self, id: i64) -> Result<Option<SiteRecord>> {
         on!(&self.pool, |pool| {
             let sql = concat!("SELECT ", site_columns!(), " FROM sites s WHERE s.id = $1");
             Ok(sqlx::query_as(sql).bind(id).fetch_optional(pool).await?)
@@ -269,7 +270,7 @@ impl Sites for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>, StoreError> {
+    async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>> {
         on!(&self.pool, |pool| {
             let sql = concat!(
                 "SELECT ",

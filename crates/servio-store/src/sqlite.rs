@@ -7,12 +7,13 @@ use std::str::FromStr;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
+use crate::Result;
 use crate::collection::{SiteValues, write_result_on};
 use crate::jobs::JOB_COLUMNS;
 use crate::{Completion, Job, JobLease, NewJob, Series, StoreError};
 
 /// Opens (creating when missing) the database at `url` and migrates it.
-pub(crate) async fn connect(url: &str) -> Result<SqlitePool, StoreError> {
+pub(crate) async fn connect(url: &str) -> Result<SqlitePool> {
     let memory = url.contains(":memory:");
     let options = SqliteConnectOptions::from_str(url)?
         .create_if_missing(true)
@@ -39,7 +40,7 @@ const MMAP_BYTES: u64 = 256 * 1024 * 1024;
 /// credentials and password hashes. SQLite gives the WAL and shared-memory files it creates the
 /// database file's permissions.
 #[cfg(unix)]
-fn private_files(database: &std::path::Path) -> Result<(), StoreError> {
+fn private_files(database: &std::path::Path) -> Result<()> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let private = |path: &std::path::Path| std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
     if let Err(e) = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(database)
@@ -59,7 +60,7 @@ fn private_files(database: &std::path::Path) -> Result<(), StoreError> {
 }
 
 #[cfg(not(unix))]
-fn private_files(_database: &std::path::Path) -> Result<(), StoreError> {
+fn private_files(_database: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
@@ -200,7 +201,7 @@ pub(crate) const SEARCH_MATCHING: crate::directory::SearchMatching = crate::dire
 };
 
 /// Enqueues a whole plan in one immediate transaction.
-pub(crate) async fn enqueue_jobs(pool: &SqlitePool, jobs: &[NewJob<'_>], now: i64) -> Result<u64, StoreError> {
+pub(crate) async fn enqueue_jobs(pool: &SqlitePool, jobs: &[NewJob<'_>], now: i64) -> Result<u64> {
     // One write transaction for the whole plan: SQLite commits are what cost.
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let mut inserted = 0;
@@ -233,7 +234,7 @@ pub(crate) async fn enqueue_jobs(pool: &SqlitePool, jobs: &[NewJob<'_>], now: i6
 }
 
 /// Leases due jobs fairly (see `Jobs::lease_jobs`) in one immediate transaction.
-pub(crate) async fn lease_jobs(pool: &SqlitePool, lease: &JobLease<'_>) -> Result<Vec<Job>, StoreError> {
+pub(crate) async fn lease_jobs(pool: &SqlitePool, lease: &JobLease<'_>) -> Result<Vec<Job>> {
     // SQLite has one writer at a time: an immediate transaction takes the write lock before
     // it reads, so two leasers can never pick the same rows. A lease moves `not_before` to
     // its lease's end, so held jobs sort after the due ones (SQLite has no HOT updates to
@@ -293,11 +294,7 @@ pub(crate) async fn lease_jobs(pool: &SqlitePool, lease: &JobLease<'_>) -> Resul
 }
 
 /// Completes a batch of jobs, one fence check each, in one immediate transaction.
-pub(crate) async fn complete_jobs(
-    pool: &SqlitePool,
-    completions: &[Completion<'_>],
-    now: i64,
-) -> Result<Vec<bool>, StoreError> {
+pub(crate) async fn complete_jobs(pool: &SqlitePool, completions: &[Completion<'_>], now: i64) -> Result<Vec<bool>> {
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let mut committed = Vec::with_capacity(completions.len());
     for Completion { job, result, duration_ms } in completions {

@@ -3,10 +3,11 @@
 
 use async_trait::async_trait;
 
+use crate::Result;
 use crate::database::Database;
 use crate::error::conflict;
 use crate::sites::save_site_on;
-use crate::{Change, FetchedManifest, SiteRecord, Sites, StoreError, Version};
+use crate::{Change, FetchedManifest, SiteRecord, Sites, Version};
 
 /// One site of a user's vault.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -62,13 +63,7 @@ pub struct StartedConnect {
 impl Database {
     /// Runs an approval's `sql` (binds: user, site, version), guarded by the version being the
     /// site's current one, and says what it came to.
-    async fn decide(
-        &self,
-        sql: &'static str,
-        user_id: i64,
-        site_id: i64,
-        version_id: i64,
-    ) -> Result<Approval, StoreError> {
+    async fn decide(&self, sql: &'static str, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval> {
         let done = on!(&self.pool, |pool| {
             bind!(sqlx::query(sql), user_id, site_id, version_id).execute(pool).await.map(|done| done.rows_affected())
         })?;
@@ -91,7 +86,7 @@ impl Database {
 pub trait Vault: Send + Sync {
     /// Puts a site in a user's vault; [`StoreError::Conflict`] when it is there already.
     /// Tells [`Change::Catalogue`].
-    async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<(), StoreError>;
+    async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<()>;
     /// Saves the fetched manifest as its site's current one and adds the site to the user's
     /// vault with the credential `seal` makes for the site's id, all in one transaction: a
     /// failure leaves no vault entry without its credential, nor a credential without it.
@@ -102,50 +97,45 @@ pub trait Vault: Send + Sync {
         user_id: i64,
         seal: Option<Sealer<'_>>,
         now: i64,
-    ) -> Result<SiteRecord, StoreError>;
+    ) -> Result<SiteRecord>;
     /// The sites in a user's vault, oldest first.
-    async fn vault(&self, user_id: i64) -> Result<Vec<SiteRecord>, StoreError>;
+    async fn vault(&self, user_id: i64) -> Result<Vec<SiteRecord>>;
     /// One site of a user's vault; `None` when it is not theirs.
-    async fn vault_entry(&self, user_id: i64, site_id: i64) -> Result<Option<VaultEntry>, StoreError>;
+    async fn vault_entry(&self, user_id: i64, site_id: i64) -> Result<Option<VaultEntry>>;
 
     /// Every site of a user's vault with its credential and approved manifest, oldest first.
-    async fn vault_entries(&self, user_id: i64) -> Result<Vec<VaultEntry>, StoreError>;
+    async fn vault_entries(&self, user_id: i64) -> Result<Vec<VaultEntry>>;
     /// Sets (or clears) the encrypted credential of a vault entry; false when there is none.
     /// Tells [`Change::Context`] when stored.
-    async fn set_credential(&self, user_id: i64, site_id: i64, credential: Option<&[u8]>) -> Result<bool, StoreError>;
+    async fn set_credential(&self, user_id: i64, site_id: i64, credential: Option<&[u8]>) -> Result<bool>;
     /// Takes a site out of a user's vault, with what was collected for them from it (values,
     /// attempts, jobs); false when it was not there.
     /// Tells [`Change::Catalogue`] when it was there.
-    async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError>;
+    async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool>;
     /// Approves, for this user, the version `version_id` of the site's manifest, only while it
     /// is the site's current one (checked in the same statement): a user approves the text they
     /// were shown, never one saved since.
     /// Tells [`Change::Catalogue`] when done.
-    async fn approve(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval, StoreError>;
+    async fn approve(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval>;
     /// Keeps the user's approved manifest and stops offering the changes up to `version_id`,
     /// the site's current version (guarded as [`Vault::approve`]), until the site changes again.
-    async fn keep_approved(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval, StoreError>;
+    async fn keep_approved(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval>;
     /// Approves `judged`, a text of the site's manifest whose change from `previous` needs no
     /// approval, for every user whose approved manifest is `previous` (exactly these texts,
     /// whatever the site's row holds by now); returns those users.
     /// Tells [`Change::Catalogue`] of each of those users.
-    async fn advance_approvals(&self, site_id: i64, previous: &str, judged: &str) -> Result<Vec<i64>, StoreError>;
+    async fn advance_approvals(&self, site_id: i64, previous: &str, judged: &str) -> Result<Vec<i64>>;
     /// Keeps a started Connect; expired ones go, and the user's oldest beyond `keep`.
-    async fn keep_started_connect(&self, attempt: &StartedConnect, keep: i64, now: i64) -> Result<(), StoreError>;
+    async fn keep_started_connect(&self, attempt: &StartedConnect, keep: i64, now: i64) -> Result<()>;
     /// Takes (and so ends) the started Connect of `user_id` with this state hash, unless expired.
-    async fn take_started_connect(
-        &self,
-        state_hash: &str,
-        user_id: i64,
-        now: i64,
-    ) -> Result<Option<StartedConnect>, StoreError>;
+    async fn take_started_connect(&self, state_hash: &str, user_id: i64, now: i64) -> Result<Option<StartedConnect>>;
 }
 
 #[async_trait]
 impl Vault for Database {
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<(), StoreError> {
-        let result: Result<(), StoreError> = on!(&self.pool, |pool| {
+    async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<()> {
+        let result: Result<()> = on!(&self.pool, |pool| {
             bind!(
                 sqlx::query(
                     "INSERT INTO vault (user_id, site_id, added_at, approved_manifest)
@@ -172,8 +162,8 @@ impl Vault for Database {
         user_id: i64,
         seal: Option<Sealer<'_>>,
         now: i64,
-    ) -> Result<SiteRecord, StoreError> {
-        let result: Result<SiteRecord, StoreError> = on!(&self.pool, |pool| {
+    ) -> Result<SiteRecord> {
+        let result: Result<SiteRecord> = on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
             let (record, _) = save_site_on((&mut *tx).into(), fetched, now).await?;
             let credential = seal.map(|seal| seal(record.id));
@@ -202,7 +192,7 @@ impl Vault for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn vault(&self, user_id: i64) -> Result<Vec<SiteRecord>, StoreError> {
+    async fn vault(&self, user_id: i64) -> Result<Vec<SiteRecord>> {
         on!(&self.pool, |pool| {
             let sql = concat!(
                 "SELECT ",
@@ -214,7 +204,7 @@ impl Vault for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn vault_entry(&self, user_id: i64, site_id: i64) -> Result<Option<VaultEntry>, StoreError> {
+    async fn vault_entry(&self, user_id: i64, site_id: i64) -> Result<Option<VaultEntry>> {
         on!(&self.pool, |pool| {
             let sql = concat!(
                 "SELECT ",
@@ -227,7 +217,7 @@ impl Vault for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn vault_entries(&self, user_id: i64) -> Result<Vec<VaultEntry>, StoreError> {
+    async fn vault_entries(&self, user_id: i64) -> Result<Vec<VaultEntry>> {
         on!(&self.pool, |pool| {
             let sql = concat!(
                 "SELECT ",
@@ -240,8 +230,8 @@ impl Vault for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn set_credential(&self, user_id: i64, site_id: i64, credential: Option<&[u8]>) -> Result<bool, StoreError> {
-        let result: Result<bool, StoreError> = on!(&self.pool, |pool| {
+    async fn set_credential(&self, user_id: i64, site_id: i64, credential: Option<&[u8]>) -> Result<bool> {
+        let result: Result<bool> = on!(&self.pool, |pool| {
             let done = bind!(
                 sqlx::query("UPDATE vault SET credential = $1 WHERE user_id = $2 AND site_id = $3"),
                 credential,
@@ -260,8 +250,8 @@ impl Vault for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool, StoreError> {
-        let result: Result<bool, StoreError> = on!(&self.pool, |pool| {
+    async fn remove_from_vault(&self, user_id: i64, site_id: i64) -> Result<bool> {
+        let result: Result<bool> = on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
             let done = bind!(sqlx::query("DELETE FROM vault WHERE user_id = $1 AND site_id = $2"), user_id, site_id)
                 .execute(&mut *tx)
@@ -293,7 +283,7 @@ impl Vault for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn approve(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval, StoreError> {
+    async fn approve(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval> {
         // The version must still be the site's current one in the same statement: a
         // user approves the text they were shown, never one saved since.
         let sql = "UPDATE vault SET approved_manifest =
@@ -309,7 +299,7 @@ impl Vault for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn keep_approved(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval, StoreError> {
+    async fn keep_approved(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval> {
         let sql = "UPDATE vault SET kept_version = $3
                    WHERE user_id = $1 AND site_id = $2
                      AND $3 = (SELECT max(id) FROM site_versions WHERE site_id = $2)";
@@ -317,8 +307,8 @@ impl Vault for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn advance_approvals(&self, site_id: i64, previous: &str, judged: &str) -> Result<Vec<i64>, StoreError> {
-        let result: Result<Vec<i64>, StoreError> = on!(&self.pool, |pool| {
+    async fn advance_approvals(&self, site_id: i64, previous: &str, judged: &str) -> Result<Vec<i64>> {
+        let result: Result<Vec<i64>> = on!(&self.pool, |pool| {
             // `judged` itself, not whatever the site's row holds by now: another process may
             // have saved a newer text, which nobody has judged for these users.
             let sql = "UPDATE vault SET approved_manifest = $3
@@ -331,7 +321,7 @@ impl Vault for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn keep_started_connect(&self, attempt: &StartedConnect, keep: i64, now: i64) -> Result<(), StoreError> {
+    async fn keep_started_connect(&self, attempt: &StartedConnect, keep: i64, now: i64) -> Result<()> {
         on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
             sqlx::query("DELETE FROM oauth_attempts WHERE expires_at < $1").bind(now).execute(&mut *tx).await?;
@@ -366,12 +356,7 @@ impl Vault for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn take_started_connect(
-        &self,
-        state_hash: &str,
-        user_id: i64,
-        now: i64,
-    ) -> Result<Option<StartedConnect>, StoreError> {
+    async fn take_started_connect(&self, state_hash: &str, user_id: i64, now: i64) -> Result<Option<StartedConnect>> {
         on!(&self.pool, |pool| {
             let taken: Option<StartedConnect> = bind!(
                 sqlx::query_as(
