@@ -22,7 +22,7 @@ pub struct ShapeCodes {
 
 /// Codes for the manifest proper.
 pub const MANIFEST: ShapeCodes =
-    ShapeCodes { missing: Code::MissingMember, wrong_type: Code::WrongType, blank: Code::BlankString };
+    ShapeCodes { missing: Code::RequiredMember, wrong_type: Code::MemberType, blank: Code::BlankString };
 /// Codes for the brief, whose problems make only the brief ignored.
 pub const BRIEF: ShapeCodes =
     ShapeCodes { missing: Code::BriefShape, wrong_type: Code::BriefShape, blank: Code::BriefShape };

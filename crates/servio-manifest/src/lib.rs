@@ -212,7 +212,7 @@ fn parse_error(source: &[u8], error: ParseError) -> Diagnostic {
             (Code::JsonSyntax, format!("invalid JSON: {message}"), offset, help)
         }
         ParseError::TooDeep { offset } => (
-            Code::NestingTooDeep,
+            Code::NestingDepth,
             format!("nesting is deeper than {} levels", json::MAX_DEPTH),
             offset,
             Some("flatten the structure; schemas can use $defs and $ref".to_owned()),

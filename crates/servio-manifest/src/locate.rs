@@ -175,9 +175,9 @@ mod tests {
     fn locates_values_keys_and_missing_members() {
         let text = "{\n  \"server\": {},\n  \"ñame\": \"x\"\n}";
         let mut diagnostics = vec![
-            Diagnostic::missing(Code::MissingMember, &Pointer::root().child("server"), "url", "missing"),
+            Diagnostic::missing(Code::RequiredMember, &Pointer::root().child("server"), "url", "missing"),
             Diagnostic::at_key(Code::UnknownField, Pointer::root().child("ñame"), "unknown"),
-            Diagnostic::at(Code::WrongType, Pointer::root().child("ñame"), "wrong"),
+            Diagnostic::at(Code::MemberType, Pointer::root().child("ñame"), "wrong"),
         ];
         locate(text.as_bytes(), &mut diagnostics);
         let got: Vec<_> = diagnostics.iter().map(|d| (d.pointer.as_str(), d.line, d.column)).collect();

@@ -66,47 +66,47 @@ rules! {
         JsonSyntax = "E001", "json-syntax", json_syntax;
 
         /// The top level is not an object.
-        TopLevelNotObject = "E002", "top-level-object", top_level_object;
+        TopLevelObject = "E002", "top-level-object", top_level_object;
 
         /// An object has the same member name twice.
         DuplicateMember = "E003", "duplicate-member", duplicate_member;
 
         /// Nesting is deeper than 128 levels.
-        NestingTooDeep = "E004", "nesting-depth", nesting_depth;
+        NestingDepth = "E004", "nesting-depth", nesting_depth;
 
         /// A required member is missing.
-        MissingMember = "E010", "required-member", required_member;
+        RequiredMember = "E010", "required-member", required_member;
 
         /// A member has the wrong JSON type.
-        WrongType = "E011", "member-type", member_type;
+        MemberType = "E011", "member-type", member_type;
 
         /// A required string is empty or only white space.
         BlankString = "E012", "blank-string", blank_string;
 
         /// `server.url` or an OAuth URL is not an absolute https URL.
-        InvalidUrl = "E020", "https-url", https_url;
+        HttpsUrl = "E020", "https-url", https_url;
 
         /// `auth.type` is not a known authentication method.
-        UnknownAuthType = "E030", "auth-type", auth_type;
+        AuthType = "E030", "auth-type", auth_type;
 
         /// Two tools have the same name.
-        DuplicateToolName = "E040", "tool-name-unique", tool_name_unique;
+        ToolNameUnique = "E040", "tool-name-unique", tool_name_unique;
 
         /// A tool name has characters outside `A-Z a-z 0-9 _ . -`.
         ToolNameCharacters = "E041", "tool-name-characters", tool_name_characters;
 
         /// An `input_schema` is not a valid JSON Schema.
-        InvalidSchema = "E050", "schema-valid", schema_valid;
+        SchemaValid = "E050", "schema-valid", schema_valid;
 
         /// The root of an `input_schema` does not declare `"type": "object"`.
-        SchemaRootType = "E051", "schema-root-object", schema_root_object;
+        SchemaRootObject = "E051", "schema-root-object", schema_root_object;
 
         /// A subschema uses a type outside the supported set.
-        UnsupportedType = "E052", "schema-supported-type", schema_supported_type;
+        SchemaSupportedType = "E052", "schema-supported-type", schema_supported_type;
 
         /// A `$ref` or `$dynamicRef` resolves neither inside its `input_schema` nor to a bundled
         /// meta-schema.
-        UnresolvedRef = "E053", "schema-ref", schema_ref;
+        SchemaRef = "E053", "schema-ref", schema_ref;
 
         /// An `input_schema` unfolds, through its references, to more subschemas than any call
         /// may evaluate.
@@ -122,10 +122,10 @@ rules! {
         MetricKey = "B010", "metric-key", metric_key;
 
         /// A metric key occurs twice in the brief.
-        DuplicateMetricKey = "B011", "metric-key-unique", metric_key_unique;
+        MetricKeyUnique = "B011", "metric-key-unique", metric_key_unique;
 
         /// A metric names a tool that is not in the manifest.
-        UnknownMetricTool = "B020", "metric-tool", metric_tool;
+        MetricTool = "B020", "metric-tool", metric_tool;
 
         /// A metric's `args`, with sample placeholder values, do not match the tool's schema.
         MetricArgs = "B030", "metric-args", metric_args;
@@ -251,7 +251,7 @@ mod tests {
     #[test]
     fn lookup_accepts_code_or_name() {
         assert_eq!(Code::from_text("w004"), Some(Code::PropertyDescription));
-        assert_eq!(Code::from_text("https-url"), Some(Code::InvalidUrl));
+        assert_eq!(Code::from_text("https-url"), Some(Code::HttpsUrl));
         assert_eq!(Code::from_text("X999"), None);
     }
 

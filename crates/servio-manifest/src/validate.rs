@@ -128,7 +128,7 @@ fn check_scopes(auth: &Object<'_>, errors: &mut Vec<Diagnostic>) -> Option<Vec<S
         match item.as_str() {
             Some(scope) => scopes.push(scope.to_owned()),
             None => errors.push(Diagnostic::at(
-                Code::WrongType,
+                Code::MemberType,
                 at.index(i),
                 format!("each scope must be a string, found {}", schema::kind_of(item)),
             )),

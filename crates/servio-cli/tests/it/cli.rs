@@ -175,7 +175,7 @@ fn messages_read_cleanly() {
 /// heard that collection was lost. It is still reported valid.
 #[test]
 fn an_ignored_brief_exits_1_and_stays_valid() {
-    let path = &fixture(servio_manifest::Code::UnknownMetricTool);
+    let path = &fixture(servio_manifest::Code::MetricTool);
     let out = servio(&["check", "--format", "json", path]);
     assert_eq!(out.status.code(), Some(1));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -198,11 +198,9 @@ fn explain_without_a_code_lists_every_rule() {
 
 /// A directory of three manifests: one valid, one invalid, one whose brief is ignored.
 fn three_manifests() -> tempfile::TempDir {
-    use servio_manifest::Code::{InvalidUrl, UnknownMetricTool, VersionSemver};
+    use servio_manifest::Code::{HttpsUrl, MetricTool, VersionSemver};
     let dir = tempfile::tempdir().unwrap();
-    for (code, to) in
-        [(VersionSemver, "a-valid.json"), (InvalidUrl, "b-invalid.json"), (UnknownMetricTool, "c-ignored.json")]
-    {
+    for (code, to) in [(VersionSemver, "a-valid.json"), (HttpsUrl, "b-invalid.json"), (MetricTool, "c-ignored.json")] {
         std::fs::copy(repo().join(fixture(code)), dir.path().join(to)).unwrap();
     }
     dir

@@ -9,7 +9,7 @@ use crate::rules::Code;
 /// What `servio explain B020` prints: what the rule checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Checks that each metric's `tool` names a tool of this manifest, exactly and without any site prefix.\n\nWhy: the platform calls that tool to collect the metric.\n\nExample:\n    \"tool\": \"getSalesSummary\"   (while the tool is named \"shop.getSalesSummary\")\n\nFix: write the tool's name exactly as in `tools`.";
 
-crate::rules::fixture_test!("metric_tool.json", UnknownMetricTool);
+crate::rules::fixture_test!("metric_tool.json", MetricTool);
 
 /// How many tool names a help text lists.
 const MAX_NAMES_LISTED: usize = 20;
@@ -50,7 +50,7 @@ pub(crate) fn check(
         None => format!("tools in this manifest: {}", names.join(", ")),
     };
     errors.push(
-        Diagnostic::at(Code::UnknownMetricTool, at.clone(), format!("no tool named {name:?} in this manifest"))
+        Diagnostic::at(Code::MetricTool, at.clone(), format!("no tool named {name:?} in this manifest"))
             .with_help(help),
     );
     None

@@ -10,7 +10,7 @@ use crate::rules::Code;
 /// What `servio explain E030` prints: what the rule checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Checks that `auth.type` is `bearer` or `oauth2`.\n\nWhy: the platform knows how to authenticate in exactly these two ways.\n\nExample:\n    \"auth\": { \"type\": \"apikey\" }\n\nFix: use \"bearer\" for a token the user pastes, or \"oauth2\" with `authorization_url` and `token_url` for OAuth 2.0 with PKCE.";
 
-crate::rules::fixture_test!("auth_type.json", UnknownAuthType);
+crate::rules::fixture_test!("auth_type.json", AuthType);
 
 /// `auth.type`, at `at`, is `kind`: neither `bearer` nor `oauth2`.
 pub(crate) fn diagnostic(kind: &str, at: Pointer) -> Diagnostic {
@@ -19,6 +19,6 @@ pub(crate) fn diagnostic(kind: &str, at: Pointer) -> Diagnostic {
         "bearer" | "token" | "bearer_token" | "api_key" | "apikey" => Some("bearer"),
         _ => None,
     };
-    Diagnostic::at(Code::UnknownAuthType, at, format!("unknown auth type {kind:?}: expected \"bearer\" or \"oauth2\""))
+    Diagnostic::at(Code::AuthType, at, format!("unknown auth type {kind:?}: expected \"bearer\" or \"oauth2\""))
         .with_help_opt(suggestion.map(|s| format!("did you mean \"{s}\"?")))
 }

@@ -10,7 +10,7 @@ use crate::rules::Code;
 /// What `servio explain E020` prints: what the rule checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Checks that `server.url`, `auth.authorization_url` and `auth.token_url` are absolute `https` URLs without user information (`user:pass@`) and without a fragment (`#...`).\n\nWhy: tool calls carry the user's credentials; over plain http anyone on the path can read them. Credentials in the URL leak into logs, and a fragment is never sent to a server.\n\nExample:\n    \"server\": { \"url\": \"http://forum.example.com/api/servio\" }\n\nFix: serve the API over HTTPS and write \"url\": \"https://forum.example.com/api/servio\".";
 
-crate::rules::fixture_test!("https_url.json", InvalidUrl);
+crate::rules::fixture_test!("https_url.json", HttpsUrl);
 
 /// The URL `text` at `at` (called `what` in messages), when it is an absolute `https` URL with
 /// a host, no user information and no fragment; otherwise an E020 in `errors` saying which.
@@ -36,7 +36,7 @@ pub(crate) fn check(text: &str, at: &Pointer, what: &str, errors: &mut Vec<Diagn
         Ok(url) => return Some(url),
     };
     if let Some((message, help)) = problem {
-        errors.push(Diagnostic::at(Code::InvalidUrl, at.clone(), message).with_help_opt(help));
+        errors.push(Diagnostic::at(Code::HttpsUrl, at.clone(), message).with_help_opt(help));
     }
     None
 }

@@ -7,4 +7,4 @@
 /// What `servio explain E011` prints: what the rule checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Checks that each known member has the JSON type the format gives it: strings for names, URLs and descriptions, an object for `server`, `auth` and each tool, an array for `tools` and `auth.scopes`.\n\nWhy: a number where a string belongs is almost always a mistake that would show up later as a confusing failure.\n\nExample:\n    \"version\": 2\n\nFix: write the value with the type the message names, for instance \"version\": \"2.0.0\".";
 
-crate::rules::fixture_test!("member_type.json", WrongType);
+crate::rules::fixture_test!("member_type.json", MemberType);

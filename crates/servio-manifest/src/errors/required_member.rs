@@ -7,4 +7,4 @@
 /// What `servio explain E010` prints: what the rule checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Checks that every required member is present: `name`, `version`, `server`, `server.url`, `auth`, `auth.type`, `tools`, and each tool's `name`, `description` and `input_schema` (and, in a brief, `metrics` and each metric's `key`, `tool` and `valuePath`).\n\nWhy: the platform cannot show, authenticate or call a site without them.\n\nExample:\n    { \"name\": \"Forum\", \"server\": { \"url\": \"https://forum.example.com/api\" } }\n\nFix: add the member the message names, at the pointer it gives.";
 
-crate::rules::fixture_test!("required_member.json", MissingMember);
+crate::rules::fixture_test!("required_member.json", RequiredMember);

@@ -15,7 +15,7 @@ use crate::schema::{SUPPORTED_TYPES, SchemaPath, kind_of};
 /// What `servio explain E052` prints: what the rule checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Checks that every `type` in an `input_schema` (in any subschema: properties, items, allOf, $defs and the rest) is one of `string`, `number`, `integer`, `boolean`, `array`, `object`. In a type array each unsupported entry is reported on its own.\n\nWhy: these are the types the format supports; `null` and misspellings such as `int` or `strng` are not understood by AI clients.\n\nExample:\n    \"limit\": { \"type\": \"int\" }\n\nFix: use \"integer\" (or \"number\" for fractions); make a property optional by leaving it out of `required` instead of allowing null.";
 
-crate::rules::fixture_test!("schema_supported_type.json", UnsupportedType);
+crate::rules::fixture_test!("schema_supported_type.json", SchemaSupportedType);
 
 /// Every `type` of the subschema at `path` names a supported type; in an array each entry on
 /// its own.
@@ -31,7 +31,7 @@ pub(crate) fn check(type_: Option<&Value>, path: &SchemaPath<'_>, out: &mut Vec<
                     Some(n) if SUPPORTED_TYPES.contains(&n) => {}
                     Some(n) => out.push(unsupported_type(at().index(i), n)),
                     None => out.push(Diagnostic::at(
-                        Code::UnsupportedType,
+                        Code::SchemaSupportedType,
                         at().index(i),
                         format!("a `type` entry must be a type name, found {}", kind_of(name)),
                     )),
@@ -40,7 +40,7 @@ pub(crate) fn check(type_: Option<&Value>, path: &SchemaPath<'_>, out: &mut Vec<
         }
         Some(other @ (Value::Number(_) | Value::Bool(_) | Value::Null | Value::Object(_))) => {
             out.push(Diagnostic::at(
-                Code::UnsupportedType,
+                Code::SchemaSupportedType,
                 at(),
                 format!("`type` must be a type name, found {}", kind_of(other)),
             ));
@@ -67,5 +67,5 @@ fn unsupported_type(pointer: Pointer, name: &str) -> Diagnostic {
         (_, Some(s)) => format!("did you mean \"{s}\"?"),
         (_, None) => format!("supported types: {}", SUPPORTED_TYPES.join(", ")),
     };
-    Diagnostic::at(Code::UnsupportedType, pointer, format!("unsupported type \"{name}\"")).with_help(help)
+    Diagnostic::at(Code::SchemaSupportedType, pointer, format!("unsupported type \"{name}\"")).with_help(help)
 }

@@ -17,7 +17,7 @@ use crate::schema::{self, SCHEMA_ARRAY_KEYWORDS, SCHEMA_KEYWORDS, SCHEMA_MAP_KEY
 /// What `servio explain E050` prints: what the rule checks, why, an example and the fix.
 pub(crate) const EXPLANATION: &str = "Checks each `input_schema` against the JSON Schema draft 2020-12 meta-schema, with format assertions, so that a `pattern` must be a valid regular expression.\n\nWhy: the platform validates every call's arguments against this schema before sending it; a schema it cannot read means the tool cannot be called safely.\n\nExample:\n    \"query\": { \"type\": \"string\", \"pattern\": \"[\" }\n\nFix: correct the keyword the message names; `required` is an array of unique strings, `properties` an object of schemas, `enum` an array.";
 
-crate::rules::fixture_test!("schema_valid.json", InvalidSchema);
+crate::rules::fixture_test!("schema_valid.json", SchemaValid);
 
 /// Checks the `input_schema` `schema`, at `at`, against the meta-schema. `out[first..]` are
 /// the schema's errors found so far, which say the same thing more precisely: nothing at, above
@@ -33,11 +33,11 @@ pub(crate) fn check(schema: &Value, at: &Pointer, first: usize, out: &mut Vec<Di
         if reported.iter().any(|r| pointer.starts_with(r) || r.starts_with(&pointer)) {
             continue;
         }
-        if out.iter().any(|d| d.code == Code::InvalidSchema && d.pointer == pointer) {
+        if out.iter().any(|d| d.code == Code::SchemaValid && d.pointer == pointer) {
             continue;
         }
         let (message, help) = describe_meta_error(&error, &pointer);
-        out.push(Diagnostic::at(Code::InvalidSchema, pointer, message).with_help_opt(help));
+        out.push(Diagnostic::at(Code::SchemaValid, pointer, message).with_help_opt(help));
     }
 }
 

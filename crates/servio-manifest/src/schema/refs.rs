@@ -234,7 +234,7 @@ fn diagnostic(reference: &Reference, problem: Problem) -> Diagnostic {
             format!("declare \"$anchor\": \"{name}\" in the subschema meant, or refer to it by its path"),
         ),
     };
-    Diagnostic::at(Code::UnresolvedRef, pointer.clone(), message).with_help(help)
+    Diagnostic::at(Code::SchemaRef, pointer.clone(), message).with_help(help)
 }
 
 #[cfg(test)]
@@ -287,6 +287,6 @@ mod tests {
         let mut out = Vec::new();
         check(&json!({"properties": {"x": {"$ref": "https://example.com/x.json"}}}), &Pointer::root(), &mut out);
         assert_eq!(out[0].message, "`$ref` \"https://example.com/x.json\" points outside this input_schema");
-        assert_eq!(out[0].code, Code::UnresolvedRef);
+        assert_eq!(out[0].code, Code::SchemaRef);
     }
 }

@@ -154,75 +154,75 @@ fn base_is_valid_and_clean() {
 fn document_rules() {
     use Code::*;
     errors(Text("{\"name\": \"x\",}"), &[("", JsonSyntax)]);
-    errors(Text("[1, 2]"), &[("", TopLevelNotObject)]);
+    errors(Text("[1, 2]"), &[("", TopLevelObject)]);
     errors(Text(""), &[("", JsonSyntax)]);
     let deep = format!("{{\"name\": {}{}}}", "[".repeat(128), "]".repeat(128));
-    errors(Text(Box::leak(deep.into_boxed_str())), &[("", NestingTooDeep)]);
+    errors(Text(Box::leak(deep.into_boxed_str())), &[("", NestingDepth)]);
     errors(
         Text(
             r#"{"name": "a", "name": "b", "version": "1.0.0", "server": {"url": "https://a.example"}, "auth": {"type": "bearer"}, "tools": []}"#,
         ),
         &[("/name", DuplicateMember)],
     );
-    errors_at(Remove("/name"), MissingMember);
-    errors_at(Remove("/version"), MissingMember);
-    errors_at(Remove("/server"), MissingMember);
-    errors_at(Remove("/auth"), MissingMember);
+    errors_at(Remove("/name"), RequiredMember);
+    errors_at(Remove("/version"), RequiredMember);
+    errors_at(Remove("/server"), RequiredMember);
+    errors_at(Remove("/auth"), RequiredMember);
     errors_at(Set("/name", json!(" ")), BlankString);
-    errors_at(Set("/version", json!(2)), WrongType);
-    errors_at(Set("/tools", json!({})), WrongType);
-    errors_at(Set("/server", json!("https://a.example")), WrongType);
-    errors_at(Set("/description", json!(5)), WrongType);
-    errors_at(Set("/verification", json!(["x"])), WrongType);
+    errors_at(Set("/version", json!(2)), MemberType);
+    errors_at(Set("/tools", json!({})), MemberType);
+    errors_at(Set("/server", json!("https://a.example")), MemberType);
+    errors_at(Set("/description", json!(5)), MemberType);
+    errors_at(Set("/verification", json!(["x"])), MemberType);
 }
 
 #[test]
 fn url_and_auth_rules() {
     use Code::*;
     for url in ["http://a.example.com", "/api/servio", "https://user:pw@a.example.com", "https://a.example.com/#x"] {
-        errors_at(Set("/server/url", json!(url)), InvalidUrl);
+        errors_at(Set("/server/url", json!(url)), HttpsUrl);
     }
-    errors_at(Remove("/server/url"), MissingMember);
-    errors_at(Set("/auth/type", json!("apikey")), UnknownAuthType);
+    errors_at(Remove("/server/url"), RequiredMember);
+    errors_at(Set("/auth/type", json!("apikey")), AuthType);
     errors(
         Set("/auth", json!({"type": "oauth2", "authorization_url": "https://a.example/authorize"})),
-        &[("/auth/token_url", MissingMember)],
+        &[("/auth/token_url", RequiredMember)],
     );
     errors(
         Set(
             "/auth",
             json!({"type": "oauth2", "authorization_url": "http://a.example/a", "token_url": "https://a.example/t"}),
         ),
-        &[("/auth/authorization_url", InvalidUrl)],
+        &[("/auth/authorization_url", HttpsUrl)],
     );
     errors(
         Set(
             "/auth",
             json!({"type": "oauth2", "authorization_url": "https://a.example/a", "token_url": "https://a.example/t", "scopes": ["read", 5, null]}),
         ),
-        &[("/auth/scopes/1", WrongType), ("/auth/scopes/2", WrongType)],
+        &[("/auth/scopes/1", MemberType), ("/auth/scopes/2", MemberType)],
     );
-    errors_at(Set("/auth/scopes", json!("read")), WrongType);
+    errors_at(Set("/auth/scopes", json!("read")), MemberType);
 }
 
 #[test]
 fn tool_rules() {
     use Code::*;
-    errors_at(Remove("/tools/1/description"), MissingMember);
-    errors_at(Remove("/tools/0/name"), MissingMember);
-    errors_at(Remove("/tools/0/input_schema"), MissingMember);
-    errors_at(Set("/tools/1/name", json!("forum.searchThreads")), DuplicateToolName);
+    errors_at(Remove("/tools/1/description"), RequiredMember);
+    errors_at(Remove("/tools/0/name"), RequiredMember);
+    errors_at(Remove("/tools/0/input_schema"), RequiredMember);
+    errors_at(Set("/tools/1/name", json!("forum.searchThreads")), ToolNameUnique);
     errors_at(Set("/tools/0/name", json!("forum search")), ToolNameCharacters);
-    errors_at(Set("/tools/0/input_schema/type", json!("array")), SchemaRootType);
-    errors_at(Remove("/tools/0/input_schema/type"), SchemaRootType);
-    errors_at(Set("/tools/0/input_schema/properties/limit/type", json!("integr")), UnsupportedType);
+    errors_at(Set("/tools/0/input_schema/type", json!("array")), SchemaRootObject);
+    errors_at(Remove("/tools/0/input_schema/type"), SchemaRootObject);
+    errors_at(Set("/tools/0/input_schema/properties/limit/type", json!("integr")), SchemaSupportedType);
     errors(
         Set("/tools/0/input_schema/properties/limit/type", json!(["integer", "null"])),
-        &[("/tools/0/input_schema/properties/limit/type/1", UnsupportedType)],
+        &[("/tools/0/input_schema/properties/limit/type/1", SchemaSupportedType)],
     );
-    errors_at(Set("/tools/0/input_schema/properties/query/pattern", json!("[")), InvalidSchema);
-    errors_at(Set("/tools/0/input_schema/required", json!("query")), InvalidSchema);
-    errors_at(Set("/tools/0", json!("forum.searchThreads")), WrongType);
+    errors_at(Set("/tools/0/input_schema/properties/query/pattern", json!("[")), SchemaValid);
+    errors_at(Set("/tools/0/input_schema/required", json!("query")), SchemaValid);
+    errors_at(Set("/tools/0", json!("forum.searchThreads")), MemberType);
 }
 
 #[test]
@@ -267,7 +267,7 @@ fn brief_rules() {
     ignores_brief_at(Set("/brief/metrics/0/key", json!("Sales.Revenue")), MetricKey);
     ignores_brief_at(Remove("/brief/metrics/0/key"), BriefShape);
     ignores_brief_at(Remove("/brief/metrics/0/valuePath"), BriefShape);
-    ignores_brief_at(Set("/brief/metrics/0/tool", json!("getSalesSummary")), UnknownMetricTool);
+    ignores_brief_at(Set("/brief/metrics/0/tool", json!("getSalesSummary")), MetricTool);
     for path in ["$.data.totals.revenue", "data..revenue", "rows.*.count"] {
         ignores_brief_at(Set("/brief/metrics/0/valuePath", json!(path)), ValuePath);
     }
@@ -285,7 +285,7 @@ fn brief_rules() {
     ignores_brief_at(Set("/brief/metrics/0/args", json!([])), MetricArgs);
     ignores_brief(
         Set("/brief/metrics/1", base()["brief"]["metrics"][0].clone()),
-        &[("/brief/metrics/1/key", DuplicateMetricKey)],
+        &[("/brief/metrics/1/key", MetricKeyUnique)],
     );
     ignores_brief_at(Set("/brief/metrics/1", json!("sales.orders.daily")), BriefShape);
     // An empty metrics array is a valid brief that declares nothing.
