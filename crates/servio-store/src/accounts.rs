@@ -2,10 +2,10 @@
 
 use async_trait::async_trait;
 
+use crate::Change;
 use crate::Result;
 use crate::database::{Conn, Database};
 use crate::error::conflict;
-use crate::{Change, StoreError};
 
 /// An account.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -116,7 +116,7 @@ impl Database {
 /// Users, their browser sessions and their personal API tokens.
 #[async_trait]
 pub trait Accounts: Send + Sync {
-    /// Creates a user; [`StoreError::Conflict`] when the email is taken.
+    /// Creates a user; [`StoreError::Conflict`](crate::StoreError::Conflict) when the email is taken.
     async fn create_user(&self, email: &str, password_hash: &str, time_zone: &str, now: i64) -> Result<User>;
     /// The user with this (lowercased) email.
     async fn user_by_email(&self, email: &str) -> Result<Option<User>>;
@@ -153,7 +153,7 @@ pub trait Accounts: Send + Sync {
     /// batches keep each statement short next to the requests using the table.
     async fn purge_sessions(&self, now: i64, limit: i64) -> Result<u64>;
 
-    /// Records an API token; [`StoreError::AtLimit`] when the user has `limit` already.
+    /// Records an API token; [`StoreError::AtLimit`](crate::StoreError::AtLimit) when the user has `limit` already.
     async fn create_api_token(
         &self,
         user_id: i64,
@@ -372,16 +372,11 @@ impl Accounts for Database {
         limit: i64,
     ) -> Result<ApiToken> {
         on!(&self.pool, |pool| {
-            let mut tx = pool.begin().await?;
-            let count_sql = "SELECT count(*) FROM api_tokens WHERE user_id = $1";
-            if count_locked((&mut *tx).into(), user_id, count_sql).await? >= limit {
-                return Err(StoreError::AtLimit { what: "API tokens", limit });
-            }
+            let tokens = "SELECT count(*) FROM api_tokens WHERE user_id = $1";
             let sql = "INSERT INTO api_tokens (user_id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)
                        RETURNING id, user_id, name, created_at, last_used_at";
-            let token = insert_one!(&mut *tx, "this token", sql, user_id, name, token_hash, now)?;
-            tx.commit().await?;
-            Ok(token)
+            let limit = (user_id, tokens, limit, "API tokens");
+            insert_within_limit!(pool, limit, "this token", sql, user_id, name, token_hash, now)
         })
     }
 

@@ -4,10 +4,9 @@
 use async_trait::async_trait;
 
 use crate::Result;
-use crate::accounts::count_locked;
 use crate::database::{Backend, Database};
 use crate::text::{storable, storable_opt};
-use crate::{StoreError, postgres, sqlite};
+use crate::{postgres, sqlite};
 
 /// A claim of ownership of an origin, with the token its manifest must list.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -91,8 +90,8 @@ const ALL_LISTED: &str = concat!(
 /// Claims, listings and search of the public Directory.
 #[async_trait]
 pub trait Directory: Send + Sync {
-    /// Records a claim; [`StoreError::Conflict`] when this user claimed this origin already,
-    /// [`StoreError::AtLimit`] when `limit` of the user's claims are pending (not verified).
+    /// Records a claim; [`StoreError::Conflict`](crate::StoreError::Conflict) when this user claimed this origin already,
+    /// [`StoreError::AtLimit`](crate::StoreError::AtLimit) when `limit` of the user's claims are pending (not verified).
     async fn create_claim(&self, user_id: i64, origin: &str, token: &str, now: i64, limit: i64) -> Result<Claim>;
     /// Deletes the user's claim `id` when no listing stands on it (not verified); false when
     /// there is no such claim.
@@ -117,18 +116,13 @@ impl Directory for Database {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn create_claim(&self, user_id: i64, origin: &str, token: &str, now: i64, limit: i64) -> Result<Claim> {
         on!(&self.pool, |pool| {
-            let mut tx = pool.begin().await?;
             // Pending: not verified, so no listing stands on it.
-            let count_sql = "SELECT count(*) FROM claims c WHERE c.user_id = $1
-                             AND NOT EXISTS (SELECT 1 FROM listings l WHERE l.claim_id = c.id)";
-            if count_locked((&mut *tx).into(), user_id, count_sql).await? >= limit {
-                return Err(StoreError::AtLimit { what: "pending claims", limit });
-            }
+            let pending = "SELECT count(*) FROM claims c WHERE c.user_id = $1
+                           AND NOT EXISTS (SELECT 1 FROM listings l WHERE l.claim_id = c.id)";
             let sql = "INSERT INTO claims (user_id, origin, token, created_at) VALUES ($1, $2, $3, $4)
                        RETURNING id, user_id, origin, token, created_at";
-            let claim = insert_one!(&mut *tx, "a claim on this origin", sql, user_id, origin, token, now)?;
-            tx.commit().await?;
-            Ok(claim)
+            let limit = (user_id, pending, limit, "pending claims");
+            insert_within_limit!(pool, limit, "a claim on this origin", sql, user_id, origin, token, now)
         })
     }
 

@@ -1,9 +1,9 @@
 //! What every domain module's queries share: the dispatch that runs a query written once on
-//! whichever backend the store is ([`on!`]), binding in turn, and the column lists several
+//! whichever backend the store is (`on!`), binding in turn, and the column lists several
 //! domains read. Declared first in `lib.rs`, so that every module may use these macros.
 //!
 //! A query is written once with `$N` placeholders, which sqlx's SQLite reads as numbered
-//! parameters too; [`on!`] compiles its body once per backend, so that each keeps sqlx's own
+//! parameters too; `on!` compiles its body once per backend, so that each keeps sqlx's own
 //! types and fast paths. Functions generic over `sqlx::Database` would need bounds (an
 //! executor for every connection type, `Encode` and `Type` for every bound value) longer than
 //! the queries, and `sqlx::Any` would lose the backends' fast paths.
@@ -40,6 +40,24 @@ macro_rules! insert_one {
             .await
             .map_err(|e| $crate::error::conflict(e, $what))
     };
+}
+
+/// Inserts one row of a user's, as [`insert_one!`] does, in a transaction of its own on `$pool`,
+/// unless the user has as many as the limit allows: `$limit` is `(user_id, count_sql, limit,
+/// what)`, where `count_sql` (`$1` the user) counts them under the user's row lock
+/// (`accounts::count_locked`), and reaching `limit` is a [`crate::StoreError::AtLimit`] over
+/// `what`. The one way per-user limits are kept (API tokens, pending claims).
+macro_rules! insert_within_limit {
+    ($pool:expr, $limit:expr, $taken:expr, $sql:expr, $($value:expr),+ $(,)?) => {{
+        let (user_id, count_sql, limit, what): (i64, &'static str, i64, &'static str) = $limit;
+        let mut tx = $pool.begin().await?;
+        if $crate::accounts::count_locked((&mut *tx).into(), user_id, count_sql).await? >= limit {
+            return Err($crate::StoreError::AtLimit { what, limit });
+        }
+        let row = insert_one!(&mut *tx, $taken, $sql, $($value),+)?;
+        tx.commit().await?;
+        Ok(row)
+    }};
 }
 
 /// The columns a [`crate::SiteRecord`] is read from, on a query over `sites s`.

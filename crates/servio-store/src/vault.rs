@@ -84,7 +84,7 @@ impl Database {
 /// The sites of each user's vault, their credentials and approvals.
 #[async_trait]
 pub trait Vault: Send + Sync {
-    /// Puts a site in a user's vault; [`StoreError::Conflict`] when it is there already.
+    /// Puts a site in a user's vault; [`StoreError::Conflict`](crate::StoreError::Conflict) when it is there already.
     /// Tells [`Change::Catalogue`].
     async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<()>;
     /// Saves the fetched manifest as its site's current one and adds the site to the user's
