@@ -1,5 +1,5 @@
 //! The repository's own rules, the ones ARCHITECTURE.md states as invariants and a machine can
-//! check, held by tests in [`tidy`] (as rust-analyzer's `xtask/src/tidy.rs` does): run with
+//! check, held by tests in `tidy` (as rust-analyzer's `xtask/src/tidy.rs` does): run with
 //! `cargo test -p xtask`, and by `scripts/test` with every other suite.
 //!
 //! Nothing here ships: the crate has no public API beyond the helpers its tests share.

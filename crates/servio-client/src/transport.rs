@@ -3,8 +3,8 @@
 //! reqwest reports a failed connection as a chain of errors from reqwest, hyper, hyper-util
 //! and rustls (`error sending request for url (...): client error (Connect): invalid peer
 //! certificate: UnknownIssuer`): the URL repeated, the cause spelled as a Rust identifier.
-//! [`TransportError::from_reqwest`] walks that chain once, downcasting to the typed errors it
-//! knows (the resolver's [`DnsFailure`], `rustls::Error`, `std::io::Error`), and sorts the
+//! `TransportError::from_reqwest` walks that chain once, downcasting to the typed errors it
+//! knows (the resolver's `DnsFailure`, `rustls::Error`, `std::io::Error`), and sorts the
 //! failure into a few kinds. Only when no typed error is found does it fall back to the
 //! innermost message, which is the most specific one.
 

@@ -116,7 +116,7 @@ pub struct LineIndex {
 const BLOCK: usize = 256;
 
 impl LineIndex {
-    /// Indexes the line starts of `source`, and its characters every [`BLOCK`] bytes.
+    /// Indexes the line starts of `source`, and its characters every `BLOCK` bytes.
     pub fn new(source: &[u8]) -> LineIndex {
         let mut starts = vec![0];
         starts.extend(line_breaks(source));

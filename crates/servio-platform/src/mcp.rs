@@ -2,8 +2,8 @@
 //! `tools/list` is the user's catalogue, `tools/call` a call through the gateway, and a
 //! `notifications/tools/list_changed` goes out when the user's vault changes.
 //!
-//! Every request carries the user's API token as a bearer token; [`require_user`] resolves it
-//! before the SDK sees the request. The layers of [`transport`] keep the transport's rules the
+//! Every request carries the user's API token as a bearer token; `require_user` resolves it
+//! before the SDK sees the request. The layers of `transport` keep the transport's rules the
 //! SDK leaves to us: a foreign `Origin` is refused, and a session belongs to the user who opened
 //! it, so one token never reaches another user's tools or notifications.
 

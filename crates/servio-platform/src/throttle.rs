@@ -51,7 +51,7 @@ pub struct ThrottleConfig {
     /// Sign-up attempts per client address.
     pub sign_up_per_address: Quota,
     /// "Already taken" answers to sign-ups, across every client: `burst` at once, then one
-    /// every `every` (see [`TakenAnswers`]).
+    /// every `every` (see `TakenAnswers`).
     pub taken_answers: (u32, Duration),
     /// Manifests tested per user on the "test your manifest" page (each may fetch a URL).
     pub manifest_checks_per_user: Quota,

@@ -1,7 +1,7 @@
 //! Every request gets an id and a span, and ends with one log line: method, matched route
 //! (never the raw path, which may carry ids, and never the query string or a header), request
 //! id, then status and duration. The same answer counts in the request metrics
-//! ([`crate::metrics::request`]).
+//! (`crate::metrics::request`).
 //!
 //! The id is the client's `X-Request-Id` when it is a short token of safe characters (a load
 //! balancer's, say, so that its logs and ours meet), otherwise one of ours; either way the

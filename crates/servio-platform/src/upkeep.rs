@@ -56,7 +56,7 @@ pub struct Upkeep {
 }
 
 /// One round: purges sessions and prunes old rows in batches until a batch comes back short
-/// (at most [`PURGE_BATCHES`] each), and trims the limiters.
+/// (at most `PURGE_BATCHES` each), and trims the limiters.
 pub async fn run_once(state: &AppState) -> Result<Upkeep, StoreError> {
     let limiter_keys = state.throttle.forget_stale();
     let now = now();

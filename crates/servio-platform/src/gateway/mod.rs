@@ -2,7 +2,7 @@
 //! (interpretation §4), and calls by that name with the user's credential.
 //!
 //! The MCP endpoint ([`crate::mcp`]), `servio mcp` and the HTTP API (`/api/tools`) all go
-//! through [`catalogue`] and [`call`]. Checked manifests and compiled argument validators come
+//! through [`catalogue()`] and [`call()`]. Checked manifests and compiled argument validators come
 //! from the collector's [`servio_collector::ManifestCache`] (by site and manifest text), so a
 //! call costs no parse and no schema compilation; each
 //! user's catalogue and log setting are kept for [`CONTEXT_TTL`] (dropped at once when this
@@ -10,8 +10,8 @@
 //! `--catalogue-cache-bytes` of them together (a catalogue of 1,000 tools weighs megabytes: a
 //! bound by count bounded nothing); the call log is written by a background task in batches, so a call never waits for a commit.
 //!
-//! One module per job: [`catalogue`] (what a user may call, kept), [`call`] (calling a tool),
-//! [`log`] (the call log). What changes tell the gateway comes from [`crate::notices`].
+//! One module per job: `catalogue` (what a user may call, kept), `call` (calling a tool),
+//! `log` (the call log). What changes tell the gateway comes from [`crate::notices`].
 
 use std::sync::OnceLock;
 

@@ -1,6 +1,6 @@
 //! Routes by feature. Each feature folder has a `service` (what the feature does, returning
 //! typed views), an `api` (the JSON routes, documented with `#[utoipa::path]`) and `pages`
-//! (askama templates over the same views); [`api`] and [`pages`] merge them.
+//! (askama templates over the same views); [`api()`] and [`pages()`] merge them.
 
 pub mod accounts;
 pub mod ai;

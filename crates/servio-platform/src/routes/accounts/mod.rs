@@ -1,6 +1,6 @@
 //! Accounts: sign-up, sign-in (a new session each time), sign-out, the caller's profile and
 //! time zone, and personal API tokens (shown once, stored hashed). [`service`] does the work
-//! and holds the typed views; [`api`] and [`pages`] are its two faces.
+//! and holds the typed views; [`api`](mod@api) and [`pages`](mod@pages) are its two faces.
 
 pub mod account_page;
 pub mod api;

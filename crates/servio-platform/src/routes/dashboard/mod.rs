@@ -1,7 +1,7 @@
 //! Collection and the dashboard: backfills and collect-now for a vault site, the dashboard data
 //! (every metric with its recent values, the latest and its trend, and the slots they share),
-//! and the dashboard page. [`service`] does the work and holds the typed views; [`api`] and
-//! [`pages`] are its two faces.
+//! and the dashboard page. [`service`] does the work and holds the typed views; [`api`](mod@api) and
+//! [`pages`](mod@pages) are its two faces.
 
 pub mod api;
 pub mod cache;
