@@ -561,7 +561,7 @@ pub(crate) async fn add_site(
     Ok(site_view(&record, checked, &record.manifest_url, token.is_some()))
 }
 
-/// Queues the due periods of a site just added, so that the next claim of a worker (`serve`'s
+/// Queues the due periods of a site just added, so that the next lease of a worker (`serve`'s
 /// looks every few seconds) collects them rather than the next planning round, minutes away;
 /// its page shows the jobs' progress meanwhile. The site is added whatever happens here: a
 /// failure is logged, and planning queues them later.
