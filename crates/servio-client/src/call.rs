@@ -3,7 +3,6 @@
 
 use std::fmt;
 
-use reqwest::Method;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::Value;
 use servio_manifest::schema::{ArgumentError, ArgumentValidator};
@@ -147,7 +146,7 @@ pub async fn post_tool(
     }
     let url = tool_url(server_url, tool);
     let body = serde_json::to_vec(args).map_err(|e| CallError::BadSchema(e.to_string()))?;
-    let fetched = client.send_call(Method::POST, &url, headers, Some(body)).await.map_err(CallError::Request)?;
+    let fetched = client.send_call(&url, headers, body).await.map_err(CallError::Request)?;
     if !fetched.status.is_success() {
         return Err(CallError::Failed {
             status: fetched.status.as_u16(),

@@ -279,18 +279,12 @@ impl Client {
         self.send_with(&self.http, method, url, headers, body, self.config.fetch_limits()).await
     }
 
-    /// Sends a tool call within the call limits. A redirect is followed only within the origin
-    /// of `url` (the approved `server.url`'s): one to another origin is a
+    /// Posts a tool call's `body` within the call limits. A redirect is followed only within the
+    /// origin of `url` (the approved `server.url`'s): one to another origin is a
     /// [`ClientError::Redirect`] that names where it pointed, and nothing is sent there, since
     /// a `307` or `308` would re-post the user's arguments to a host the user never approved.
-    pub async fn send_call(
-        &self,
-        method: Method,
-        url: &Url,
-        headers: HeaderMap,
-        body: Option<Vec<u8>>,
-    ) -> Result<Fetched, ClientError> {
-        self.send_with(&self.calls, method, url, headers, body, self.config.call_limits()).await
+    pub async fn send_call(&self, url: &Url, headers: HeaderMap, body: Vec<u8>) -> Result<Fetched, ClientError> {
+        self.send_with(&self.calls, Method::POST, url, headers, Some(body), self.config.call_limits()).await
     }
 
     async fn send_with(

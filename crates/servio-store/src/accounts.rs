@@ -108,8 +108,7 @@ pub(crate) async fn count_locked(conn: Conn<'_>, user_id: i64, count_sql: &'stat
 impl Database {
     /// Sets one text column of a user: `sql` binds the text as `$1` and the user as `$2`.
     async fn set_user_text(&self, sql: &'static str, text: &str, user_id: i64) -> Result<()> {
-        on!(&self.pool, |pool| bind!(sqlx::query(sql), text, user_id).execute(pool).await.map(drop))?;
-        Ok(())
+        execute!(&self.pool, sql, text, user_id).map(drop)
     }
 }
 
@@ -191,18 +190,12 @@ impl Accounts for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn user_by_email(&self, email: &str) -> Result<Option<User>> {
-        on!(&self.pool, |pool| {
-            let sql = concat!("SELECT ", user_columns!(), " FROM users WHERE email = $1");
-            Ok(sqlx::query_as(sql).bind(email).fetch_optional(pool).await?)
-        })
+        fetch!(&self.pool, fetch_optional(concat!("SELECT ", user_columns!(), " FROM users WHERE email = $1"), email))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn user(&self, id: i64) -> Result<Option<User>> {
-        on!(&self.pool, |pool| {
-            let sql = concat!("SELECT ", user_columns!(), " FROM users WHERE id = $1");
-            Ok(sqlx::query_as(sql).bind(id).fetch_optional(pool).await?)
-        })
+        fetch!(&self.pool, fetch_optional(concat!("SELECT ", user_columns!(), " FROM users WHERE id = $1"), id))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -261,60 +254,29 @@ impl Accounts for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn delete_session(&self, token_hash: &str) -> Result<()> {
-        on!(&self.pool, |pool| {
-            sqlx::query("DELETE FROM sessions WHERE token_hash = $1").bind(token_hash).execute(pool).await?;
-            Ok(())
-        })
+        execute!(&self.pool, "DELETE FROM sessions WHERE token_hash = $1", token_hash).map(drop)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn sessions(&self, user_id: i64, current: &str, now: i64) -> Result<Vec<SessionInfo>> {
-        on!(&self.pool, |pool| {
-            let sessions = bind!(
-                sqlx::query_as(
-                    "SELECT created_at, last_used_at, expires_at, token_hash = $2 AS current FROM sessions
-                     WHERE user_id = $1 AND expires_at > $3 AND last_used_at + idle_seconds > $3
-                     ORDER BY created_at DESC",
-                ),
-                user_id,
-                current,
-                now
-            )
-            .fetch_all(pool)
-            .await?;
-            Ok(sessions)
-        })
+        let sql = "SELECT created_at, last_used_at, expires_at, token_hash = $2 AS current FROM sessions
+                   WHERE user_id = $1 AND expires_at > $3 AND last_used_at + idle_seconds > $3
+                   ORDER BY created_at DESC";
+        fetch!(&self.pool, fetch_all(sql, user_id, current, now))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn delete_sessions(&self, user_id: i64, keep: &str) -> Result<u64> {
-        on!(&self.pool, |pool| {
-            let done =
-                bind!(sqlx::query("DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2"), user_id, keep)
-                    .execute(pool)
-                    .await?;
-            Ok(done.rows_affected())
-        })
+        execute!(&self.pool, "DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2", user_id, keep)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn trim_sessions(&self, user_id: i64, keep: i64) -> Result<u64> {
-        on!(&self.pool, |pool| {
-            // The least recently used go (the token hash breaks ties).
-            let done = bind!(
-                sqlx::query(
-                    "DELETE FROM sessions WHERE token_hash IN (
-                         SELECT token_hash FROM sessions WHERE user_id = $1
-                         ORDER BY last_used_at DESC, created_at DESC, token_hash LIMIT $3 OFFSET $2)"
-                ),
-                user_id,
-                keep,
-                i64::MAX
-            )
-            .execute(pool)
-            .await?;
-            Ok(done.rows_affected())
-        })
+        // The least recently used go (the token hash breaks ties).
+        let sql = "DELETE FROM sessions WHERE token_hash IN (
+                       SELECT token_hash FROM sessions WHERE user_id = $1
+                       ORDER BY last_used_at DESC, created_at DESC, token_hash LIMIT $3 OFFSET $2)";
+        execute!(&self.pool, sql, user_id, keep, i64::MAX)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -339,27 +301,15 @@ impl Accounts for Database {
             Ok(done.rows_affected() > 0)
         });
         let deleted = result?;
-        if deleted {
-            self.hooks.tell(&[Change::Access(user_id), Change::Catalogue(user_id)]);
-        }
+        self.hooks.tell_if(deleted, &[Change::Access(user_id), Change::Catalogue(user_id)]);
         Ok(deleted)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn purge_sessions(&self, now: i64, limit: i64) -> Result<u64> {
-        on!(&self.pool, |pool| {
-            let done = bind!(
-                sqlx::query(
-                    "DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM sessions
-                         WHERE expires_at <= $1 OR last_used_at + idle_seconds <= $1 LIMIT $2)",
-                ),
-                now,
-                limit
-            )
-            .execute(pool)
-            .await?;
-            Ok(done.rows_affected())
-        })
+        let sql = "DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM sessions
+                       WHERE expires_at <= $1 OR last_used_at + idle_seconds <= $1 LIMIT $2)";
+        execute!(&self.pool, sql, now, limit)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -402,38 +352,21 @@ impl Accounts for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>> {
-        on!(&self.pool, |pool| {
-            let sql =
-                "SELECT id, user_id, name, created_at, last_used_at FROM api_tokens WHERE user_id = $1 ORDER BY id";
-            Ok(sqlx::query_as(sql).bind(user_id).fetch_all(pool).await?)
-        })
+        let sql = "SELECT id, user_id, name, created_at, last_used_at FROM api_tokens WHERE user_id = $1 ORDER BY id";
+        fetch!(&self.pool, fetch_all(sql, user_id))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn delete_api_token(&self, user_id: i64, id: i64) -> Result<bool> {
-        let result: Result<bool> = on!(&self.pool, |pool| {
-            let done = bind!(sqlx::query("DELETE FROM api_tokens WHERE id = $1 AND user_id = $2"), id, user_id)
-                .execute(pool)
-                .await?;
-            Ok(done.rows_affected() > 0)
-        });
-        let deleted = result?;
-        if deleted {
-            self.hooks.tell(&[Change::Access(user_id)]);
-        }
+        let deleted = execute!(&self.pool, "DELETE FROM api_tokens WHERE id = $1 AND user_id = $2", id, user_id)? > 0;
+        self.hooks.tell_if(deleted, &[Change::Access(user_id)]);
         Ok(deleted)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn delete_api_tokens(&self, user_id: i64) -> Result<u64> {
-        let result: Result<u64> = on!(&self.pool, |pool| {
-            let done = sqlx::query("DELETE FROM api_tokens WHERE user_id = $1").bind(user_id).execute(pool).await?;
-            Ok(done.rows_affected())
-        });
-        let deleted = result?;
-        if deleted > 0 {
-            self.hooks.tell(&[Change::Access(user_id)]);
-        }
+        let deleted = execute!(&self.pool, "DELETE FROM api_tokens WHERE user_id = $1", user_id)?;
+        self.hooks.tell_if(deleted > 0, &[Change::Access(user_id)]);
         Ok(deleted)
     }
 }

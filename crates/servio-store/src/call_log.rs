@@ -105,13 +105,7 @@ impl CallLog for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn set_log_arguments(&self, user_id: i64, keep: bool) -> Result<()> {
-        let result: Result<()> = on!(&self.pool, |pool| {
-            bind!(sqlx::query("UPDATE users SET log_arguments = $1 WHERE id = $2"), keep, user_id)
-                .execute(pool)
-                .await?;
-            Ok(())
-        });
-        result?;
+        execute!(&self.pool, "UPDATE users SET log_arguments = $1 WHERE id = $2", keep, user_id)?;
         self.hooks.tell(&[Change::Context(user_id)]);
         Ok(())
     }
@@ -154,18 +148,7 @@ impl CallLog for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn tool_calls(&self, user_id: i64, page: CallPage) -> Result<Vec<ToolCall>> {
-        on!(&self.pool, |pool| {
-            let calls = bind!(
-                sqlx::query_as(TOOL_CALLS_PAGE),
-                user_id,
-                page.before.unwrap_or(i64::MAX),
-                page.limit,
-                READ_WHOLE.0,
-                READ_WHOLE.1
-            )
-            .fetch_all(pool)
-            .await?;
-            Ok(calls)
-        })
+        let before = page.before.unwrap_or(i64::MAX);
+        fetch!(&self.pool, fetch_all(TOOL_CALLS_PAGE, user_id, before, page.limit, READ_WHOLE.0, READ_WHOLE.1))
     }
 }

@@ -72,6 +72,14 @@ impl Hooks {
         }
     }
 
+    /// Tells every hook of `changes` if the write `changed` anything: one that may find nothing
+    /// to change (a delete of an id that is gone) tells nobody then.
+    pub(crate) fn tell_if(&self, changed: bool, changes: &[Change]) {
+        if changed {
+            self.tell(changes);
+        }
+    }
+
     /// Tells every hook that each of `users` (deduplicated) had a change `of` kind.
     pub(crate) fn tell_each(&self, of: fn(i64) -> Change, users: impl IntoIterator<Item = i64>) {
         let mut users: Vec<i64> = users.into_iter().collect();

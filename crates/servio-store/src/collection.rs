@@ -367,6 +367,43 @@ macro_rules! established_users {
     };
 }
 
+/// A site's attempts by metric and outcome, of established users. Binds: site, since, the
+/// fewest users a figure stands on, and the days that make a user established.
+const HEALTH_OUTCOMES: &str = concat!(
+    "SELECT metric_key, outcome, count(*) AS attempts, count(DISTINCT user_id) AS users
+     FROM collection_attempts WHERE site_id = $1 AND attempted_at >= $2 AND ",
+    established_users!(),
+    " GROUP BY metric_key, outcome HAVING count(DISTINCT user_id) >= $3 ORDER BY metric_key, outcome"
+);
+
+/// A site's most frequent reasons for no value, as [`HEALTH_OUTCOMES`] counts them. Binds: the same.
+const HEALTH_REASONS: &str = concat!(
+    "SELECT metric_key, reason, count(*) AS attempts, count(DISTINCT user_id) AS users
+     FROM collection_attempts WHERE site_id = $1 AND attempted_at >= $2 AND reason IS NOT NULL AND ",
+    established_users!(),
+    " GROUP BY metric_key, reason HAVING count(DISTINCT user_id) >= $3
+     ORDER BY metric_key, attempts DESC, reason LIMIT 200"
+);
+
+/// How long a site took to answer, by metric: nearest-rank percentiles with window functions,
+/// which both backends have (the smallest duration whose rank reaches the share of the calls).
+/// Binds: as [`HEALTH_OUTCOMES`].
+const HEALTH_LATENCIES: &str = concat!(
+    "WITH timed AS (
+         SELECT metric_key, user_id, duration_ms,
+                row_number() OVER (PARTITION BY metric_key ORDER BY duration_ms) AS rank,
+                count(*) OVER (PARTITION BY metric_key) AS calls
+         FROM collection_attempts
+         WHERE site_id = $1 AND attempted_at >= $2 AND duration_ms IS NOT NULL AND ",
+    established_users!(),
+    "
+     )
+     SELECT metric_key, max(calls) AS calls, count(DISTINCT user_id) AS users,
+            min(CASE WHEN rank >= 0.5 * calls THEN duration_ms END) AS p50_ms,
+            min(CASE WHEN rank >= 0.95 * calls THEN duration_ms END) AS p95_ms
+     FROM timed GROUP BY metric_key HAVING count(DISTINCT user_id) >= $3 ORDER BY metric_key"
+);
+
 /// Every vault entry with its user's and its site's columns, as [`EntryOfUser`] reads them.
 macro_rules! entries_of_users {
     () => {
@@ -529,23 +566,15 @@ impl Collection for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn retries(&self, slot: &Slot<'_>) -> Result<Retries> {
-        on!(&self.pool, |pool| {
-            let (failures, last_at, retry_at) = bind!(
-                sqlx::query_as(concat!(
-                    "SELECT count(*), max(attempted_at), max(retry_at) FROM collection_attempts
-                     WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND outcome = 'retry' AND ",
-                    attempt_of_slot!()
-                )),
-                slot.user_id,
-                slot.site_id,
-                slot.metric_key,
-                slot.period_key,
-                slot.period_start
-            )
-            .fetch_one(pool)
-            .await?;
-            Ok(Retries { failures, last_at, retry_at })
-        })
+        let sql = concat!(
+            "SELECT count(*), max(attempted_at), max(retry_at) FROM collection_attempts
+             WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND outcome = 'retry' AND ",
+            attempt_of_slot!()
+        );
+        let (user, site, key) = (slot.user_id, slot.site_id, slot.metric_key);
+        let (failures, last_at, retry_at) =
+            fetch!(&self.pool, fetch_one(sql, user, site, key, slot.period_key, slot.period_start))?;
+        Ok(Retries { failures, last_at, retry_at })
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -556,100 +585,27 @@ impl Collection for Database {
         metric_key: &str,
         starts: std::ops::Range<i64>,
     ) -> Result<Vec<StoredValue>> {
-        on!(&self.pool, |pool| {
-            let values = bind!(
-                sqlx::query_as(
-                    "SELECT metric_key, granularity, period_start, period_end, start_date, period_key, value, raw, collected_at,
-                            source
-                     FROM metric_values
-                     WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start >= $4 AND period_start < $5
-                     ORDER BY period_start",
-                ),
-                user_id, site_id, metric_key, starts.start, starts.end
-            )
-            .fetch_all(pool)
-            .await?;
-            Ok(values)
-        })
+        let sql = "SELECT metric_key, granularity, period_start, period_end, start_date, period_key, value, raw, collected_at,
+                          source
+                   FROM metric_values
+                   WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start >= $4 AND period_start < $5
+                   ORDER BY period_start";
+        fetch!(&self.pool, fetch_all(sql, user_id, site_id, metric_key, starts.start, starts.end))
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
     async fn site_health(&self, site_id: i64, since: i64, min_users: i64, min_days: i64) -> Result<SiteHealth> {
-        on!(&self.pool, |pool| {
-            let outcomes = bind!(
-                sqlx::query_as(concat!(
-                    "SELECT metric_key, outcome, count(*) AS attempts, count(DISTINCT user_id) AS users
-                         FROM collection_attempts WHERE site_id = $1 AND attempted_at >= $2 AND ",
-                    established_users!(),
-                    " GROUP BY metric_key, outcome HAVING count(DISTINCT user_id) >= $3
-                         ORDER BY metric_key, outcome"
-                ),),
-                site_id,
-                since,
-                min_users,
-                min_days
-            )
-            .fetch_all(pool)
-            .await?;
-            let reasons = bind!(
-                sqlx::query_as(concat!(
-                    "SELECT metric_key, reason, count(*) AS attempts, count(DISTINCT user_id) AS users
-                         FROM collection_attempts WHERE site_id = $1 AND attempted_at >= $2 AND reason IS NOT NULL
-                           AND ",
-                    established_users!(),
-                    " GROUP BY metric_key, reason HAVING count(DISTINCT user_id) >= $3
-                         ORDER BY metric_key, attempts DESC, reason LIMIT 200"
-                ),),
-                site_id,
-                since,
-                min_users,
-                min_days
-            )
-            .fetch_all(pool)
-            .await?;
-            // Nearest-rank percentiles with window functions, which both backends have: the
-            // smallest duration whose rank reaches the share of the calls.
-            let latencies = bind!(
-                sqlx::query_as(concat!(
-                    "WITH timed AS (
-                         SELECT metric_key, user_id, duration_ms,
-                                row_number() OVER (PARTITION BY metric_key ORDER BY duration_ms) AS rank,
-                                count(*) OVER (PARTITION BY metric_key) AS calls
-                         FROM collection_attempts
-                         WHERE site_id = $1 AND attempted_at >= $2 AND duration_ms IS NOT NULL AND ",
-                    established_users!(),
-                    "
-                     )
-                     SELECT metric_key, max(calls) AS calls, count(DISTINCT user_id) AS users,
-                            min(CASE WHEN rank >= 0.5 * calls THEN duration_ms END) AS p50_ms,
-                            min(CASE WHEN rank >= 0.95 * calls THEN duration_ms END) AS p95_ms
-                     FROM timed GROUP BY metric_key HAVING count(DISTINCT user_id) >= $3 ORDER BY metric_key"
-                )),
-                site_id,
-                since,
-                min_users,
-                min_days
-            )
-            .fetch_all(pool)
-            .await?;
-            Ok(SiteHealth { outcomes, reasons, latencies }.coarsened())
-        })
+        let outcomes = fetch!(&self.pool, fetch_all(HEALTH_OUTCOMES, site_id, since, min_users, min_days))?;
+        let reasons = fetch!(&self.pool, fetch_all(HEALTH_REASONS, site_id, since, min_users, min_days))?;
+        let latencies = fetch!(&self.pool, fetch_all(HEALTH_LATENCIES, site_id, since, min_users, min_days))?;
+        Ok(SiteHealth { outcomes, reasons, latencies }.coarsened())
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn attempts(&self, user_id: i64, site_id: i64, limit: i64) -> Result<Vec<Attempt>> {
-        on!(&self.pool, |pool| {
-            let attempts = bind!(
-                sqlx::query_as(
-                    "SELECT metric_key, start_date, attempted_at, outcome, reason, raw, retry_at FROM collection_attempts
-                     WHERE user_id = $1 AND site_id = $2 ORDER BY id DESC LIMIT $3",
-                ),
-                user_id, site_id, limit
-            )
-            .fetch_all(pool)
-            .await?;
-            Ok(attempts)
-        })
+        let sql = "SELECT metric_key, start_date, attempted_at, outcome, reason, raw, retry_at FROM collection_attempts
+                   WHERE user_id = $1 AND site_id = $2 ORDER BY id DESC LIMIT $3";
+        fetch!(&self.pool, fetch_all(sql, user_id, site_id, limit))
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
@@ -660,33 +616,25 @@ impl Collection for Database {
         metric_key: &str,
         starts: std::ops::Range<i64>,
     ) -> Result<Vec<UnfilledPeriod>> {
-        on!(&self.pool, |pool| {
-            // Each period's latest attempt, unless the period has a value (of its key, or,
-            // for an attempt logged before keys, of its start).
-            let unfilled = bind!(
-                sqlx::query_as(
-                    "SELECT period_start, start_date, period_key, attempted_at, outcome, reason, retry_at
-                     FROM (
-                         SELECT a.*, row_number() OVER (PARTITION BY COALESCE(a.period_key, a.start_date || '@' || a.period_start)
-                                                        ORDER BY a.id DESC) AS newest
-                         FROM collection_attempts a
-                         WHERE a.user_id = $1 AND a.site_id = $2 AND a.metric_key = $3 AND a.period_start >= $4
-                           AND a.period_start < $5
-                     ) latest
-                     WHERE newest = 1 AND outcome <> 'stored' AND NOT EXISTS (
-                         SELECT 1 FROM metric_values v
-                         WHERE v.user_id = $1 AND v.site_id = $2 AND v.metric_key = $3
-                           AND (v.period_key = latest.period_key
-                                OR (latest.period_key IS NULL AND v.period_start = latest.period_start))
-                     )
-                     ORDER BY period_start LIMIT $6",
-                ),
-                user_id, site_id, metric_key, starts.start, starts.end, crate::UNFILLED_LIMIT
-            )
-            .fetch_all(pool)
-            .await?;
-            Ok(unfilled)
-        })
+        // Each period's latest attempt, unless the period has a value (of its key, or, for an
+        // attempt logged before keys, of its start).
+        let sql = "SELECT period_start, start_date, period_key, attempted_at, outcome, reason, retry_at
+                   FROM (
+                       SELECT a.*, row_number() OVER (PARTITION BY COALESCE(a.period_key, a.start_date || '@' || a.period_start)
+                                                      ORDER BY a.id DESC) AS newest
+                       FROM collection_attempts a
+                       WHERE a.user_id = $1 AND a.site_id = $2 AND a.metric_key = $3 AND a.period_start >= $4
+                         AND a.period_start < $5
+                   ) latest
+                   WHERE newest = 1 AND outcome <> 'stored' AND NOT EXISTS (
+                       SELECT 1 FROM metric_values v
+                       WHERE v.user_id = $1 AND v.site_id = $2 AND v.metric_key = $3
+                         AND (v.period_key = latest.period_key
+                              OR (latest.period_key IS NULL AND v.period_start = latest.period_start))
+                   )
+                   ORDER BY period_start LIMIT $6";
+        let (from, to) = (starts.start, starts.end);
+        fetch!(&self.pool, fetch_all(sql, user_id, site_id, metric_key, from, to, crate::UNFILLED_LIMIT))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

@@ -76,7 +76,7 @@ macro_rules! listing_of {
 impl Database {
     /// The listing `sql` finds by `id` (its `$1`).
     async fn listing_where(&self, sql: &'static str, id: i64) -> Result<Option<Listing>> {
-        on!(&self.pool, |pool| Ok(sqlx::query_as(sql).bind(id).fetch_optional(pool).await?))
+        fetch!(&self.pool, fetch_optional(sql, id))
     }
 }
 
@@ -128,57 +128,37 @@ impl Directory for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn delete_pending_claim(&self, user_id: i64, id: i64) -> Result<bool> {
-        on!(&self.pool, |pool| {
-            let done = bind!(
-                sqlx::query(
-                    "DELETE FROM claims WHERE id = $1 AND user_id = $2
-                     AND NOT EXISTS (SELECT 1 FROM listings l WHERE l.claim_id = claims.id)"
-                ),
-                id,
-                user_id
-            )
-            .execute(pool)
-            .await?;
-            Ok(done.rows_affected() > 0)
-        })
+        let sql = "DELETE FROM claims WHERE id = $1 AND user_id = $2
+                   AND NOT EXISTS (SELECT 1 FROM listings l WHERE l.claim_id = claims.id)";
+        Ok(execute!(&self.pool, sql, id, user_id)? > 0)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn claims(&self, user_id: i64) -> Result<Vec<Claim>> {
-        on!(&self.pool, |pool| {
-            let sql = "SELECT id, user_id, origin, token, created_at FROM claims WHERE user_id = $1 ORDER BY id";
-            Ok(sqlx::query_as(sql).bind(user_id).fetch_all(pool).await?)
-        })
+        let sql = "SELECT id, user_id, origin, token, created_at FROM claims WHERE user_id = $1 ORDER BY id";
+        fetch!(&self.pool, fetch_all(sql, user_id))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn claims_on(&self, origin: &str) -> Result<Vec<Claim>> {
-        on!(&self.pool, |pool| {
-            let sql = "SELECT id, user_id, origin, token, created_at FROM claims WHERE origin = $1 ORDER BY id";
-            Ok(sqlx::query_as(sql).bind(origin).fetch_all(pool).await?)
-        })
+        let sql = "SELECT id, user_id, origin, token, created_at FROM claims WHERE origin = $1 ORDER BY id";
+        fetch!(&self.pool, fetch_all(sql, origin))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn save_listing(&self, listing: &Listing) -> Result<()> {
-        on!(&self.pool, |pool| {
-            bind!(
-                sqlx::query(
-                    "INSERT INTO listings
-                         (site_id, claim_id, listed, suspended_reason, name, description, tools, verified_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                     ON CONFLICT (site_id) DO UPDATE SET claim_id = excluded.claim_id, listed = excluded.listed,
-                         suspended_reason = excluded.suspended_reason, name = excluded.name,
-                         description = excluded.description, tools = excluded.tools, verified_at = excluded.verified_at",
-                ),
-                listing.site_id, listing.claim_id, listing.listed,
-                storable_opt(listing.suspended_reason.as_deref()), storable(&listing.name),
-                storable(&listing.description), storable(&listing.tools), listing.verified_at
-            )
-            .execute(pool)
-            .await?;
-            Ok(())
-        })
+        let sql = "INSERT INTO listings
+                       (site_id, claim_id, listed, suspended_reason, name, description, tools, verified_at)
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                   ON CONFLICT (site_id) DO UPDATE SET claim_id = excluded.claim_id, listed = excluded.listed,
+                       suspended_reason = excluded.suspended_reason, name = excluded.name,
+                       description = excluded.description, tools = excluded.tools, verified_at = excluded.verified_at";
+        let (suspended_reason, name) = (storable_opt(listing.suspended_reason.as_deref()), storable(&listing.name));
+        let (description, tools) = (storable(&listing.description), storable(&listing.tools));
+        let (site_id, claim_id, listed, verified_at) =
+            (listing.site_id, listing.claim_id, listing.listed, listing.verified_at);
+        execute!(&self.pool, sql, site_id, claim_id, listed, suspended_reason, name, description, tools, verified_at)
+            .map(drop)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -195,13 +175,13 @@ impl Directory for Database {
     async fn search(&self, query: &str, limit: i64) -> Result<Vec<Found>> {
         let words = search_words(query);
         if words.is_empty() {
-            return Ok(on!(&self.pool, |pool| sqlx::query_as(ALL_LISTED).bind(limit).fetch_all(pool).await)?);
+            return fetch!(&self.pool, fetch_all(ALL_LISTED, limit));
         }
         let matching = match self.pool {
             Backend::Sqlite(_) => sqlite::SEARCH_MATCHING,
             Backend::Postgres(_) => postgres::SEARCH_MATCHING,
         };
         let pattern = (matching.pattern)(&words);
-        Ok(on!(&self.pool, |pool| bind!(sqlx::query_as(matching.sql), &pattern, limit).fetch_all(pool).await)?)
+        fetch!(&self.pool, fetch_all(matching.sql, &pattern, limit))
     }
 }

@@ -352,19 +352,9 @@ impl Jobs for Database {
 
     #[tracing::instrument(level = "debug", skip(self))]
     async fn release_jobs(&self, owner: &str, now: i64) -> Result<u64> {
-        on!(&self.pool, |pool| {
-            let released = bind!(
-                sqlx::query(
-                    "UPDATE jobs SET lease_owner = NULL, lease_expires = NULL, fence = fence + 1,
-                         not_before = $2, updated_at = $2
-                     WHERE state = 'pending' AND lease_owner = $1"
-                ),
-                owner,
-                now
-            )
-            .execute(pool)
-            .await?;
-            Ok(released.rows_affected())
-        })
+        let sql = "UPDATE jobs SET lease_owner = NULL, lease_expires = NULL, fence = fence + 1,
+                       not_before = $2, updated_at = $2
+                   WHERE state = 'pending' AND lease_owner = $1";
+        execute!(&self.pool, sql, owner, now)
     }
 }

@@ -6,7 +6,8 @@
 //! queries: [`Accounts`] (`accounts.rs`), [`Sites`], [`Vault`], [`Directory`], [`Collection`]
 //! (values and attempts), [`Jobs`], [`CallLog`], [`McpSessions`] and [`Operations`] (`ops.rs`).
 //! A consumer takes the part it needs (`&dyn Jobs`), or [`Store`], all of them. Each query is
-//! written once for both backends and run on whichever the [`Database`] is (`sql.rs`'s `on!`);
+//! written once for both backends and run on whichever the [`Database`] is (`sql.rs`'s `on!`, or
+//! `fetch!` and `execute!` for a method of one query);
 //! what only one backend does lives in its module (`sqlite.rs`, `postgres.rs`), called by name.
 //! Each migration is one template rendered per backend (`migrations.rs`), applied when the
 //! store opens; an applied migration is never edited. Times are seconds since the Unix epoch;

@@ -38,46 +38,26 @@ pub trait McpSessions: Send + Sync {
 impl McpSessions for Database {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn keep_mcp_session(&self, id: &str, session: &McpSession, now: i64) -> Result<()> {
-        on!(&self.pool, |pool| {
-            bind!(
-                sqlx::query(
-                    "INSERT INTO mcp_sessions (id, user_id, state, created_at, used_at) VALUES ($1, $2, $3, $4, $4 * 1000)
-                     ON CONFLICT (id) DO UPDATE SET user_id = COALESCE(excluded.user_id, mcp_sessions.user_id),
-                         state = COALESCE(excluded.state, mcp_sessions.state)"
-                ),
-                id, session.user_id, session.state.as_deref(), now
-            )
-            .execute(pool)
-            .await?;
-            Ok(())
-        })
+        let sql =
+            "INSERT INTO mcp_sessions (id, user_id, state, created_at, used_at) VALUES ($1, $2, $3, $4, $4 * 1000)
+                   ON CONFLICT (id) DO UPDATE SET user_id = COALESCE(excluded.user_id, mcp_sessions.user_id),
+                       state = COALESCE(excluded.state, mcp_sessions.state)";
+        execute!(&self.pool, sql, id, session.user_id, session.state.as_deref(), now).map(drop)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn mcp_session(&self, id: &str) -> Result<Option<McpSession>> {
-        on!(&self.pool, |pool| {
-            let found = sqlx::query_as("SELECT user_id, state FROM mcp_sessions WHERE id = $1")
-                .bind(id)
-                .fetch_optional(pool)
-                .await?;
-            Ok(found)
-        })
+        fetch!(&self.pool, fetch_optional("SELECT user_id, state FROM mcp_sessions WHERE id = $1", id))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn delete_mcp_session(&self, id: &str) -> Result<()> {
-        on!(&self.pool, |pool| {
-            sqlx::query("DELETE FROM mcp_sessions WHERE id = $1").bind(id).execute(pool).await?;
-            Ok(())
-        })
+        execute!(&self.pool, "DELETE FROM mcp_sessions WHERE id = $1", id).map(drop)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn touch_mcp_session(&self, id: &str, now_ms: i64) -> Result<()> {
-        on!(&self.pool, |pool| {
-            bind!(sqlx::query("UPDATE mcp_sessions SET used_at = $1 WHERE id = $2"), now_ms, id).execute(pool).await?;
-            Ok(())
-        })
+        execute!(&self.pool, "UPDATE mcp_sessions SET used_at = $1 WHERE id = $2", now_ms, id).map(drop)
     }
 
     #[tracing::instrument(level = "debug", skip(self))]

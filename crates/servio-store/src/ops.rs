@@ -179,11 +179,7 @@ impl Operations for Database {
             Backend::Sqlite(_) => what.sql(),
             Backend::Postgres(_) => postgres::prune_sql(what),
         };
-        let done = on!(&self.pool, |pool| bind!(sqlx::query(sql), before, limit)
-            .execute(pool)
-            .await
-            .map(|d| d.rows_affected()));
-        Ok(done?)
+        execute!(&self.pool, sql, before, limit)
     }
 
     async fn announce(&self, change: &str) -> Result<()> {
@@ -229,15 +225,9 @@ impl Operations for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn oldest_credential(&self) -> Result<Option<(i64, i64, Vec<u8>)>> {
-        on!(&self.pool, |pool| {
-            let found = sqlx::query_as(
-                "SELECT user_id, site_id, credential FROM vault WHERE credential IS NOT NULL
-                 ORDER BY added_at, user_id, site_id LIMIT 1",
-            )
-            .fetch_optional(pool)
-            .await?;
-            Ok(found)
-        })
+        let sql = "SELECT user_id, site_id, credential FROM vault WHERE credential IS NOT NULL
+                   ORDER BY added_at, user_id, site_id LIMIT 1";
+        fetch!(&self.pool, fetch_optional(sql))
     }
 }
 

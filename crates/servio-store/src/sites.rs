@@ -180,104 +180,72 @@ impl Sites for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn current_version(&self, site_id: i64) -> Result<Option<Version>> {
-        on!(&self.pool, |pool| {
-            let sql = "SELECT id, fetched_at, manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC LIMIT 1";
-            Ok(sqlx::query_as(sql).bind(site_id).fetch_optional(pool).await?)
-        })
+        let sql = "SELECT id, fetched_at, manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC LIMIT 1";
+        fetch!(&self.pool, fetch_optional(sql, site_id))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn current_versions(&self, user_id: i64) -> Result<Vec<(i64, i64)>> {
-        on!(&self.pool, |pool| {
-            let sql = "SELECT v.site_id, max(sv.id) FROM vault v JOIN site_versions sv ON sv.site_id = v.site_id
-                       WHERE v.user_id = $1 GROUP BY v.site_id";
-            Ok(sqlx::query_as(sql).bind(user_id).fetch_all(pool).await?)
-        })
+        let sql = "SELECT v.site_id, max(sv.id) FROM vault v JOIN site_versions sv ON sv.site_id = v.site_id
+                   WHERE v.user_id = $1 GROUP BY v.site_id";
+        fetch!(&self.pool, fetch_all(sql, user_id))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn versions(&self, site_id: i64) -> Result<Vec<Version>> {
-        on!(&self.pool, |pool| {
-            let sql = "SELECT id, fetched_at, manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC";
-            Ok(sqlx::query_as(sql).bind(site_id).fetch_all(pool).await?)
-        })
+        let sql = "SELECT id, fetched_at, manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC";
+        fetch!(&self.pool, fetch_all(sql, site_id))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn version_summaries(&self, site_id: i64, approved: &str) -> Result<Vec<VersionSummary>> {
-        on!(&self.pool, |pool| {
-            let sql = "SELECT id, fetched_at, changes, manifest = $2 AS approved FROM site_versions
-                       WHERE site_id = $1 ORDER BY id DESC";
-            Ok(bind!(sqlx::query_as(sql), site_id, approved).fetch_all(pool).await?)
-        })
+        let sql = "SELECT id, fetched_at, changes, manifest = $2 AS approved FROM site_versions
+                   WHERE site_id = $1 ORDER BY id DESC";
+        fetch!(&self.pool, fetch_all(sql, site_id, approved))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn describe_version(&self, site_id: i64, manifest: &str, changes: &str) -> Result<()> {
-        on!(&self.pool, |pool| {
-            let sql = "UPDATE site_versions SET changes = $3
-                       WHERE site_id = $1 AND manifest = $2 AND changes IS NULL";
-            bind!(sqlx::query(sql), site_id, manifest, changes).execute(pool).await?;
-            Ok(())
-        })
+        let sql = "UPDATE site_versions SET changes = $3 WHERE site_id = $1 AND manifest = $2 AND changes IS NULL";
+        execute!(&self.pool, sql, site_id, manifest, changes).map(drop)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn prune_versions(&self, site_id: Option<i64>, keep: i64) -> Result<u64> {
-        on!(&self.pool, |pool| {
-            // The newest `keep` of each site by rank; an approved text is compared with the
-            // approvals of the same site only (through the vault's site index).
-            let sql = "DELETE FROM site_versions WHERE id IN (
-                           SELECT id FROM (
-                               SELECT sv.id, sv.site_id, sv.manifest,
-                                      row_number() OVER (PARTITION BY sv.site_id ORDER BY sv.id DESC) AS newer
-                               FROM site_versions sv WHERE $1 IS NULL OR sv.site_id = $1
-                           ) ranked
-                           WHERE ranked.newer > $2
-                             AND NOT EXISTS (SELECT 1 FROM vault v WHERE v.site_id = ranked.site_id
-                                             AND (v.kept_version = ranked.id OR v.approved_manifest = ranked.manifest)))";
-            let done = bind!(sqlx::query(sql), site_id, keep).execute(pool).await?;
-            Ok(done.rows_affected())
-        })
+        // The newest `keep` of each site by rank; an approved text is compared with the
+        // approvals of the same site only (through the vault's site index).
+        let sql = "DELETE FROM site_versions WHERE id IN (
+                       SELECT id FROM (
+                           SELECT sv.id, sv.site_id, sv.manifest,
+                                  row_number() OVER (PARTITION BY sv.site_id ORDER BY sv.id DESC) AS newer
+                           FROM site_versions sv WHERE $1 IS NULL OR sv.site_id = $1
+                       ) ranked
+                       WHERE ranked.newer > $2
+                         AND NOT EXISTS (SELECT 1 FROM vault v WHERE v.site_id = ranked.site_id
+                                         AND (v.kept_version = ranked.id OR v.approved_manifest = ranked.manifest)))";
+        execute!(&self.pool, sql, site_id, keep)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn mark_stale(&self, site_id: i64, error: &str) -> Result<()> {
-        on!(&self.pool, |pool| {
-            bind!(sqlx::query("UPDATE sites SET stale_error = $1 WHERE id = $2"), &*storable(error), site_id)
-                .execute(pool)
-                .await?;
-            Ok(())
-        })
+        execute!(&self.pool, "UPDATE sites SET stale_error = $1 WHERE id = $2", &*storable(error), site_id).map(drop)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn touch_site(&self, site_id: i64, now: i64) -> Result<()> {
-        on!(&self.pool, |pool| {
-            bind!(sqlx::query("UPDATE sites SET fetched_at = $1, stale_error = NULL WHERE id = $2"), now, site_id)
-                .execute(pool)
-                .await?;
-            Ok(())
-        })
+        execute!(&self.pool, "UPDATE sites SET fetched_at = $1, stale_error = NULL WHERE id = $2", now, site_id)
+            .map(drop)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn site(&self, id: i64) -> Result<Option<SiteRecord>> {
-        on!(&self.pool, |pool| {
-            let sql = concat!("SELECT ", site_columns!(), " FROM sites s WHERE s.id = $1");
-            Ok(sqlx::query_as(sql).bind(id).fetch_optional(pool).await?)
-        })
+        fetch!(&self.pool, fetch_optional(concat!("SELECT ", site_columns!(), " FROM sites s WHERE s.id = $1"), id))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>> {
-        on!(&self.pool, |pool| {
-            let sql = concat!(
-                "SELECT ",
-                site_columns!(),
-                " FROM sites s WHERE s.fetched_at < $1 ORDER BY s.fetched_at LIMIT $2"
-            );
-            Ok(bind!(sqlx::query_as(sql), before, limit).fetch_all(pool).await?)
-        })
+        let sql =
+            concat!("SELECT ", site_columns!(), " FROM sites s WHERE s.fetched_at < $1 ORDER BY s.fetched_at LIMIT $2");
+        fetch!(&self.pool, fetch_all(sql, before, limit))
     }
 }

@@ -31,6 +31,30 @@ macro_rules! bind {
     };
 }
 
+/// Reads the query `$sql`, with each `$value` bound in turn, on whichever backend `$pool` is:
+/// `$read` is `fetch_one`, `fetch_optional` or `fetch_all`, and the rows are read as the
+/// caller's return type. The whole body of a store method that reads with one query.
+///
+/// ```ignore
+/// fetch!(&self.pool, fetch_optional("SELECT id, fetched_at, manifest FROM site_versions WHERE id = $1", id))
+/// ```
+macro_rules! fetch {
+    ($pool:expr, $read:ident($sql:expr $(, $value:expr)* $(,)?)) => {
+        on!($pool, |pool| sqlx::query_as($sql)$(.bind($value))*.$read(pool).await.map_err($crate::StoreError::from))
+    };
+}
+
+/// Runs the statement `$sql`, with each `$value` bound in turn, on whichever backend `$pool`
+/// is; the number of rows it changed.
+macro_rules! execute {
+    ($pool:expr, $sql:expr $(, $value:expr)* $(,)?) => {
+        on!($pool, |pool| {
+            let done = sqlx::query($sql)$(.bind($value))*.execute(pool).await;
+            done.map(|done| done.rows_affected()).map_err($crate::StoreError::from)
+        })
+    };
+}
+
 /// Runs the `INSERT … RETURNING` `$sql` of one row with `$value`s bound, read as the caller's
 /// return type; a unique violation is a [`crate::StoreError::Conflict`] over `$what`.
 macro_rules! insert_one {

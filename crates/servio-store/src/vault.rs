@@ -60,14 +60,23 @@ pub struct StartedConnect {
     pub expires_at: i64,
 }
 
+/// A user's vault entries with their sites' columns, as [`VaultEntry`] reads them. Binds: the user.
+macro_rules! entries_of_user {
+    () => {
+        concat!(
+            "SELECT ",
+            site_columns!(),
+            ", v.credential, v.approved_manifest, v.kept_version
+             FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1"
+        )
+    };
+}
+
 impl Database {
     /// Runs an approval's `sql` (binds: user, site, version), guarded by the version being the
     /// site's current one, and says what it came to.
     async fn decide(&self, sql: &'static str, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval> {
-        let done = on!(&self.pool, |pool| {
-            bind!(sqlx::query(sql), user_id, site_id, version_id).execute(pool).await.map(|done| done.rows_affected())
-        })?;
-        if done > 0 {
+        if execute!(&self.pool, sql, user_id, site_id, version_id)? > 0 {
             return Ok(Approval::Done);
         }
         let sql = "SELECT site_id FROM vault WHERE user_id = $1 AND site_id = $2";
@@ -193,59 +202,29 @@ impl Vault for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn vault(&self, user_id: i64) -> Result<Vec<SiteRecord>> {
-        on!(&self.pool, |pool| {
-            let sql = concat!(
-                "SELECT ",
-                site_columns!(),
-                " FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 ORDER BY v.added_at, s.id"
-            );
-            Ok(sqlx::query_as(sql).bind(user_id).fetch_all(pool).await?)
-        })
+        let sql = concat!(
+            "SELECT ",
+            site_columns!(),
+            " FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 ORDER BY v.added_at, s.id"
+        );
+        fetch!(&self.pool, fetch_all(sql, user_id))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn vault_entry(&self, user_id: i64, site_id: i64) -> Result<Option<VaultEntry>> {
-        on!(&self.pool, |pool| {
-            let sql = concat!(
-                "SELECT ",
-                site_columns!(),
-                ", v.credential, v.approved_manifest, v.kept_version
-                 FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 AND v.site_id = $2"
-            );
-            Ok(bind!(sqlx::query_as(sql), user_id, site_id).fetch_optional(pool).await?)
-        })
+        fetch!(&self.pool, fetch_optional(concat!(entries_of_user!(), " AND v.site_id = $2"), user_id, site_id))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn vault_entries(&self, user_id: i64) -> Result<Vec<VaultEntry>> {
-        on!(&self.pool, |pool| {
-            let sql = concat!(
-                "SELECT ",
-                site_columns!(),
-                ", v.credential, v.approved_manifest, v.kept_version
-                 FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 ORDER BY v.added_at, s.id"
-            );
-            Ok(sqlx::query_as(sql).bind(user_id).fetch_all(pool).await?)
-        })
+        fetch!(&self.pool, fetch_all(concat!(entries_of_user!(), " ORDER BY v.added_at, s.id"), user_id))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn set_credential(&self, user_id: i64, site_id: i64, credential: Option<&[u8]>) -> Result<bool> {
-        let result: Result<bool> = on!(&self.pool, |pool| {
-            let done = bind!(
-                sqlx::query("UPDATE vault SET credential = $1 WHERE user_id = $2 AND site_id = $3"),
-                credential,
-                user_id,
-                site_id
-            )
-            .execute(pool)
-            .await?;
-            Ok(done.rows_affected() > 0)
-        });
-        let stored = result?;
-        if stored {
-            self.hooks.tell(&[Change::Context(user_id)]);
-        }
+        let sql = "UPDATE vault SET credential = $1 WHERE user_id = $2 AND site_id = $3";
+        let stored = execute!(&self.pool, sql, credential, user_id, site_id)? > 0;
+        self.hooks.tell_if(stored, &[Change::Context(user_id)]);
         Ok(stored)
     }
 
@@ -276,9 +255,7 @@ impl Vault for Database {
             Ok(true)
         });
         let removed = result?;
-        if removed {
-            self.hooks.tell(&[Change::Catalogue(user_id)]);
-        }
+        self.hooks.tell_if(removed, &[Change::Catalogue(user_id)]);
         Ok(removed)
     }
 
@@ -292,9 +269,7 @@ impl Vault for Database {
                    WHERE user_id = $1 AND site_id = $2
                      AND $3 = (SELECT max(id) FROM site_versions WHERE site_id = $2)";
         let decided = self.decide(sql, user_id, site_id, version_id).await?;
-        if decided == Approval::Done {
-            self.hooks.tell(&[Change::Catalogue(user_id)]);
-        }
+        self.hooks.tell_if(decided == Approval::Done, &[Change::Catalogue(user_id)]);
         Ok(decided)
     }
 
@@ -357,18 +332,9 @@ impl Vault for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn take_started_connect(&self, state_hash: &str, user_id: i64, now: i64) -> Result<Option<StartedConnect>> {
-        on!(&self.pool, |pool| {
-            let taken: Option<StartedConnect> = bind!(
-                sqlx::query_as(
-                    "DELETE FROM oauth_attempts WHERE state_hash = $1 AND user_id = $2
-                     RETURNING state_hash, user_id, site_id, sealed, created_at, expires_at",
-                ),
-                state_hash,
-                user_id
-            )
-            .fetch_optional(pool)
-            .await?;
-            Ok(taken.filter(|attempt| attempt.expires_at >= now))
-        })
+        let sql = "DELETE FROM oauth_attempts WHERE state_hash = $1 AND user_id = $2
+                   RETURNING state_hash, user_id, site_id, sealed, created_at, expires_at";
+        let taken: Option<StartedConnect> = fetch!(&self.pool, fetch_optional(sql, state_hash, user_id))?;
+        Ok(taken.filter(|attempt| attempt.expires_at >= now))
     }
 }
