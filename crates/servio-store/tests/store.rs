@@ -451,6 +451,12 @@ fn scheduled(slot: servio_store::Slot<'_>, not_before: i64, deadline: i64) -> se
     servio_store::NewJob { slot, not_before, deadline, kind: servio_store::JobKind::Scheduled }
 }
 
+/// The completion of `job` that stores `value`, read from the text `raw`.
+fn stored<'a>(job: &'a servio_store::Job, value: f64, raw: &'a str) -> servio_store::Completion<'a> {
+    let result = servio_store::CollectionResult::Stored { value, raw, source: None };
+    servio_store::Completion { job, result, duration_ms: None }
+}
+
 /// A manifest as fetched, without validators.
 fn fetched_manifest<'a>(
     origin: &'a str,
@@ -495,8 +501,7 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
     use servio_store::{CollectionResult, Completion};
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "kai@example.com").await;
-        let new = scheduled(day_slot(user, site, 0, "2026-08-20"), 0, 10_000);
-        store.enqueue_jobs(&[new], 0).await.unwrap();
+        enqueue_days(store.as_ref(), (user, site), 0..1, "2026-08-20", 10_000).await;
         let first = store.lease_jobs(&lease("a", 10, 30, 5)).await.unwrap();
         assert_eq!(first.len(), 1, "{name}");
         assert!(store.lease_jobs(&lease("b", 39, 30, 5)).await.unwrap().is_empty(), "{name}: the lease holds");
@@ -504,11 +509,7 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
         assert_eq!(second.len(), 1, "{name}: the lease expired");
         assert_eq!((second[0].id, second[0].fence), (first[0].id, 2), "{name}");
 
-        let stale = Completion {
-            job: &first[0],
-            result: CollectionResult::Stored { value: 1.0, raw: "1", source: None },
-            duration_ms: None,
-        };
+        let stale = stored(&first[0], 1.0, "1");
         assert_eq!(store.complete_jobs(&[stale], 41).await.unwrap(), [false], "{name}: fenced out");
         assert!(store.values(user, site, "sales.revenue.daily", 0..i64::MAX).await.unwrap().is_empty(), "{name}");
         assert!(store.attempts(user, site, 10).await.unwrap().is_empty(), "{name}: not even an attempt");
@@ -535,26 +536,13 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
 /// one group: only the one under the current fence is written, once.
 #[tokio::test]
 async fn a_job_twice_in_one_completion_is_written_once_under_its_current_fence() {
-    use servio_store::{CollectionResult, Completion};
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "noa@example.com").await;
-        let new = scheduled(day_slot(user, site, 0, "2026-08-20"), 0, 10_000);
-        store.enqueue_jobs(&[new], 0).await.unwrap();
+        enqueue_days(store.as_ref(), (user, site), 0..1, "2026-08-20", 10_000).await;
         let first = store.lease_jobs(&lease("a", 10, 30, 5)).await.unwrap();
         let second = store.lease_jobs(&lease("a", 40, 30, 5)).await.unwrap();
         assert_eq!((second[0].id, second[0].fence), (first[0].id, 2), "{name}");
-        let both = [
-            Completion {
-                job: &first[0],
-                result: CollectionResult::Stored { value: 1.0, raw: "1", source: None },
-                duration_ms: None,
-            },
-            Completion {
-                job: &second[0],
-                result: CollectionResult::Stored { value: 2.0, raw: "2", source: None },
-                duration_ms: None,
-            },
-        ];
+        let both = [stored(&first[0], 1.0, "1"), stored(&second[0], 2.0, "2")];
         assert_eq!(store.complete_jobs(&both, 41).await.unwrap(), [false, true], "{name}");
         let values = store.values(user, site, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
         assert_eq!(values.iter().map(|v| v.value).collect::<Vec<_>>(), [2.0], "{name}");
@@ -884,7 +872,7 @@ async fn site_health_counts_across_users_and_hides_what_few_stand_behind() {
 /// finished ones stay as they are. The gauges count them on the way.
 #[tokio::test]
 async fn handed_back_jobs_are_leased_at_once_and_fence_out_their_old_holder() {
-    use servio_store::{CollectionResult, Completion, JobGauges};
+    use servio_store::JobGauges;
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "ren@example.com").await;
         enqueue_days(store.as_ref(), (user, site), 0..3, "2026-08-20", 10_000).await;
@@ -907,11 +895,7 @@ async fn handed_back_jobs_are_leased_at_once_and_fence_out_their_old_holder() {
         assert_eq!(ids, held_ids, "{name}: the handed-back jobs, at once, not the other owner's");
         assert!(taken.iter().all(|job| job.fence == 3), "{name}: leased, handed back, leased again");
 
-        let late = Completion {
-            job: &held[0],
-            result: CollectionResult::Stored { value: 1.0, raw: "1", source: None },
-            duration_ms: None,
-        };
+        let late = stored(&held[0], 1.0, "1");
         assert_eq!(store.complete_jobs(&[late], 22).await.unwrap(), [false], "{name}: the old holder is fenced out");
     }
 }
@@ -1425,21 +1409,14 @@ async fn each_write_tells_what_it_changed_for_whom() {
         assert_eq!(take(), [Change::Catalogue(ana)], "{name}: only the approval done");
 
         let slot = day_slot(ana, site, 0, "2026-12-01");
-        let stored = CollectionResult::Stored { value: 1.0, raw: "1", source: None };
-        store.record_result(&slot, &stored, 6).await.unwrap();
+        let value = CollectionResult::Stored { value: 1.0, raw: "1", source: None };
+        store.record_result(&slot, &value, 6).await.unwrap();
         store.record_result(&slot, &CollectionResult::Failed { reason: "down" }, 7).await.unwrap();
         assert_eq!(take(), [Change::Values(ana)], "{name}: a value, not a failure");
         let new = |user| scheduled(day_slot(user, site, 1, "2026-12-02"), 0, 100);
         store.enqueue_jobs(&[new(ana), new(ben)], 0).await.unwrap();
         let jobs = store.lease_jobs(&lease("w", 10, 30, 10)).await.unwrap();
-        let completions: Vec<Completion> = jobs
-            .iter()
-            .map(|job| Completion {
-                job,
-                result: CollectionResult::Stored { value: 2.0, raw: "2", source: None },
-                duration_ms: None,
-            })
-            .collect();
+        let completions: Vec<Completion> = jobs.iter().map(|job| stored(job, 2.0, "2")).collect();
         assert_eq!(store.complete_jobs(&completions, 11).await.unwrap(), [true, true], "{name}");
         assert_eq!(take(), [Change::Values(ana), Change::Values(ben)], "{name}: each user with a value, once");
 

@@ -13,7 +13,7 @@ use servio_demo_site::DemoAuth;
 use servio_platform::accounts::{decoy_hash, new_token, token_hash};
 use servio_store::testing::daily_slot;
 
-use super::harness::{Backend, Platform, SITE_TOKEN, WithMetrics, start_site, within};
+use super::harness::{Backend, Demo, Platform, SITE_TOKEN, User, WithMetrics, start_site, within};
 
 /// The bound both tests set (2 MiB), small next to what the old caches grew to.
 const BOUND: &str = "2097152";
@@ -29,8 +29,13 @@ const GROWTH_KIB: u64 = 150 * 1024;
 /// with the bound); with the bound lifted it grew by 83 MiB.
 const DASHBOARD_GROWTH_KIB: u64 = 68 * 1024;
 
-/// Users made through the store beside the one signed up (sign-up is rate limited per address).
-async fn more_users(platform: &Platform, site_id: i64, count: usize) -> Vec<(i64, String)> {
+/// One user signed up as `who` with `site` added, and `count` more with it made through the
+/// store (sign-up is rate limited per address): the first, the site's id, and the others' ids
+/// and API tokens.
+async fn users_of_site(platform: &Platform, site: &Demo, who: &str, count: usize) -> (User, i64, Vec<(i64, String)>) {
+    let first = platform.user(&format!("{who}-{}@example.com", platform.backend.name())).await;
+    let added = platform.add_site(&first, site).await;
+    let site_id = added["site"]["id"].as_i64().unwrap();
     let store = platform.store().await;
     let now = servio_platform::now();
     let mut users = Vec::new();
@@ -42,7 +47,7 @@ async fn more_users(platform: &Platform, site_id: i64, count: usize) -> Vec<(i64
         store.add_to_vault(user.id, site_id, now).await.unwrap();
         users.push((user.id, token));
     }
-    users
+    (first, site_id, users)
 }
 
 /// `GET path` with `token` for each of `paths`, one at a time (so that what is kept, not what
@@ -114,10 +119,7 @@ async fn dashboards_of_many_users_stay_within_the_cache_bound() {
     for backend in Backend::all().await {
         let with_metrics = WithMetrics::start(&backend, &site, &["--dashboard-cache-bytes", BOUND]).await;
         let platform = &with_metrics.platform;
-        let first = platform.user(&format!("dash-{}@example.com", backend.name())).await;
-        let added = platform.add_site(&first, &site).await;
-        let site_id = added["site"]["id"].as_i64().unwrap();
-        let users = more_users(platform, site_id, USERS).await;
+        let (_, site_id, users) = users_of_site(platform, &site, "dash", USERS).await;
         for (user_id, _) in &users {
             seed_values(platform, *user_id, site_id).await;
         }
@@ -180,10 +182,7 @@ async fn catalogues_of_many_users_stay_within_the_cache_bound() {
     for backend in Backend::all().await {
         let with_metrics = WithMetrics::start(&backend, &site, &["--catalogue-cache-bytes", BOUND]).await;
         let platform = &with_metrics.platform;
-        let first = platform.user(&format!("tools-{}@example.com", backend.name())).await;
-        let added = platform.add_site(&first, &site).await;
-        let site_id = added["site"]["id"].as_i64().unwrap();
-        let users = more_users(platform, site_id, LISTERS).await;
+        let (first, _, users) = users_of_site(platform, &site, "tools", LISTERS).await;
         let requests: Vec<(String, String)> =
             users.iter().map(|(_, token)| (token.clone(), "/api/tools".to_owned())).collect();
         // The first catalogue checks the site's manifest, once for every user: not growth.
