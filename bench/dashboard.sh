@@ -15,11 +15,16 @@ rounds=${ROUNDS:-3}
 duration=${DURATION:-10s}
 . bench/lib.sh
 need_wrk
-cargo build --release --quiet -p servio-platform --example dashboard_bench
-target_dir=$(target_dir)
+# BIN_DIR: take `dashboard_bench` from there instead of building it (to compare two commits).
+if [ -n "${BIN_DIR:-}" ]; then
+    bench_bin="$BIN_DIR/dashboard_bench"
+else
+    cargo build --release --quiet -p servio-platform --example dashboard_bench
+    bench_bin="$(target_dir)/release/examples/dashboard_bench"
+fi
 
 # Seeding prints its progress on stderr; READY on stdout once the server answers.
-"$target_dir/release/examples/dashboard_bench" "$tmp/data" > "$tmp/server.out" &
+"$bench_bin" "$tmp/data" > "$tmp/server.out" &
 server_pid=$!
 waited=0
 until grep -q '^READY ' "$tmp/server.out" 2>/dev/null; do

@@ -5,6 +5,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 . bench/lib.sh
+# BIN_DIR: take `gateway_bench` from there instead of building it (to compare two commits).
+if [ -n "${BIN_DIR:-}" ]; then
+    exec "$BIN_DIR/gateway_bench"
+fi
 cargo build --release --quiet -p servio-platform --example gateway_bench
-target_dir=$(target_dir)
-"$target_dir/release/examples/gateway_bench"
+"$(target_dir)/release/examples/gateway_bench"
