@@ -571,9 +571,10 @@ impl Collection for Database {
              WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND outcome = 'retry' AND ",
             attempt_of_slot!()
         );
-        let (user, site, key) = (slot.user_id, slot.site_id, slot.metric_key);
-        let (failures, last_at, retry_at) =
-            fetch!(&self.pool, fetch_one(sql, user, site, key, slot.period_key, slot.period_start))?;
+        let (failures, last_at, retry_at) = fetch!(
+            &self.pool,
+            fetch_one(sql, slot.user_id, slot.site_id, slot.metric_key, slot.period_key, slot.period_start)
+        )?;
         Ok(Retries { failures, last_at, retry_at })
     }
 
@@ -633,8 +634,8 @@ impl Collection for Database {
                               OR (latest.period_key IS NULL AND v.period_start = latest.period_start))
                    )
                    ORDER BY period_start LIMIT $6";
-        let (from, to) = (starts.start, starts.end);
-        fetch!(&self.pool, fetch_all(sql, user_id, site_id, metric_key, from, to, crate::UNFILLED_LIMIT))
+        let limit = crate::UNFILLED_LIMIT;
+        fetch!(&self.pool, fetch_all(sql, user_id, site_id, metric_key, starts.start, starts.end, limit))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

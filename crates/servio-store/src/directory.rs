@@ -153,12 +153,19 @@ impl Directory for Database {
                    ON CONFLICT (site_id) DO UPDATE SET claim_id = excluded.claim_id, listed = excluded.listed,
                        suspended_reason = excluded.suspended_reason, name = excluded.name,
                        description = excluded.description, tools = excluded.tools, verified_at = excluded.verified_at";
-        let (suspended_reason, name) = (storable_opt(listing.suspended_reason.as_deref()), storable(&listing.name));
-        let (description, tools) = (storable(&listing.description), storable(&listing.tools));
-        let (site_id, claim_id, listed, verified_at) =
-            (listing.site_id, listing.claim_id, listing.listed, listing.verified_at);
-        execute!(&self.pool, sql, site_id, claim_id, listed, suspended_reason, name, description, tools, verified_at)
-            .map(drop)
+        execute!(
+            &self.pool,
+            sql,
+            listing.site_id,
+            listing.claim_id,
+            listing.listed,
+            storable_opt(listing.suspended_reason.as_deref()),
+            storable(&listing.name),
+            storable(&listing.description),
+            storable(&listing.tools),
+            listing.verified_at
+        )
+        .map(drop)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
