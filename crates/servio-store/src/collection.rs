@@ -409,9 +409,8 @@ macro_rules! entries_of_users {
     () => {
         concat!(
             "SELECT u.id AS user_id, u.email, u.password_hash, u.time_zone, u.created_at AS user_created, ",
-            site_columns!(),
-            ", v.credential, v.approved_manifest, v.kept_version
-             FROM vault v JOIN users u ON u.id = v.user_id JOIN sites s ON s.id = v.site_id"
+            vault_entry_columns!(),
+            " FROM vault v JOIN users u ON u.id = v.user_id JOIN sites s ON s.id = v.site_id"
         )
     };
 }

@@ -91,6 +91,14 @@ macro_rules! site_columns {
     };
 }
 
+/// The columns a [`crate::VaultEntry`] is read from, on a query over `vault v JOIN sites s`:
+/// its site's, then its own.
+macro_rules! vault_entry_columns {
+    () => {
+        concat!(site_columns!(), ", v.credential, v.approved_manifest, v.kept_version")
+    };
+}
+
 /// The columns a [`crate::Found`] listing is read from, on a query over `listings l JOIN sites
 /// s`: the listing of every search, shared and per dialect.
 macro_rules! found_columns {

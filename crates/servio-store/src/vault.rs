@@ -65,9 +65,8 @@ macro_rules! entries_of_user {
     () => {
         concat!(
             "SELECT ",
-            site_columns!(),
-            ", v.credential, v.approved_manifest, v.kept_version
-             FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1"
+            vault_entry_columns!(),
+            " FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1"
         )
     };
 }
