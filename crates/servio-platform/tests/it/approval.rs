@@ -14,6 +14,8 @@ use servio_demo_site::LocalCa;
 
 use crate::common;
 
+use common::{Browser, DemoSite, Server};
+
 /// The paths that act for a user, one user each, so that every one of them really calls.
 const PATHS: [&str; 4] = ["now", "backfill", "round", "gateway"];
 
@@ -28,11 +30,7 @@ async fn a_moved_server_url_receives_nothing_until_approved() {
         honest.site.set_server_url(None);
         let mut users = Vec::new();
         for path in PATHS {
-            let who = server.sign_up(&format!("{path}-moved-{name}@example.com")).await;
-            let body = json!({ "url": honest.origin, "token": "honest-token" });
-            let (status, added, _) = server.send(&who, Method::POST, "/api/vault", Some(body)).await;
-            assert_eq!(status, StatusCode::CREATED, "{name}: {added}");
-            users.push((who, added["site"]["id"].as_i64().unwrap()));
+            users.push(with_site(&server, &honest, "honest-token", &format!("{path}-moved"), name).await);
         }
         let site = |path: &str| {
             let (who, id) = &users[PATHS.iter().position(|p| *p == path).unwrap()];
@@ -83,18 +81,17 @@ async fn a_moved_server_url_receives_nothing_until_approved() {
         call_sales_summary(&server, &who, &honest.origin).await;
         assert_eq!(hostile.site.requests(), [], "{name}: one user's approval is not another's");
     }
-    honest.site.set_server_url(None);
 }
 
 /// Plans every due slot into jobs and works them until none is due, as `servio worker --drain`.
-async fn scheduled_round(server: &common::Server) {
+async fn scheduled_round(server: &Server) {
     let config = servio_collector::WorkerConfig { drain: true, ..servio_collector::WorkerConfig::new("test") };
     let (_stop, stop) = tokio::sync::watch::channel(false);
     server.state.collector.clone().run(config, stop).await;
 }
 
 /// Calls the demo site's sales summary through the gateway, as an AI client would.
-async fn call_sales_summary(server: &common::Server, who: &common::Browser, origin: &str) -> (StatusCode, Value) {
+async fn call_sales_summary(server: &Server, who: &Browser, origin: &str) -> (StatusCode, Value) {
     let (_, tools, _) = server.send(who, Method::GET, "/api/tools", None).await;
     let tool = tools["tools"]
         .as_array()
@@ -108,32 +105,41 @@ async fn call_sales_summary(server: &common::Server, who: &common::Browser, orig
     (status, body)
 }
 
-/// A new user, `email`, with the site at `origin` in their vault (its bearer `token` stored);
-/// their browser and the site's id.
-async fn with_site(server: &common::Server, email: &str, origin: &str, token: &str) -> (common::Browser, i64) {
-    let who = server.sign_up(email).await;
-    let body = json!({ "url": origin, "token": token });
+/// A new user of one test (`label`) on one backend (`name`), with `site` in their vault (its
+/// bearer `token` stored); their browser and the site's id.
+async fn with_site(server: &Server, site: &DemoSite, token: &str, label: &str, name: &str) -> (Browser, i64) {
+    let email = common::email("ana", label, name);
+    let who = server.sign_up(&email).await;
+    let body = json!({ "url": site.origin, "token": token });
     let (status, added, _) = server.send(&who, Method::POST, "/api/vault", Some(body)).await;
     assert_eq!(status, StatusCode::CREATED, "{added}");
     (who, added["site"]["id"].as_i64().unwrap())
 }
 
+/// [`with_site`] with the site as it first served its manifest: what the loop's turn for the
+/// backend before changed is undone.
+async fn with_fresh_site(server: &Server, site: &DemoSite, token: &str, label: &str, name: &str) -> (Browser, i64) {
+    site.site.edit_manifest(None);
+    site.site.set_server_url(None);
+    with_site(server, site, token, label, name).await
+}
+
 /// The site `id` of `who`'s vault, as the API shows it.
-async fn site_of(server: &common::Server, who: &common::Browser, id: i64) -> Value {
+async fn site_of(server: &Server, who: &Browser, id: i64) -> Value {
     let (status, shown, _) = server.send(who, Method::GET, &format!("/api/vault/{id}"), None).await;
     assert_eq!(status, StatusCode::OK, "{shown}");
     shown["site"].clone()
 }
 
 /// Refreshes the site `id` of `who`'s vault now; the site after it.
-async fn refresh(server: &common::Server, who: &common::Browser, id: i64) -> Value {
+async fn refresh(server: &Server, who: &Browser, id: i64) -> Value {
     let (status, refreshed, _) = server.send(who, Method::POST, &format!("/api/vault/{id}/refresh"), None).await;
     assert_eq!(status, StatusCode::OK, "{refreshed}");
     refreshed["site"].clone()
 }
 
 /// Approves the version of site `id` that its page offers now.
-async fn approve(server: &common::Server, who: &common::Browser, id: i64) -> (StatusCode, Value) {
+async fn approve(server: &Server, who: &Browser, id: i64) -> (StatusCode, Value) {
     let version = site_of(server, who, id).await["pending"]["version"].clone();
     let path = format!("/api/vault/{id}/approve");
     let (status, body, _) = server.send(who, Method::POST, &path, Some(json!({ "version": version }))).await;
@@ -141,7 +147,7 @@ async fn approve(server: &common::Server, who: &common::Browser, id: i64) -> (St
 }
 
 /// The manifest names of `who`'s tools from the site at `origin`, as `GET /api/tools` lists them.
-async fn tool_names(server: &common::Server, who: &common::Browser, origin: &str) -> Vec<String> {
+async fn tool_names(server: &Server, who: &Browser, origin: &str) -> Vec<String> {
     let (_, tools, _) = server.send(who, Method::GET, "/api/tools", None).await;
     let tools = tools["tools"].as_array().unwrap().iter();
     tools.filter(|t| t["origin"].as_str() == Some(origin)).map(|t| t["tool"].as_str().unwrap().to_owned()).collect()
@@ -168,8 +174,7 @@ fn edit_tools(site: &servio_demo_site::Site, edit: impl Fn(&mut Vec<Value>) + Se
 async fn a_new_tool_waits_for_approval() {
     let (demo, servers) = common::demo_and_servers("demo-token").await;
     for (name, server) in servers {
-        demo.site.edit_manifest(None);
-        let (who, id) = with_site(&server, &format!("new-tool-{name}@example.com"), &demo.origin, "demo-token").await;
+        let (who, id) = with_fresh_site(&server, &demo, "demo-token", "new-tool", name).await;
         // A new tool, and a removed one in the same change.
         edit_tools(&demo.site, |tools| {
             tools.push(discount_tool());
@@ -209,7 +214,6 @@ async fn a_new_tool_waits_for_approval() {
         );
         assert!(common::mcp_tool_names(&server, &token).await.contains(&prefixed), "{name}: approved, listed over MCP");
     }
-    demo.site.edit_manifest(None);
 }
 
 /// Point 1 of issue 24: removing a tool, then adding it back with a new description and schema,
@@ -218,8 +222,7 @@ async fn a_new_tool_waits_for_approval() {
 async fn a_tool_removed_then_added_back_waits_for_approval() {
     let (demo, servers) = common::demo_and_servers("demo-token").await;
     for (name, server) in servers {
-        demo.site.edit_manifest(None);
-        let (who, id) = with_site(&server, &format!("readd-{name}@example.com"), &demo.origin, "demo-token").await;
+        let (who, id) = with_fresh_site(&server, &demo, "demo-token", "readd", name).await;
         let post = "forum.createPost".to_owned();
         assert!(tool_names(&server, &who, &demo.origin).await.contains(&post), "{name}");
 
@@ -241,7 +244,6 @@ async fn a_tool_removed_then_added_back_waits_for_approval() {
         let shown: Vec<&str> = site["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
         assert!(!shown.contains(&"forum.createPost"), "{name}: the site page lists only what acts: {shown:?}");
     }
-    demo.site.edit_manifest(None);
 }
 
 /// Point 1 of issue 24: approval names the version reviewed. A user shown a description change
@@ -253,10 +255,7 @@ async fn an_approval_of_a_version_that_is_no_longer_current_is_refused() {
     let honest = common::demo_site(&ca, "honest-token").await;
     let hostile = common::demo_site(&ca, "hostile-token").await;
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
-        honest.site.edit_manifest(None);
-        honest.site.set_server_url(None);
-        let (who, id) =
-            with_site(&server, &format!("stale-approval-{name}@example.com"), &honest.origin, "honest-token").await;
+        let (who, id) = with_fresh_site(&server, &honest, "honest-token", "stale-approval", name).await;
         honest.site.edit_manifest(Some(std::sync::Arc::new(|m: &mut Value| {
             m["tools"][0]["description"] = "Search the forum's threads by words, newest first, at most 50.".into();
         })));
@@ -289,8 +288,6 @@ async fn an_approval_of_a_version_that_is_no_longer_current_is_refused() {
         let (_, vault, _) = server.send(&who, Method::GET, "/api/vault", None).await;
         assert_eq!(vault["sites"][0]["changes_waiting"], true, "{name}: the site changed again: {vault}");
     }
-    honest.site.set_server_url(None);
-    honest.site.edit_manifest(None);
 }
 
 /// Point 7 of issue 24: a refresh that changes users' catalogues without their approval (a
@@ -299,8 +296,7 @@ async fn an_approval_of_a_version_that_is_no_longer_current_is_refused() {
 async fn a_refresh_tells_ai_clients_their_catalogue_changed() {
     let (demo, servers) = common::demo_and_servers("demo-token").await;
     for (name, server) in servers {
-        demo.site.edit_manifest(None);
-        let (who, id) = with_site(&server, &format!("told-{name}@example.com"), &demo.origin, "demo-token").await;
+        let (who, id) = with_fresh_site(&server, &demo, "demo-token", "told", name).await;
         let token = common::token_of_browser(&server, &who).await;
         let mut stream = common::listen(&server, &token).await;
 
@@ -311,7 +307,6 @@ async fn a_refresh_tells_ai_clients_their_catalogue_changed() {
         let heard = common::hear(&mut stream, "notifications/tools/list_changed", Duration::from_secs(10)).await;
         assert!(heard.text.contains("notifications/tools/list_changed"), "{name}: {heard:?}");
     }
-    demo.site.edit_manifest(None);
 }
 
 /// Point 8 of issue 24: the dashboard shows the metrics of the manifest the user approved, as
@@ -320,8 +315,7 @@ async fn a_refresh_tells_ai_clients_their_catalogue_changed() {
 async fn the_dashboard_shows_the_acting_manifest_and_what_waits() {
     let (demo, servers) = common::demo_and_servers("demo-token").await;
     for (name, server) in servers {
-        demo.site.edit_manifest(None);
-        let (who, id) = with_site(&server, &format!("acting-{name}@example.com"), &demo.origin, "demo-token").await;
+        let (who, id) = with_fresh_site(&server, &demo, "demo-token", "acting", name).await;
         demo.site.edit_manifest(Some(std::sync::Arc::new(|m: &mut Value| {
             m["brief"]["metrics"][1]["key"] = "shop.refunds.daily".into();
         })));
@@ -335,7 +329,6 @@ async fn the_dashboard_shows_the_acting_manifest_and_what_waits() {
         let page = server.page(&who, "/dashboard").await;
         assert!(page.contains("changed its manifest") && page.contains(&format!("/vault/{id}#approval")), "{name}");
     }
-    demo.site.edit_manifest(None);
 }
 
 /// Point 4 of issue 24: a site whose brief is ignored says why where the user looks: the site
@@ -347,7 +340,7 @@ async fn an_ignored_brief_says_why_where_the_user_looks() {
         demo.site.edit_manifest(Some(std::sync::Arc::new(|m: &mut Value| {
             m["brief"]["metrics"][0]["valuePath"] = "$.data.totals.revenue".into();
         })));
-        let (who, id) = with_site(&server, &format!("ignored-{name}@example.com"), &demo.origin, "demo-token").await;
+        let (who, id) = with_site(&server, &demo, "demo-token", "ignored", name).await;
 
         let (_, vault, _) = server.send(&who, Method::GET, "/api/vault", None).await;
         let listed = &vault["sites"][0];
@@ -367,7 +360,6 @@ async fn an_ignored_brief_says_why_where_the_user_looks() {
         let page = server.page(&who, "/dashboard").await;
         assert!(page.contains("none of its metrics are collected"), "{name}");
     }
-    demo.site.edit_manifest(None);
 }
 
 /// Regression (issue 24, 1f): tool calls followed redirects to other origins, re-posting the
@@ -381,8 +373,7 @@ async fn a_tool_call_redirected_to_another_origin_sends_nothing_there() {
     let elsewhere = common::demo_site(&ca, "site-token").await;
     let tool_path = "/api/servio/tools/shop.getSalesSummary";
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
-        let (who, id) =
-            with_site(&server, &format!("ana-redirect-{name}@example.com"), &site.origin, "site-token").await;
+        let (who, id) = with_site(&server, &site, "site-token", "redirect", name).await;
         let target = format!("{}{tool_path}", elsewhere.origin);
         site.site.set_misbehaviour(tool_path, Some(servio_demo_site::Misbehaviour::RedirectTo(target.clone())));
         elsewhere.site.record_requests();

@@ -44,8 +44,7 @@ fn site_of(origin: &str) -> &str {
 async fn each_metric_is_a_resource_whose_periods_say_where_their_numbers_come_from() {
     let (demo, servers) = common::demo_and_servers("figures").await;
     for (name, server) in servers {
-        let email = format!("ana-figures-{name}@example.com");
-        let ana = server.sign_up_with_site(&email, &demo.origin, "figures").await;
+        let ana = common::ana_with_site(&server, &demo, "figures", name).await;
         backfill(&server, &ana, ("2026-08-06", "2026-08-20")).await;
         let token = common::token_of_browser(&server, &ana).await;
         let ben = token_of(&server, &format!("ben-figures-{name}@example.com")).await;
@@ -124,11 +123,10 @@ async fn each_metric_is_a_resource_whose_periods_say_where_their_numbers_come_fr
 async fn a_period_without_a_value_says_why() {
     let (demo, servers) = common::demo_and_servers("unfilled").await;
     for (name, server) in servers {
-        let email = format!("ana-unfilled-{name}@example.com");
-        let ana = server.sign_up_with_site(&email, &demo.origin, "unfilled").await;
+        let ana = common::ana_with_site(&server, &demo, "unfilled", name).await;
         let site = backfill(&server, &ana, ("2026-08-20", "2026-08-20")).await;
         let token = common::token_of_browser(&server, &ana).await;
-        let user = server.state.store.user_by_email(&email).await.unwrap().unwrap().id;
+        let user = server.state.store.user_by_email(&common::email("ana", "unfilled", name)).await.unwrap().unwrap().id;
         // The day before, the site's answer held no number: the attempt log says so.
         let slot = servio_store::testing::day_slot(user, site, 20_683, "2026-08-19");
         let dropped = servio_store::CollectionResult::Dropped {
@@ -153,8 +151,7 @@ async fn a_period_without_a_value_says_why() {
 async fn the_metrics_tool_and_the_briefing_give_the_same_figures() {
     let (demo, servers) = common::demo_and_servers("metrics-tool").await;
     for (name, server) in servers {
-        let email = format!("ana-tool-{name}@example.com");
-        let ana = server.sign_up_with_site(&email, &demo.origin, "metrics-tool").await;
+        let ana = common::ana_with_site(&server, &demo, "metrics-tool", name).await;
         let today = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::get("Pacific/Auckland").unwrap());
         let yesterday = today.date().checked_sub(jiff::ToSpan::days(1)).unwrap().to_string();
         backfill(&server, &ana, (&yesterday, &yesterday)).await;
@@ -207,9 +204,8 @@ async fn the_metrics_tool_and_the_briefing_give_the_same_figures() {
 async fn new_values_reach_the_streams_that_watch_the_metric() {
     let (demo, servers) = common::demo_and_servers("updates").await;
     for (name, server) in servers {
-        let email = format!("ana-updates-{name}@example.com");
-        let ana = server.sign_up_with_site(&email, &demo.origin, "updates").await;
-        let ana_id = server.state.store.user_by_email(&email).await.unwrap().unwrap().id;
+        let ana = common::ana_with_site(&server, &demo, "updates", name).await;
+        let ana_id = server.state.store.user_by_email(&common::email("ana", "updates", name)).await.unwrap().unwrap().id;
         let token = common::token_of_browser(&server, &ana).await;
         let ben = token_of(&server, &format!("ben-updates-{name}@example.com")).await;
         let uri = format!("servio://metrics/{}/sales.revenue.daily", site_of(&demo.origin));
@@ -255,8 +251,7 @@ async fn new_values_reach_the_streams_that_watch_the_metric() {
 async fn the_call_log_names_the_token_and_words_each_status() {
     let (demo, servers) = common::demo_and_servers("call-log").await;
     for (name, server) in servers {
-        let email = format!("ana-log-{name}@example.com");
-        let ana = server.sign_up_with_site(&email, &demo.origin, "call-log").await;
+        let ana = common::ana_with_site(&server, &demo, "call-log", name).await;
         let new_token = |label: &'static str| {
             let (server, ana) = (&server, &ana);
             async move {
@@ -338,8 +333,7 @@ async fn wait_for_calls(server: &Server, token: &str, count: usize) -> Value {
 async fn a_read_after_new_values_has_them() {
     let (demo, servers) = common::demo_and_servers("kept-figures").await;
     for (name, server) in servers {
-        let email = format!("ana-kept-{name}@example.com");
-        let ana = server.sign_up_with_site(&email, &demo.origin, "kept-figures").await;
+        let ana = common::ana_with_site(&server, &demo, "kept-figures", name).await;
         let token = common::token_of_browser(&server, &ana).await;
         let uri =
             format!("servio://metrics/{}/sales.revenue.daily?from=2026-08-20&to=2026-08-20", site_of(&demo.origin));

@@ -21,6 +21,18 @@ pub async fn demo_and_servers(token: &str) -> (DemoSite, Vec<(&'static str, Serv
     (demo_site(&ca, token).await, servers(Some(&ca.ca_pem)).await)
 }
 
+/// The address of `who` in one test (`label`) on one backend (`name`), so that no two tests
+/// or backends share a user.
+pub fn email(who: &str, label: &str, name: &str) -> String {
+    format!("{who}-{label}-{name}@example.com")
+}
+
+/// Ana, signed up for one test on one backend with the demo site in her vault, the site's token
+/// being `label`.
+pub async fn ana_with_site(server: &Server, demo: &DemoSite, label: &str, name: &str) -> Browser {
+    server.sign_up_with_site(&email("ana", label, name), &demo.origin, label).await
+}
+
 /// One operation of the OpenAPI document the platform serves.
 #[derive(Debug, Clone)]
 pub struct ApiRoute {
