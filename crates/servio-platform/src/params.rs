@@ -7,14 +7,14 @@
 //! a query that does not read is `400` saying what is wrong. JSON bodies have their own reader,
 //! [`crate::json_body::JsonBody`].
 
-use axum::extract::FromRequestParts;
 use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
 
 use crate::error::ApiError;
 
 /// An axum extractor `E` (`Path<T>`, `Query<T>`) whose refusal is an [`ApiError`]:
-/// `Params(Path(id)): Params<Path<i64>>`.
+/// `Id(id): Id`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Params<E>(pub E);
 
@@ -28,6 +28,20 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         E::from_request_parts(parts, state).await.map(Params).map_err(Into::into)
+    }
+}
+
+/// The numeric `{id}` of a route's path: `Id(id): Id`, refused as [`Params`] refuses a path
+/// (`404`: an id that does not read as an `i64` names nothing that exists).
+#[derive(Debug, Clone, Copy)]
+pub struct Id(pub i64);
+
+impl<S: Send + Sync> FromRequestParts<S> for Id {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Params(Path(id)) = Params::<Path<i64>>::from_request_parts(parts, state).await?;
+        Ok(Id(id))
     }
 }
 

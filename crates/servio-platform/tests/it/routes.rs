@@ -280,9 +280,9 @@ async fn every_page_is_guarded() {
         for (verb, path, signed_in) in PAGES {
             // A vault id that is not the second user's, and the first user's claim.
             let id = if path.starts_with("/directory/claims") { claim["id"].to_string() } else { "1".to_owned() };
-            let url = format!("{}{}", server.base, path.replace("{id}", &id));
             let label = format!("{name}: {verb} {path}");
-            let send = |cookie: Option<&str>, csrf: Option<&str>| {
+            let send_with = |id: &str, cookie: Option<&str>, csrf: Option<&str>| {
+                let url = format!("{}{}", server.base, path.replace("{id}", id));
                 let mut request =
                     http.request(method(verb), &url).header("content-type", "application/x-www-form-urlencoded");
                 if let Some(cookie) = cookie {
@@ -303,6 +303,7 @@ async fn every_page_is_guarded() {
                 }
                 request.body(url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish()).send()
             };
+            let send = |cookie, csrf| send_with(&id, cookie, csrf);
             let nobody = send(None, None).await.unwrap();
             assert_ne!(nobody.status(), StatusCode::METHOD_NOT_ALLOWED, "{label}: the method is missing");
             if *signed_in {
@@ -315,6 +316,12 @@ async fn every_page_is_guarded() {
                 if path.contains("{id}") {
                     let other = send(second.cookie.as_deref(), second.csrf.as_deref()).await.unwrap();
                     assert_eq!(other.status(), StatusCode::NOT_FOUND, "{label} as another user");
+                    // An id that is not a 64-bit integer names nothing either: a 404 as the API
+                    // answers it (it was axum's `400 Cannot parse`, as text).
+                    for bad in ["abc", "99999999999999999999", "1.5"] {
+                        let answer = send_with(bad, second.cookie.as_deref(), second.csrf.as_deref()).await.unwrap();
+                        assert_eq!(answer.status(), StatusCode::NOT_FOUND, "{label} with the id {bad}");
+                    }
                 }
             }
         }

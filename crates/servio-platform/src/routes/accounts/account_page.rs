@@ -17,6 +17,7 @@ use super::service::{self, CurrentPassword, PasswordChange, SessionItem, TimeZon
 use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
+use crate::params::{Id, Params};
 use crate::routes::pages::{Layout, render};
 use crate::shared::today::Today;
 
@@ -182,7 +183,7 @@ fn done(what: &str) -> Response {
 
 async fn revoke_token(
     State(state): State<AppState>,
-    Path(id): Path<i64>,
+    Id(id): Id,
     posted: PageForm<NoFields>,
 ) -> Result<Response, ApiError> {
     service::delete_token(&state, posted.user.user.id, id).await?;
@@ -217,7 +218,11 @@ struct AccountForm {
     revoke_api_tokens: Option<String>,
 }
 
-async fn act(State(state): State<AppState>, Path(action): Path<Action>, posted: PageForm<AccountForm>) -> Response {
+async fn act(
+    State(state): State<AppState>,
+    Params(Path(action)): Params<Path<Action>>,
+    posted: PageForm<AccountForm>,
+) -> Response {
     let PageForm { user, form } = posted;
     let revoke_api_tokens = form.revoke_api_tokens.is_some();
     let AccountForm { time_zone, current_password, new_password, .. } = form;

@@ -2,7 +2,7 @@
 //! caller's profile and time zone, and personal API tokens (shown once, stored hashed).
 
 use axum::Json;
-use axum::extract::{Path, Query};
+use axum::extract::Query;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use servio_store::User;
@@ -17,7 +17,7 @@ use crate::AppState;
 use crate::auth::{Api, Caller, Via};
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
-use crate::params::Params;
+use crate::params::{Id, Params};
 
 /// The account routes of the API.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -143,7 +143,7 @@ async fn create_token(api: Api, JsonBody(form): JsonBody<NewToken>) -> Result<Re
 
 /// Delete one of the user's API tokens
 #[utoipa::path(delete, path = "/api/tokens/{id}", responses((status = 204, description = "Deleted")))]
-async fn delete_token(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<StatusCode, ApiError> {
+async fn delete_token(api: Api, Id(id): Id) -> Result<StatusCode, ApiError> {
     service::delete_token(&api.state, api.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
 }
 

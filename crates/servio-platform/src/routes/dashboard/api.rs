@@ -1,7 +1,7 @@
 //! Collection and the dashboard over the JSON API.
 
 use axum::Json;
-use axum::extract::{Path, Query};
+use axum::extract::Query;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -14,7 +14,7 @@ use crate::AppState;
 use crate::auth::Api;
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
-use crate::params::Params;
+use crate::params::{Id, Params};
 
 /// The collection routes of the API.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -46,7 +46,7 @@ struct How {
 ))]
 async fn backfill(
     api: Api,
-    Params(Path(id)): Params<Path<i64>>,
+    Id(id): Id,
     Params(Query(how)): Params<Query<How>>,
     JsonBody(range): JsonBody<Range>,
 ) -> Result<Response, ApiError> {
@@ -59,7 +59,7 @@ async fn backfill(
 
 /// How many of the site's collection jobs are still to do (a queued backfill's progress)
 #[utoipa::path(get, path = "/api/vault/{id}/jobs", responses((status = 200, description = "The progress", body = JobProgress)))]
-async fn job_progress(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Json<JobProgress>, ApiError> {
+async fn job_progress(api: Api, Id(id): Id) -> Result<Json<JobProgress>, ApiError> {
     service::job_progress(&api.state, api.user.id, id).await.map(Json)
 }
 
@@ -68,7 +68,7 @@ async fn job_progress(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<J
     (status = 200, description = "What was collected", body = CollectSummary),
     (status = 400, description = "The site has no valid brief: nothing to collect", body = ErrorBody),
 ))]
-async fn collect(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Json<CollectSummary>, ApiError> {
+async fn collect(api: Api, Id(id): Id) -> Result<Json<CollectSummary>, ApiError> {
     service::collect_now(&api.state, &api.user, id).await.map(Json)
 }
 

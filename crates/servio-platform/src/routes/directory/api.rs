@@ -1,7 +1,7 @@
 //! The Directory over the JSON API.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -14,7 +14,7 @@ use crate::AppState;
 use crate::auth::Api;
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
-use crate::params::Params;
+use crate::params::{Id, Params};
 
 /// The Directory routes of the API.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -70,7 +70,7 @@ async fn claim(api: Api, JsonBody(form): JsonBody<NewClaim>) -> Result<Response,
     (status = 200, description = "Listed", body = Verified),
     (status = 422, description = "The manifest is invalid or does not list the token", body = ErrorBody),
 ))]
-async fn verify(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Json<Verified>, ApiError> {
+async fn verify(api: Api, Id(id): Id) -> Result<Json<Verified>, ApiError> {
     service::verify_claim(&api.state, api.user.id, id).await.map(Json)
 }
 
@@ -78,7 +78,7 @@ async fn verify(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Json<Ve
 #[utoipa::path(delete, path = "/api/directory/claims/{id}", responses(
     (status = 204, description = "Withdrawn"),
 ))]
-async fn withdraw(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<StatusCode, ApiError> {
+async fn withdraw(api: Api, Id(id): Id) -> Result<StatusCode, ApiError> {
     service::withdraw_claim(&api.state, api.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
 }
 
@@ -91,7 +91,7 @@ async fn withdraw(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Statu
 ))]
 async fn health(
     api: Api,
-    Params(Path(id)): Params<Path<i64>>,
+    Id(id): Id,
     Params(Query(window)): Params<Query<super::health::Window>>,
 ) -> Result<Json<super::health::Health>, ApiError> {
     super::health::health(&api.state, api.user.id, id, &window).await.map(Json)

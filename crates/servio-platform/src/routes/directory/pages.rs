@@ -3,7 +3,7 @@
 
 use askama::Template;
 use axum::Router;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -13,6 +13,7 @@ use super::service::{self, ClaimState, ClaimView, Hit, NewClaim};
 use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
+use crate::params::Id;
 use crate::routes::accounts::pages::NoFields;
 use crate::routes::pages::{Layout, render, table};
 
@@ -100,11 +101,7 @@ async fn claim(State(state): State<AppState>, posted: PageForm<NewClaim>) -> Res
     }
 }
 
-async fn verify(
-    State(state): State<AppState>,
-    Path(id): Path<i64>,
-    posted: PageForm<NoFields>,
-) -> Result<Response, ApiError> {
+async fn verify(State(state): State<AppState>, Id(id): Id, posted: PageForm<NoFields>) -> Result<Response, ApiError> {
     let said = match service::verify_claim(&state, posted.user.user.id, id).await {
         Ok(_) => Said::Success("Verified: the site is listed.".to_owned()),
         Err(ApiError::NotFound) => return Err(ApiError::NotFound),
@@ -115,11 +112,7 @@ async fn verify(
 }
 
 /// Withdraws a claim not verified yet: the way out of the limit on claims waiting.
-async fn withdraw(
-    State(state): State<AppState>,
-    Path(id): Path<i64>,
-    posted: PageForm<NoFields>,
-) -> Result<Response, ApiError> {
+async fn withdraw(State(state): State<AppState>, Id(id): Id, posted: PageForm<NoFields>) -> Result<Response, ApiError> {
     service::withdraw_claim(&state, posted.user.user.id, id).await?;
     let said = Said::Success("Claim withdrawn.".to_owned());
     directory_view(&state, Some(&posted.user), String::new(), said).await
@@ -137,7 +130,7 @@ struct HealthPage {
 async fn health_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<i64>,
+    Id(id): Id,
     Query(window): Query<super::health::Window>,
 ) -> Result<Response, ApiError> {
     let health = super::health::health(&state, user.user.id, id, &window).await?;

@@ -1,7 +1,6 @@
 //! The vault over the JSON API.
 
 use axum::Json;
-use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
@@ -12,7 +11,7 @@ use crate::AppState;
 use crate::auth::Api;
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
-use crate::params::Params;
+use crate::params::Id;
 
 /// The vault routes of the API.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -46,14 +45,14 @@ async fn add(api: Api, JsonBody(form): JsonBody<AddSite>) -> Result<Response, Ap
 
 /// One site: report, tools, brief, pending changes
 #[utoipa::path(get, path = "/api/vault/{id}", responses((status = 200, description = "The site", body = SiteAnswer)))]
-async fn show(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Json<SiteAnswer>, ApiError> {
+async fn show(api: Api, Id(id): Id) -> Result<Json<SiteAnswer>, ApiError> {
     let entry = service::entry(&api.state, api.user.id, id).await?;
     Ok(Json(SiteAnswer { site: service::view_of(&api.state, &entry).await? }))
 }
 
 /// Take a site out of the vault
 #[utoipa::path(delete, path = "/api/vault/{id}", responses((status = 204, description = "Removed")))]
-async fn remove(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<StatusCode, ApiError> {
+async fn remove(api: Api, Id(id): Id) -> Result<StatusCode, ApiError> {
     service::remove(&api.state, api.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
 }
 
@@ -62,17 +61,13 @@ async fn remove(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<StatusC
     (status = 204, description = "Stored"),
     (status = 400, description = "Empty, too long, or not a header value", body = ErrorBody),
 ))]
-async fn set_credential(
-    api: Api,
-    Params(Path(id)): Params<Path<i64>>,
-    JsonBody(form): JsonBody<BearerToken>,
-) -> Result<StatusCode, ApiError> {
+async fn set_credential(api: Api, Id(id): Id, JsonBody(form): JsonBody<BearerToken>) -> Result<StatusCode, ApiError> {
     service::store_token(&api.state, api.user.id, id, &form.token).await.map(|()| StatusCode::NO_CONTENT)
 }
 
 /// Refresh the site's manifest now
 #[utoipa::path(post, path = "/api/vault/{id}/refresh", responses((status = 200, description = "What the refresh did, and the site after it", body = RefreshAnswer)))]
-async fn refresh(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Json<RefreshAnswer>, ApiError> {
+async fn refresh(api: Api, Id(id): Id) -> Result<Json<RefreshAnswer>, ApiError> {
     service::refresh(&api.state, api.user.id, id).await.map(Json)
 }
 
@@ -81,11 +76,7 @@ async fn refresh(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Json<R
     (status = 200, description = "The site, acting with the approved version", body = SiteAnswer),
     (status = 409, description = "The version named is no longer the site's current one: what changed since", body = ErrorBody),
 ))]
-async fn approve(
-    api: Api,
-    Params(Path(id)): Params<Path<i64>>,
-    JsonBody(form): JsonBody<Decision>,
-) -> Result<Json<SiteAnswer>, ApiError> {
+async fn approve(api: Api, Id(id): Id, JsonBody(form): JsonBody<Decision>) -> Result<Json<SiteAnswer>, ApiError> {
     decide(api, id, form, Verdict::Approve).await
 }
 
@@ -94,11 +85,7 @@ async fn approve(
     (status = 200, description = "The site, still acting with the approved version", body = SiteAnswer),
     (status = 409, description = "The version named is no longer the site's current one: what changed since", body = ErrorBody),
 ))]
-async fn keep(
-    api: Api,
-    Params(Path(id)): Params<Path<i64>>,
-    JsonBody(form): JsonBody<Decision>,
-) -> Result<Json<SiteAnswer>, ApiError> {
+async fn keep(api: Api, Id(id): Id, JsonBody(form): JsonBody<Decision>) -> Result<Json<SiteAnswer>, ApiError> {
     decide(api, id, form, Verdict::Keep).await
 }
 
@@ -109,6 +96,6 @@ async fn decide(api: Api, id: i64, form: Decision, verdict: Verdict) -> Result<J
 
 /// Every version of the manifest with what changed
 #[utoipa::path(get, path = "/api/vault/{id}/versions", responses((status = 200, description = "Newest first", body = VersionList)))]
-async fn versions(api: Api, Params(Path(id)): Params<Path<i64>>) -> Result<Json<VersionList>, ApiError> {
+async fn versions(api: Api, Id(id): Id) -> Result<Json<VersionList>, ApiError> {
     service::versions(&api.state, api.user.id, id).await.map(Json)
 }

@@ -14,6 +14,7 @@ use super::service::{self, SiteSummary, SiteView};
 use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
+use crate::params::{Id, Params};
 use crate::routes::dashboard::pages::{last_error, status_line};
 use crate::routes::pages::{Layout, render, table, timestamp};
 use crate::shared::today::Today;
@@ -267,7 +268,7 @@ const ATTEMPTS_READ: i64 = 50;
 async fn site_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<i64>,
+    Id(id): Id,
     Query(query): Query<SiteQuery>,
 ) -> Result<Response, ApiError> {
     let entry = service::entry(&state, user.user.id, id).await?;
@@ -324,7 +325,7 @@ impl ActionForm {
 
 async fn act(
     State(state): State<AppState>,
-    Path((id, action)): Path<(i64, SiteAction)>,
+    Params(Path((id, action))): Params<Path<(i64, SiteAction)>>,
     posted: PageForm<ActionForm>,
 ) -> Result<Response, ApiError> {
     let user = &posted.user.user;
@@ -366,7 +367,7 @@ struct BackfillForm {
 /// "Backfill the last N days": the N days before today in the user's zone, queued as jobs.
 async fn backfill(
     State(state): State<AppState>,
-    Path(id): Path<i64>,
+    Id(id): Id,
     posted: PageForm<BackfillForm>,
 ) -> Result<Response, ApiError> {
     let user = &posted.user.user;
@@ -384,7 +385,7 @@ async fn backfill(
 
 async fn credential(
     State(state): State<AppState>,
-    Path(id): Path<i64>,
+    Id(id): Id,
     posted: PageForm<service::BearerToken>,
 ) -> Result<Response, ApiError> {
     service::store_token(&state, posted.user.user.id, id, &posted.form.token).await?;
@@ -392,7 +393,7 @@ async fn credential(
 }
 
 /// Starts "Connect": a fresh PKCE start for this user and site, then off to the site.
-async fn connect(State(state): State<AppState>, user: PageUser, Path(id): Path<i64>) -> Result<Redirect, ApiError> {
+async fn connect(State(state): State<AppState>, user: PageUser, Id(id): Id) -> Result<Redirect, ApiError> {
     let entry = service::entry(&state, user.user.id, id).await?;
     // The approved manifest names the endpoints: a new `authorization_url` or `token_url`
     // waits for the user's approval like any other change of endpoint.
