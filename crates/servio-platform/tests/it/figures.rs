@@ -152,9 +152,13 @@ async fn the_metrics_tool_and_the_briefing_give_the_same_figures() {
     let (demo, servers) = common::demo_and_servers("metrics-tool").await;
     for (name, server) in servers {
         let ana = common::ana_with_site(&server, &demo, "metrics-tool", name).await;
-        let today = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::get("Pacific/Auckland").unwrap());
-        let yesterday = today.date().checked_sub(jiff::ToSpan::days(1)).unwrap().to_string();
-        backfill(&server, &ana, (&yesterday, &yesterday)).await;
+        // The latest date due in her zone, as the briefing shows it. Yesterday, as this once was,
+        // is not due yet in the first minutes after midnight in Auckland.
+        let auckland = jiff::tz::TimeZone::get("Pacific/Auckland").unwrap();
+        let due =
+            servio_collector::plan::latest_due(servio_manifest::Granularity::Day, &auckland, jiff::Timestamp::now());
+        let due_date = due.unwrap().start_date.to_string();
+        backfill(&server, &ana, (&due_date, &due_date)).await;
         let token = common::token_of_browser(&server, &ana).await;
         let ben = token_of(&server, &format!("ben-tool-{name}@example.com")).await;
 
@@ -170,10 +174,10 @@ async fn the_metrics_tool_and_the_briefing_give_the_same_figures() {
         let his = call(&server, &ben, json!({})).await;
         assert_eq!(his["result"]["structuredContent"]["metrics"], json!([]), "{name}: {his}");
 
-        let args = json!({ "site": demo.origin, "metric": "sales.revenue.daily", "from": yesterday, "to": yesterday });
+        let args = json!({ "site": demo.origin, "metric": "sales.revenue.daily", "from": due_date, "to": due_date });
         let answer = call(&server, &token, args.clone()).await;
         let period = &answer["result"]["structuredContent"]["periods"][0];
-        let (cents, _) = daily_figures(&yesterday, "Pacific/Auckland");
+        let (cents, _) = daily_figures(&due_date, "Pacific/Auckland");
         assert_eq!(period["value"], json!(cents as f64 / 100.0), "{name}: {answer}");
         for member in
             ["period_start", "period_end", "time_zone", "raw", "collected_at", "tool", "arguments", "value_path"]
@@ -205,7 +209,8 @@ async fn new_values_reach_the_streams_that_watch_the_metric() {
     let (demo, servers) = common::demo_and_servers("updates").await;
     for (name, server) in servers {
         let ana = common::ana_with_site(&server, &demo, "updates", name).await;
-        let ana_id = server.state.store.user_by_email(&common::email("ana", "updates", name)).await.unwrap().unwrap().id;
+        let ana_id =
+            server.state.store.user_by_email(&common::email("ana", "updates", name)).await.unwrap().unwrap().id;
         let token = common::token_of_browser(&server, &ana).await;
         let ben = token_of(&server, &format!("ben-updates-{name}@example.com")).await;
         let uri = format!("servio://metrics/{}/sales.revenue.daily", site_of(&demo.origin));

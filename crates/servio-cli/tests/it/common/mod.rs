@@ -103,3 +103,12 @@ pub async fn served_url(child: &mut tokio::process::Child) -> String {
         .unwrap_or_else(|| panic!("serve printed {first:?}"))
         .to_owned()
 }
+
+/// Runs `command` for at most `limit` (it is killed if the test ends first); whether it
+/// succeeded, and what it printed on stdout and on stderr.
+pub async fn run_for(command: &mut tokio::process::Command, limit: std::time::Duration) -> (bool, String, String) {
+    let output = tokio::time::timeout(limit, command.kill_on_drop(true).output()).await;
+    let output = output.unwrap_or_else(|_| panic!("{command:?} ran for more than {limit:?}")).unwrap();
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (output.status.success(), text(&output.stdout), text(&output.stderr))
+}
