@@ -139,7 +139,7 @@ impl Server {
 
     /// Signs up `email` (in Pacific/Auckland) and answers their signed-in browser.
     pub async fn sign_up(&self, email: &str) -> Browser {
-        let body = json!({ "email": email, "password": "a long enough password", "time_zone": "Pacific/Auckland" });
+        let body = sign_up_body(email, "Pacific/Auckland");
         let (status, body, set_cookie) = self.send(&Browser::default(), Method::POST, "/api/signup", Some(body)).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         browser(&body, set_cookie)
@@ -148,11 +148,31 @@ impl Server {
     /// Signs up `email` and adds the site at `origin` to their vault with the bearer `token`.
     pub async fn sign_up_with_site(&self, email: &str, origin: &str, token: &str) -> Browser {
         let who = self.sign_up(email).await;
-        let body = json!({ "url": origin, "token": token });
-        let (status, added, _) = self.send(&who, Method::POST, "/api/vault", Some(body)).await;
-        assert_eq!(status, StatusCode::CREATED, "adding {origin} for {email}: {added}");
+        self.add_site(&who, origin, token).await;
         who
     }
+
+    /// Adds the site at `origin` to the vault of `who`, with the bearer `token`; the vault
+    /// site's id.
+    pub async fn add_site(&self, who: &Browser, origin: &str, token: &str) -> i64 {
+        let body = json!({ "url": origin, "token": token });
+        let (status, added, _) = self.send(who, Method::POST, "/api/vault", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "adding {origin}: {added}");
+        added["site"]["id"].as_i64().unwrap()
+    }
+}
+
+/// The password of every user the tests sign up.
+pub const PASSWORD: &str = "a long enough password";
+
+/// The body of `/api/signup` for `email` in `time_zone`, with [`PASSWORD`].
+pub fn sign_up_body(email: &str, time_zone: &str) -> Value {
+    json!({ "email": email, "password": PASSWORD, "time_zone": time_zone })
+}
+
+/// The body of `/api/signin` for `email`, with [`PASSWORD`].
+pub fn sign_in_body(email: &str) -> Value {
+    json!({ "email": email, "password": PASSWORD })
 }
 
 /// The browser a sign-up or sign-in answer (`body`, `set_cookie`) makes, after checking the

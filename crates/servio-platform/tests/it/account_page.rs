@@ -7,8 +7,6 @@ use reqwest::StatusCode;
 use crate::common;
 use common::{Page, PageSession, csrf, page_client, request};
 
-const PASSWORD: &str = "a long enough password";
-
 /// Signs in through the form; the session's cookie, if it was let in.
 async fn sign_in(base: &str, email: &str, password: &str) -> Option<String> {
     let form = [("email", email), ("password", password)];
@@ -27,7 +25,7 @@ async fn a_user_manages_their_account_from_its_page() {
         let base = server.base.clone();
         let email = format!("account-{name}@example.com");
         let laptop = PageSession::sign_up(&server, &email, "UTC").await;
-        let phone = sign_in(&base, &email, PASSWORD).await.unwrap();
+        let phone = sign_in(&base, &email, common::PASSWORD).await.unwrap();
         let page = laptop.get("/account").await;
         assert_eq!(page.status, StatusCode::OK, "{name}");
         assert!(page.html.contains("<option selected>UTC</option>"), "{name}: the zone is chosen");
@@ -66,21 +64,22 @@ async fn a_user_manages_their_account_from_its_page() {
             laptop.post("/account/password", &[("current_password", "not it at all"), ("new_password", new)]).await;
         assert_eq!(wrong.status, StatusCode::BAD_REQUEST, "{name}");
         assert!(wrong.html.contains("is not your current password"), "{name}: {}", wrong.html);
-        let short =
-            laptop.post("/account/password", &[("current_password", PASSWORD), ("new_password", "short")]).await;
+        let short = laptop
+            .post("/account/password", &[("current_password", common::PASSWORD), ("new_password", "short")])
+            .await;
         assert!(short.status == StatusCode::BAD_REQUEST && short.html.contains("new_password"), "{name}");
         // An API token made by whoever knew the old password: kept unless the box is ticked.
         let issued = laptop.post("/ai/tokens", &[("name", "intruder")]).await;
         let intruder = format!("svt_{}", issued.html.split("<code>svt_").nth(1).unwrap().split('<').next().unwrap());
         let page = laptop.get("/account").await;
         assert!(page.html.contains("Also revoke my API tokens (intruder)"), "{name}: says which would stay");
-        let change = [("current_password", PASSWORD), ("new_password", new), ("revoke_api_tokens", "on")];
+        let change = [("current_password", common::PASSWORD), ("new_password", new), ("revoke_api_tokens", "on")];
         let changed = laptop.post("/account/password", &change).await;
         assert_eq!(changed.location.as_deref(), Some("/account?done=password_and_tokens"), "{name}");
         assert_eq!(me(intruder).await, StatusCode::UNAUTHORIZED, "{name}: ticked, revoked with the change");
         assert!(!signed_in(&base, &phone).await, "{name}: the phone is signed out");
         assert!(signed_in(&base, &laptop.cookie).await, "{name}: this browser stays");
-        assert!(sign_in(&base, &email, PASSWORD).await.is_none(), "{name}: the old password");
+        assert!(sign_in(&base, &email, common::PASSWORD).await.is_none(), "{name}: the old password");
         let phone = sign_in(&base, &email, new).await.expect("the new password");
 
         // Sign out everywhere: this browser and the others.
@@ -94,7 +93,7 @@ async fn a_user_manages_their_account_from_its_page() {
         let cookie = sign_in(&base, &email, new).await.unwrap();
         let again = PageSession { cookie, ..laptop };
         let again = PageSession { csrf: csrf(&again.get("/account").await.html), ..again };
-        let refused = again.post("/account/delete", &[("current_password", PASSWORD)]).await;
+        let refused = again.post("/account/delete", &[("current_password", common::PASSWORD)]).await;
         assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{name}");
         assert!(server.state.store.user_by_email(&email).await.unwrap().is_some(), "{name}: not deleted");
         let deleted = again.post("/account/delete", &[("current_password", new)]).await;
@@ -119,7 +118,7 @@ async fn guessing_the_current_password_is_throttled() {
         statuses.push(me.post("/account/password", &fields).await.status);
     }
     assert!(statuses.contains(&StatusCode::TOO_MANY_REQUESTS), "{name}: {statuses:?}");
-    let right = [("current_password", PASSWORD), ("new_password", "whatever it is now")];
+    let right = [("current_password", common::PASSWORD), ("new_password", "whatever it is now")];
     let throttled = me.post("/account/password", &right).await;
     assert_eq!(throttled.status, StatusCode::TOO_MANY_REQUESTS, "{name}: even the right one waits");
 }

@@ -3,14 +3,21 @@
 //! one user's things out of another's reach.
 
 use reqwest::{Method, StatusCode};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::common;
 use common::{Browser, browser};
+use servio_platform::testing::{sign_in_body, sign_up_body};
 use servio_platform::throttle::{Throttle, ThrottleConfig, quota};
 
 async fn servers() -> Vec<(&'static str, common::Server)> {
     common::servers(None).await
+}
+
+/// Signs up `email`; the body that signs them in.
+async fn signed_up(server: &common::Server, email: &str) -> Value {
+    server.sign_up(email).await;
+    sign_in_body(email)
 }
 
 #[tokio::test]
@@ -29,7 +36,7 @@ async fn sign_up_sign_in_and_csrf() {
         assert_eq!(status, StatusCode::OK, "{name}");
 
         // Signing in gives a new session; the old cookie stops working.
-        let credentials = json!({ "email": format!("ANA-{name}@example.com"), "password": "a long enough password" });
+        let credentials = sign_in_body(&format!("ANA-{name}@example.com"));
         let (status, body, set_cookie) = server.send(&ana, Method::POST, "/api/signin", Some(credentials)).await;
         assert_eq!(status, StatusCode::OK, "{name}: {body}");
         let again = browser(&body, set_cookie);
@@ -56,26 +63,14 @@ async fn bad_sign_ups_say_what_is_wrong() {
     for (name, server) in servers().await {
         server.sign_up(&format!("ben-{name}@example.com")).await;
         let cases = [
-            (
-                json!({ "email": format!("ben-{name}@example.com"), "password": "a long enough password", "time_zone": "UTC" }),
-                StatusCode::CONFLICT,
-                "already taken",
-            ),
-            (
-                json!({ "email": "ben", "password": "a long enough password", "time_zone": "UTC" }),
-                StatusCode::BAD_REQUEST,
-                "`email`",
-            ),
+            (sign_up_body(&format!("ben-{name}@example.com"), "UTC"), StatusCode::CONFLICT, "already taken"),
+            (sign_up_body("ben", "UTC"), StatusCode::BAD_REQUEST, "`email`"),
             (
                 json!({ "email": "x@example.com", "password": "short", "time_zone": "UTC" }),
                 StatusCode::BAD_REQUEST,
                 "`password`",
             ),
-            (
-                json!({ "email": "x@example.com", "password": "a long enough password", "time_zone": "Mars/Base" }),
-                StatusCode::BAD_REQUEST,
-                "`time_zone`",
-            ),
+            (sign_up_body("x@example.com", "Mars/Base"), StatusCode::BAD_REQUEST, "`time_zone`"),
         ];
         for (body, want, says) in cases {
             let (status, answer, _) = server.send(&Browser::default(), Method::POST, "/api/signup", Some(body)).await;
@@ -199,7 +194,7 @@ async fn sign_ins_to_one_account_are_throttled() {
         for _ in 0..3 {
             assert_eq!(post(&server, "/api/signin", &[], &wrong, false).await.status(), StatusCode::UNAUTHORIZED);
         }
-        let right = json!({ "email": email.to_uppercase(), "password": "a long enough password" });
+        let right = sign_in_body(&email.to_uppercase());
         let refused = post(&server, "/api/signin", &[], &right, false).await;
         assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS, "{name}");
         assert!(header(&refused, "retry-after").parse::<u64>().unwrap() > 0, "{name}");
@@ -239,7 +234,7 @@ async fn sign_ups_from_one_address_are_throttled() {
     for (name, server) in throttled(|c| c.sign_up_per_address = quota(2, HOUR).unwrap()).await {
         server.sign_up(&format!("first-{name}@example.com")).await;
         server.sign_up(&format!("second-{name}@example.com")).await;
-        let third = json!({ "email": format!("third-{name}@example.com"), "password": "a long enough password", "time_zone": "UTC" });
+        let third = sign_up_body(&format!("third-{name}@example.com"), "UTC");
         let refused = post(&server, "/api/signup", &[], &third, false).await;
         assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS, "{name}");
         assert!(header(&refused, "retry-after").parse::<u64>().unwrap() > 0, "{name}");
@@ -281,10 +276,8 @@ async fn password_hashing_is_bounded() {
 #[tokio::test]
 async fn cross_site_sign_ins_start_no_session() {
     for (name, server) in servers().await {
-        let email = format!("csrf-{name}@example.com");
-        server.sign_up(&email).await;
-        let sign_in = json!({ "email": email, "password": "a long enough password" });
-        let sign_up = json!({ "email": format!("new-{name}@example.com"), "password": "a long enough password", "time_zone": "UTC" });
+        let sign_in = signed_up(&server, &format!("csrf-{name}@example.com")).await;
+        let sign_up = sign_up_body(&format!("new-{name}@example.com"), "UTC");
         let foreign: [&[(&str, &str)]; 3] =
             [&[("origin", "https://evil.example")], &[("origin", "null")], &[("sec-fetch-site", "cross-site")]];
         for headers in foreign {
@@ -319,9 +312,9 @@ async fn emails_are_normalised_and_invisible_characters_refused() {
         let decomposed = format!("jose\u{301}-{name}@example.com");
         server.sign_up(&decomposed).await;
         let composed = format!("JOS\u{c9}-{name}@example.com");
-        let again = json!({ "email": composed, "password": "a long enough password", "time_zone": "UTC" });
+        let again = sign_up_body(&composed, "UTC");
         assert_eq!(post(&server, "/api/signup", &[], &again, false).await.status(), StatusCode::CONFLICT, "{name}");
-        let sign_in = json!({ "email": composed, "password": "a long enough password" });
+        let sign_in = sign_in_body(&composed);
         let answer = post(&server, "/api/signin", &[], &sign_in, false).await;
         let body: serde_json::Value = answer.json().await.unwrap();
         assert_eq!(body["user"]["email"].as_str(), Some(format!("jos\u{e9}-{name}@example.com").as_str()), "{name}");
@@ -329,7 +322,7 @@ async fn emails_are_normalised_and_invisible_characters_refused() {
         // (A NUL is refused too, with its own message: tests/bad_bytes.rs.)
         for invisible in ["\u{200B}", "\u{202E}", "\u{2066}", "\u{FEFF}"] {
             let email = format!("ana{invisible}-{name}@example.com");
-            let body = json!({ "email": email, "password": "a long enough password", "time_zone": "UTC" });
+            let body = sign_up_body(&email, "UTC");
             let answer = post(&server, "/api/signup", &[], &body, false).await;
             assert_eq!(answer.status(), StatusCode::BAD_REQUEST, "{name}: {email:?}");
             let body: serde_json::Value = answer.json().await.unwrap();
@@ -340,7 +333,7 @@ async fn emails_are_normalised_and_invisible_characters_refused() {
         let hash = server.state.store.user_by_email(&format!("jos\u{e9}-{name}@example.com")).await.unwrap().unwrap();
         let earlier = format!("rene\u{301}-{name}@example.com");
         server.state.store.create_user(&earlier, &hash.password_hash, "UTC", 0).await.unwrap();
-        let sign_in = json!({ "email": format!("REN\u{c9}-{name}@example.com"), "password": "a long enough password" });
+        let sign_in = sign_in_body(&format!("REN\u{c9}-{name}@example.com"));
         assert_eq!(post(&server, "/api/signin", &[], &sign_in, false).await.status(), StatusCode::OK, "{name}");
     }
 }
@@ -408,7 +401,7 @@ async fn pages_and_token_answers_carry_security_headers() {
             .send()
             .await
             .unwrap();
-        let sign_in = json!({ "email": format!("headers-{name}@example.com"), "password": "a long enough password" });
+        let sign_in = sign_in_body(&format!("headers-{name}@example.com"));
         let signed_in = post(&server, "/api/signin", &[], &sign_in, false).await;
         for response in [&token, &signed_in] {
             assert!(response.status().is_success(), "{name}");
@@ -448,8 +441,7 @@ fn set_cookie(response: &reqwest::Response, name: &str) -> Option<String> {
 async fn the_owner_is_not_locked_out_by_others_wrong_passwords() {
     for (name, server) in servers().await {
         let email = format!("owner-{name}@example.com");
-        server.sign_up(&email).await;
-        let right = json!({ "email": email, "password": "a long enough password" });
+        let right = signed_up(&server, &email).await;
         let first = sign_in_from(&server, "127.0.0.1", &right, None).await;
         assert_eq!(first.status(), StatusCode::OK, "{name}");
         let device = set_cookie(&first, "__Host-servio_device").expect("the known-device cookie");
@@ -475,7 +467,7 @@ async fn the_owner_is_not_locked_out_by_others_wrong_passwords() {
             csrf: body["csrf_token"].as_str().map(str::to_owned),
             ..Browser::default()
         };
-        let change = json!({ "current_password": "a long enough password", "new_password": "another long password" });
+        let change = json!({ "current_password": common::PASSWORD, "new_password": "another long password" });
         let (status, body, _) = server.send(&ana, Method::PUT, "/api/me/password", Some(change)).await;
         assert_eq!(status, StatusCode::OK, "{name}: the owner's password change: {body}");
 

@@ -14,7 +14,7 @@ async fn the_ai_clients_page_gives_a_token_that_works_at_the_gateway() {
     for (name, server) in common::servers(None).await {
         let url = |path: &str| format!("{}{path}", server.base);
         let email = format!("ai-{name}@example.com");
-        let form = [("email", email.as_str()), ("password", "a long enough password"), ("time_zone", "UTC")];
+        let form = [("email", email.as_str()), ("password", common::PASSWORD), ("time_zone", "UTC")];
         let cookie = request(&http, "POST", &url("/signup"), None, &form).await.cookie.expect("a session cookie");
         let page = request(&http, "GET", &url("/ai"), Some(&cookie), &[]).await;
         assert_eq!(page.status, StatusCode::OK, "{name}");

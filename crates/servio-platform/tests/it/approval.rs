@@ -110,10 +110,8 @@ async fn call_sales_summary(server: &Server, who: &Browser, origin: &str) -> (St
 async fn with_site(server: &Server, site: &DemoSite, token: &str, label: &str, name: &str) -> (Browser, i64) {
     let email = common::email("ana", label, name);
     let who = server.sign_up(&email).await;
-    let body = json!({ "url": site.origin, "token": token });
-    let (status, added, _) = server.send(&who, Method::POST, "/api/vault", Some(body)).await;
-    assert_eq!(status, StatusCode::CREATED, "{added}");
-    (who, added["site"]["id"].as_i64().unwrap())
+    let id = server.add_site(&who, &site.origin, token).await;
+    (who, id)
 }
 
 /// [`with_site`] with the site as it first served its manifest: what the loop's turn for the

@@ -45,7 +45,7 @@ async fn post_form(server: &Server, path: &str, form: &[(&str, &str)]) -> (Statu
 async fn a_nul_in_user_text_is_a_bad_request_not_a_server_error() {
     for (name, server) in common::servers(None).await {
         let nobody = Browser::default();
-        let password = "a long enough password";
+        let password = common::PASSWORD;
         let email = format!("a\u{0}na-{name}@example.com");
         let signup = json!({ "email": email, "password": password, "time_zone": "UTC" });
         let (status, body, _) = server.send(&nobody, Method::POST, "/api/signup", Some(signup)).await;

@@ -23,9 +23,7 @@ async fn backfill_then_dashboard() {
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         // The user is in Pacific/Auckland (common::Server::sign_up).
         let ivy = server.sign_up(&format!("ivy-{name}@example.com")).await;
-        let (_, added, _) =
-            server.send(&ivy, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" }))).await;
-        let id = added["site"]["id"].as_i64().unwrap();
+        let id = server.add_site(&ivy, origin, "demo").await;
         let backfill = format!("/api/vault/{id}/backfill");
         let (status, summary, _) =
             server.send(&ivy, Method::POST, &backfill, Some(json!({ "from": first, "to": last }))).await;
@@ -89,11 +87,7 @@ async fn canonical_keys_from_two_sites_share_one_slot_with_a_total_where_units_a
         let add_and_backfill = |who: common::Browser, origin: String| {
             let (server, range) = (&server, json!({ "from": first, "to": last }));
             async move {
-                let (status, added, _) = server
-                    .send(&who, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" })))
-                    .await;
-                assert_eq!(status, StatusCode::CREATED, "{added}");
-                let id = added["site"]["id"].as_i64().unwrap();
+                let id = server.add_site(&who, &origin, "demo").await;
                 let (_, summary, _) =
                     server.send(&who, Method::POST, &format!("/api/vault/{id}/backfill"), Some(range)).await;
                 assert_eq!(summary, json!({ "stored": 6, "dropped": 0, "failed": 0 }));
@@ -147,9 +141,7 @@ async fn the_dashboard_answers_304_for_its_etag_until_values_change() {
     let day = today.checked_sub(jiff::ToSpan::days(3)).unwrap().to_string();
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let kim = server.sign_up(&format!("kim-etag-{name}@example.com")).await;
-        let (_, added, _) =
-            server.send(&kim, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" }))).await;
-        let id = added["site"]["id"].as_i64().unwrap();
+        let id = server.add_site(&kim, origin, "demo").await;
         let get = |etag: Option<&str>| {
             let mut request = server
                 .http
@@ -199,9 +191,7 @@ async fn a_zone_change_keeps_one_value_per_date() {
     let range = json!({ "from": first, "to": last });
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let una = server.sign_up(&format!("una-{name}@example.com")).await;
-        let (_, added, _) =
-            server.send(&una, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" }))).await;
-        let id = added["site"]["id"].as_i64().unwrap();
+        let id = server.add_site(&una, origin, "demo").await;
         let backfill = format!("/api/vault/{id}/backfill");
         let (_, summary, _) = server.send(&una, Method::POST, &backfill, Some(range.clone())).await;
         assert_eq!(summary["stored"], 22, "{name}: eleven dates in Auckland: {summary}");
@@ -303,16 +293,12 @@ async fn metrics_sharing_a_call_ask_the_site_once_per_period() {
         // Scheduled: adding the site queues its latest due period, which a worker collects.
         let ada = server.sign_up(&format!("ada-{name}@example.com")).await;
         site.record_requests();
-        let (_, added, _) =
-            server.send(&ada, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" }))).await;
-        let id = added["site"]["id"].as_i64().unwrap();
+        let id = server.add_site(&ada, origin, "demo").await;
         let done = worker().await;
         assert_eq!((done.stored, summary_calls()), (2, 1), "{name}: scheduled, {done:?}");
 
         let bo = server.sign_up(&format!("bo-{name}@example.com")).await;
-        let (_, added, _) =
-            server.send(&bo, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" }))).await;
-        let bo_site = added["site"]["id"].as_i64().unwrap();
+        let bo_site = server.add_site(&bo, origin, "demo").await;
         site.record_requests();
         let (_, now, _) = server.send(&bo, Method::POST, &format!("/api/vault/{bo_site}/collect"), None).await;
         assert_eq!((now["stored"].as_u64(), summary_calls()), (Some(2), 1), "{name}: collect-now, {now}");
@@ -355,27 +341,26 @@ async fn a_job_planned_before_a_zone_change_collects_its_date_in_the_new_zone() 
                 assert_eq!(status, StatusCode::OK);
             }
         };
-        let add = |who: common::Browser| {
-            let server = &server;
+        // A user who adds the site in zone `planned` and then moves to `done`: their browser,
+        // the vault site's id, and the latest date due in `planned`.
+        let add_then_move = |label: &'static str, planned: &'static str, done: &'static str| {
+            let (server, move_to) = (&server, &move_to);
             async move {
-                let body = json!({ "url": origin, "token": "demo" });
-                let (_, added, _) = server.send(&who, Method::POST, "/api/vault", Some(body)).await;
-                added["site"]["id"].as_i64().unwrap()
+                let who = server.sign_up(&format!("{label}-{name}@example.com")).await;
+                move_to(who.clone(), planned).await;
+                let id = server.add_site(&who, origin, "demo").await;
+                move_to(who.clone(), done).await;
+                let zone = jiff::tz::TimeZone::get(planned).unwrap();
+                (who, id, servio_collector::plan::latest_due(Day, &zone, jiff::Timestamp::now()).unwrap().start_date)
             }
         };
 
         // Planned in New York, done in Auckland, where that date ended hours earlier.
-        let email = format!("cy-{name}@example.com");
-        let cy = server.sign_up(&email).await;
-        move_to(cy.clone(), "America/New_York").await;
-        let id = add(cy.clone()).await;
-        move_to(cy.clone(), "Pacific/Auckland").await;
-        let new_york = jiff::tz::TimeZone::get("America/New_York").unwrap();
-        let planned = servio_collector::plan::latest_due(Day, &new_york, jiff::Timestamp::now()).unwrap().start_date;
+        let (_, id, planned) = add_then_move("cy", "America/New_York", "Pacific/Auckland").await;
         site.record_requests();
         let done = worker().await;
         // The worker also plans Auckland's own latest date, which may be another.
-        let (user, _) = server.vault_entry_of(&email).await;
+        let (user, _) = server.vault_entry_of(&format!("cy-{name}@example.com")).await;
         let values = server.state.store.values(user.id, id, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
         assert_eq!((done.stored, summary_calls()), (2 * values.len(), values.len()), "{name}: {done:?}");
         assert!(values.iter().any(|v| v.start_date == planned.to_string()), "{name}: {planned} collected");
@@ -390,12 +375,7 @@ async fn a_job_planned_before_a_zone_change_collects_its_date_in_the_new_zone() 
 
         // Planned in Kiritimati (UTC+14), done in Pago Pago (UTC-11): the date ends there 25
         // hours later, so not yet; the job waits for it.
-        let dee = server.sign_up(&format!("dee-{name}@example.com")).await;
-        move_to(dee.clone(), "Pacific/Kiritimati").await;
-        let id = add(dee.clone()).await;
-        move_to(dee.clone(), "Pacific/Pago_Pago").await;
-        let kiritimati = jiff::tz::TimeZone::get("Pacific/Kiritimati").unwrap();
-        let planned = servio_collector::plan::latest_due(Day, &kiritimati, jiff::Timestamp::now()).unwrap().start_date;
+        let (dee, id, planned) = add_then_move("dee", "Pacific/Kiritimati", "Pacific/Pago_Pago").await;
         site.record_requests();
         let done = worker().await;
         assert_eq!(done.waiting, 2, "{name}: {done:?}");
@@ -409,10 +389,7 @@ async fn a_job_planned_before_a_zone_change_collects_its_date_in_the_new_zone() 
 
         // Collect-now leases Pago Pago's own latest date and, when they are due sooner, the two
         // jobs planned in Kiritimati, which wait: waiting, not failed.
-        let ed = server.sign_up(&format!("ed-{name}@example.com")).await;
-        move_to(ed.clone(), "Pacific/Kiritimati").await;
-        let id = add(ed.clone()).await;
-        move_to(ed.clone(), "Pacific/Pago_Pago").await;
+        let (ed, id, _) = add_then_move("ed", "Pacific/Kiritimati", "Pacific/Pago_Pago").await;
         let pago_pago = jiff::tz::TimeZone::get("Pacific/Pago_Pago").unwrap();
         let there = servio_collector::plan::latest_due(Day, &pago_pago, jiff::Timestamp::now()).unwrap().start_date;
         let (_, now, _) = server.send(&ed, Method::POST, &format!("/api/vault/{id}/collect"), None).await;
@@ -432,9 +409,7 @@ async fn backfill_dates_at_the_calendars_extremes_are_a_400() {
     let common::DemoSite { origin, .. } = &common::demo_site(&ca, "demo").await;
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         let eve = server.sign_up(&format!("eve-extremes-{name}@example.com")).await;
-        let (_, added, _) =
-            server.send(&eve, Method::POST, "/api/vault", Some(json!({ "url": origin, "token": "demo" }))).await;
-        let id = added["site"]["id"].as_i64().unwrap();
+        let id = server.add_site(&eve, origin, "demo").await;
         for (from, to, field) in [
             ("9999-12-31", "9999-12-31", "from"),
             ("-009999-01-01", "-009999-01-02", "from"),

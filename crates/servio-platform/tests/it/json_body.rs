@@ -94,7 +94,7 @@ async fn a_body_of_another_type_than_json_is_refused_with_415_on_every_route() {
 async fn a_body_without_content_type_is_json() {
     for (name, server) in common::servers(None).await {
         let email = format!("untyped-{name}@example.com");
-        let signup = json!({ "email": email, "password": "a long enough password", "time_zone": "UTC" }).to_string();
+        let signup = json!({ "email": email, "password": common::PASSWORD, "time_zone": "UTC" }).to_string();
         let (status, body) = send_raw(&server, None, ("POST", "/api/signup"), None, &signup).await;
         assert_eq!(status, StatusCode::CREATED, "{name}: {body}");
 

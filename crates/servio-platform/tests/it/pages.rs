@@ -1,6 +1,8 @@
 //! The web pages over real HTTP, as a browser without JavaScript uses them: forms, redirects,
 //! the session cookie, the CSRF field, and escaping of what sites put in their manifests.
 
+use std::time::Duration;
+
 use reqwest::StatusCode;
 use servio_collector::plan::Planner;
 use servio_demo_site::{DemoAuth, LocalCa, Site, SiteConfig, serve_https_on};
@@ -20,7 +22,7 @@ async fn sign_up_add_the_demo_site_and_see_its_page() {
         assert!(signin.html.contains("Create account"), "{name}");
 
         let email = format!("page-{name}@example.com");
-        let form = [("email", email.as_str()), ("password", "a long enough password"), ("time_zone", "Europe/Berlin")];
+        let form = [("email", email.as_str()), ("password", common::PASSWORD), ("time_zone", "Europe/Berlin")];
         let created = request(&http, "POST", &url("/signup"), None, &form).await;
         assert_eq!((created.status, created.location.as_deref()), (StatusCode::SEE_OTHER, Some("/vault")), "{name}");
         let cookie = created.cookie.expect("a session cookie");
@@ -100,7 +102,7 @@ async fn sign_up_add_the_demo_site_and_see_its_page() {
         assert!(mine.html.contains("In your vault.") && !mine.html.contains("Add to my vault"), "{name}");
 
         // Another user adds it from the Directory with one button.
-        let form = [("email", "reader@example.com"), ("password", "a long enough password"), ("time_zone", "UTC")];
+        let form = [("email", "reader@example.com"), ("password", common::PASSWORD), ("time_zone", "UTC")];
         let reader = request(&http, "POST", &url("/signup"), None, &form).await.cookie.unwrap();
         let results = request(&http, "GET", &url("/directory?q=sales"), Some(&reader), &[]).await;
         assert!(results.html.contains(">Add to my vault</button>"), "{name}");
@@ -151,7 +153,7 @@ async fn what_a_manifest_says_is_escaped() {
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let (_, server) = common::servers(Some(&ca.ca_pem)).await.remove(0);
     let url = |path: &str| format!("{}{path}", server.base);
-    let form = [("email", "xss@example.com"), ("password", "a long enough password"), ("time_zone", "UTC")];
+    let form = [("email", "xss@example.com"), ("password", common::PASSWORD), ("time_zone", "UTC")];
     let cookie = request(&http, "POST", &url("/signup"), None, &form).await.cookie.unwrap();
     let token = csrf(&request(&http, "GET", &url("/vault"), Some(&cookie), &[]).await.html);
     let added =
@@ -185,21 +187,55 @@ async fn what_a_manifest_says_is_escaped() {
     assert!(!html.contains("<script>alert(1)") && !html.contains("<b>USD"), "no markup from the manifests: {html}");
 }
 
-/// The demo site with its own OAuth server issuing access tokens that live `access_ttl`, and a
-/// browser-like client that trusts it and does not follow redirects.
-async fn oauth_demo_site(
-    access_ttl: std::time::Duration,
-) -> (LocalCa, String, servio_demo_site::Running, reqwest::Client, Site) {
-    let ca = LocalCa::generate(&[]).unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
-    let auth = DemoAuth::OAuth2 { access_ttl };
-    let site = Site::new(SiteConfig { origin: origin.clone(), token: String::new(), auth }, None).await.unwrap();
-    let running = serve_https_on(listener, &ca, site.router()).await.unwrap();
-    let roots = reqwest::Certificate::from_pem_bundle(ca.ca_pem.as_bytes()).unwrap();
-    let http =
-        reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).tls_certs_merge(roots).build().unwrap();
-    (ca, origin, running, http, site)
+/// The demo site with its own OAuth server, and a browser-like client that trusts it and does
+/// not follow redirects.
+struct OAuthDemo {
+    ca: LocalCa,
+    origin: String,
+    site: Site,
+    http: reqwest::Client,
+    /// How long its access tokens live.
+    access_ttl: Duration,
+    _running: servio_demo_site::Running,
+}
+
+impl OAuthDemo {
+    /// Starts the site, its access tokens living `access_ttl`.
+    async fn start(access_ttl: Duration) -> OAuthDemo {
+        let ca = LocalCa::generate(&[]).unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let origin = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+        let auth = DemoAuth::OAuth2 { access_ttl };
+        let site = Site::new(SiteConfig { origin: origin.clone(), token: String::new(), auth }, None).await.unwrap();
+        let _running = serve_https_on(listener, &ca, site.router()).await.unwrap();
+        let roots = reqwest::Certificate::from_pem_bundle(ca.ca_pem.as_bytes()).unwrap();
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).tls_certs_merge(roots);
+        OAuthDemo { ca, origin, site, http: http.build().unwrap(), access_ttl, _running }
+    }
+
+    /// A platform on each backend, trusting the site.
+    async fn servers(&self) -> Vec<(&'static str, common::Server)> {
+        common::servers(Some(&self.ca.ca_pem)).await
+    }
+
+    /// A new user, `prefix-{name}@example.com`, who added the site and connected it: the email,
+    /// the user and the vault entry.
+    async fn user(
+        &self,
+        server: &common::Server,
+        name: &str,
+        prefix: &str,
+    ) -> (String, servio_store::User, servio_store::VaultEntry) {
+        let email = format!("{prefix}-{name}@example.com");
+        connect_with_oauth(&self.http, server, name, &self.origin, &email).await;
+        let (user, entry) = server.vault_entry_of(&email).await;
+        (email, user, entry)
+    }
+
+    /// Waits until the access tokens issued before have expired.
+    async fn outlive_access_tokens(&self) {
+        tokio::time::sleep(self.access_ttl + Duration::from_millis(100)).await;
+    }
 }
 
 /// Signs `email` up, adds the OAuth demo site at `origin` and goes through "Connect" as a
@@ -212,7 +248,7 @@ async fn connect_with_oauth(
     email: &str,
 ) -> (String, String, String) {
     let url = |path: &str| format!("{}{path}", server.base);
-    let form = [("email", email), ("password", "a long enough password"), ("time_zone", "UTC")];
+    let form = [("email", email), ("password", common::PASSWORD), ("time_zone", "UTC")];
     let cookie = request(http, "POST", &url("/signup"), None, &form).await.cookie.unwrap();
     let token = csrf(&request(http, "GET", &url("/vault"), Some(&cookie), &[]).await.html);
     let added = request(http, "POST", &url("/vault"), Some(&cookie), &[("csrf_token", &token), ("url", origin)]).await;
@@ -248,21 +284,24 @@ async fn connect_with_oauth(
 /// authorization server; the tokens end up sealed as the site's credential.
 #[tokio::test]
 async fn connect_a_site_with_oauth() {
-    let (ca, origin, _running, http, _) = oauth_demo_site(std::time::Duration::from_secs(600)).await;
-    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+    let demo = OAuthDemo::start(Duration::from_secs(600)).await;
+    for (name, server) in demo.servers().await {
         let url = |path: &str| format!("{}{path}", server.base);
         let email = format!("connect-{name}@example.com");
-        let (cookie, site_path, back) = connect_with_oauth(&http, &server, name, &origin, &email).await;
-        let page = request(&http, "GET", &url(&site_path), Some(&cookie), &[]).await;
+        let (cookie, site_path, back) = connect_with_oauth(&demo.http, &server, name, &demo.origin, &email).await;
+        let page = request(&demo.http, "GET", &url(&site_path), Some(&cookie), &[]).await;
         assert!(page.html.contains("A token is stored"), "{name}");
         // The attempt is spent: the same callback again is refused.
-        assert_eq!(request(&http, "GET", &back, Some(&cookie), &[]).await.status, StatusCode::BAD_REQUEST, "{name}");
+        assert_eq!(
+            request(&demo.http, "GET", &back, Some(&cookie), &[]).await.status,
+            StatusCode::BAD_REQUEST,
+            "{name}"
+        );
 
         // Someone else's session cannot finish this user's attempt.
-        let other_form =
-            [("email", "intruder@example.com"), ("password", "a long enough password"), ("time_zone", "UTC")];
-        let intruder = request(&http, "POST", &url("/signup"), None, &other_form).await.cookie.unwrap();
-        let authorize: url::Url = request(&http, "GET", &url(&format!("{site_path}/connect")), Some(&cookie), &[])
+        let other_form = [("email", "intruder@example.com"), ("password", common::PASSWORD), ("time_zone", "UTC")];
+        let intruder = request(&demo.http, "POST", &url("/signup"), None, &other_form).await.cookie.unwrap();
+        let authorize: url::Url = request(&demo.http, "GET", &url(&format!("{site_path}/connect")), Some(&cookie), &[])
             .await
             .location
             .unwrap()
@@ -270,7 +309,8 @@ async fn connect_a_site_with_oauth() {
             .unwrap();
         let state = authorize.query_pairs().find(|(k, _)| k == "state").unwrap().1.into_owned();
         let stolen =
-            request(&http, "GET", &url(&format!("/oauth/callback?code=x&state={state}")), Some(&intruder), &[]).await;
+            request(&demo.http, "GET", &url(&format!("/oauth/callback?code=x&state={state}")), Some(&intruder), &[])
+                .await;
         assert_eq!(stolen.status, StatusCode::BAD_REQUEST, "{name}");
     }
 }
@@ -281,10 +321,10 @@ async fn connect_a_site_with_oauth() {
 async fn collection_refreshes_an_expired_oauth_token() {
     // Tokens of 3 s: expired after the sleep, and a refreshed one lives long enough for its
     // calls on a busy machine (1 s was not always).
-    let (ca, origin, _running, http, _) = oauth_demo_site(std::time::Duration::from_secs(3)).await;
-    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
-        let (email, user, connected) = oauth_user(&http, &server, name, &origin, "refresh").await;
-        tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
+    let demo = OAuthDemo::start(Duration::from_secs(3)).await;
+    for (name, server) in demo.servers().await {
+        let (email, user, connected) = demo.user(&server, name, "refresh").await;
+        demo.outlive_access_tokens().await;
 
         let summary = collect_now(&server, &user, &connected).await;
         assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected with a refreshed token");
@@ -299,27 +339,27 @@ async fn collection_refreshes_an_expired_oauth_token() {
 /// for the new ones.
 #[tokio::test]
 async fn wider_scopes_wait_for_approval_and_connect_asks_for_the_approved_ones() {
-    let (ca, origin, _running, http, site) = oauth_demo_site(std::time::Duration::from_secs(600)).await;
-    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
-        site.edit_manifest(None);
+    let demo = OAuthDemo::start(Duration::from_secs(600)).await;
+    for (name, server) in demo.servers().await {
+        demo.site.edit_manifest(None);
         let email = format!("scopes-{name}@example.com");
-        let (cookie, site_path, _) = connect_with_oauth(&http, &server, name, &origin, &email).await;
+        let (cookie, site_path, _) = connect_with_oauth(&demo.http, &server, name, &demo.origin, &email).await;
         let (_, entry) = server.vault_entry_of(&email).await;
-        site.edit_manifest(Some(std::sync::Arc::new(|manifest: &mut serde_json::Value| {
+        demo.site.edit_manifest(Some(std::sync::Arc::new(|manifest: &mut serde_json::Value| {
             manifest["auth"]["scopes"] = serde_json::json!(["read", "write", "admin", "delete_everything"]);
         })));
         let refreshed = servio_platform::refresh::refresh_site(&server.state, &entry.site).await.unwrap();
         assert_eq!(refreshed, servio_platform::refresh::Outcome::Changed, "{name}");
 
         let scope_asked = |cookie: String, site_path: String| {
-            let (http, url) = (http.clone(), format!("{}{site_path}/connect", server.base));
+            let (http, url) = (demo.http.clone(), format!("{}{site_path}/connect", server.base));
             async move {
                 let to_site = request(&http, "GET", &url, Some(&cookie), &[]).await;
                 let authorize: url::Url = to_site.location.expect("off to the site").parse().unwrap();
                 authorize.query_pairs().find(|(k, _)| k == "scope").map(|(_, v)| v.into_owned()).unwrap_or_default()
             }
         };
-        let page = request(&http, "GET", &format!("{}{site_path}", server.base), Some(&cookie), &[]).await;
+        let page = request(&demo.http, "GET", &format!("{}{site_path}", server.base), Some(&cookie), &[]).await;
         assert!(page.html.contains("Changes waiting for your approval"), "{name}");
         assert!(page.html.contains("auth.scopes: [read, write] → [admin, delete_everything, read, write]"), "{name}");
         assert_eq!(scope_asked(cookie.clone(), site_path.clone()).await, "read write", "{name}: the approved scopes");
@@ -328,11 +368,10 @@ async fn wider_scopes_wait_for_approval_and_connect_asks_for_the_approved_ones()
         let form = [("csrf_token", csrf(&page.html)), ("version", version.to_owned())];
         let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let approved =
-            request(&http, "POST", &format!("{}{site_path}/approve", server.base), Some(&cookie), &form).await;
+            request(&demo.http, "POST", &format!("{}{site_path}/approve", server.base), Some(&cookie), &form).await;
         assert_eq!(approved.status, StatusCode::SEE_OTHER, "{name}: {}", approved.html);
         assert_eq!(scope_asked(cookie, site_path).await, "read write admin delete_everything", "{name}");
     }
-    site.edit_manifest(None);
 }
 
 /// Regression (issue 12): with a `token_url` moved to another origin and not yet approved,
@@ -340,33 +379,32 @@ async fn wider_scopes_wait_for_approval_and_connect_asks_for_the_approved_ones()
 /// `token_url`. The approved one refreshes it; the other origin hears nothing.
 #[tokio::test]
 async fn an_unapproved_token_url_never_receives_the_refresh_token() {
-    let (ca, origin, _running, http, site) = oauth_demo_site(std::time::Duration::from_secs(3)).await;
-    let hostile = common::demo_site(&ca, "hostile").await;
-    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
-        site.set_token_url(None);
-        let (email, user, connected) = oauth_user(&http, &server, name, &origin, "moved-token-url").await;
-        site.set_token_url(Some(&format!("{}/oauth/token", hostile.origin)));
+    let demo = OAuthDemo::start(Duration::from_secs(3)).await;
+    let hostile = common::demo_site(&demo.ca, "hostile").await;
+    for (name, server) in demo.servers().await {
+        demo.site.set_token_url(None);
+        let (email, user, connected) = demo.user(&server, name, "moved-token-url").await;
+        demo.site.set_token_url(Some(&format!("{}/oauth/token", hostile.origin)));
         let refreshed = servio_platform::refresh::refresh_site(&server.state, &connected.site).await.unwrap();
         assert_eq!(refreshed, servio_platform::refresh::Outcome::Changed, "{name}");
         hostile.site.record_requests();
-        tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
+        demo.outlive_access_tokens().await;
 
         let (_, entry) = server.vault_entry_of(&email).await;
         let summary = collect_now(&server, &user, &entry).await;
         assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: refreshed at the approved token_url");
         assert_eq!(hostile.site.requests(), [], "{name}: the unapproved token_url received requests");
     }
-    site.set_token_url(None);
 }
 
 /// A site that refuses an OAuth access token before it expires (revoked, say): the collector
 /// refreshes it once and calls again, the values are stored and the new tokens kept.
 #[tokio::test]
 async fn collection_refreshes_an_oauth_token_the_site_refused_before_it_expired() {
-    let (ca, origin, _running, http, site) = oauth_demo_site(std::time::Duration::from_secs(600)).await;
-    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
-        let (email, user, connected) = oauth_user(&http, &server, name, &origin, "revoked").await;
-        site.revoke_access_tokens();
+    let demo = OAuthDemo::start(Duration::from_secs(600)).await;
+    for (name, server) in demo.servers().await {
+        let (email, user, connected) = demo.user(&server, name, "revoked").await;
+        demo.site.revoke_access_tokens();
 
         let summary = collect_now(&server, &user, &connected).await;
         assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected after one refresh");
@@ -382,10 +420,10 @@ async fn collection_refreshes_an_oauth_token_the_site_refused_before_it_expired(
 async fn gateway_calls_racing_on_an_expired_token_refresh_once() {
     // Tokens of 65 s are refreshed once within a minute of expiry, so after 5.5 s; a refreshed
     // one then stays fresh for 5 s however slow the machine is.
-    let (ca, origin, _running, http, _) = oauth_demo_site(std::time::Duration::from_secs(65)).await;
-    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
-        let (_, user, _) = oauth_user(&http, &server, name, &origin, "race").await;
-        tokio::time::sleep(std::time::Duration::from_millis(5500)).await;
+    let demo = OAuthDemo::start(Duration::from_secs(65)).await;
+    for (name, server) in demo.servers().await {
+        let (_, user, _) = demo.user(&server, name, "race").await;
+        tokio::time::sleep(Duration::from_millis(5500)).await;
         let catalogue = servio_platform::gateway::catalogue(&server.state, &user).await.unwrap();
         let tool = catalogue.tools().iter().find(|t| t.tool == "shop.getSalesSummary").unwrap().name.clone();
         let args = serde_json::json!({ "from": "2026-08-20", "to": "2026-08-20" });
@@ -398,21 +436,6 @@ async fn gateway_calls_racing_on_an_expired_token_refresh_once() {
     }
 }
 /// Collects what is due now for `user`'s vault `entry`, as the collect-now button does.
-/// A new user, `prefix-{name}@example.com`, who added the OAuth site and connected it: the
-/// email, the user and the vault entry.
-async fn oauth_user(
-    http: &reqwest::Client,
-    server: &common::Server,
-    name: &str,
-    origin: &str,
-    prefix: &str,
-) -> (String, servio_store::User, servio_store::VaultEntry) {
-    let email = format!("{prefix}-{name}@example.com");
-    connect_with_oauth(http, server, name, origin, &email).await;
-    let (user, entry) = server.vault_entry_of(&email).await;
-    (email, user, entry)
-}
-
 async fn collect_now(
     server: &common::Server,
     user: &servio_store::User,

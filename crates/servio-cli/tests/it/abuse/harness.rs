@@ -291,6 +291,15 @@ pub struct WithMetrics {
     pub metrics_url: String,
 }
 
+/// A platform with metrics is a platform: its methods are the platform's.
+impl std::ops::Deref for WithMetrics {
+    type Target = Platform;
+
+    fn deref(&self) -> &Platform {
+        &self.platform
+    }
+}
+
 impl WithMetrics {
     /// [`Platform::start`] with metrics on a port of their own; the rest of the process's
     /// standard output is read to its end (so that no later line meets a closed pipe).

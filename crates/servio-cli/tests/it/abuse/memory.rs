@@ -65,6 +65,27 @@ async fn load(platform: &Platform, requests: Vec<(String, String)>) {
 }
 
 /// The value of the counter `servio_cache_requests_total{cache, result}` at `/metrics`.
+/// The demo site, its manifest as `edit` makes it.
+async fn site_with(edit: fn(&mut Value)) -> Demo {
+    let site = start_site(SITE_TOKEN, DemoAuth::Bearer).await;
+    site.site.edit_manifest(Some(Arc::new(edit)));
+    site
+}
+
+/// A platform on `backend` whose cache `flag` holds at most [`BOUND`] bytes, with the users
+/// [`users_of_site`] makes (`who`, `count`).
+async fn bounded(
+    backend: &Backend,
+    site: &Demo,
+    flag: &str,
+    who: &str,
+    count: usize,
+) -> (WithMetrics, (User, i64, Vec<(i64, String)>)) {
+    let platform = WithMetrics::start(backend, site, &[flag, BOUND]).await;
+    let users = users_of_site(&platform, site, who, count).await;
+    (platform, users)
+}
+
 async fn cache_count(platform: &WithMetrics, cache: &str, result: &str) -> u64 {
     let text = platform.metrics_text().await;
     let wanted = format!("servio_cache_requests_total{{cache=\"{cache}\",result=\"{result}\"}} ");
@@ -114,14 +135,11 @@ async fn seed_values(platform: &Platform, user_id: i64, site_id: i64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dashboards_of_many_users_stay_within_the_cache_bound() {
-    let site = start_site(SITE_TOKEN, DemoAuth::Bearer).await;
-    site.site.edit_manifest(Some(Arc::new(many_metrics)));
+    let site = site_with(many_metrics).await;
     for backend in Backend::all().await {
-        let with_metrics = WithMetrics::start(&backend, &site, &["--dashboard-cache-bytes", BOUND]).await;
-        let platform = &with_metrics.platform;
-        let (_, site_id, users) = users_of_site(platform, &site, "dash", USERS).await;
+        let (platform, (_, site_id, users)) = bounded(&backend, &site, "--dashboard-cache-bytes", "dash", USERS).await;
         for (user_id, _) in &users {
-            seed_values(platform, *user_id, site_id).await;
+            seed_values(&platform, *user_id, site_id).await;
         }
         let requests: Vec<(String, String)> = users
             .iter()
@@ -131,7 +149,7 @@ async fn dashboards_of_many_users_stay_within_the_cache_bound() {
             })
             .collect();
         let before = platform.rss_kib();
-        within(platform, "many users' dashboards", Duration::from_secs(240), load(platform, requests)).await;
+        within(&platform, "many users' dashboards", Duration::from_secs(240), load(&platform, requests)).await;
         let growth = platform.peak_rss_kib().saturating_sub(before);
         eprintln!("{}: dashboards grew the process by {} MiB at the peak", backend.name(), growth / 1024);
         assert!(
@@ -144,10 +162,10 @@ async fn dashboards_of_many_users_stay_within_the_cache_bound() {
         // The cache still serves: the same dashboard again is a hit, and /metrics says so.
         let (_, token) = &users[0];
         let again = vec![(token.clone(), "/api/dashboard?days=400".to_owned()); 2];
-        let hits = cache_count(&with_metrics, "dashboard", "hit").await;
-        load(platform, again).await;
-        assert!(cache_count(&with_metrics, "dashboard", "hit").await > hits, "{}: a hit counted", backend.name());
-        assert!(cache_count(&with_metrics, "dashboard", "miss").await >= (USERS as u64) * u64::from(WINDOWS));
+        let hits = cache_count(&platform, "dashboard", "hit").await;
+        load(&platform, again).await;
+        assert!(cache_count(&platform, "dashboard", "hit").await > hits, "{}: a hit counted", backend.name());
+        assert!(cache_count(&platform, "dashboard", "miss").await >= (USERS as u64) * u64::from(WINDOWS));
     }
 }
 
@@ -177,22 +195,19 @@ fn many_tools(manifest: &mut Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catalogues_of_many_users_stay_within_the_cache_bound() {
-    let site = start_site(SITE_TOKEN, DemoAuth::Bearer).await;
-    site.site.edit_manifest(Some(Arc::new(many_tools)));
+    let site = site_with(many_tools).await;
     for backend in Backend::all().await {
-        let with_metrics = WithMetrics::start(&backend, &site, &["--catalogue-cache-bytes", BOUND]).await;
-        let platform = &with_metrics.platform;
-        let (first, _, users) = users_of_site(platform, &site, "tools", LISTERS).await;
+        let (platform, (first, _, users)) = bounded(&backend, &site, "--catalogue-cache-bytes", "tools", LISTERS).await;
         let requests: Vec<(String, String)> =
             users.iter().map(|(_, token)| (token.clone(), "/api/tools".to_owned())).collect();
         // The first catalogue checks the site's manifest, once for every user: not growth.
-        load(platform, vec![(first.token.clone(), "/api/tools".to_owned())]).await;
+        load(&platform, vec![(first.token.clone(), "/api/tools".to_owned())]).await;
         platform.reset_peak();
         let before = platform.rss_kib();
-        within(platform, "many users' catalogues", Duration::from_secs(120), load(platform, requests)).await;
+        within(&platform, "many users' catalogues", Duration::from_secs(120), load(&platform, requests)).await;
         let growth = platform.peak_rss_kib().saturating_sub(before);
         eprintln!("{}: catalogues grew the process by {} MiB at the peak", backend.name(), growth / 1024);
         assert!(growth < GROWTH_KIB, "{}: grew by {} MiB (bound {BOUND} bytes)", backend.name(), growth / 1024);
-        assert!(cache_count(&with_metrics, "catalogue", "miss").await >= LISTERS as u64, "{}", backend.name());
+        assert!(cache_count(&platform, "catalogue", "miss").await >= LISTERS as u64, "{}", backend.name());
     }
 }

@@ -5,7 +5,7 @@
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::{Value, json};
 #[allow(unused_imports)] // Each test file uses part of this.
-pub use servio_platform::testing::{Browser, Server, browser, servers, servers_with};
+pub use servio_platform::testing::{Browser, PASSWORD, Server, browser, servers, servers_with};
 
 /// The demo site over HTTPS on a port of its own.
 pub use servio_demo_site::LocalSite as DemoSite;
@@ -158,10 +158,10 @@ pub struct PageSession {
 }
 
 impl PageSession {
-    /// Signs up `email` (with the password "a long enough password") through the sign-up form.
+    /// Signs up `email` (with the password [`PASSWORD`]) through the sign-up form.
     pub async fn sign_up(server: &Server, email: &str, time_zone: &str) -> PageSession {
         let http = page_client();
-        let form = [("email", email), ("password", "a long enough password"), ("time_zone", time_zone)];
+        let form = [("email", email), ("password", PASSWORD), ("time_zone", time_zone)];
         let signed_up = request(&http, "POST", &format!("{}/signup", server.base), None, &form).await;
         let cookie = signed_up.cookie.unwrap_or_else(|| panic!("signing up {email}: {}", signed_up.html));
         let vault = request(&http, "GET", &format!("{}/vault", server.base), Some(&cookie), &[]).await;
