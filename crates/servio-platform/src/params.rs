@@ -14,7 +14,7 @@ use axum::http::request::Parts;
 use crate::error::ApiError;
 
 /// An axum extractor `E` (`Path<T>`, `Query<T>`) whose refusal is an [`ApiError`]:
-/// `Id(id): Id`.
+/// `Params(Query(how)): Params<Query<How>>`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Params<E>(pub E);
 

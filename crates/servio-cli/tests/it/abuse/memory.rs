@@ -64,7 +64,6 @@ async fn load(platform: &Platform, requests: Vec<(String, String)>) {
         .await;
 }
 
-/// The value of the counter `servio_cache_requests_total{cache, result}` at `/metrics`.
 /// The demo site, its manifest as `edit` makes it.
 async fn site_with(edit: fn(&mut Value)) -> Demo {
     let site = start_site(SITE_TOKEN, DemoAuth::Bearer).await;
@@ -86,6 +85,7 @@ async fn bounded(
     (platform, users)
 }
 
+/// The value of the counter `servio_cache_requests_total{cache, result}` at `/metrics`.
 async fn cache_count(platform: &WithMetrics, cache: &str, result: &str) -> u64 {
     let text = platform.metrics_text().await;
     let wanted = format!("servio_cache_requests_total{{cache=\"{cache}\",result=\"{result}\"}} ");
