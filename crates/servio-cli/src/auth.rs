@@ -28,7 +28,7 @@ impl SiteToken {
     pub fn token(&self) -> Option<&str> {
         match self {
             SiteToken::Explicit(token) => Some(token),
-            SiteToken::Stored { stored, .. } => Some(&stored.access_token),
+            SiteToken::Stored { stored, .. } => Some(&stored.tokens.access_token),
             SiteToken::None => None,
         }
     }
@@ -42,8 +42,8 @@ impl SiteToken {
         let mut credential = SiteToken::Stored { origin: origin.to_owned(), stored };
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
         if let SiteToken::Stored { stored, .. } = &credential
-            && stored.tokens().expires_soon(now, Duration::from_secs(60))
-            && stored.refresh_token.is_some()
+            && stored.tokens.expires_soon(now, Duration::from_secs(60))
+            && stored.tokens.refresh_token.is_some()
         {
             credential.refresh(fetcher)?;
         }
@@ -53,10 +53,10 @@ impl SiteToken {
     /// Refreshes stored tokens (after a `401`, say). False when there is nothing to refresh.
     pub fn refresh(&mut self, fetcher: &Fetcher) -> anyhow::Result<bool> {
         let SiteToken::Stored { origin, stored } = self else { return Ok(false) };
-        let Some(refresh_token) = stored.refresh_token.clone() else { return Ok(false) };
+        let Some(refresh_token) = stored.tokens.refresh_token.clone() else { return Ok(false) };
         let site = stored.oauth_site()?;
         let tokens = fetcher.block_on(oauth::refresh(fetcher.tool_client(), &site, &refresh_token))?;
-        *stored = stored.with_tokens(&tokens);
+        stored.tokens = tokens;
         credentials::save(origin, stored.clone())?;
         Ok(true)
     }

@@ -20,24 +20,13 @@ pub struct Stored {
     pub authorization_url: String,
     /// The token endpoint, for refreshes.
     pub token_url: String,
-    /// The access token.
-    pub access_token: String,
-    /// The refresh token.
-    pub refresh_token: Option<String>,
-    /// Expiry of the access token, seconds since the Unix epoch.
-    pub expires_at: Option<i64>,
+    /// The tokens, as members of the site's object beside the endpoints (`access_token`,
+    /// `refresh_token`, `expires_at`), as the file has always kept them.
+    #[serde(flatten)]
+    pub tokens: Tokens,
 }
 
 impl Stored {
-    /// The tokens.
-    pub fn tokens(&self) -> Tokens {
-        Tokens {
-            access_token: self.access_token.clone(),
-            refresh_token: self.refresh_token.clone(),
-            expires_at: self.expires_at,
-        }
-    }
-
     /// The OAuth endpoints, for a refresh (the redirect URI is not used there).
     pub fn oauth_site(&self) -> anyhow::Result<OAuthSite> {
         Ok(OAuthSite {
@@ -47,16 +36,6 @@ impl Stored {
             client_id: self.client_id.clone(),
             redirect_uri: "http://127.0.0.1/callback".parse()?,
         })
-    }
-
-    /// The same record with new tokens.
-    pub fn with_tokens(&self, tokens: &Tokens) -> Stored {
-        Stored {
-            access_token: tokens.access_token.clone(),
-            refresh_token: tokens.refresh_token.clone(),
-            expires_at: tokens.expires_at,
-            ..self.clone()
-        }
     }
 }
 

@@ -72,11 +72,8 @@ pub fn run(args: &LoginArgs) -> Result<Outcome, Failure> {
         client_id: site.client_id.clone(),
         authorization_url: site.authorization_url.to_string(),
         token_url: site.token_url.to_string(),
-        access_token: String::new(),
-        refresh_token: None,
-        expires_at: None,
-    }
-    .with_tokens(&tokens);
+        tokens,
+    };
     let path = credentials::save(&origin, stored)?;
     println!("Signed in to {origin}; tokens stored in {}", path.display());
     Ok(Outcome::Ok)

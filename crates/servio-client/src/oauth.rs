@@ -58,8 +58,9 @@ impl StartedAuthorization {
     }
 }
 
-/// Tokens for a site.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Tokens for a site. Serialized as these three members (the CLI's credentials file and the
+/// platform's sealed credential keep them so).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Tokens {
     /// The access token, sent as `Authorization: Bearer`.
     pub access_token: String,

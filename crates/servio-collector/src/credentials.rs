@@ -98,27 +98,26 @@ impl Credential {
     fn plaintext(&self) -> Vec<u8> {
         match self {
             Credential::Token(token) => token.as_bytes().to_vec(),
-            Credential::OAuth(tokens) => serde_json::json!({
-                "kind": "oauth2",
-                "access_token": tokens.access_token,
-                "refresh_token": tokens.refresh_token,
-                "expires_at": tokens.expires_at,
-            })
-            .to_string()
-            .into_bytes(),
+            Credential::OAuth(tokens) => {
+                // The tokens' members after `kind`, in this order: what is sealed stays
+                // readable (`oauth_tokens_are_sealed_as_they_always_were`).
+                #[derive(serde::Serialize)]
+                struct Sealed<'a> {
+                    kind: &'static str,
+                    #[serde(flatten)]
+                    tokens: &'a Tokens,
+                }
+                // Strings, integers and nulls always serialize.
+                serde_json::to_vec(&Sealed { kind: "oauth2", tokens }).expect("tokens serialize")
+            }
         }
     }
 
     /// Reads what [`Credential::plaintext`] made.
     fn from_plaintext(plain: Vec<u8>) -> Option<Credential> {
         match serde_json::from_slice::<Value>(&plain) {
-            Ok(Value::Object(tokens)) if tokens.get("kind").and_then(Value::as_str) == Some("oauth2") => {
-                let text = |key: &str| tokens.get(key).and_then(Value::as_str).map(str::to_owned);
-                Some(Credential::OAuth(Tokens {
-                    access_token: text("access_token")?,
-                    refresh_token: text("refresh_token"),
-                    expires_at: tokens.get("expires_at").and_then(Value::as_i64),
-                }))
+            Ok(sealed @ Value::Object(_)) if sealed["kind"] == "oauth2" => {
+                serde_json::from_value(sealed).ok().map(Credential::OAuth)
             }
             _ => String::from_utf8(plain).ok().map(Credential::Token),
         }
@@ -360,5 +359,16 @@ mod tests {
         let pasted = Credential::from_plaintext(Credential::Token("{\"kind\":1}".into()).plaintext());
         assert_eq!(pasted.as_ref().map(Credential::bearer), Some("{\"kind\":1}"), "a pasted token stays a token");
         assert_eq!(format!("{:?}", Credential::Token("secret".into())), "Credential::Token(..)");
+    }
+
+    /// Credentials sealed before stay readable: the plaintext is byte for byte what it was.
+    #[test]
+    fn oauth_tokens_are_sealed_as_they_always_were() {
+        let tokens = Tokens { access_token: "a".into(), refresh_token: None, expires_at: Some(5) };
+        let sealed = String::from_utf8(Credential::OAuth(tokens).plaintext()).unwrap();
+        assert_eq!(sealed, r#"{"kind":"oauth2","access_token":"a","refresh_token":null,"expires_at":5}"#);
+        let old = br#"{"kind":"oauth2","access_token":"b","expires_at":null}"#.to_vec();
+        let Some(Credential::OAuth(read)) = Credential::from_plaintext(old) else { panic!("not read as OAuth") };
+        assert_eq!((read.access_token.as_str(), read.refresh_token, read.expires_at), ("b", None, None));
     }
 }
