@@ -145,11 +145,12 @@ impl Server {
         browser(&body, set_cookie)
     }
 
-    /// Signs up `email` and adds the site at `origin` to their vault with the bearer `token`.
-    pub async fn sign_up_with_site(&self, email: &str, origin: &str, token: &str) -> Browser {
+    /// Signs up `email` and adds the site at `origin` to their vault with the bearer `token`:
+    /// their browser and the vault site's id.
+    pub async fn sign_up_with_site(&self, email: &str, origin: &str, token: &str) -> (Browser, i64) {
         let who = self.sign_up(email).await;
-        self.add_site(&who, origin, token).await;
-        who
+        let id = self.add_site(&who, origin, token).await;
+        (who, id)
     }
 
     /// Adds the site at `origin` to the vault of `who`, with the bearer `token`; the vault

@@ -108,10 +108,7 @@ async fn call_sales_summary(server: &Server, who: &Browser, origin: &str) -> (St
 /// A new user of one test (`label`) on one backend (`name`), with `site` in their vault (its
 /// bearer `token` stored); their browser and the site's id.
 async fn with_site(server: &Server, site: &DemoSite, token: &str, label: &str, name: &str) -> (Browser, i64) {
-    let email = common::email("ana", label, name);
-    let who = server.sign_up(&email).await;
-    let id = server.add_site(&who, &site.origin, token).await;
-    (who, id)
+    server.sign_up_with_site(&common::email("ana", label, name), &site.origin, token).await
 }
 
 /// [`with_site`] with the site as it first served its manifest: what the loop's turn for the

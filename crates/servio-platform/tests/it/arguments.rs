@@ -30,8 +30,7 @@ async fn numbers_reach_the_site_digit_for_digit_through_the_gateway_and_mcp() {
     let (demo, servers) = common::demo_and_servers("numbers-token").await;
     let written: Value = serde_json::from_str(&arguments_text()).unwrap();
     for (name, server) in servers {
-        let email = format!("ana-numbers-{name}@example.com");
-        let ana = server.sign_up_with_site(&email, &demo.origin, "numbers-token").await;
+        let (ana, _) = common::ana_with_site(&server, &demo, "numbers-token", name).await;
         let (_, tools, _) = server.send(&ana, Method::GET, "/api/tools", None).await;
         let tool = tools["tools"].as_array().unwrap().iter().find(|t| t["tool"] == "shop.getSalesSummary").unwrap();
         let tool = tool["name"].as_str().unwrap().to_owned();
@@ -80,8 +79,7 @@ async fn numbers_reach_the_site_digit_for_digit_through_the_gateway_and_mcp() {
 async fn big_numbers_are_still_validated_before_anything_is_sent() {
     let (demo, servers) = common::demo_and_servers("bounds-token").await;
     for (name, server) in servers {
-        let ana =
-            server.sign_up_with_site(&format!("ana-bounds-{name}@example.com"), &demo.origin, "bounds-token").await;
+        let (ana, _) = common::ana_with_site(&server, &demo, "bounds-token", name).await;
         let (_, tools, _) = server.send(&ana, Method::GET, "/api/tools", None).await;
         let tool = tools["tools"].as_array().unwrap().iter().find(|t| t["tool"] == "forum.searchThreads").unwrap();
         let path = format!("/api/tools/{}/call", tool["name"].as_str().unwrap());

@@ -12,14 +12,11 @@ use crate::common;
 
 use common::{Server, messages, stateless, token_of};
 
-/// Backfills `from`..=`to` for the user signed in as `who` and returns their vault site's id.
-async fn backfill(server: &Server, who: &common::Browser, (from, to): (&str, &str)) -> i64 {
-    let (_, vault, _) = server.send(who, Method::GET, "/api/vault", None).await;
-    let id = vault["sites"][0]["id"].as_i64().unwrap();
+/// Backfills `from`..=`to` of the vault site `id` of the user signed in as `who`.
+async fn backfill(server: &Server, who: &common::Browser, id: i64, (from, to): (&str, &str)) {
     let body = json!({ "from": from, "to": to });
     let (status, summary, _) = server.send(who, Method::POST, &format!("/api/vault/{id}/backfill"), Some(body)).await;
     assert_eq!(status, StatusCode::OK, "{summary}");
-    id
 }
 
 /// One stateless (2026-07-28) request's answer: its result, or its error.
@@ -44,9 +41,8 @@ fn site_of(origin: &str) -> &str {
 async fn each_metric_is_a_resource_whose_periods_say_where_their_numbers_come_from() {
     let (demo, servers) = common::demo_and_servers("figures").await;
     for (name, server) in servers {
-        let ana = common::ana_with_site(&server, &demo, "figures", name).await;
-        backfill(&server, &ana, ("2026-08-06", "2026-08-20")).await;
-        let token = common::token_of_browser(&server, &ana).await;
+        let (ana, site, token) = common::ana_with_token(&server, &demo, "figures", name).await;
+        backfill(&server, &ana, site, ("2026-08-06", "2026-08-20")).await;
         let ben = token_of(&server, &format!("ben-figures-{name}@example.com")).await;
         let uri = format!("servio://metrics/{}/sales.revenue.daily", site_of(&demo.origin));
 
@@ -123,9 +119,8 @@ async fn each_metric_is_a_resource_whose_periods_say_where_their_numbers_come_fr
 async fn a_period_without_a_value_says_why() {
     let (demo, servers) = common::demo_and_servers("unfilled").await;
     for (name, server) in servers {
-        let ana = common::ana_with_site(&server, &demo, "unfilled", name).await;
-        let site = backfill(&server, &ana, ("2026-08-20", "2026-08-20")).await;
-        let token = common::token_of_browser(&server, &ana).await;
+        let (ana, site, token) = common::ana_with_token(&server, &demo, "unfilled", name).await;
+        backfill(&server, &ana, site, ("2026-08-20", "2026-08-20")).await;
         let user = server.state.store.user_by_email(&common::email("ana", "unfilled", name)).await.unwrap().unwrap().id;
         // The day before, the site's answer held no number: the attempt log says so.
         let slot = servio_store::testing::day_slot(user, site, 20_683, "2026-08-19");
@@ -151,15 +146,14 @@ async fn a_period_without_a_value_says_why() {
 async fn the_metrics_tool_and_the_briefing_give_the_same_figures() {
     let (demo, servers) = common::demo_and_servers("metrics-tool").await;
     for (name, server) in servers {
-        let ana = common::ana_with_site(&server, &demo, "metrics-tool", name).await;
+        let (ana, site, token) = common::ana_with_token(&server, &demo, "metrics-tool", name).await;
         // The latest date due in her zone, as the briefing shows it. Yesterday, as this once was,
         // is not due yet in the first minutes after midnight in Auckland.
         let auckland = jiff::tz::TimeZone::get("Pacific/Auckland").unwrap();
         let due =
             servio_collector::plan::latest_due(servio_manifest::Granularity::Day, &auckland, jiff::Timestamp::now());
         let due_date = due.unwrap().start_date.to_string();
-        backfill(&server, &ana, (&due_date, &due_date)).await;
-        let token = common::token_of_browser(&server, &ana).await;
+        backfill(&server, &ana, site, (&due_date, &due_date)).await;
         let ben = token_of(&server, &format!("ben-tool-{name}@example.com")).await;
 
         let tools = ask(&server, &token, "tools/list", json!({})).await;
@@ -208,10 +202,9 @@ async fn the_metrics_tool_and_the_briefing_give_the_same_figures() {
 async fn new_values_reach_the_streams_that_watch_the_metric() {
     let (demo, servers) = common::demo_and_servers("updates").await;
     for (name, server) in servers {
-        let ana = common::ana_with_site(&server, &demo, "updates", name).await;
+        let (ana, site, token) = common::ana_with_token(&server, &demo, "updates", name).await;
         let ana_id =
             server.state.store.user_by_email(&common::email("ana", "updates", name)).await.unwrap().unwrap().id;
-        let token = common::token_of_browser(&server, &ana).await;
         let ben = token_of(&server, &format!("ben-updates-{name}@example.com")).await;
         let uri = format!("servio://metrics/{}/sales.revenue.daily", site_of(&demo.origin));
         let filter = json!({ "notifications": { "toolsListChanged": true, "resourceSubscriptions": [uri] } });
@@ -234,7 +227,7 @@ async fn new_values_reach_the_streams_that_watch_the_metric() {
         // Let the session hear `notifications/initialized` and start telling its stream.
         tokio::time::sleep(Duration::from_millis(500)).await;
 
-        backfill(&server, &ana, ("2026-08-20", "2026-08-20")).await;
+        backfill(&server, &ana, site, ("2026-08-20", "2026-08-20")).await;
         let updated = "notifications/resources/updated";
         let heard = common::hear(&mut hers, updated, Duration::from_secs(10)).await;
         assert!(heard.text.contains(updated) && heard.text.contains(&uri), "{name}: {heard:?}");
@@ -256,7 +249,7 @@ async fn new_values_reach_the_streams_that_watch_the_metric() {
 async fn the_call_log_names_the_token_and_words_each_status() {
     let (demo, servers) = common::demo_and_servers("call-log").await;
     for (name, server) in servers {
-        let ana = common::ana_with_site(&server, &demo, "call-log", name).await;
+        let (ana, _) = common::ana_with_site(&server, &demo, "call-log", name).await;
         let new_token = |label: &'static str| {
             let (server, ana) = (&server, &ana);
             async move {
@@ -338,8 +331,7 @@ async fn wait_for_calls(server: &Server, token: &str, count: usize) -> Value {
 async fn a_read_after_new_values_has_them() {
     let (demo, servers) = common::demo_and_servers("kept-figures").await;
     for (name, server) in servers {
-        let ana = common::ana_with_site(&server, &demo, "kept-figures", name).await;
-        let token = common::token_of_browser(&server, &ana).await;
+        let (ana, site, token) = common::ana_with_token(&server, &demo, "kept-figures", name).await;
         let uri =
             format!("servio://metrics/{}/sales.revenue.daily?from=2026-08-20&to=2026-08-20", site_of(&demo.origin));
         let periods = |read: Value| -> usize {
@@ -348,7 +340,7 @@ async fn a_read_after_new_values_has_them() {
         };
         let before = ask(&server, &token, "resources/read", json!({ "uri": uri })).await;
         assert_eq!(periods(before), 0, "{name}: nothing collected yet");
-        backfill(&server, &ana, ("2026-08-20", "2026-08-20")).await;
+        backfill(&server, &ana, site, ("2026-08-20", "2026-08-20")).await;
         let after = ask(&server, &token, "resources/read", json!({ "uri": uri })).await;
         assert_eq!(periods(after), 1, "{name}: the new value, not the kept answer");
         // The same address twice in a row is one render.

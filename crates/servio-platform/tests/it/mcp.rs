@@ -173,8 +173,7 @@ async fn boolean_property_schemas_reach_mcp_clients_as_objects() {
         }
     })));
     for (name, server) in servers {
-        let ana =
-            server.sign_up_with_site(&format!("ana-schema-{name}@example.com"), &demo.origin, "schema-token").await;
+        let (ana, _) = common::ana_with_site(&server, &demo, "schema-token", name).await;
         let (_, tools, _) = server.send(&ana, Method::GET, "/api/tools", None).await;
         let own = &tools["tools"][0]["input_schema"]["properties"];
         assert_eq!((&own["anything"], &own["nothing"]), (&json!(true), &json!(false)), "{name}: the site's own");
@@ -238,10 +237,7 @@ async fn a_listen_stream_hears_its_users_catalogue_changes_until_its_token_is_re
 async fn stateless_requests_answer_for_the_user_of_their_token() {
     let (demo, servers) = common::demo_and_servers("stateless-token").await;
     for (name, server) in servers {
-        let ana = server
-            .sign_up_with_site(&format!("ana-stateless-{name}@example.com"), &demo.origin, "stateless-token")
-            .await;
-        let ana = common::token_of_browser(&server, &ana).await;
+        let (_, _, ana) = common::ana_with_token(&server, &demo, "stateless-token", name).await;
         let ben = token_of(&server, &format!("ben-stateless-{name}@example.com")).await;
 
         let discover = common::stateless(&server, &ana, 1, "server/discover", json!({})).send().await.unwrap();

@@ -28,9 +28,16 @@ pub fn email(who: &str, label: &str, name: &str) -> String {
 }
 
 /// Ana, signed up for one test on one backend with the demo site in her vault, the site's token
-/// being `label`.
-pub async fn ana_with_site(server: &Server, demo: &DemoSite, label: &str, name: &str) -> Browser {
+/// being `label`: her browser and the vault site's id.
+pub async fn ana_with_site(server: &Server, demo: &DemoSite, label: &str, name: &str) -> (Browser, i64) {
     server.sign_up_with_site(&email("ana", label, name), &demo.origin, label).await
+}
+
+/// [`ana_with_site`] with an API token of hers: her browser, the vault site's id and the token.
+pub async fn ana_with_token(server: &Server, demo: &DemoSite, label: &str, name: &str) -> (Browser, i64, String) {
+    let (ana, site) = ana_with_site(server, demo, label, name).await;
+    let token = token_of_browser(server, &ana).await;
+    (ana, site, token)
 }
 
 /// One operation of the OpenAPI document the platform serves.
