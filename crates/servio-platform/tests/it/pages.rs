@@ -227,7 +227,7 @@ impl OAuthDemo {
         prefix: &str,
     ) -> (String, servio_store::User, servio_store::VaultEntry) {
         let email = format!("{prefix}-{name}@example.com");
-        connect_with_oauth(&self.http, server, name, &self.origin, &email).await;
+        connect_with_oauth(self, server, name, &email).await;
         let (user, entry) = server.vault_entry_of(&email).await;
         (email, user, entry)
     }
@@ -238,15 +238,15 @@ impl OAuthDemo {
     }
 }
 
-/// Signs `email` up, adds the OAuth demo site at `origin` and goes through "Connect" as a
-/// browser would; returns the session cookie, the vault site's page and the callback URL used.
+/// Signs `email` up, adds the OAuth demo site and goes through "Connect" as a browser would;
+/// returns the session cookie, the vault site's page and the callback URL used.
 async fn connect_with_oauth(
-    http: &reqwest::Client,
+    demo: &OAuthDemo,
     server: &common::Server,
     name: &str,
-    origin: &str,
     email: &str,
 ) -> (String, String, String) {
+    let (http, origin) = (&demo.http, demo.origin.as_str());
     let url = |path: &str| format!("{}{path}", server.base);
     let form = [("email", email), ("password", common::PASSWORD), ("time_zone", "UTC")];
     let cookie = request(http, "POST", &url("/signup"), None, &form).await.cookie.unwrap();
@@ -288,7 +288,7 @@ async fn connect_a_site_with_oauth() {
     for (name, server) in demo.servers().await {
         let url = |path: &str| format!("{}{path}", server.base);
         let email = format!("connect-{name}@example.com");
-        let (cookie, site_path, back) = connect_with_oauth(&demo.http, &server, name, &demo.origin, &email).await;
+        let (cookie, site_path, back) = connect_with_oauth(&demo, &server, name, &email).await;
         let page = request(&demo.http, "GET", &url(&site_path), Some(&cookie), &[]).await;
         assert!(page.html.contains("A token is stored"), "{name}");
         // The attempt is spent: the same callback again is refused.
@@ -343,7 +343,7 @@ async fn wider_scopes_wait_for_approval_and_connect_asks_for_the_approved_ones()
     for (name, server) in demo.servers().await {
         demo.site.edit_manifest(None);
         let email = format!("scopes-{name}@example.com");
-        let (cookie, site_path, _) = connect_with_oauth(&demo.http, &server, name, &demo.origin, &email).await;
+        let (cookie, site_path, _) = connect_with_oauth(&demo, &server, name, &email).await;
         let (_, entry) = server.vault_entry_of(&email).await;
         demo.site.edit_manifest(Some(std::sync::Arc::new(|manifest: &mut serde_json::Value| {
             manifest["auth"]["scopes"] = serde_json::json!(["read", "write", "admin", "delete_everything"]);
