@@ -394,11 +394,11 @@ async fn load_entry(collector: &Collector, user: User, entry: VaultEntry) -> Res
 /// the new zone's, and so are the value's). A job planned before keys (an hour keyed by its
 /// instant) is found by its instant. `None` when that period does not occur in the zone now.
 fn job_period(job: &Job, granularity: Granularity, zone: &TimeZone) -> Option<Period> {
-    if let Some(period) = Period::from_key(granularity, &job.period_key, zone) {
+    if let Some(period) = Period::from_key(granularity, &job.period.key, zone) {
         return Some(period);
     }
-    let date: jiff::civil::Date = job.start_date.parse().ok()?;
-    periods_between(granularity, date, date, zone).ok()?.into_iter().find(|p| p.start.as_second() == job.period_start)
+    let date: jiff::civil::Date = job.period.start_date.parse().ok()?;
+    periods_between(granularity, date, date, zone).ok()?.into_iter().find(|p| p.start.as_second() == job.period.start)
 }
 
 /// When a slot that just failed transiently may be tried again: the backoff over its failures
@@ -432,11 +432,11 @@ fn prepare<'a>(context: &'a LoadedEntry, job: &Job, now: Timestamp) -> Result<Pr
     let Some(metric) = metrics.into_iter().find(|m| m.key == job.metric_key) else {
         return Err(Resolution::Failed(format!("the brief no longer has the metric {}", job.metric_key)));
     };
-    let period = (metric.granularity.as_str() == job.granularity)
+    let period = (metric.granularity.as_str() == job.period.granularity)
         .then(|| job_period(job, metric.granularity, &context.zone))
         .flatten();
     let Some(period) = period else {
-        let reason = format!("the period of {} no longer exists in {}", job.start_date, context.user.time_zone);
+        let reason = format!("the period of {} no longer exists in {}", job.period.start_date, context.user.time_zone);
         return Err(Resolution::Failed(reason));
     };
     // Planned in another zone, the same local period may end later here: it is due, and its
@@ -447,7 +447,7 @@ fn prepare<'a>(context: &'a LoadedEntry, job: &Job, now: Timestamp) -> Result<Pr
         return Err(Resolution::Abandoned);
     }
     if now.as_second() < due {
-        let reason = format!("{} has not ended yet in {}", job.start_date, context.user.time_zone);
+        let reason = format!("{} has not ended yet in {}", job.period.start_date, context.user.time_zone);
         return Err(Resolution::NotDue { reason, due });
     }
     let args = args_of(metric, &period, &context.user.time_zone);
@@ -497,7 +497,7 @@ fn by_period(jobs: Vec<Job>) -> Vec<Vec<Job>> {
     let mut groups: Vec<Vec<Job>> = Vec::new();
     let mut index: HashMap<(i64, i64, String), usize> = HashMap::new();
     for job in jobs {
-        let key = (job.user_id, job.site_id, job.period_key.clone());
+        let key = (job.user_id, job.site_id, job.period.key.clone());
         match index.get(&key) {
             Some(&at) => groups[at].push(job),
             None => {
@@ -546,7 +546,7 @@ async fn resolve_in(
             // The value and the attempt are written for the period asked for, which is the
             // planned one in another zone when the user's zone changed since.
             if let Resolution::Answered { period: (start, end), .. } = resolution {
-                (job.period_start, job.period_end) = (start, end);
+                (job.period.start, job.period.end) = (start, end);
             }
             (job, resolution)
         })
@@ -629,7 +629,7 @@ impl Collector {
             let jobs = self.store.lease_jobs(&lease).await?;
             let waiting = planned
                 .iter()
-                .filter(|p| !jobs.iter().any(|j| j.metric_key == p.metric_key && j.period_key == p.period_key))
+                .filter(|p| !jobs.iter().any(|j| j.metric_key == p.metric_key && j.period.key == p.period_key))
                 .count();
             let mut summary = work_jobs(self, jobs, now).await?;
             // Those not leased, and those leased whose period has not ended in the zone yet.
@@ -1085,7 +1085,7 @@ mod tests {
         let group: Vec<Done> = leased
             .into_iter()
             .map(|job| {
-                let value = if job.period_start == 86_400 { f64::NAN } else { 5.0 };
+                let value = if job.period.start == 86_400 { f64::NAN } else { 5.0 };
                 (job, stored(value))
             })
             .collect();

@@ -323,11 +323,11 @@ pub async fn history(state: &AppState, user: &User, found: &MetricRef, ask: &Ask
     .map_err(ApiError::from)?;
     let (from_text, to_text) = (from.to_string(), to.to_string());
     let in_range = |date: &str| (from_text.as_str()..=to_text.as_str()).contains(&date);
-    let by_key: HashMap<&str, &StoredValue> = values.iter().map(|v| (v.period_key.as_str(), v)).collect();
+    let by_key: HashMap<&str, &StoredValue> = values.iter().map(|v| (v.period.key.as_str(), v)).collect();
     let why_not: HashMap<String, &UnfilledPeriod> = unfilled.iter().map(|u| (unfilled_key(u), u)).collect();
     let periods = values
         .iter()
-        .filter(|v| in_range(&v.start_date))
+        .filter(|v| in_range(&v.period.start_date))
         .map(|v| figure(v, granularity, &zone, (&by_key, &why_not)))
         .collect();
     let unfilled = unfilled.iter().filter(|u| in_range(&u.start_date)).map(unfilled_of).collect();
@@ -412,11 +412,11 @@ fn figure(value: &StoredValue, granularity: Granularity, user_zone: &TimeZone, k
     let arguments = source.remove("arguments");
     // The period as collected: resolved in its zone (the user's, for values from before the
     // zone was kept) from its key.
-    let period = Period::from_key(granularity, &value.period_key, zone.as_ref().unwrap_or(user_zone));
+    let period = Period::from_key(granularity, &value.period.key, zone.as_ref().unwrap_or(user_zone));
     Figure {
-        period: value.period_key.clone(),
-        period_start: instant(value.period_start, zone.as_ref()),
-        period_end: instant(value.period_end, zone.as_ref()),
+        period: value.period.key.clone(),
+        period_start: instant(value.period.start, zone.as_ref()),
+        period_end: instant(value.period.end, zone.as_ref()),
         time_zone: zone_name,
         value: value.value,
         raw: Raw::from_stored(&value.raw),

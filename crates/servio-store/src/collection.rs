@@ -173,21 +173,33 @@ impl Slot<'_> {
     }
 }
 
+/// The period of a stored value or a queued job, as its row holds it: what a [`Slot`] borrows
+/// of a period, owned.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct StoredPeriod {
+    /// `hour`, `day`, `week` or `month`.
+    pub granularity: String,
+    /// The period's first instant (seconds since the Unix epoch).
+    #[sqlx(rename = "period_start")]
+    pub start: i64,
+    /// The period's end (exclusive).
+    #[sqlx(rename = "period_end")]
+    pub end: i64,
+    /// The period's first local date.
+    pub start_date: String,
+    /// The period's key (see [`Slot::period_key`]).
+    #[sqlx(rename = "period_key")]
+    pub key: String,
+}
+
 /// A stored value.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct StoredValue {
     /// The metric.
     pub metric_key: String,
-    /// Its granularity.
-    pub granularity: String,
-    /// The period's first instant.
-    pub period_start: i64,
-    /// The period's end (exclusive).
-    pub period_end: i64,
-    /// The period's first local date.
-    pub start_date: String,
-    /// The period's key (see [`Slot::period_key`]).
-    pub period_key: String,
+    /// Its period.
+    #[sqlx(flatten)]
+    pub period: StoredPeriod,
     /// The number.
     pub value: f64,
     /// The value as the site sent it.

@@ -16,7 +16,7 @@ use async_trait::async_trait;
 
 use crate::Result;
 use crate::database::{Backend, Database};
-use crate::{Change, CollectionResult, Slot, postgres, sqlite};
+use crate::{Change, CollectionResult, Slot, StoredPeriod, postgres, sqlite};
 
 /// A slot to enqueue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,16 +91,9 @@ pub struct Job {
     pub site_id: i64,
     /// The metric's key.
     pub metric_key: String,
-    /// `hour`, `day`, `week` or `month`.
-    pub granularity: String,
-    /// The period's first instant.
-    pub period_start: i64,
-    /// The period's end (exclusive).
-    pub period_end: i64,
-    /// The period's first local date.
-    pub start_date: String,
-    /// The period's key: one job per (user, site, key, metric).
-    pub period_key: String,
+    /// The period: one job per (user, site, period key, metric).
+    #[sqlx(flatten)]
+    pub period: StoredPeriod,
     /// After this instant a transient failure ends the job as failed.
     pub deadline: i64,
 }
@@ -112,11 +105,11 @@ impl Job {
             user_id: self.user_id,
             site_id: self.site_id,
             metric_key: &self.metric_key,
-            granularity: &self.granularity,
-            period_start: self.period_start,
-            period_end: self.period_end,
-            start_date: &self.start_date,
-            period_key: &self.period_key,
+            granularity: &self.period.granularity,
+            period_start: self.period.start,
+            period_end: self.period.end,
+            start_date: &self.period.start_date,
+            period_key: &self.period.key,
         }
     }
 }

@@ -303,8 +303,8 @@ pub(crate) async fn complete_jobs(pool: &PgPool, completions: &[Completion<'_>],
     // The period as collected: a job resolves its key in the user's zone when it is done. (An
     // hour value from before period keys is not deleted here, as `store_value_on` does: a job
     // is planned only for a slot it does not settle.)
-    .bind(completions.iter().map(|c| c.job.period_start).collect::<Vec<i64>>())
-    .bind(completions.iter().map(|c| c.job.period_end).collect::<Vec<i64>>())
+    .bind(completions.iter().map(|c| c.job.period.start).collect::<Vec<i64>>())
+    .bind(completions.iter().map(|c| c.job.period.end).collect::<Vec<i64>>())
     .bind(sources.iter().map(Option::as_deref).collect::<Vec<Option<&str>>>())
     .fetch_all(pool)
     .await?;

@@ -3,7 +3,7 @@
 //! say they are skipped).
 
 use servio_store::testing::{daily_slot, day_slot};
-use servio_store::{Approval, Database, Operations, Session, Store};
+use servio_store::{Approval, Database, Job, Operations, Session, Store};
 
 struct Backend {
     name: &'static str,
@@ -357,7 +357,7 @@ async fn many_values_are_stored_in_one_go() {
         let stored = store.values(ida.id, site.id, "sales.orders.daily", 0..i64::MAX).await.unwrap();
         assert_eq!(stored.len(), 30, "{name}");
         assert_eq!((stored[0].value, stored[0].raw.as_str()), (99.0, "again"), "{name}: the later one wins");
-        assert_eq!((stored[29].value, stored[29].start_date.as_str()), (29.0, "2026-09-30"), "{name}");
+        assert_eq!((stored[29].value, stored[29].period.start_date.as_str()), (29.0, "2026-09-30"), "{name}");
         assert!(store.attempts(ida.id, site.id, 10).await.unwrap().is_empty(), "{name}: no attempts logged");
     }
 }
@@ -398,7 +398,7 @@ async fn values_of_several_metrics_in_one_query() {
         let mut want = Vec::new();
         for (site, key) in [(sites[0], "a.one"), (sites[1], "b.raw")] {
             for v in store.values(jo.id, site, key, 86_400..i64::MAX).await.unwrap() {
-                want.push((site, key, v.period_start, v.value.to_bits()));
+                want.push((site, key, v.period.start, v.value.to_bits()));
             }
         }
         assert_eq!(want.len(), 20, "{name}");
@@ -466,6 +466,20 @@ fn fetched_manifest<'a>(
     servio_store::FetchedManifest { origin, manifest_url, manifest, etag: None, last_modified: None }
 }
 
+/// One day's job of `owner`'s, leased by worker `a` at 10 for 30 seconds and, that lease run
+/// out, by `again` at 40: the job as each lease got it, the second with the next fence.
+async fn leased_twice(store: &dyn Store, owner: (i64, i64), again: &str, name: &str) -> (Job, Job) {
+    enqueue_days(store, owner, 0..1, "2026-08-20", 10_000).await;
+    let first = store.lease_jobs(&lease("a", 10, 30, 5)).await.unwrap();
+    assert_eq!(first.len(), 1, "{name}");
+    assert!(store.lease_jobs(&lease(again, 39, 30, 5)).await.unwrap().is_empty(), "{name}: the lease holds");
+    let second = store.lease_jobs(&lease(again, 40, 30, 5)).await.unwrap();
+    assert_eq!(second.len(), 1, "{name}: the lease expired");
+    let (first, second) = (first[0].clone(), second[0].clone());
+    assert_eq!((second.id, second.fence), (first.id, 2), "{name}: the same job, fenced anew");
+    (first, second)
+}
+
 fn lease(owner: &str, now: i64, lease: i64, limit: i64) -> servio_store::JobLease<'_> {
     servio_store::JobLease { owner, now, lease_until: now + lease, limit, only: None, after_user: 0 }
 }
@@ -483,7 +497,7 @@ async fn enqueueing_a_slot_twice_keeps_one_job_and_leases_wait_for_not_before() 
         assert_eq!(store.enqueue_jobs(&[], 1).await.unwrap(), 0, "{name}");
         assert!(store.lease_jobs(&lease("a", 99, 30, 10)).await.unwrap().is_empty(), "{name}: none due yet");
         let first = store.lease_jobs(&lease("a", 101, 30, 10)).await.unwrap();
-        let days: Vec<i64> = first.iter().map(|j| j.period_start / 86_400).collect();
+        let days: Vec<i64> = first.iter().map(|j| j.period.start / 86_400).collect();
         assert_eq!(days, [0, 1], "{name}: only the due ones, soonest first");
         assert!(first.iter().all(|j| j.fence == 1), "{name}");
         let only = servio_store::JobLease { only: Some((user + 1000, site)), ..lease("b", 200, 30, 10) };
@@ -501,22 +515,15 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
     use servio_store::{CollectionResult, Completion};
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "kai@example.com").await;
-        enqueue_days(store.as_ref(), (user, site), 0..1, "2026-08-20", 10_000).await;
-        let first = store.lease_jobs(&lease("a", 10, 30, 5)).await.unwrap();
-        assert_eq!(first.len(), 1, "{name}");
-        assert!(store.lease_jobs(&lease("b", 39, 30, 5)).await.unwrap().is_empty(), "{name}: the lease holds");
-        let second = store.lease_jobs(&lease("b", 40, 30, 5)).await.unwrap();
-        assert_eq!(second.len(), 1, "{name}: the lease expired");
-        assert_eq!((second[0].id, second[0].fence), (first[0].id, 2), "{name}");
-
-        let stale = stored(&first[0], 1.0, "1");
+        let (first, second) = leased_twice(store.as_ref(), (user, site), "b", name).await;
+        let stale = stored(&first, 1.0, "1");
         assert_eq!(store.complete_jobs(&[stale], 41).await.unwrap(), [false], "{name}: fenced out");
         assert!(store.values(user, site, "sales.revenue.daily", 0..i64::MAX).await.unwrap().is_empty(), "{name}");
         assert!(store.attempts(user, site, 10).await.unwrap().is_empty(), "{name}: not even an attempt");
         assert_eq!(store.job_counts().await.unwrap().pending, 1, "{name}: nor the job's state");
 
         let current = Completion {
-            job: &second[0],
+            job: &second,
             result: CollectionResult::Stored { value: 2.0, raw: "\"$2\"", source: Some(r#"{"tool":"t"}"#) },
             duration_ms: None,
         };
@@ -538,11 +545,8 @@ async fn a_completion_after_the_lease_was_taken_over_is_fenced_out() {
 async fn a_job_twice_in_one_completion_is_written_once_under_its_current_fence() {
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), "noa@example.com").await;
-        enqueue_days(store.as_ref(), (user, site), 0..1, "2026-08-20", 10_000).await;
-        let first = store.lease_jobs(&lease("a", 10, 30, 5)).await.unwrap();
-        let second = store.lease_jobs(&lease("a", 40, 30, 5)).await.unwrap();
-        assert_eq!((second[0].id, second[0].fence), (first[0].id, 2), "{name}");
-        let both = [stored(&first[0], 1.0, "1"), stored(&second[0], 2.0, "2")];
+        let (first, second) = leased_twice(store.as_ref(), (user, site), "a", name).await;
+        let both = [stored(&first, 1.0, "1"), stored(&second, 2.0, "2")];
         assert_eq!(store.complete_jobs(&both, 41).await.unwrap(), [false, true], "{name}");
         let values = store.values(user, site, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
         assert_eq!(values.iter().map(|v| v.value).collect::<Vec<_>>(), [2.0], "{name}");
@@ -579,7 +583,7 @@ async fn retries_come_back_after_their_backoff_and_other_results_end_the_job() {
         assert_eq!(store.complete_jobs(&completions, 20).await.unwrap(), [true; 4], "{name}");
         assert!(store.lease_jobs(&lease("b", 299, 30, 10)).await.unwrap().is_empty(), "{name}: backing off");
         let again = store.lease_jobs(&lease("b", 300, 30, 10)).await.unwrap();
-        assert_eq!(again.iter().map(|j| (j.start_date.as_str(), j.fence)).collect::<Vec<_>>(), [(dates[0], 2)]);
+        assert_eq!(again.iter().map(|j| (j.period.start_date.as_str(), j.fence)).collect::<Vec<_>>(), [(dates[0], 2)]);
         let retries = store.retries(&day_slot(user, site, 0, dates[0])).await.unwrap();
         assert_eq!((retries.failures, retries.retry_at), (1, Some(300)), "{name}: the retry is in the log");
         let counts = store.job_counts().await.unwrap();
@@ -1015,7 +1019,7 @@ async fn one_value_per_period_key_whatever_the_zone() {
             .unwrap();
         let values = store.values(user, site, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
         let got: Vec<(&str, i64, f64)> =
-            values.iter().map(|v| (v.start_date.as_str(), v.period_start, v.value)).collect();
+            values.iter().map(|v| (v.period.start_date.as_str(), v.period.start, v.value)).collect();
         assert_eq!(got, [("2026-08-20", new_york.period_start, 2.0)], "{name}: replaced, with the new instants");
         assert_eq!(store.attempts(user, site, 10).await.unwrap().len(), 2, "{name}: the log keeps both");
         let got = store.values_of(user, &[(site, "sales.revenue.daily")], 0).await.unwrap();
@@ -1079,11 +1083,11 @@ async fn a_lease_takes_the_other_jobs_of_its_periods() {
         }
         assert_eq!(store.enqueue_jobs(&jobs, 0).await.unwrap(), 4, "{name}");
         let first = store.lease_jobs(&lease("a", 10, 30, 1)).await.unwrap();
-        let keys: Vec<(&str, &str)> = first.iter().map(|j| (j.period_key.as_str(), j.metric_key.as_str())).collect();
+        let keys: Vec<(&str, &str)> = first.iter().map(|j| (j.period.key.as_str(), j.metric_key.as_str())).collect();
         assert_eq!(keys.len(), 2, "{name}: a limit of one brings its period's other job: {keys:?}");
         assert!(keys.iter().all(|(key, _)| *key == "2026-08-20"), "{name}: {keys:?}");
         let next = store.lease_jobs(&lease("b", 10, 30, 10)).await.unwrap();
-        assert!(next.iter().all(|j| j.period_key == "2026-08-21") && next.len() == 2, "{name}");
+        assert!(next.iter().all(|j| j.period.key == "2026-08-21") && next.len() == 2, "{name}");
     }
 }
 
@@ -1108,7 +1112,7 @@ async fn a_lease_takes_whole_periods_up_to_its_limit() {
         }
         assert_eq!(store.enqueue_jobs(&jobs, 0).await.unwrap(), 40, "{name}");
         let leased = store.lease_jobs(&lease("a", 10, 30, 5)).await.unwrap();
-        let mut periods: Vec<&str> = leased.iter().map(|job| job.period_key.as_str()).collect();
+        let mut periods: Vec<&str> = leased.iter().map(|job| job.period.key.as_str()).collect();
         periods.sort_unstable();
         periods.dedup();
         assert_eq!(leased.len(), 8, "{name}: two whole periods, {periods:?}");
@@ -1129,7 +1133,7 @@ async fn a_nul_from_a_site_is_stored_as_a_replacement_and_costs_no_other_result(
         enqueue_days(store.as_ref(), healthy, 0..3, "2026-03-01", 10_000).await;
         let jobs = store.lease_jobs(&lease("w", 10, 60, 100)).await.unwrap();
         assert_eq!(jobs.len(), 6, "{name}");
-        let results = |job: &servio_store::Job| match (job.user_id == hostile.0, job.period_start / 86_400) {
+        let results = |job: &servio_store::Job| match (job.user_id == hostile.0, job.period.start / 86_400) {
             (true, 0) => CollectionResult::Retry {
                 reason: "the tool answered 503: bu\0sy",
                 retry_at: None,

@@ -153,7 +153,7 @@ async fn ten_thousand_collections_stored_exactly_once_while_workers_die() {
     for user_id in expected.iter().map(|(user, _, _)| *user).collect::<std::collections::BTreeSet<_>>() {
         for key in ["sales.revenue.daily", "sales.orders.daily"] {
             for value in store.values(user_id, site_id, key, 0..i64::MAX).await.unwrap() {
-                *values.entry((user_id, value.metric_key, value.start_date)).or_default() += 1;
+                *values.entry((user_id, value.metric_key, value.period.start_date)).or_default() += 1;
             }
         }
         for attempt in store.attempts(user_id, site_id, 1_000_000).await.unwrap() {

@@ -137,7 +137,8 @@ async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
     // Only the accepted forms are stored, with their number and raw text.
     let store = collector.store();
     let stored = store.values(user.id, entry.site.id, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
-    let stored: Vec<(String, String, f64)> = stored.into_iter().map(|v| (v.start_date, v.raw, v.value)).collect();
+    let stored: Vec<(String, String, f64)> =
+        stored.into_iter().map(|v| (v.period.start_date, v.raw, v.value)).collect();
     let expected: Vec<(String, String, f64)> =
         accepted.into_iter().map(|(date, raw, value)| (date, raw.to_owned(), value)).collect();
     assert_eq!(stored, expected);

@@ -363,13 +363,13 @@ async fn a_job_planned_before_a_zone_change_collects_its_date_in_the_new_zone() 
         let (user, _) = server.vault_entry_of(&format!("cy-{name}@example.com")).await;
         let values = server.state.store.values(user.id, id, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
         assert_eq!((done.stored, summary_calls()), (2 * values.len(), values.len()), "{name}: {done:?}");
-        assert!(values.iter().any(|v| v.start_date == planned.to_string()), "{name}: {planned} collected");
+        assert!(values.iter().any(|v| v.period.start_date == planned.to_string()), "{name}: {planned} collected");
         let auckland = jiff::tz::TimeZone::get("Pacific/Auckland").unwrap();
         for value in &values {
             let period =
-                servio_manifest::period::resolve(Day, value.start_date.parse().unwrap(), 0, &auckland).unwrap();
-            assert_eq!(value.period_start, period.start.as_second(), "{name}: the date as it is in Auckland");
-            let (cents, _) = daily_figures(&value.start_date, "Pacific/Auckland");
+                servio_manifest::period::resolve(Day, value.period.start_date.parse().unwrap(), 0, &auckland).unwrap();
+            assert_eq!(value.period.start, period.start.as_second(), "{name}: the date as it is in Auckland");
+            let (cents, _) = daily_figures(&value.period.start_date, "Pacific/Auckland");
             assert_eq!(value.value, cents as f64 / 100.0, "{name}: Auckland's figure");
         }
 
@@ -382,7 +382,10 @@ async fn a_job_planned_before_a_zone_change_collects_its_date_in_the_new_zone() 
         // Pago Pago's own latest date is another, due there: that one is collected.
         let (user, _) = server.vault_entry_of(&format!("dee-{name}@example.com")).await;
         let values = server.state.store.values(user.id, id, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
-        assert!(values.iter().all(|v| v.start_date != planned.to_string()), "{name}: {planned} is not over there");
+        assert!(
+            values.iter().all(|v| v.period.start_date != planned.to_string()),
+            "{name}: {planned} is not over there"
+        );
         assert_eq!(summary_calls(), values.len(), "{name}: {done:?}");
         let (_, progress, _) = server.send(&dee, Method::GET, &format!("/api/vault/{id}/jobs"), None).await;
         assert_eq!(progress["pending"], 2, "{name}: the jobs wait: {progress}");
