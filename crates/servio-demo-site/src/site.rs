@@ -5,6 +5,7 @@
 //! demo can predict them: [`daily_figures`].
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 /// How a path can be made to misbehave.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +125,8 @@ pub struct Site {
     seen: Arc<Mutex<Option<VecDeque<SeenRequest>>>>,
     /// An edit of the served manifest, applied last (tests: tools added or removed, scopes).
     edit: Arc<Mutex<Option<ManifestEdit>>>,
+    /// How many requests for the manifest were answered `304 Not Modified`.
+    not_modified: Arc<AtomicU64>,
 }
 
 /// An edit a test makes to the manifest this site serves, as a site owner editing it would.
@@ -174,6 +178,7 @@ impl Site {
             endpoints: Arc::default(),
             seen: Arc::default(),
             edit: Arc::default(),
+            not_modified: Arc::default(),
         })
     }
 
@@ -246,6 +251,17 @@ impl Site {
     /// person running the demo can paste the Directory's token into it), until it is removed.
     pub fn watch_verification_file(&self, path: std::path::PathBuf) {
         *self.verification_file.lock().unwrap_or_else(|e| e.into_inner()) = Some(path);
+    }
+
+    /// The `ETag` the manifest is served with now: a strong validator of its bytes.
+    pub fn manifest_etag(&self) -> String {
+        etag_of(&self.manifest().to_string())
+    }
+
+    /// How many requests for the manifest were answered `304 Not Modified` so far, because
+    /// their `If-None-Match` named the `ETag` it is served with.
+    pub fn manifest_not_modified(&self) -> u64 {
+        self.not_modified.load(Ordering::Relaxed)
     }
 
     /// The manifest this site serves.
@@ -321,8 +337,35 @@ async fn home() -> Html<&'static str> {
     )
 }
 
-async fn serve_manifest(State(site): State<Site>) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], site.manifest().to_string()).into_response()
+/// The manifest with a strong `ETag` of its bytes, or `304 Not Modified` to a request whose
+/// `If-None-Match` names that tag, as an ordinary web server answers a conditional request.
+async fn serve_manifest(State(site): State<Site>, headers: HeaderMap) -> Response {
+    let text = site.manifest().to_string();
+    let etag = etag_of(&text);
+    if names_etag(&headers, &etag) {
+        site.not_modified.fetch_add(1, Ordering::Relaxed);
+        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
+    }
+    ([(header::CONTENT_TYPE, "application/json"), (header::ETAG, etag.as_str())], text).into_response()
+}
+
+/// A strong entity tag for `text`: the first 16 hex digits of its SHA-256, quoted.
+fn etag_of(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    let hex: String = digest[..8].iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("\"{hex}\"")
+}
+
+/// Whether the request's `If-None-Match` names `etag`: any of its list, weak or strong (the
+/// comparison RFC 9110 §13.1.2 asks of it), or `*`.
+fn names_etag(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(|tag| tag.trim().trim_start_matches("W/"))
+        .any(|tag| tag == "*" || tag == etag)
 }
 
 async fn misbehave(State(site): State<Site>, request: Request, next: Next) -> Response {
@@ -535,6 +578,22 @@ mod tests {
     fn figures_depend_on_date_and_zone_only() {
         assert_eq!(daily_figures("2026-08-20", "UTC"), daily_figures("2026-08-20", "UTC"));
         assert_ne!(daily_figures("2026-08-20", "UTC"), daily_figures("2026-08-20", "Pacific/Auckland"));
+    }
+
+    #[test]
+    fn if_none_match_names_the_tag_in_a_list_weakly_or_with_a_star() {
+        let etag = etag_of("{}");
+        let asked = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::IF_NONE_MATCH, value.parse().unwrap());
+            names_etag(&headers, &etag)
+        };
+        assert!(asked(&etag));
+        assert!(asked(&format!("\"other\", W/{etag}")));
+        assert!(asked("*"));
+        assert!(!asked("\"other\""));
+        assert!(!names_etag(&HeaderMap::new(), &etag), "no header, no match");
+        assert_eq!(etag.len(), 18, "16 hex digits, quoted: {etag}");
     }
 
     #[test]

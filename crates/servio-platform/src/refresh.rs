@@ -10,10 +10,11 @@ use std::time::Duration;
 use servio_client::discovery::{Discovered, Refreshed, Validators, refresh};
 use servio_collector::Busy;
 use servio_collector::manifests::Wait;
-use servio_store::{FetchedManifest, SiteRecord, StoreError};
+use servio_store::{SiteRecord, StoreError};
 use url::Url;
 
 use crate::approval::Unapproved;
+use crate::shared::discovered::fetched_manifest;
 use crate::{AppState, now};
 
 /// How often a site is refreshed.
@@ -85,11 +86,12 @@ async fn refresh_once(state: &AppState, site: &SiteRecord, wait: Wait) -> Result
         Ok(Refreshed::Changed(found)) => *found,
         Err(error) => return stale(state, site, error.to_string()).await,
     };
-    let Ok(text) = String::from_utf8(found.body) else {
+    let Some(fetched) = fetched_manifest(&site.origin, &found) else {
         return stale(state, site, "the manifest is not UTF-8".into()).await;
     };
+    let text = fetched.manifest;
     let manifests = state.collector.manifests();
-    let checked = manifests.text(&site.origin, &text, wait).await?;
+    let checked = manifests.text(&site.origin, text, wait).await?;
     let report = &checked.report;
     if !report.is_valid() {
         let first: Vec<String> =
@@ -97,13 +99,6 @@ async fn refresh_once(state: &AppState, site: &SiteRecord, wait: Wait) -> Result
         return stale(state, site, format!("the manifest is now invalid: {}", first.join("; "))).await;
     }
     let changed = text != site.manifest;
-    let fetched = FetchedManifest {
-        origin: &site.origin,
-        manifest_url: found.url.as_str(),
-        manifest: &text,
-        etag: found.validators.etag.as_deref(),
-        last_modified: found.validators.last_modified.as_deref(),
-    };
     let record = state.store.save_site(&fetched, now()).await?;
     // A change that needs no approval acts at once for everyone who had approved the version
     // before it; any other waits for each user (see `crate::approval`). Exactly the text judged
@@ -112,7 +107,7 @@ async fn refresh_once(state: &AppState, site: &SiteRecord, wait: Wait) -> Result
         // The old text comes checked from the manifest cache, the new one was checked above;
         // comparing two large manifests takes a while too, so it runs off the async threads.
         let old = manifests.text(&site.origin, &site.manifest, wait).await?;
-        let (before, after) = (site.manifest.clone(), text.clone());
+        let (before, after) = (site.manifest.clone(), text.to_owned());
         let new = checked.clone();
         let pending = manifests
             .run(wait, move || {
@@ -120,10 +115,10 @@ async fn refresh_once(state: &AppState, site: &SiteRecord, wait: Wait) -> Result
             })
             .await?;
         if !pending.needs_approval() {
-            state.store.advance_approvals(site.id, &site.manifest, &text).await?;
+            state.store.advance_approvals(site.id, &site.manifest, text).await?;
         }
         let lines = serde_json::Value::from(pending.lines()).to_string();
-        state.store.describe_version(site.id, &text, &lines).await?;
+        state.store.describe_version(site.id, text, &lines).await?;
         // The approvals above are settled: the versions nobody uses any more can go.
         state.store.prune_versions(Some(site.id), state.retention.versions_per_site).await?;
     }

@@ -220,3 +220,50 @@ async fn refresh_reads_the_site_again_after_it_stops_redirecting_elsewhere() {
         assert_eq!(elsewhere.site.requests(), [], "{name}: the other origin was asked again");
     }
 }
+
+/// A refresh asks with the `ETag` the site's manifest was stored with: the site's `304` keeps
+/// the manifest and clears a stale mark, and a changed manifest is stored with its new tag.
+#[tokio::test]
+async fn a_refresh_asks_with_the_stored_etag_and_a_304_keeps_the_manifest() {
+    use servio_demo_site::Misbehaviour;
+    let ca = LocalCa::generate(&[]).unwrap();
+    let demo = common::demo_site(&ca, "etag-token").await;
+    let well_known = "/.well-known/servio.json";
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let email = format!("eve-etag-{name}@example.com");
+        let eve = server.sign_up(&email).await;
+        let body = json!({ "url": demo.origin, "token": "etag-token" });
+        let (status, added, _) = server.send(&eve, Method::POST, "/api/vault", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{name}: {added}");
+        let id = added["site"]["id"].as_i64().unwrap();
+        let user = server.state.store.user_by_email(&email).await.unwrap().unwrap().id;
+        let stored_etag = || async { server.state.store.vault_entry(user, id).await.unwrap().unwrap().site.etag };
+        let path = format!("/api/vault/{id}/refresh");
+        let refresh = || server.send(&eve, Method::POST, &path, None);
+        let served = demo.site.manifest_etag();
+        assert_eq!(stored_etag().await, Some(served.clone()), "{name}: added with the site's ETag");
+
+        demo.site.set_misbehaviour(well_known, Some(Misbehaviour::ServerError));
+        let (_, failed, _) = refresh().await;
+        assert_eq!(failed["refresh"]["outcome"], "stale", "{name}: {failed}");
+        demo.site.set_misbehaviour(well_known, None);
+
+        let answered_304 = demo.site.manifest_not_modified();
+        let (status, unchanged, _) = refresh().await;
+        assert_eq!(status, StatusCode::OK, "{name}: {unchanged}");
+        assert_eq!(unchanged["refresh"]["outcome"], "unchanged", "{name}: {unchanged}");
+        assert_eq!(demo.site.manifest_not_modified(), answered_304 + 1, "{name}: asked with the stored ETag");
+        assert!(unchanged["site"]["stale_error"].is_null(), "{name}: fresh again: {unchanged}");
+        assert_eq!(unchanged["site"]["name"], "Servio Demo Forum & Shop", "{name}: the manifest stays");
+
+        let edit = |manifest: &mut serde_json::Value| manifest["description"] = json!("The forum and the shop, anew.");
+        demo.site.edit_manifest(Some(std::sync::Arc::new(edit)));
+        let (_, changed, _) = refresh().await;
+        assert_eq!(changed["refresh"]["outcome"], "changed", "{name}: {changed}");
+        assert_eq!(demo.site.manifest_not_modified(), answered_304 + 1, "{name}: the old tag no longer matches");
+        let new = demo.site.manifest_etag();
+        assert_ne!(new, served, "{name}");
+        assert_eq!(stored_etag().await, Some(new), "{name}: stored with its new ETag, for the next refresh");
+        demo.site.edit_manifest(None);
+    }
+}

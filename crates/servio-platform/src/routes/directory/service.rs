@@ -8,11 +8,12 @@ use serde_json::json;
 use servio_client::discover;
 use servio_client::discovery::origin_of;
 use servio_manifest::Manifest;
-use servio_store::{FetchedManifest, Listing};
+use servio_store::Listing;
 use utoipa::ToSchema;
 
 use crate::accounts::same_secret;
 use crate::error::ApiError;
+use crate::shared::discovered::fetched_manifest;
 use crate::{AppState, now};
 
 /// An origin to claim.
@@ -171,10 +172,10 @@ pub(crate) async fn verify_claim(state: &AppState, user_id: i64, id: i64) -> Res
     let found = discover(&state.client, &claim.origin)
         .await
         .map_err(|e| ApiError::Unprocessable(json!({ "error": e.to_string() })))?;
-    let text = String::from_utf8(found.body)
-        .map_err(|_| ApiError::Unprocessable(json!({ "error": "the manifest is not UTF-8" })))?;
+    let fetched = fetched_manifest(&claim.origin, &found)
+        .ok_or_else(|| ApiError::Unprocessable(json!({ "error": "the manifest is not UTF-8" })))?;
     let manifests = state.collector.manifests();
-    let checked = manifests.text(&claim.origin, &text, servio_collector::manifests::Wait::Bounded).await?;
+    let checked = manifests.text(&claim.origin, fetched.manifest, servio_collector::manifests::Wait::Bounded).await?;
     let report = &checked.report;
     let Some(manifest) = &report.manifest else {
         return Err(ApiError::Unprocessable(
@@ -186,13 +187,6 @@ pub(crate) async fn verify_claim(state: &AppState, user_id: i64, id: i64) -> Res
             "error": format!("the manifest at {} does not list \"verification\": \"{}\"", found.url, claim.token),
         })));
     }
-    let fetched = FetchedManifest {
-        origin: &claim.origin,
-        manifest_url: found.url.as_str(),
-        manifest: &text,
-        etag: found.validators.etag.as_deref(),
-        last_modified: found.validators.last_modified.as_deref(),
-    };
     let site = state.store.save_site(&fetched, now()).await?;
     let listing = listing_for(site.id, claim.id, manifest);
     state.store.save_listing(&listing).await?;

@@ -11,12 +11,13 @@ use servio_collector::manifests::{CheckedManifest, CheckedText, Wait};
 use servio_manifest::diff::{TextPart, ToolChange, words};
 use servio_manifest::report_json::to_json;
 use servio_manifest::{Report, Site};
-use servio_store::{Approval, FetchedManifest, SiteRecord, VaultEntry, Version};
+use servio_store::{Approval, SiteRecord, VaultEntry, Version};
 use std::sync::Arc;
 use utoipa::ToSchema;
 
 use crate::approval::{Unapproved, acting_manifest, still_offered};
 use crate::error::ApiError;
+use crate::shared::discovered::fetched_manifest;
 use crate::{AppState, now};
 use servio_collector::credentials::Credential as SiteCredential;
 
@@ -537,22 +538,15 @@ pub(crate) async fn add_site(
     let url = if url.contains("://") { url.to_owned() } else { format!("https://{url}") };
     let found = discover(&state.client, &url).await.map_err(discovery_error)?;
     let origin = found.origin.as_str().trim_end_matches('/').to_owned();
-    let text = String::from_utf8(found.body)
-        .map_err(|_| ApiError::Unprocessable(json!({ "error": "the manifest is not UTF-8" })))?;
-    let checked = state.collector.manifests().text(&origin, &text, Wait::Bounded).await?;
+    let fetched = fetched_manifest(&origin, &found)
+        .ok_or_else(|| ApiError::Unprocessable(json!({ "error": "the manifest is not UTF-8" })))?;
+    let checked = state.collector.manifests().text(&origin, fetched.manifest, Wait::Bounded).await?;
     if !checked.report.is_valid() {
         return Err(ApiError::Unprocessable(json!({
             "error": "the manifest is invalid; nothing was added",
             "report": to_json(found.url.as_str(), &checked.report),
         })));
     }
-    let fetched = FetchedManifest {
-        origin: &origin,
-        manifest_url: found.url.as_str(),
-        manifest: &text,
-        etag: found.validators.etag.as_deref(),
-        last_modified: found.validators.last_modified.as_deref(),
-    };
     let credential = token.map(|token| SiteCredential::Token(token.to_owned()));
     let record = state.credentials().add_site(&fetched, user_id, credential.as_ref(), now()).await?;
     if checked.report.brief.is_some() {
