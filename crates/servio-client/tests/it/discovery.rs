@@ -116,6 +116,28 @@ async fn refresh_sends_validators_and_accepts_not_modified() {
     assert!(matches!(again, Refreshed::NotModified));
 }
 
+/// The manifest dated `DATED`, without an `ETag`: `304` to a request that sends that date in
+/// `If-Modified-Since`, as a static file server answers.
+async fn dated(headers: HeaderMap) -> axum::response::Response {
+    if headers.get(header::IF_MODIFIED_SINCE).is_some_and(|v| v == DATED) {
+        return StatusCode::NOT_MODIFIED.into_response();
+    }
+    ([(header::CONTENT_TYPE, "application/json"), (header::LAST_MODIFIED, DATED)], MANIFEST).into_response()
+}
+
+const DATED: &str = "Sat, 05 Dec 2026 09:00:00 GMT";
+
+#[tokio::test]
+async fn refresh_sends_the_date_when_the_site_gives_no_etag() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let server = site(&ca, "127.0.0.1", Router::new().route("/.well-known/servio.json", get(dated))).await;
+    let client = client(&ca, |_| {});
+    let found = discover(&client, &origin(&server)).await.unwrap();
+    assert_eq!((found.validators.etag.as_deref(), found.validators.last_modified.as_deref()), (None, Some(DATED)));
+    let again = refresh(&client, &found.origin, &found.url, &found.validators).await.unwrap();
+    assert!(matches!(again, Refreshed::NotModified), "{again:?}");
+}
+
 /// Refresh asks the paths in order every time, sending the validators only with the path that
 /// served them: a manifest at the second path is "not modified" after the first says 404, and
 /// one that appears at the first path is read there.
