@@ -88,6 +88,9 @@ pub struct Browser {
     pub csrf: Option<String>,
     /// An API token, sent as a bearer token.
     pub bearer: Option<String>,
+    /// The signed-in user's id, as signing up or in answered it, for a test that reads the
+    /// store as that user.
+    pub user_id: Option<i64>,
 }
 
 impl Server {
@@ -187,6 +190,7 @@ pub fn browser(body: &Value, set_cookie: Option<String>) -> Browser {
         cookie: Some(set_cookie.split(';').next().unwrap().to_owned()),
         csrf: body["csrf_token"].as_str().map(str::to_owned),
         bearer: None,
+        user_id: body["user"]["id"].as_i64(),
     }
 }
 

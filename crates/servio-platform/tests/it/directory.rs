@@ -77,15 +77,14 @@ async fn the_owner_sees_collection_health_once_five_users_stand_behind_it() {
 
         let mut users = Vec::new();
         for i in 1..=5 {
-            let email = format!("health-user-{i}-{name}@example.com");
-            let user = server.sign_up(&email).await;
+            let user = server.sign_up(&format!("health-user-{i}-{name}@example.com")).await;
             let added = json!({ "url": origin, "token": "t" });
             let (status, added, _) = server.send(&user, Method::POST, "/api/vault", Some(added)).await;
             assert_eq!(status, StatusCode::CREATED);
             let config = servio_collector::WorkerConfig { drain: true, ..servio_collector::WorkerConfig::new("h") };
             let (_keep, stop) = tokio::sync::watch::channel(false);
             server.state.collector.clone().run(config, stop).await;
-            let user_id = server.state.store.user_by_email(&email).await.unwrap().unwrap().id;
+            let user_id = user.user_id.unwrap();
             users.push((user, user_id, added["site"]["id"].as_i64().unwrap()));
 
             let (status, figures, _) = server.send(&owner, Method::GET, &health, None).await;

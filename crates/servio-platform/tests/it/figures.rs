@@ -121,7 +121,7 @@ async fn a_period_without_a_value_says_why() {
     for (name, server) in servers {
         let (ana, site, token) = common::ana_with_token(&server, &demo, "unfilled", name).await;
         backfill(&server, &ana, site, ("2026-08-20", "2026-08-20")).await;
-        let user = server.state.store.user_by_email(&common::email("ana", "unfilled", name)).await.unwrap().unwrap().id;
+        let user = ana.user_id.unwrap();
         // The day before, the site's answer held no number: the attempt log says so.
         let slot = servio_store::testing::day_slot(user, site, 20_683, "2026-08-19");
         let dropped = servio_store::CollectionResult::Dropped {
@@ -203,8 +203,7 @@ async fn new_values_reach_the_streams_that_watch_the_metric() {
     let (demo, servers) = common::demo_and_servers("updates").await;
     for (name, server) in servers {
         let (ana, site, token) = common::ana_with_token(&server, &demo, "updates", name).await;
-        let ana_id =
-            server.state.store.user_by_email(&common::email("ana", "updates", name)).await.unwrap().unwrap().id;
+        let ana_id = ana.user_id.unwrap();
         let ben = token_of(&server, &format!("ben-updates-{name}@example.com")).await;
         let uri = format!("servio://metrics/{}/sales.revenue.daily", site_of(&demo.origin));
         let filter = json!({ "notifications": { "toolsListChanged": true, "resourceSubscriptions": [uri] } });

@@ -136,8 +136,7 @@ async fn a_revoked_token_ends_its_streams_and_sign_outs_say_which_tokens_stay() 
         let id = tokens["tokens"][0]["id"].as_i64().unwrap();
         let (status, _, _) = server.send(&who, Method::DELETE, &format!("/api/tokens/{id}"), None).await;
         assert_eq!(status, StatusCode::NO_CONTENT, "{name}");
-        let user = server.state.store.user_by_email(&format!("revoked-stream-{name}@example.com")).await.unwrap();
-        server.state.notices.told(&[servio_store::Change::Catalogue(user.unwrap().id)]);
+        server.state.notices.told(&[servio_store::Change::Catalogue(who.user_id.unwrap())]);
         let heard = common::hear(&mut stream, "notifications/tools/list_changed", Duration::from_secs(10)).await;
         assert!(!heard.text.contains("list_changed"), "{name}: a revoked token's stream heard: {heard:?}");
         assert!(heard.ended, "{name}: the stream ended");
@@ -203,8 +202,7 @@ async fn a_listen_stream_hears_its_users_catalogue_changes_until_its_token_is_re
         let ana = server.sign_up(&format!("ana-listen-{name}@example.com")).await;
         let token = common::token_of_browser(&server, &ana).await;
         let ben = token_of(&server, &format!("ben-listen-{name}@example.com")).await;
-        let ana_id =
-            server.state.store.user_by_email(&format!("ana-listen-{name}@example.com")).await.unwrap().unwrap().id;
+        let ana_id = ana.user_id.unwrap();
         let ben_id =
             server.state.store.user_by_email(&format!("ben-listen-{name}@example.com")).await.unwrap().unwrap().id;
         let mut stream = common::listen_stateless(&server, &token).await;

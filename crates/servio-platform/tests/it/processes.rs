@@ -128,8 +128,7 @@ async fn a_token_revoked_through_one_process_ends_the_stream_another_holds() {
     let id = tokens["tokens"][0]["id"].as_i64().unwrap();
     let (status, _, _) = changer.send(&who, Method::DELETE, &format!("/api/tokens/{id}"), None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    let user = changer.state.store.user_by_email("dee-processes@example.com").await.unwrap().unwrap();
-    changer.state.notices.told(&[servio_store::Change::Catalogue(user.id)]);
+    changer.state.notices.told(&[servio_store::Change::Catalogue(who.user_id.unwrap())]);
     let heard = common::hear(&mut stream, "notifications/tools/list_changed", Duration::from_secs(10)).await;
     assert!(!heard.text.contains("list_changed") && heard.ended, "the stream ended, told nothing: {heard:?}");
 }

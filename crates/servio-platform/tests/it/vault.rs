@@ -230,13 +230,12 @@ async fn a_refresh_asks_with_the_stored_etag_and_a_304_keeps_the_manifest() {
     let demo = common::demo_site(&ca, "etag-token").await;
     let well_known = "/.well-known/servio.json";
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
-        let email = format!("eve-etag-{name}@example.com");
-        let eve = server.sign_up(&email).await;
+        let eve = server.sign_up(&format!("eve-etag-{name}@example.com")).await;
         let body = json!({ "url": demo.origin, "token": "etag-token" });
         let (status, added, _) = server.send(&eve, Method::POST, "/api/vault", Some(body)).await;
         assert_eq!(status, StatusCode::CREATED, "{name}: {added}");
         let id = added["site"]["id"].as_i64().unwrap();
-        let user = server.state.store.user_by_email(&email).await.unwrap().unwrap().id;
+        let user = eve.user_id.unwrap();
         let stored_etag = || async { server.state.store.vault_entry(user, id).await.unwrap().unwrap().site.etag };
         let path = format!("/api/vault/{id}/refresh");
         let refresh = || server.send(&eve, Method::POST, &path, None);
