@@ -44,6 +44,9 @@ pub enum Misbehaviour {
     Unavailable(String),
     /// Answer this status with this text as the body (any bytes a site may send, NUL included).
     Status(u16, String),
+    /// Answer `200` with these bytes as JSON, as they are: they need not be UTF-8, as a site
+    /// that saved its manifest in a legacy encoding sends it (no text form: tests only).
+    Bytes(Vec<u8>),
 }
 
 impl std::str::FromStr for Misbehaviour {
@@ -404,6 +407,7 @@ async fn misbehave(State(site): State<Site>, request: Request, next: Next) -> Re
         Some(Misbehaviour::RedirectLoop) => Redirect::temporary(&path).into_response(),
         Some(Misbehaviour::RedirectTo(url)) => Redirect::temporary(&url).into_response(),
         Some(Misbehaviour::Body(text)) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
+        Some(Misbehaviour::Bytes(bytes)) => ([(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
         Some(Misbehaviour::Status(code, text)) => {
             let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             (status, [(header::CONTENT_TYPE, "text/plain")], text).into_response()

@@ -221,6 +221,39 @@ async fn refresh_reads_the_site_again_after_it_stops_redirecting_elsewhere() {
     }
 }
 
+/// A manifest that is not UTF-8 is refused when its site is added, and a refresh that finds
+/// one keeps the manifest the platform has and marks the site stale, saying why.
+#[tokio::test]
+async fn a_manifest_that_is_not_utf8_is_refused_and_a_refresh_keeps_the_last() {
+    use servio_demo_site::Misbehaviour;
+    let ca = LocalCa::generate(&[]).unwrap();
+    let demo = common::demo_site(&ca, "latin1-token").await;
+    let well_known = "/.well-known/servio.json";
+    // "Café" in Latin-1: JSON in a legacy encoding, which no manifest may be.
+    let latin1 = Misbehaviour::Bytes(b"{\"name\": \"Caf\xe9\"}".to_vec());
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let fay = server.sign_up(&format!("fay-latin1-{name}@example.com")).await;
+        let body = json!({ "url": demo.origin, "token": "latin1-token" });
+        demo.site.set_misbehaviour(well_known, Some(latin1.clone()));
+        let (status, refused, _) = server.send(&fay, Method::POST, "/api/vault", Some(body.clone())).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{name}: {refused}");
+        assert_eq!(refused["error"], "the manifest is not UTF-8", "{name}: {refused}");
+        let (_, listed, _) = server.send(&fay, Method::GET, "/api/vault", None).await;
+        assert_eq!(listed["sites"], json!([]), "{name}: nothing added");
+
+        demo.site.set_misbehaviour(well_known, None);
+        let (status, added, _) = server.send(&fay, Method::POST, "/api/vault", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{name}: {added}");
+        demo.site.set_misbehaviour(well_known, Some(latin1.clone()));
+        let path = format!("/api/vault/{}/refresh", added["site"]["id"]);
+        let (_, refreshed, _) = server.send(&fay, Method::POST, &path, None).await;
+        demo.site.set_misbehaviour(well_known, None);
+        assert_eq!(refreshed["refresh"]["outcome"], "stale", "{name}: {refreshed}");
+        assert_eq!(refreshed["site"]["stale_error"], "the manifest is not UTF-8", "{name}: {refreshed}");
+        assert_eq!(refreshed["site"]["name"], "Servio Demo Forum & Shop", "{name}: the last valid manifest stays");
+    }
+}
+
 /// A refresh asks with the `ETag` the site's manifest was stored with: the site's `304` keeps
 /// the manifest and clears a stale mark, and a changed manifest is stored with its new tag.
 #[tokio::test]
