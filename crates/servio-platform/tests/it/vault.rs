@@ -254,6 +254,37 @@ async fn a_manifest_that_is_not_utf8_is_refused_and_a_refresh_keeps_the_last() {
     }
 }
 
+/// A refresh that finds the manifest invalid keeps the last valid one in use and marks the site
+/// stale with the errors found (interpretation §9); the valid manifest back clears the mark.
+#[tokio::test]
+async fn a_refresh_that_finds_an_invalid_manifest_keeps_the_last_valid_one() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let demo = common::demo_site(&ca, "invalid-token").await;
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let gus = server.sign_up(&format!("gus-invalid-{name}@example.com")).await;
+        let body = json!({ "url": demo.origin, "token": "invalid-token" });
+        let (status, added, _) = server.send(&gus, Method::POST, "/api/vault", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{name}: {added}");
+        let id = added["site"]["id"].as_i64().unwrap();
+        let path = format!("/api/vault/{id}/refresh");
+
+        let insecure = |manifest: &mut serde_json::Value| manifest["server"]["url"] = json!("http://insecure.example");
+        demo.site.edit_manifest(Some(std::sync::Arc::new(insecure)));
+        let (_, refreshed, _) = server.send(&gus, Method::POST, &path, None).await;
+        demo.site.edit_manifest(None);
+        assert_eq!(refreshed["refresh"]["outcome"], "stale", "{name}: {refreshed}");
+        let reason = refreshed["site"]["stale_error"].as_str().unwrap_or_default();
+        assert!(reason.starts_with("the manifest is now invalid: E020 "), "{name}: {refreshed}");
+        assert!(reason.ends_with(" at /server/url"), "{name}: where: {reason}");
+        let stored = server.state.store.vault_entry(gus.user_id.unwrap(), id).await.unwrap().unwrap().site.manifest;
+        assert!(stored.contains(&format!("{}/api/servio", demo.origin)), "{name}: the last valid manifest stays");
+
+        let (_, again, _) = server.send(&gus, Method::POST, &path, None).await;
+        assert_eq!(again["refresh"]["outcome"], "unchanged", "{name}: {again}");
+        assert!(again["site"]["stale_error"].is_null(), "{name}: fresh again: {again}");
+    }
+}
+
 /// A refresh asks with the `ETag` the site's manifest was stored with: the site's `304` keeps
 /// the manifest and clears a stale mark, and a changed manifest is stored with its new tag.
 #[tokio::test]
