@@ -330,3 +330,42 @@ async fn a_refresh_asks_with_the_stored_etag_and_a_304_keeps_the_manifest() {
         demo.site.edit_manifest(None);
     }
 }
+
+/// The periodic refresh asks a site again once a day has passed since its last fetch, less up
+/// to a tenth of the day at random (so that sites do not all fall due at once), and not before:
+/// a site fetched 25 hours ago is asked, one fetched 21 hours ago is not.
+#[tokio::test]
+async fn the_periodic_refresh_asks_again_after_a_day_and_not_before() {
+    use std::time::{Duration, Instant};
+    let ca = LocalCa::generate(&[]).unwrap();
+    let due = common::demo_site(&ca, "due-token").await;
+    let recent = common::demo_site(&ca, "recent-token").await;
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let (hal, due_id) =
+            server.sign_up_with_site(&format!("hal-{name}@example.com"), &due.origin, "due-token").await;
+        let recent_id = server.add_site(&hal, &recent.origin, "recent-token").await;
+        let now = jiff::Timestamp::now().as_second();
+        server.state.store.touch_site(due_id, now - 25 * 3600).await.unwrap();
+        server.state.store.touch_site(recent_id, now - 21 * 3600).await.unwrap();
+        let (due_asked, recent_asked) = (due.site.manifest_not_modified(), recent.site.manifest_not_modified());
+
+        let tick = Duration::from_millis(20);
+        let refreshing = tokio::spawn(servio_platform::refresh::run_periodically(server.state.clone(), tick));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while due.site.manifest_not_modified() == due_asked {
+            assert!(Instant::now() < deadline, "{name}: the site fetched a day ago was not asked again");
+            tokio::time::sleep(tick).await;
+        }
+        // Ten rounds more, each with its own draw of the spread: the recent site is never due.
+        tokio::time::sleep(tick * 10).await;
+        refreshing.abort();
+        assert_eq!(recent.site.manifest_not_modified(), recent_asked, "{name}: asked before its day was up");
+        let user = hal.user_id.unwrap();
+        let fetched_at = |id| {
+            let store = &server.state.store;
+            async move { store.vault_entry(user, id).await.unwrap().unwrap().site.fetched_at }
+        };
+        assert!(fetched_at(due_id).await >= now, "{name}: the refresh is recorded");
+        assert_eq!(fetched_at(recent_id).await, now - 21 * 3600, "{name}");
+    }
+}
