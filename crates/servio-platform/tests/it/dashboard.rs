@@ -342,32 +342,30 @@ async fn a_job_planned_before_a_zone_change_collects_its_date_in_the_new_zone() 
             }
         };
         // A user who adds the site in zone `planned` and then moves to `done`: their browser,
-        // their id, the vault site's id, and the latest date due in `planned`.
+        // the vault site's id, and the latest date due in `planned`.
         let add_then_move = |label: &'static str, planned: &'static str, done: &'static str| {
             let (server, move_to) = (&server, &move_to);
             async move {
-                let email = format!("{label}-{name}@example.com");
-                let who = server.sign_up(&email).await;
+                let who = server.sign_up(&format!("{label}-{name}@example.com")).await;
                 move_to(who.clone(), planned).await;
                 let id = server.add_site(&who, origin, "demo").await;
                 move_to(who.clone(), done).await;
-                let (user, _) = server.vault_entry_of(&email).await;
                 let zone = jiff::tz::TimeZone::get(planned).unwrap();
                 let due = servio_collector::plan::latest_due(Day, &zone, jiff::Timestamp::now()).unwrap();
-                (who, user.id, id, due.start_date)
+                (who, id, due.start_date)
             }
         };
-        let revenue = |user: i64, id: i64| {
-            let store = &server.state.store;
+        let revenue = |who: &common::Browser, id: i64| {
+            let (store, user) = (&server.state.store, who.user_id.unwrap());
             async move { store.values(user, id, "sales.revenue.daily", 0..i64::MAX).await.unwrap() }
         };
 
         // Planned in New York, done in Auckland, where that date ended hours earlier.
-        let (_, user, id, planned) = add_then_move("cy", "America/New_York", "Pacific/Auckland").await;
+        let (cy, id, planned) = add_then_move("cy", "America/New_York", "Pacific/Auckland").await;
         site.record_requests();
         let done = worker().await;
         // The worker also plans Auckland's own latest date, which may be another.
-        let values = revenue(user, id).await;
+        let values = revenue(&cy, id).await;
         assert_eq!((done.stored, summary_calls()), (2 * values.len(), values.len()), "{name}: {done:?}");
         assert!(values.iter().any(|v| v.period.start_date == planned.to_string()), "{name}: {planned} collected");
         let auckland = jiff::tz::TimeZone::get("Pacific/Auckland").unwrap();
@@ -381,12 +379,12 @@ async fn a_job_planned_before_a_zone_change_collects_its_date_in_the_new_zone() 
 
         // Planned in Kiritimati (UTC+14), done in Pago Pago (UTC-11): the date ends there 25
         // hours later, so not yet; the job waits for it.
-        let (dee, user, id, planned) = add_then_move("dee", "Pacific/Kiritimati", "Pacific/Pago_Pago").await;
+        let (dee, id, planned) = add_then_move("dee", "Pacific/Kiritimati", "Pacific/Pago_Pago").await;
         site.record_requests();
         let done = worker().await;
         assert_eq!(done.waiting, 2, "{name}: {done:?}");
         // Pago Pago's own latest date is another, due there: that one is collected.
-        let values = revenue(user, id).await;
+        let values = revenue(&dee, id).await;
         assert!(
             values.iter().all(|v| v.period.start_date != planned.to_string()),
             "{name}: {planned} is not over there"
@@ -397,7 +395,7 @@ async fn a_job_planned_before_a_zone_change_collects_its_date_in_the_new_zone() 
 
         // Collect-now leases Pago Pago's own latest date and, when they are due sooner, the two
         // jobs planned in Kiritimati, which wait: waiting, not failed.
-        let (ed, _, id, _) = add_then_move("ed", "Pacific/Kiritimati", "Pacific/Pago_Pago").await;
+        let (ed, id, _) = add_then_move("ed", "Pacific/Kiritimati", "Pacific/Pago_Pago").await;
         let pago_pago = jiff::tz::TimeZone::get("Pacific/Pago_Pago").unwrap();
         let there = servio_collector::plan::latest_due(Day, &pago_pago, jiff::Timestamp::now()).unwrap().start_date;
         let (_, now, _) = server.send(&ed, Method::POST, &format!("/api/vault/{id}/collect"), None).await;

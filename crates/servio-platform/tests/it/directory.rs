@@ -77,15 +77,10 @@ async fn the_owner_sees_collection_health_once_five_users_stand_behind_it() {
 
         let mut users = Vec::new();
         for i in 1..=5 {
-            let user = server.sign_up(&format!("health-user-{i}-{name}@example.com")).await;
-            let added = json!({ "url": origin, "token": "t" });
-            let (status, added, _) = server.send(&user, Method::POST, "/api/vault", Some(added)).await;
-            assert_eq!(status, StatusCode::CREATED);
+            users.push(server.sign_up_with_site(&format!("health-user-{i}-{name}@example.com"), &origin, "t").await);
             let config = servio_collector::WorkerConfig { drain: true, ..servio_collector::WorkerConfig::new("h") };
             let (_keep, stop) = tokio::sync::watch::channel(false);
             server.state.collector.clone().run(config, stop).await;
-            let user_id = user.user_id.unwrap();
-            users.push((user, user_id, added["site"]["id"].as_i64().unwrap()));
 
             let (status, figures, _) = server.send(&owner, Method::GET, &health, None).await;
             assert_eq!(status, StatusCode::OK, "{name}: {figures}");
@@ -97,10 +92,10 @@ async fn the_owner_sees_collection_health_once_five_users_stand_behind_it() {
         }
         // Each has collected on the six days before today too: seven days each, and they count.
         let now = servio_platform::now();
-        for (_, user_id, site_id) in &users {
+        for (user, site_id) in &users {
             for day in 1..=6 {
                 let date = format!("2026-02-{day:02}");
-                let slot = servio_store::testing::day_slot(*user_id, *site_id, day, &date);
+                let slot = servio_store::testing::day_slot(user.user_id.unwrap(), *site_id, day, &date);
                 let stored = servio_store::CollectionResult::Stored { value: 1.0, raw: "1", source: None };
                 server.state.store.record_result(&slot, &stored, now - day * 86_400).await.unwrap();
             }
