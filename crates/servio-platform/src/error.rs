@@ -97,6 +97,12 @@ impl From<servio_collector::Busy> for ApiError {
     }
 }
 
+impl From<crate::shared::discovered::NotUtf8> for ApiError {
+    fn from(not_utf8: crate::shared::discovered::NotUtf8) -> ApiError {
+        ApiError::Unprocessable(serde_json::json!({ "error": not_utf8.to_string() }))
+    }
+}
+
 impl From<crate::refresh::RefreshError> for ApiError {
     fn from(error: crate::refresh::RefreshError) -> ApiError {
         match error {

@@ -86,8 +86,9 @@ async fn refresh_once(state: &AppState, site: &SiteRecord, wait: Wait) -> Result
         Ok(Refreshed::Changed(found)) => *found,
         Err(error) => return stale(state, site, error.to_string()).await,
     };
-    let Some(fetched) = fetched_manifest(&site.origin, &found) else {
-        return stale(state, site, "the manifest is not UTF-8".into()).await;
+    let fetched = match fetched_manifest(&site.origin, &found) {
+        Ok(fetched) => fetched,
+        Err(not_utf8) => return stale(state, site, not_utf8.to_string()).await,
     };
     let text = fetched.manifest;
     let manifests = state.collector.manifests();

@@ -172,8 +172,7 @@ pub(crate) async fn verify_claim(state: &AppState, user_id: i64, id: i64) -> Res
     let found = discover(&state.client, &claim.origin)
         .await
         .map_err(|e| ApiError::Unprocessable(json!({ "error": e.to_string() })))?;
-    let fetched = fetched_manifest(&claim.origin, &found)
-        .ok_or_else(|| ApiError::Unprocessable(json!({ "error": "the manifest is not UTF-8" })))?;
+    let fetched = fetched_manifest(&claim.origin, &found)?;
     let manifests = state.collector.manifests();
     let checked = manifests.text(&claim.origin, fetched.manifest, servio_collector::manifests::Wait::Bounded).await?;
     let report = &checked.report;

@@ -538,8 +538,7 @@ pub(crate) async fn add_site(
     let url = if url.contains("://") { url.to_owned() } else { format!("https://{url}") };
     let found = discover(&state.client, &url).await.map_err(discovery_error)?;
     let origin = found.origin.as_str().trim_end_matches('/').to_owned();
-    let fetched = fetched_manifest(&origin, &found)
-        .ok_or_else(|| ApiError::Unprocessable(json!({ "error": "the manifest is not UTF-8" })))?;
+    let fetched = fetched_manifest(&origin, &found)?;
     let checked = state.collector.manifests().text(&origin, fetched.manifest, Wait::Bounded).await?;
     if !checked.report.is_valid() {
         return Err(ApiError::Unprocessable(json!({
