@@ -170,6 +170,43 @@ pub struct ServeArgs {
     pub refresh_every: u64,
     #[command(flatten)]
     pub quotas: QuotaArgs,
+    #[command(flatten)]
+    pub connections: ConnectionArgs,
+}
+
+/// How many connections `servio serve` keeps open and how long a client may take to send.
+#[derive(Debug, Args)]
+pub struct ConnectionArgs {
+    /// Connections open at once, from all clients; one more is answered 503 and closed. With
+    /// 1,024 file descriptors kept for the database and calls to sites, it must fit the
+    /// process's open-files limit (raised to its hard limit at start), or serve exits 2.
+    #[arg(long, env = "SERVIO_MAX_CONNECTIONS", default_value_t = 4096, value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..=u64::from(u32::MAX)), hide_env_values = true)]
+    pub max_connections: u64,
+    /// Connections open at once from one client address (an IPv6 /64 counts as one); one more
+    /// is answered 429 and closed. Behind a load balancer every client has its address: set it
+    /// to --max-connections there.
+    #[arg(long, env = "SERVIO_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 64, value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..=1_000_000), hide_env_values = true)]
+    pub max_connections_per_address: u64,
+    /// Seconds a client may take to send a request's head, counted from when the connection
+    /// waits for one (so also how long an idle kept-alive connection stays open).
+    #[arg(long, env = "SERVIO_HEADER_TIMEOUT", default_value_t = 20, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3_600), hide_env_values = true)]
+    pub header_timeout: u64,
+    /// Seconds a client may take to send a request's body (2 MiB at most).
+    #[arg(long, env = "SERVIO_BODY_TIMEOUT", default_value_t = 30, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3_600), hide_env_values = true)]
+    pub body_timeout: u64,
+}
+
+impl ConnectionArgs {
+    /// The listener's limits.
+    pub fn limits(&self) -> servio_platform::connections::ConnectionLimits {
+        let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        servio_platform::connections::ConnectionLimits {
+            total: count(self.max_connections),
+            per_address: count(self.max_connections_per_address),
+            header_timeout: std::time::Duration::from_secs(self.header_timeout),
+            body_timeout: std::time::Duration::from_secs(self.body_timeout),
+        }
+    }
 }
 
 /// What one user may hold or ask for at once (`servio serve`).

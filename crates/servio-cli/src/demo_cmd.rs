@@ -68,7 +68,8 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
     let background = Background::start(&state, STOP_GRACE);
     let app = router(state.clone());
     let stopping = state.stopping.clone();
-    let server = tokio::spawn(async move { serve_until_signal(listener, app, &stopping, STOP_GRACE).await });
+    let server =
+        tokio::spawn(async move { serve_until_signal(listener, app, Default::default(), &stopping, STOP_GRACE).await });
 
     // The demo user and their vault, through the API.
     println!("Seeding the demo: a user, the demo site in their vault, eight weeks of metrics...");

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use servio_collector::collect::Summary;
+use servio_platform::connections::ConnectionLimits;
 use servio_platform::{AppState, Stopping};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -69,32 +70,28 @@ impl Background {
     }
 }
 
-/// Serves the platform's `router` on `listener` until SIGTERM or Ctrl-C; then sets `stopping`,
-/// stops accepting, and gives the requests in flight `grace` before cutting them off.
+/// Serves the platform's `router` on `listener` within `limits` until SIGTERM or Ctrl-C; then
+/// sets `stopping`, stops accepting, and gives the requests in flight `grace` before cutting
+/// them off.
 pub async fn serve_until_signal(
     listener: tokio::net::TcpListener,
     router: axum::Router,
+    limits: ConnectionLimits,
     stopping: &Stopping,
     grace: Duration,
 ) -> anyhow::Result<()> {
-    // The peer address is the client address that sign-in and sign-up are throttled by.
-    let app = router.into_make_service_with_connect_info::<SocketAddr>();
-    let token = stopping.token();
-    let server = axum::serve(servio_platform::no_delay(listener), app)
-        .with_graceful_shutdown(async move { token.cancelled().await })
-        .into_future();
+    // The peer address (ConnectInfo) is the client address that sign-in and sign-up are
+    // throttled by.
+    let server = servio_platform::connections::serve(listener, router, limits, stopping.token());
     tokio::pin!(server);
     tokio::select! {
-        result = &mut server => return result.context("serving"),
+        () = &mut server => return Ok(()),
         signal = shutdown_signal() => signal?,
     }
     tracing::info!(grace_s = grace.as_secs_f64(), "stopping: no new connections, waiting for requests in flight");
     stopping.begin();
-    match tokio::time::timeout(grace, &mut server).await {
-        Ok(result) => result.context("serving")?,
-        Err(_) => {
-            tracing::warn!(grace_s = grace.as_secs_f64(), "requests still running after the grace period are cut off")
-        }
+    if tokio::time::timeout(grace, &mut server).await.is_err() {
+        tracing::warn!(grace_s = grace.as_secs_f64(), "requests still running after the grace period are cut off")
     }
     Ok(())
 }

@@ -21,6 +21,8 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
     let data_dir = platform.data_dir();
     let url = platform.database_url(&data_dir)?;
     let grace = Duration::from_secs(args.process.shutdown_timeout);
+    let connections = args.connections.limits();
+    connections.check_descriptors()?;
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     runtime.block_on(async {
@@ -66,7 +68,7 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         }
         let background = Background::start(&state, grace);
         tracing::info!(addr = %local, backend = backend(&url), "serving");
-        serve_until_signal(listener, router(state.clone()), &state.stopping, grace).await?;
+        serve_until_signal(listener, router(state.clone()), connections, &state.stopping, grace).await?;
         let collected = background.stop().await;
         state.gateway.flush().await;
         tracing::info!(collected = %collected.describe(), "stopped");

@@ -11,6 +11,7 @@ pub mod accounts;
 pub mod auth;
 pub mod cache;
 pub mod connect;
+pub mod connections;
 pub mod error;
 pub mod figures;
 pub mod gateway;

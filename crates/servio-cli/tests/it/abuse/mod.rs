@@ -7,6 +7,7 @@
 
 mod big_manifest;
 mod call_log;
+mod connections;
 mod fairness;
 mod harness;
 mod lockout;
