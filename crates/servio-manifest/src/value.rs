@@ -115,7 +115,17 @@ pub struct Dropped {
     pub raw: Option<String>,
 }
 
-/// Walks `path` through the JSON `response` and reduces what it finds.
+/// The most bytes of JSON text a value may take: its raw text is kept beside the number for
+/// audit, so a site could otherwise have the platform store megabytes per period (a number
+/// written with two million zeros is still a finite number). A real figure, even a currency
+/// string, takes a few dozen bytes.
+pub const MAX_RAW_BYTES: usize = 1024;
+
+/// The bytes of a raw value kept when it is dropped for being longer than [`MAX_RAW_BYTES`].
+const KEPT_OF_LONG_RAW: usize = 64;
+
+/// Walks `path` through the JSON `response` and reduces what it finds. A value whose JSON text
+/// is longer than [`MAX_RAW_BYTES`] is dropped unread, its first bytes kept with its length.
 pub fn extract(response: &[u8], path: &ValuePath) -> Result<Extracted, Dropped> {
     if let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(response) {
         return Err(Dropped { reason: format!("the response is not valid JSON: {error}"), raw: None });
@@ -130,12 +140,29 @@ pub fn extract(response: &[u8], path: &ValuePath) -> Result<Extracted, Dropped> 
             return Err(Dropped { reason: format!("the response could not be read: {}", error.message), raw: None });
         }
     };
+    let found = &response[span.start..span.end];
+    if found.len() > MAX_RAW_BYTES {
+        return Err(Dropped {
+            reason: format!(
+                "the value is {} bytes of JSON, more than the {} a value may take",
+                crate::schema::grouped(found.len()),
+                crate::schema::grouped(MAX_RAW_BYTES)
+            ),
+            raw: Some(format!("{}… ({} bytes)", lossy_prefix(found, KEPT_OF_LONG_RAW), found.len())),
+        });
+    }
     // The span lies on value boundaries of a document that parsed as UTF-8 JSON.
-    let raw = String::from_utf8_lossy(&response[span.start..span.end]).into_owned();
+    let raw = String::from_utf8_lossy(found).into_owned();
     match reduce_raw(&raw) {
         Ok(value) => Ok(Extracted { value, raw }),
         Err(reason) => Err(Dropped { reason, raw: Some(raw) }),
     }
+}
+
+/// The first `at_most` bytes of `text`, cut back to a character boundary.
+fn lossy_prefix(text: &[u8], at_most: usize) -> String {
+    let text = String::from_utf8_lossy(&text[..at_most.min(text.len())]).into_owned();
+    text.trim_end_matches(char::REPLACEMENT_CHARACTER).to_owned()
 }
 
 fn describe_miss(miss: &PathMiss, segments: &[&str]) -> String {
@@ -317,6 +344,23 @@ mod tests {
             assert_eq!(reduce(text), None, "{text:?}");
         }
         assert_eq!(reduce(&"9".repeat(400)), None, "overflow");
+    }
+
+    /// Issue 41, finding 8: a number written with two million zeros (a finite number) was kept
+    /// whole as the raw value of every period (60 values: +387 MiB).
+    #[test]
+    fn a_value_longer_than_the_bound_is_dropped_with_its_length_and_a_prefix() {
+        let zeros = format!("0.{}1", "0".repeat(2_000_000));
+        for text in [zeros.clone(), format!("\"{zeros}\""), format!("[{}]", "1,".repeat(600) + "1")] {
+            let response = format!(r#"{{"total": {text}}}"#);
+            let dropped = extract(response.as_bytes(), &ValuePath::parse("total").unwrap()).unwrap_err();
+            assert!(dropped.reason.contains("more than the 1,024 a value may take"), "{}", dropped.reason);
+            let raw = dropped.raw.unwrap();
+            assert!(raw.len() < 100 && raw.ends_with(&format!("… ({} bytes)", text.len())), "{raw}");
+        }
+        let longest = format!("\"{}1\"", " ".repeat(MAX_RAW_BYTES - 3));
+        let response = format!(r#"{{"total": {longest}}}"#);
+        assert!(extract(response.as_bytes(), &ValuePath::parse("total").unwrap()).is_ok(), "at the bound");
     }
 
     #[test]
