@@ -18,4 +18,5 @@ mod raw_values;
 mod refreshes;
 mod schema;
 mod sessions;
+mod signup;
 mod smoke;

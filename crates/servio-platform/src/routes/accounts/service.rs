@@ -237,14 +237,24 @@ pub(crate) async fn register(visitor: &Visitor, form: &SignUp) -> Result<User, A
     // new one takes: the answer's timing says nothing the throttled answer does not.
     let password = form.password.clone();
     let hash = state.throttle.hashing.run(move || hash_password(&password)).await?.map_err(ApiError::internal)?;
-    // The unique index sees stored forms only: an account made before NFC under another form
-    // of this address is looked for too.
-    if find_user(state, &earlier_forms(&form.email, &normalized)).await?.is_some() {
-        // Shared by every client: probes from many addresses get few of these answers.
-        state.throttle.taken_answer();
-        return Err(ApiError::Conflict("this email is already taken".into()));
+    // The address as stored now, and an account made before NFC under another form of it.
+    let mut forms = vec![normalized.clone()];
+    forms.extend(earlier_forms(&form.email, &normalized));
+    if find_user(state, &forms).await?.is_some() {
+        return Err(taken(state));
     }
-    Ok(state.store.create_user(&normalized, &hash, &form.time_zone, now()).await?)
+    match state.store.create_user(&normalized, &hash, &form.time_zone, now()).await {
+        // Two sign-ups of one new address at once: the unique index answers the second.
+        Err(servio_store::StoreError::Conflict(_)) => Err(taken(state)),
+        created => Ok(created?),
+    }
+}
+
+/// "Already taken", spending one of the answers every client shares: probes from many
+/// addresses get few of these answers.
+fn taken(state: &AppState) -> ApiError {
+    state.throttle.taken_answer();
+    ApiError::Conflict("this email is already taken".into())
 }
 
 /// The first user stored under one of `forms` of an email.
