@@ -123,7 +123,10 @@ async fn relay(
     mut client: impl Transport<RoleServer>,
     mut platform: StreamableHttpClientTransport<reqwest::Client>,
 ) -> anyhow::Result<()> {
-    let (failed, mut failures) = tokio::sync::mpsc::unbounded_channel();
+    // The answers to requests that could not be sent, until written; a sender waits past this
+    // many (the handshake's few messages are the only ones sent in turn, so it never waits on
+    // the loop that reads them).
+    let (failed, mut failures) = tokio::sync::mpsc::channel(1024);
     let mut handshake = Handshake::NotStarted;
     let outcome = loop {
         tokio::select! {
@@ -140,7 +143,7 @@ async fn relay(
                     if let Err(error) = sending.await {
                         tracing::warn!(error = %servio_client::error_chain(&error), "a message did not reach the platform");
                         if let Some(id) = id {
-                            let _ = failed.send(unanswered(id, &error));
+                            let _ = failed.send(unanswered(id, &error)).await;
                         }
                     }
                 };

@@ -9,6 +9,7 @@
 //! has one to remember. A worker, which has no platform state, announces the changes of its
 //! store with [`announce`] and [`notices_of`].
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 pub use servio_store::Change;
@@ -25,8 +26,11 @@ pub struct Notices {
     /// The notices to announce, in the order the changes were made, to the one task that
     /// sends them (started with the first): sent from a task each, a revocation could reach
     /// the other processes after a change made after it, and a stream opened with the revoked
-    /// token would hear that change.
-    queue: OnceLock<mpsc::UnboundedSender<Vec<String>>>,
+    /// token would hear that change. Bounded ([`QUEUED_NOTICES`]): what does not fit is not
+    /// held but announced as missed ([`MISSED`]) once the queue has room.
+    queue: OnceLock<mpsc::Sender<Vec<String>>>,
+    /// Notices were left out since the last announcement.
+    overflowed: Arc<AtomicBool>,
     /// This process's name in its notices, so that it knows its own when it hears them.
     id: String,
     /// Told of every change, from this process or another, in the order they were added.
@@ -42,6 +46,7 @@ impl Default for Notices {
             changes: broadcast::channel(256).0,
             announcer: OnceLock::new(),
             queue: OnceLock::new(),
+            overflowed: Arc::default(),
             id: servio_collector::process_owner("platform"),
             hooks: RwLock::default(),
         }
@@ -50,6 +55,20 @@ impl Default for Notices {
 
 /// The longest notice sent: PostgreSQL takes up to 8,000 bytes.
 const NOTICE_LIMIT: usize = 7000;
+
+/// The writes whose notices may wait to be announced at once (each a few notices of at most
+/// [`NOTICE_LIMIT`] bytes, so at most some 7 MiB of a 1,024-write backlog; a write's notices
+/// are announced in milliseconds, so a backlog means the database is not answering).
+const QUEUED_NOTICES: usize = 1024;
+
+/// The word of a notice saying that the sender left notices out (`SENDER missed`): whoever
+/// hears it drops everything they keep of every user, as when they miss notices themselves.
+const MISSED: &str = "missed";
+
+/// Whether `text` is another process's notice that it left notices out.
+fn is_missed(text: &str, own: &str) -> bool {
+    matches!(text.split_once(' '), Some((sender, MISSED)) if sender != own)
+}
 
 /// The changes a notice tells of (`SENDER WORD ID,ID,…`), unless `own` sent it; none for text
 /// that is no notice.
@@ -140,6 +159,7 @@ impl Notices {
     /// missed, tells every hook that anything may have changed.
     pub fn heard(&self, heard: &servio_store::Heard) {
         match heard {
+            servio_store::Heard::Change(text) if is_missed(text, &self.id) => self.apply(None),
             servio_store::Heard::Change(text) => {
                 for change in heard_changes(text, &self.id) {
                     self.apply(Some(change));
@@ -166,17 +186,24 @@ impl Notices {
         let Some(store) = self.announcer.get() else { return };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let queue = self.queue.get_or_init(|| {
-            let (queue, mut waiting) = mpsc::unbounded_channel::<Vec<String>>();
-            let store = store.clone();
+            let (queue, mut waiting) = mpsc::channel::<Vec<String>>(QUEUED_NOTICES);
+            let (store, overflowed, missed) = (store.clone(), self.overflowed.clone(), format!("{} {MISSED}", self.id));
             runtime.spawn(async move {
                 while let Some(notices) = waiting.recv().await {
                     announce_now(store.as_ref(), notices).await;
+                    if overflowed.swap(false, Ordering::Relaxed) {
+                        announce_now(store.as_ref(), vec![missed.clone()]).await;
+                    }
                 }
             });
             queue
         });
-        // Fails only once the runtime that ran the task is gone.
-        let _ = queue.send(notices);
+        if let Err(mpsc::error::TrySendError::Full(_)) = queue.try_send(notices) {
+            // Never waits: the store's writer tells from wherever it committed.
+            self.overflowed.store(true, Ordering::Relaxed);
+            metrics::counter!("servio_notices_missed_total").increment(1);
+        }
+        // Closed only once the runtime that ran the task is gone.
     }
 
     /// Notices of changed catalogues, new values and revoked access, for MCP streams.
@@ -221,5 +248,30 @@ mod tests {
         for junk in ["", "a", "a values", "a values 1 2", "a forget 1", "a values x"] {
             assert!(heard_changes(junk, "b").is_empty(), "{junk:?}");
         }
+        assert!(is_missed("a missed", "b") && !is_missed("a missed", "a") && !is_missed("a values 1", "b"));
+    }
+
+    /// Issue 41: the queue of notices to announce was unbounded. Past its bound a write's
+    /// notices are not held; the others hear, once the queue drains, that some were missed.
+    #[tokio::test]
+    async fn notices_past_the_queue_are_announced_as_missed() {
+        let store: Arc<dyn servio_store::Store> =
+            Arc::from(servio_store::open("sqlite::memory:").await.expect("an in-memory store"));
+        let notices = Arc::new(Notices::default());
+        notices.hear_store(store.clone());
+        // The announcing task cannot run before this test yields: the queue fills up.
+        for user_id in 0..(QUEUED_NOTICES as i64 + 10) {
+            notices.told(&[Change::Catalogue(user_id)]);
+        }
+        assert!(notices.overflowed.load(Ordering::Relaxed), "the notices past the bound were left out");
+        let queued = notices.queue.get().expect("the queue").max_capacity() - notices.queue.get().unwrap().capacity();
+        assert_eq!(queued, QUEUED_NOTICES);
+        for _ in 0..100 {
+            if !notices.overflowed.load(Ordering::Relaxed) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(!notices.overflowed.load(Ordering::Relaxed), "announced as missed once the queue drained");
     }
 }
