@@ -315,3 +315,65 @@ fn jobs_are_leased_and_only_the_directory_claims() {
     }
     assert!(broken.is_empty(), "jobs are leased, not claimed (the glossary):\n{}", broken.join("\n"));
 }
+
+/// The rows of the first Markdown table after the heading `heading` in `text`, each cell
+/// trimmed (the header and its separator left out).
+fn table_after(text: &str, heading: &str) -> Vec<Vec<String>> {
+    let Some(start) = text.find(&format!("\n{heading}\n")) else { return Vec::new() };
+    text[start..]
+        .lines()
+        .skip_while(|line| !line.starts_with('|'))
+        .take_while(|line| line.starts_with('|'))
+        .skip(2)
+        .map(|line| line.trim().trim_matches('|').split(" | ").map(|cell| cell.trim().to_owned()).collect())
+        .collect()
+}
+
+/// Issue 41: every bound is in ARCHITECTURE.md's budget table (actor, resource, bound, where it
+/// is enforced), and the README's Limits table, which users read, is that table without its
+/// last column: the two cannot drift apart.
+#[test]
+fn the_readme_limits_are_the_budget_table() {
+    let read = |file: &str| std::fs::read_to_string(root().join(file)).expect("a readable file");
+    let budget = table_after(&read("ARCHITECTURE.md"), "## Budget");
+    let limits = table_after(&read("README.md"), "## Limits");
+    assert!(budget.len() > 10, "ARCHITECTURE.md's budget table under `## Budget`: {} rows", budget.len());
+    let mut broken = Vec::new();
+    for row in &budget {
+        if row.len() != 4 || row.iter().any(String::is_empty) {
+            broken
+                .push(format!("ARCHITECTURE.md: a budget row needs an actor, a resource, a bound and where: {row:?}"));
+        }
+    }
+    let expected: Vec<Vec<String>> = budget.iter().map(|row| row[..row.len().min(3)].to_vec()).collect();
+    for (index, (want, have)) in expected.iter().zip(&limits).enumerate() {
+        if want != have {
+            broken.push(format!("row {}: the budget says {want:?}, the README {have:?}", index + 1));
+        }
+    }
+    if expected.len() != limits.len() {
+        broken.push(format!("the budget has {} rows, the README's Limits table {}", expected.len(), limits.len()));
+    }
+    assert!(
+        broken.is_empty(),
+        "the README's Limits table is the budget table less its last column:\n{}",
+        broken.join("\n")
+    );
+}
+
+/// Issue 41, design point 2: no queue a site, a user or a visitor can fill is unbounded. A
+/// channel is bounded (in messages, and in bytes where its messages vary), and says what it
+/// does when full.
+#[test]
+fn no_channel_is_unbounded() {
+    let mut broken = Vec::new();
+    for crate_dir in std::fs::read_dir(root().join("crates")).expect("crates/").flatten() {
+        for path in rust_files(&crate_dir.path().join("src")) {
+            let text = std::fs::read_to_string(&path).expect("a readable source file");
+            for (number, line) in text.lines().enumerate().filter(|(_, line)| line.contains("unbounded_channel")) {
+                broken.push(format!("{}:{}: {}", shown(&path), number + 1, line.trim()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "an unbounded channel; bound it and say what happens when full:\n{}", broken.join("\n"));
+}
