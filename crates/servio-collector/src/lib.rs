@@ -21,8 +21,8 @@
 //! - [`credentials`]: the [`Credentials`] service, the one place credentials are sealed, stored,
 //!   opened and their OAuth tokens renewed (with the 401-renew-once rule); [`secrets`]: the
 //!   sealing key; [`key_check`]: whether a key is the one the database's credentials need.
-//! - [`manifests`]: the one cache of checked manifests, shared with the gateway and dashboard;
-//!   [`approval`]: which manifest acts for a user.
+//! - [`manifests`]: the one cache of checked manifests, shared with the gateway and dashboard,
+//!   its checks served to users in turn ([`fair`]); [`approval`]: which manifest acts for a user.
 //! - [`Error`]: the crate's one error type.
 #![deny(missing_docs)]
 
@@ -30,6 +30,7 @@ pub mod approval;
 pub mod collect;
 pub mod credentials;
 pub mod error;
+pub mod fair;
 pub mod jobs;
 pub mod key_check;
 pub mod manifests;

@@ -4,8 +4,10 @@
 //!
 //! **Off the async threads.** A check of a large or hostile manifest, or the validation of
 //! arguments against a hostile schema, takes seconds of CPU. Every check and validation runs on
-//! tokio's blocking pool, at most [`CheckConfig::concurrency`] at once (a semaphore), so
-//! `/healthz` and other users' requests never wait behind it. A request waits at most
+//! tokio's blocking pool, at most [`CheckConfig::concurrency`] at once, so `/healthz` and other
+//! users' requests never wait behind it. **In turn:** the permits go to the users waiting for
+//! them one after the other ([`crate::fair`]), so one user's backlog of checks delays another
+//! user's by one check per permit at most. A request waits at most
 //! [`CheckConfig::wait`] for its turn and is then answered [`Busy`] (the platform's `503` with
 //! `Retry-After`) rather than queueing without limit; background collection waits its turn
 //! (its own number in flight is bounded by the worker's `--in-flight`).
@@ -27,7 +29,8 @@ use std::time::Duration;
 use serde_json::Value;
 use servio_manifest::schema::{ArgumentError, ArgumentValidator, UnusableSchema};
 use servio_manifest::{Brief, CheckOptions, Diagnostic, Manifest, Report, Site};
-use tokio::sync::Semaphore;
+
+use crate::fair::{FairPermits, current_owner};
 
 /// How checks run: how many at once, how long a request waits for its turn, how many bytes of
 /// reports are kept.
@@ -180,7 +183,7 @@ fn text_key(origin: &str, text: &str) -> TextKey {
 /// reports of texts checked before (see the module's documentation for its bounds).
 pub struct ManifestCache {
     config: CheckConfig,
-    permits: Arc<Semaphore>,
+    permits: Arc<FairPermits>,
     texts: moka::future::Cache<TextKey, Arc<CheckedText>>,
 }
 
@@ -199,11 +202,7 @@ impl ManifestCache {
             // A weight is at most 4 GiB here; a manifest is at most a few megabytes.
             .weigher(|_, text: &Arc<CheckedText>| u32::try_from(text.weight).unwrap_or(u32::MAX))
             .build();
-        ManifestCache {
-            config: CheckConfig { concurrency, ..config },
-            permits: Arc::new(Semaphore::new(concurrency)),
-            texts,
-        }
+        ManifestCache { config: CheckConfig { concurrency, ..config }, permits: FairPermits::new(concurrency), texts }
     }
 
     /// How checks run.
@@ -212,18 +211,17 @@ impl ManifestCache {
     }
 
     /// Runs `work` on the blocking pool once one of the [`CheckConfig::concurrency`] permits is
-    /// free; with [`Wait::Bounded`], [`Busy`] when none is within [`CheckConfig::wait`].
+    /// free and it is the turn of the user the task works for ([`crate::fair::owned_by`]);
+    /// with [`Wait::Bounded`], [`Busy`] when none is within [`CheckConfig::wait`].
     pub async fn run<T: Send + 'static>(
         &self,
         wait: Wait,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, Busy> {
+        let turn = self.permits.acquire(current_owner());
         let permit = match wait {
-            Wait::Turn => self.permits.clone().acquire_owned().await.ok(),
-            Wait::Bounded => tokio::time::timeout(self.config.wait, self.permits.clone().acquire_owned())
-                .await
-                .map_err(|_| self.busy())?
-                .ok(),
+            Wait::Turn => turn.await,
+            Wait::Bounded => tokio::time::timeout(self.config.wait, turn).await.map_err(|_| self.busy())?,
         };
         let done = tokio::task::spawn_blocking(move || {
             let _permit = permit;
@@ -400,5 +398,34 @@ mod tests {
         hold.send(()).unwrap();
         blocked.await.unwrap().unwrap().unwrap();
         assert!(cache.get(ORIGIN, &manifest("1.0.0"), Wait::Bounded).await.unwrap().is_some());
+    }
+
+    /// Issue 41, design point 3: a user with a backlog of checks (a hostile manifest tested
+    /// over and over) delays another user's one check by one turn, not by the backlog.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn checks_are_served_to_users_in_turn() {
+        let cache = Arc::new(ManifestCache::new(CheckConfig { concurrency: 1, ..CheckConfig::default() }));
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for (user, count) in [(1, 8), (2, 1)] {
+            for _ in 0..count {
+                let (cache, order) = (cache.clone(), order.clone());
+                tasks.push(tokio::spawn(crate::fair::owned_by(Some(user), async move {
+                    cache
+                        .run(Wait::Turn, move || {
+                            std::thread::sleep(Duration::from_millis(20));
+                            order.lock().unwrap().push(user);
+                        })
+                        .await
+                })));
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+        for task in tasks {
+            task.await.unwrap().unwrap();
+        }
+        let order = order.lock().unwrap().clone();
+        let place = order.iter().position(|user| *user == 2).unwrap();
+        assert!(place <= 2, "user 2's check ran at place {place} of {order:?}");
     }
 }

@@ -141,6 +141,18 @@ impl Presented<'_> {
 /// it names nobody (unknown, expired, deleted). Both extractors, [`Caller`] for the API and
 /// [`PageUser`] for pages, go through here.
 pub async fn resolve(state: &AppState, presented: Presented<'_>) -> Result<Option<Caller>, servio_store::StoreError> {
+    let caller = resolve_presented(state, presented).await?;
+    if let Some(caller) = &caller {
+        // The shared check pool serves this request in its user's turn.
+        servio_collector::fair::set_owner(caller.user.id);
+    }
+    Ok(caller)
+}
+
+async fn resolve_presented(
+    state: &AppState,
+    presented: Presented<'_>,
+) -> Result<Option<Caller>, servio_store::StoreError> {
     match presented {
         Presented::ApiToken(token) => {
             let holder = state.tokens.user(state, &token_hash(token)).await?;

@@ -215,7 +215,14 @@ pub fn router(state: AppState) -> Router {
         .merge(api.layer(axum::extract::DefaultBodyLimit::max(json_body::MAX_BODY)))
         .merge(routes::pages())
         .layer(axum::middleware::from_fn(trace::observe))
+        .layer(axum::middleware::from_fn(owned_by_caller))
         .with_state(state)
+}
+
+/// Runs each request in a scope of its own, whose user [`auth::resolve`] names once known: the
+/// shared check pool serves users in turn by it ([`servio_collector::fair`]).
+async fn owned_by_caller(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    servio_collector::fair::owned_by(None, next.run(request)).await
 }
 
 pub use servio_collector::now;
