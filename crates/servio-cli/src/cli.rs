@@ -221,6 +221,9 @@ pub struct QuotaArgs {
     /// every scheduled period.
     #[arg(long, env = "SERVIO_BACKFILL_MAX_PENDING", default_value_t = 20_000, value_name = "PERIODS", value_parser = clap::value_parser!(u64).range(1..), hide_env_values = true)]
     pub backfill_max_pending: u64,
+    /// Sites in one user's vault; one more is refused with 409 (remove one first).
+    #[arg(long, env = "SERVIO_MAX_SITES", default_value_t = 100, value_name = "COUNT", value_parser = clap::value_parser!(i64).range(1..), hide_env_values = true)]
+    pub max_sites: i64,
     /// API tokens per user; one more is refused with 409 (revoke one first).
     #[arg(long, env = "SERVIO_MAX_API_TOKENS", default_value_t = 100, value_name = "COUNT", value_parser = clap::value_parser!(i64).range(1..), hide_env_values = true)]
     pub max_api_tokens: i64,

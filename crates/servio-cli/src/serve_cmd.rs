@@ -58,6 +58,7 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
             pending_claims: quotas.max_pending_claims,
             mcp_sessions: usize::try_from(quotas.max_mcp_sessions).unwrap_or(usize::MAX),
             browser_sessions: quotas.max_browser_sessions,
+            sites: quotas.max_sites,
         };
         let backfills =
             BackfillLimits { per_request: quotas.backfill_max_periods, in_flight: quotas.backfill_max_pending };

@@ -210,16 +210,17 @@ impl Credentials {
     }
 
     /// Saves a fetched manifest and adds its site to `user_id`'s vault with `credential`
-    /// sealed for it, in one transaction (see [`Vault::add_site`]).
+    /// sealed for it, in one transaction, unless they hold `limit` sites already (see
+    /// [`Vault::add_site`]).
     pub async fn add_site(
         &self,
         fetched: &FetchedManifest<'_>,
         user_id: i64,
         credential: Option<&Credential>,
-        now: i64,
+        (now, limit): (i64, i64),
     ) -> Result<SiteRecord, Error> {
         let seal = |site_id: i64| credential.map(|c| self.seal(user_id, site_id, c)).unwrap_or_default();
-        Ok(self.store.add_site(fetched, user_id, credential.is_some().then_some(&seal), now).await?)
+        Ok(self.store.add_site(fetched, user_id, credential.is_some().then_some(&seal), now, limit).await?)
     }
 
     /// The bearer token for `user_id` at `site`, renewing OAuth tokens as `when` says and

@@ -93,11 +93,15 @@ impl Database {
 #[async_trait]
 pub trait Vault: Send + Sync {
     /// Puts a site in a user's vault; [`StoreError::Conflict`](crate::StoreError::Conflict) when it is there already.
+    /// For seeding and tests: no route reaches it, and it keeps no quota ([`Vault::add_site`]
+    /// is the users' way in).
     /// Tells [`Change::Catalogue`].
     async fn add_to_vault(&self, user_id: i64, site_id: i64, now: i64) -> Result<()>;
     /// Saves the fetched manifest as its site's current one and adds the site to the user's
     /// vault with the credential `seal` makes for the site's id, all in one transaction: a
     /// failure leaves no vault entry without its credential, nor a credential without it.
+    /// [`StoreError::AtLimit`](crate::StoreError::AtLimit) when the user holds `limit` sites
+    /// already (counted under the user's lock, so concurrent adds never pass it).
     /// Tells [`Change::Context`] (with a credential) and [`Change::Catalogue`].
     async fn add_site(
         &self,
@@ -105,6 +109,7 @@ pub trait Vault: Send + Sync {
         user_id: i64,
         seal: Option<Sealer<'_>>,
         now: i64,
+        limit: i64,
     ) -> Result<SiteRecord>;
     /// The sites in a user's vault, oldest first.
     async fn vault(&self, user_id: i64) -> Result<Vec<SiteRecord>>;
@@ -170,9 +175,15 @@ impl Vault for Database {
         user_id: i64,
         seal: Option<Sealer<'_>>,
         now: i64,
+        limit: i64,
     ) -> Result<SiteRecord> {
         let result: Result<SiteRecord> = on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
+            let held = "SELECT count(*) FROM vault WHERE user_id = $1";
+            if crate::accounts::count_locked((&mut *tx).into(), user_id, held).await? >= limit {
+                tx.rollback().await?;
+                return Err(crate::StoreError::AtLimit { what: "sites", limit });
+            }
             let (record, _) = save_site_on((&mut *tx).into(), fetched, now).await?;
             let credential = seal.map(|seal| seal(record.id));
             bind!(

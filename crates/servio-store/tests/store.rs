@@ -5,6 +5,9 @@
 use servio_store::testing::{daily_slot, day_slot};
 use servio_store::{Approval, Database, Job, Operations, Session, Store};
 
+/// Sites one user may hold, where a test does not try the bound.
+const SITES: i64 = 100;
+
 struct Backend {
     name: &'static str,
     store: Box<dyn Store>,
@@ -659,19 +662,42 @@ async fn a_site_is_added_with_its_credential_at_once() {
         let fetched =
             fetched_manifest("https://add.example", "https://add.example/.well-known/servio.json", "{\"v\": 1}");
         let seal = |site_id: i64| format!("sealed for site {site_id}").into_bytes();
-        let record = store.add_site(&fetched, user.id, Some(&seal), 5).await.unwrap();
+        let record = store.add_site(&fetched, user.id, Some(&seal), 5, SITES).await.unwrap();
         let entry = store.vault_entry(user.id, record.id).await.unwrap().unwrap();
         assert_eq!(entry.credential, Some(format!("sealed for site {}", record.id).into_bytes()), "{name}");
         assert_eq!(entry.approved_manifest.as_deref(), Some("{\"v\": 1}"), "{name}");
 
         let other = |_: i64| b"another".to_vec();
-        let again = store.add_site(&fetched, user.id, Some(&other), 6).await.unwrap_err();
+        let again = store.add_site(&fetched, user.id, Some(&other), 6, SITES).await.unwrap_err();
         assert!(again.is_conflict(), "{name}: {again}");
         let entry = store.vault_entry(user.id, record.id).await.unwrap().unwrap();
         assert_eq!(entry.credential, Some(format!("sealed for site {}", record.id).into_bytes()), "{name}: kept");
         let without = store.create_user(&format!("add-none-{name}@example.com"), "h", "UTC", 0).await.unwrap();
-        store.add_site(&fetched, without.id, None, 7).await.unwrap();
+        store.add_site(&fetched, without.id, None, 7, SITES).await.unwrap();
         assert_eq!(store.vault_entry(without.id, record.id).await.unwrap().unwrap().credential, None, "{name}");
+    }
+}
+
+/// Issue 41, finding 6: a user's sites were unbounded. Past the quota a site is refused
+/// whole, also when many are added at once (counted under the user's lock).
+#[tokio::test]
+async fn a_user_holds_at_most_their_quota_of_sites_even_added_at_once() {
+    for Backend { name, store, .. } in backends().await {
+        let user = store.create_user(&format!("quota-{name}@example.com"), "h", "UTC", 0).await.unwrap();
+        let origins: Vec<String> = (0..6).map(|n| format!("https://quota{n}.example")).collect();
+        let adds = origins.iter().map(|origin| {
+            let store = &store;
+            async move {
+                let url = format!("{origin}/.well-known/servio.json");
+                let fetched = fetched_manifest(origin, &url, "{}");
+                store.add_site(&fetched, user.id, None, 1, 3).await
+            }
+        });
+        let added = futures_util::future::join_all(adds).await;
+        let refused: Vec<String> = added.iter().filter_map(|a| a.as_ref().err()).map(ToString::to_string).collect();
+        assert_eq!(added.len() - refused.len(), 3, "{name}: {refused:?}");
+        assert!(refused.iter().all(|e| e.contains("at most 3 sites per user")), "{name}: {refused:?}");
+        assert_eq!(store.vault(user.id).await.unwrap().len(), 3, "{name}");
     }
 }
 
@@ -1391,9 +1417,9 @@ async fn each_write_tells_what_it_changed_for_whom() {
 
         let fetched = |manifest| fetched_manifest("https://tell.example", "https://tell.example/servio.json", manifest);
         let seal = |_: i64| b"sealed".to_vec();
-        let site = store.add_site(&fetched("v1"), ana, Some(&seal), 1).await.unwrap().id;
+        let site = store.add_site(&fetched("v1"), ana, Some(&seal), 1, SITES).await.unwrap().id;
         assert_eq!(take(), [Change::Context(ana), Change::Catalogue(ana)], "{name}: a site with a credential");
-        store.add_site(&fetched("v1"), ben, None, 2).await.unwrap();
+        store.add_site(&fetched("v1"), ben, None, 2, SITES).await.unwrap();
         assert_eq!(take(), [Change::Catalogue(ben)], "{name}: a site without one");
         assert!(store.set_credential(ana, site, Some(b"again")).await.unwrap());
         assert!(!store.set_credential(ana, site + 1_000, Some(b"x")).await.unwrap());

@@ -40,7 +40,7 @@ async fn a_database_from_before_takes_only_the_key_of_its_credentials() {
         };
         let sealing = key(1);
         let seal = |site_id: i64| sealing.seal(b"site-token", &credential_aad(user.id, site_id));
-        store.add_site(&fetched, user.id, Some(&seal), 0).await.unwrap();
+        store.add_site(&fetched, user.id, Some(&seal), 0, 100).await.unwrap();
 
         let refused = check_key(store, &key(2), now()).await.unwrap_err();
         assert!(matches!(refused, Error::KeyMismatch), "{name}: {refused}");

@@ -54,7 +54,7 @@ pub async fn user_with_site(collector: &Collector, email: &str, demo: &DemoSite,
         last_modified: None,
     };
     let credential = Credential::Token(token.to_owned());
-    let site = collector.credentials().add_site(&fetched, user.id, Some(&credential), 0).await.unwrap();
+    let site = collector.credentials().add_site(&fetched, user.id, Some(&credential), (0, 100)).await.unwrap();
     let entry = store.vault_entry(user.id, site.id).await.unwrap().expect("in the vault");
     (user, entry)
 }

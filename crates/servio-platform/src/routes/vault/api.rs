@@ -35,7 +35,7 @@ async fn list(api: Api) -> Result<Json<SiteList>, ApiError> {
 #[utoipa::path(post, path = "/api/vault", request_body = AddSite, responses(
     (status = 201, description = "Added", body = SiteAnswer),
     (status = 400, description = "Not a URL the platform may fetch, or a bad token", body = ErrorBody),
-    (status = 409, description = "The site is in the vault already", body = ErrorBody),
+    (status = 409, description = "The site is in the vault already, or the vault holds as many sites as one user may (`--max-sites`)", body = ErrorBody),
     (status = 422, description = "No valid manifest there: `error`, and `report` for an invalid one", body = ErrorBody),
 ))]
 async fn add(api: Api, JsonBody(form): JsonBody<AddSite>) -> Result<Response, ApiError> {

@@ -547,7 +547,8 @@ pub(crate) async fn add_site(
         })));
     }
     let credential = token.map(|token| SiteCredential::Token(token.to_owned()));
-    let record = state.credentials().add_site(&fetched, user_id, credential.as_ref(), now()).await?;
+    let record =
+        state.credentials().add_site(&fetched, user_id, credential.as_ref(), (now(), state.quotas.sites)).await?;
     if checked.report.brief.is_some() {
         queue_first_collection(state, user_id, record.id).await;
     }
