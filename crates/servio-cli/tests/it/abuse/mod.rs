@@ -13,6 +13,7 @@ mod lockout;
 mod many_tools;
 mod memory;
 mod nul;
+mod patterns;
 mod refreshes;
 mod schema;
 mod sessions;
