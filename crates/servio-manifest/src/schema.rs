@@ -404,7 +404,7 @@ impl ArgumentValidator {
             refs::check(schema, &Pointer::root(), &mut problems);
             match problems.first() {
                 Some(problem) => UnusableSchema { message: format!("{} (at {})", problem.message, problem.pointer) },
-                None => first_pattern_problem(schema, schema_linear_pattern::judge)
+                None => first_pattern_problem(schema, patterns::judge)
                     .unwrap_or_else(|| UnusableSchema { message: e.to_string() }),
             }
         })

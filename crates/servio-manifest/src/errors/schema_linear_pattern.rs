@@ -32,7 +32,7 @@ pub(crate) fn check<'a>(
     seen: &mut HashSet<&'a str>,
     out: &mut Vec<Diagnostic>,
 ) {
-    each_pattern(schema, at, out, |pattern| if seen.insert(pattern) { judge(pattern) } else { None });
+    each_pattern(schema, at, out, |pattern| if seen.insert(pattern) { patterns::judge(pattern) } else { None });
 }
 
 /// [`check`] with another judge, for [`crate::schema::ArgumentValidator::new`]: one that only
@@ -65,17 +65,6 @@ fn each_pattern<'a>(
                 out.push(diagnostic(at().child("patternProperties").child(key), true, &unusable));
             }
         }
-    }
-}
-
-/// Why `pattern` cannot be used, when it is a regular expression at all (E050 reports the
-/// others).
-pub(crate) fn judge(pattern: &str) -> Option<Unusable> {
-    // Too long is said before anything reads it: the syntax check is quadratic in the length.
-    match patterns::screen(pattern) {
-        Some(Unusable::TooLong(length)) => Some(Unusable::TooLong(length)),
-        _ if !patterns::is_regex(pattern) => None,
-        _ => patterns::judge(pattern),
     }
 }
 

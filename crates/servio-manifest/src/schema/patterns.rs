@@ -13,7 +13,8 @@
 //! (`crate::errors::schema_linear_pattern`): look-around, backreferences, a pattern longer than
 //! [`MAX_PATTERN_BYTES`], or one that does not compile within the size bound.
 
-use std::sync::LazyLock;
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, PoisonError};
 
 use jsonschema::{PatternOptions, Validator};
 use serde_json::{Value, json};
@@ -106,12 +107,39 @@ pub(crate) fn screen(pattern: &str) -> Option<Unusable> {
     scan(pattern).unsupported.map(|(construct, text)| Unusable::Construct(construct, text))
 }
 
-/// Why `pattern`, a valid ECMA-262 regular expression, cannot be used: [`screen`], then
-/// whether it compiles with the platform's engine and bounds, as an argument validator would
-/// compile it.
+/// Why `pattern` cannot be used: too long (said before anything reads it: the syntax check is
+/// quadratic in the length), else, when it is a valid ECMA-262 regular expression at all (E050
+/// reports the others), a construct the engine lacks or a compile that does not fit the
+/// bound, as an argument validator would compile it. Remembered in [`VERDICTS`].
 pub(crate) fn judge(pattern: &str) -> Option<Unusable> {
-    screen(pattern).or_else(|| (!compiles(pattern)).then_some(Unusable::TooLarge))
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Some(Unusable::TooLong(pattern.len()));
+    }
+    if let Some(verdict) = VERDICTS.lock().unwrap_or_else(PoisonError::into_inner).get(pattern) {
+        return verdict.clone();
+    }
+    let verdict = if is_regex(pattern) {
+        screen(pattern).or_else(|| (!compiles(pattern)).then_some(Unusable::TooLarge))
+    } else {
+        None
+    };
+    let mut verdicts = VERDICTS.lock().unwrap_or_else(PoisonError::into_inner);
+    if verdicts.len() >= VERDICTS_KEPT {
+        verdicts.clear();
+    }
+    verdicts.insert(pattern.into(), verdict.clone());
+    verdict
 }
+
+/// The verdicts of [`judge`] by pattern, shared by every check of the process: compiling a
+/// pattern to judge it costs tens of microseconds, and a manifest's tools repeat their patterns
+/// as manifests repeat each other's. Bounded: at most [`VERDICTS_KEPT`] patterns of at most
+/// [`MAX_PATTERN_BYTES`] each (4 MiB), all forgotten when full. Never stale: a verdict depends on
+/// the pattern's text alone.
+static VERDICTS: LazyLock<Mutex<HashMap<Box<str>, Option<Unusable>>>> = LazyLock::new(Mutex::default);
+
+/// How many patterns [`VERDICTS`] holds at most.
+const VERDICTS_KEPT: usize = 4096;
 
 /// Whether `pattern` compiles as argument validation compiles it.
 fn compiles(pattern: &str) -> bool {
@@ -380,6 +408,7 @@ mod tests {
     #[test]
     fn patterns_are_judged_as_they_would_compile() {
         assert_eq!(judge("^(a+)+$"), None);
+        assert_eq!(judge("(?=["), None, "not a regular expression: E050's");
         assert_eq!(judge(r"^[\p{L}\p{N}][\p{L}\p{N}_.-]*[\p{L}\p{N}]$"), None);
         assert_eq!(judge(r"(a)\1"), Some(Unusable::Construct(Construct::Backreference, r"\1".into())));
         assert_eq!(judge(r"^\p{L}[\p{L}\p{N} ]{0,63}$"), Some(Unusable::TooLarge));
