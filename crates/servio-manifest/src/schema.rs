@@ -178,11 +178,10 @@ pub fn check_input_schema(
         return;
     }
     let mut path = SchemaPath { base: at, segments: Vec::new() };
-    let mut patterns = HashSet::new();
     for_each_subschema(schema, &mut path, &mut |sub, path| {
         let keywords = Keywords::of(sub);
         schema_supported_type::check(keywords.type_, path, out);
-        schema_linear_pattern::check(sub, || path.pointer(), &mut patterns, out);
+        schema_linear_pattern::check(sub, || path.pointer(), out);
         each_subschema(&keywords, path);
     });
     let index = refs::check(schema, at, out);
@@ -763,10 +762,10 @@ mod tests {
             (string("(?=["), vec![(at_pattern, "not a valid regular expression")]),
             (keyed(r"^(a)\1$"), vec![("/s/properties/m/patternProperties/^(a)\\1$", "a backreference")]),
             (keyed("^x-"), vec![]),
-            // A pattern repeated is judged, and reported, once.
+            // A pattern written twice is reported at both places.
             (
                 json!({"type": "object", "properties": {"a": {"pattern": "(?=a)"}, "b": {"pattern": "(?=a)"}}}),
-                vec![("/s/properties/a/pattern", "look-ahead")],
+                vec![("/s/properties/a/pattern", "look-ahead"), ("/s/properties/b/pattern", "look-ahead")],
             ),
         ];
         for (schema, want) in cases {

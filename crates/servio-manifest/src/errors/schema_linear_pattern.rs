@@ -8,8 +8,6 @@
 //! judged in `schema/patterns.rs`, whose [`message`] [`crate::schema::ArgumentValidator::new`]
 //! shares when it refuses such a schema.
 
-use std::collections::HashSet;
-
 use serde_json::{Map, Value};
 
 use crate::diagnostic::Diagnostic;
@@ -24,35 +22,20 @@ pub(crate) const EXPLANATION: &str = "Checks that every `pattern`, and every key
 crate::rules::fixture_test!("schema_linear_pattern.json", SchemaLinearPattern);
 
 /// E055 for the `pattern` of `schema` and each of its `patternProperties` keys, at `at` (the
-/// subschema's pointer). `seen` holds the patterns of this `input_schema` already judged, so
-/// that a pattern repeated is compiled once.
-pub(crate) fn check<'a>(
-    schema: &'a Map<String, Value>,
-    at: impl Fn() -> Pointer,
-    seen: &mut HashSet<&'a str>,
-    out: &mut Vec<Diagnostic>,
-) {
-    each_pattern(schema, at, out, |pattern| if seen.insert(pattern) { patterns::judge(pattern) } else { None });
+/// subschema's pointer). A pattern written twice is reported twice, and compiled once
+/// ([`patterns::judge`] remembers its verdict).
+pub(crate) fn check(schema: &Map<String, Value>, at: impl Fn() -> Pointer, out: &mut Vec<Diagnostic>) {
+    check_with(schema, at, patterns::judge, out);
 }
 
 /// [`check`] with another judge, for [`crate::schema::ArgumentValidator::new`]: one that only
-/// screens (before compiling a whole schema), or one that compiles each pattern (to find the
-/// one that made the whole fail).
+/// screens (before compiling a whole schema), or the one that compiles each pattern (to find
+/// the one that made the whole fail).
 pub(crate) fn check_with(
     schema: &Map<String, Value>,
     at: impl Fn() -> Pointer,
     judge: fn(&str) -> Option<Unusable>,
     out: &mut Vec<Diagnostic>,
-) {
-    each_pattern(schema, at, out, judge);
-}
-
-/// E055 for each pattern of `schema` that `judge` finds unusable.
-fn each_pattern<'a>(
-    schema: &'a Map<String, Value>,
-    at: impl Fn() -> Pointer,
-    out: &mut Vec<Diagnostic>,
-    mut judge: impl FnMut(&'a str) -> Option<Unusable>,
 ) {
     if let Some(Value::String(pattern)) = schema.get("pattern")
         && let Some(unusable) = judge(pattern)
