@@ -14,7 +14,7 @@ use crate::fields::{self, Object};
 use crate::lints;
 use crate::period::{Granularity, PlaceholderValues};
 use crate::pointer::Pointer;
-use crate::schema::ArgumentValidator;
+use crate::schema::{ArgumentError, ArgumentValidator, PatternSteps};
 use crate::validate::ToolRef;
 use crate::value::ValuePath;
 
@@ -90,12 +90,14 @@ impl BriefStatus {
 }
 
 /// Validates the `brief` member `value` against the manifest's `tools`. Errors go to
-/// `errors` (they make the brief ignored), lints to `warnings` (the manifest's).
+/// `errors` (they make the brief ignored), lints to `warnings` (the manifest's). The metrics'
+/// arguments are matched against the tools' patterns within the check's `pattern_steps`.
 pub(crate) fn check(
     value: &Value,
     tools: &[ToolRef<'_>],
     errors: &mut Vec<Diagnostic>,
     warnings: &mut Vec<Diagnostic>,
+    pattern_steps: PatternSteps,
 ) -> Option<Brief> {
     let at = Pointer::root().child("brief");
     let brief = Object::expect(value, &at, "`brief`", fields::BRIEF, errors)?;
@@ -105,7 +107,7 @@ pub(crate) fn check(
     let first = errors.len();
     let mut keys = HashSet::new();
     let mut metrics = Vec::with_capacity(items.len());
-    let mut tools = Tools::new(tools);
+    let mut tools = Tools::new(tools, pattern_steps);
     for (i, item) in items.iter().enumerate() {
         let metric_at = metrics_at.index(i);
         if let Some(metric) = check_metric(item, &metric_at, &mut tools, &mut keys, errors, warnings) {
@@ -116,14 +118,16 @@ pub(crate) fn check(
 }
 
 /// The manifest's tools as the brief looks them up: by name, each tool's argument validator
-/// compiled once for all the metrics that call it, and a bound on did-you-mean searches, each of
-/// which compares the name with every tool.
+/// compiled once for all the metrics that call it, the pattern steps the metrics' arguments
+/// share, and a bound on did-you-mean searches, each of which compares the name with every tool.
 pub(crate) struct Tools<'t, 'a> {
     /// The tools, in manifest order.
     pub(crate) list: &'t [ToolRef<'a>],
     /// Each name's first tool.
     pub(crate) by_name: HashMap<&'a str, usize>,
     validators: Vec<Option<Option<ArgumentValidator>>>,
+    /// What is left of the check's budget for matching its own values against patterns.
+    pattern_steps: PatternSteps,
     /// How many more did-you-mean searches may be made.
     pub(crate) searches_left: usize,
 }
@@ -133,19 +137,22 @@ pub(crate) struct Tools<'t, 'a> {
 const MAX_TOOL_SEARCHES: usize = 100;
 
 impl<'t, 'a> Tools<'t, 'a> {
-    fn new(list: &'t [ToolRef<'a>]) -> Tools<'t, 'a> {
+    fn new(list: &'t [ToolRef<'a>], pattern_steps: PatternSteps) -> Tools<'t, 'a> {
         let mut by_name = HashMap::with_capacity(list.len());
         for (i, tool) in list.iter().enumerate() {
             by_name.entry(tool.name).or_insert(i);
         }
-        Tools { list, by_name, validators: (0..list.len()).map(|_| None).collect(), searches_left: MAX_TOOL_SEARCHES }
+        let validators = (0..list.len()).map(|_| None).collect();
+        Tools { list, by_name, validators, pattern_steps, searches_left: MAX_TOOL_SEARCHES }
     }
 
-    /// The validator of tool `index`, compiled on first use; `None` when its schema cannot be
-    /// used (reported with the tool).
-    pub(crate) fn validator(&mut self, index: usize) -> Option<&ArgumentValidator> {
+    /// How `args` fail tool `index`'s schema, with its validator compiled on first use and the
+    /// pattern steps the brief has left; `None` when its schema cannot be used (reported with
+    /// the tool).
+    pub(crate) fn check_args(&mut self, index: usize, args: &Value) -> Option<Vec<ArgumentError>> {
         let schema = self.list[index].input_schema;
-        self.validators[index].get_or_insert_with(|| ArgumentValidator::new(schema).ok()).as_ref()
+        let validator = self.validators[index].get_or_insert_with(|| ArgumentValidator::new(schema).ok()).as_ref()?;
+        Some(validator.check_within(args, &mut self.pattern_steps))
     }
 }
 

@@ -165,12 +165,13 @@ pub fn check(source: &[u8], options: &CheckOptions) -> Report {
         }
     }
     let mut document = parsed.value;
+    let mut pattern_steps = schema::PatternSteps::of_a_check();
     let validate::Validated { manifest, tools } =
-        validate::validate(&document, options.site.as_ref(), &mut errors, &mut warnings);
+        validate::validate(&document, options.site.as_ref(), &mut errors, &mut warnings, &mut pattern_steps);
     let mut brief_errors = Vec::new();
     let (brief_status, brief) = match document.get("brief") {
         None => (BriefStatus::Absent, None),
-        Some(value) => match brief::check(value, &tools, &mut brief_errors, &mut warnings) {
+        Some(value) => match brief::check(value, &tools, &mut brief_errors, &mut warnings, pattern_steps) {
             Some(brief) if brief_errors.is_empty() => (BriefStatus::Valid, Some(brief)),
             _ => (BriefStatus::Ignored, None),
         },

@@ -111,6 +111,10 @@ rules! {
         /// An `input_schema` unfolds, through its references, to more subschemas than any call
         /// may evaluate.
         SchemaExpansion = "E054", "schema-expansion", schema_expansion;
+
+        /// A `pattern` or `patternProperties` key cannot be matched in linear time: it uses
+        /// look-around or a backreference, or is too long or too large to compile.
+        SchemaLinearPattern = "E055", "schema-linear-pattern", schema_linear_pattern;
     }
 
     // `B` codes, in `src/brief_errors/`: the brief is ignored, the manifest stays valid.

@@ -5,8 +5,11 @@
 //! module walks each schema once for the format's own rules, each in its file in
 //! `crate::errors` (E051 a root of type object, E052 the supported types, E054 the expansion
 //! bound, E050 the crate's generic errors turned into messages that name the keyword and the
-//! expected form), with E053's references resolved in `refs.rs` and counted in `graph.rs`.
+//! expected form, E055 the patterns the platform cannot match in linear time), with E053's
+//! references resolved in `refs.rs` and counted in `graph.rs`. Every validator built over a
+//! schema a site wrote matches patterns with the linear-time engine of `patterns.rs`.
 
+use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use jsonschema::Validator;
@@ -14,14 +17,16 @@ use jsonschema::error::ValidationErrorKind;
 use serde_json::{Map, Value, json};
 
 use crate::diagnostic::Diagnostic;
-use crate::errors::{schema_expansion, schema_root_object, schema_supported_type, schema_valid};
+use crate::errors::{schema_expansion, schema_linear_pattern, schema_root_object, schema_supported_type, schema_valid};
 use crate::pointer::Pointer;
 
 mod graph;
 pub mod numbers;
+pub(crate) mod patterns;
 mod refs;
 
-use graph::{Expansion, Graph};
+use graph::{Budget, Exceeded, Expansion, Graph};
+pub use patterns::{MAX_COMPILED_PATTERN, MAX_PATTERN_BYTES, MAX_PATTERN_STEPS, STEPS_PER_BYTE_BASE};
 
 /// The most subschemas an `input_schema` may reach through its references (E054). Real
 /// schemas reach tens or hundreds; a definition referred to twice at every level passes
@@ -65,8 +70,7 @@ pub(crate) const SCHEMA_ARRAY_KEYWORDS: [&str; 4] = ["prefixItems", "allOf", "an
 /// the crate's ready-made meta validator treats formats as annotations only). Its errors are
 /// what the report shows.
 pub(crate) static META_VALIDATOR: LazyLock<Validator> = LazyLock::new(|| {
-    jsonschema::draft202012::options()
-        .should_validate_formats(true)
+    meta_options()
         .build(&json!({ "$ref": "https://json-schema.org/draft/2020-12/schema" }))
         .expect("the bundled draft 2020-12 meta-schema compiles")
 });
@@ -74,11 +78,25 @@ pub(crate) static META_VALIDATOR: LazyLock<Validator> = LazyLock::new(|| {
 /// The same meta-schema flattened into one document (see [`flat_meta_schema`]), as a fast
 /// first test: most schemas are valid, and for them this answers alone.
 static FLAT_META_VALIDATOR: LazyLock<Validator> = LazyLock::new(|| {
+    meta_options().build(&flat_meta_schema()).expect("the flattened draft 2020-12 meta-schema compiles")
+});
+
+/// How the meta-schema validators are built: format assertions on, with `format: "regex"`
+/// leaving a pattern longer than [`MAX_PATTERN_BYTES`] to E055 (the crate's syntax check is
+/// quadratic in a pattern's named groups), and the meta-schema's own patterns (on anchors and
+/// the like, matched against what sites write) matched by the linear-time engine.
+fn meta_options() -> jsonschema::ValidationOptions<'static> {
     jsonschema::draft202012::options()
         .should_validate_formats(true)
-        .build(&flat_meta_schema())
-        .expect("the flattened draft 2020-12 meta-schema compiles")
-});
+        .with_format("regex", patterns::is_regex_format)
+        .with_pattern_options(patterns::engine())
+}
+
+/// How every validator over a schema a site wrote is built: arguments' numbers judged as
+/// written ([`numbers`]) and patterns matched by the linear-time engine, within its bounds.
+fn site_schema_options() -> jsonschema::ValidationOptions<'static> {
+    numbers::exact_numbers(jsonschema::draft202012::options()).with_pattern_options(patterns::engine())
+}
 
 /// Whether `schema` is valid under the draft 2020-12 meta-schema, with format assertions.
 /// The flattened meta-schema answers; the official one is asked only about schemas the flat
@@ -163,6 +181,7 @@ pub fn check_input_schema(
     for_each_subschema(schema, &mut path, &mut |sub, path| {
         let keywords = Keywords::of(sub);
         schema_supported_type::check(keywords.type_, path, out);
+        schema_linear_pattern::check(sub, || path.pointer(), out);
         each_subschema(&keywords, path);
     });
     let index = refs::check(schema, at, out);
@@ -363,32 +382,38 @@ impl std::fmt::Debug for ArgumentValidator {
 
 impl ArgumentValidator {
     /// Compiles `schema`; fails when it does not compile (for instance a `$ref` that cannot be
-    /// resolved without fetching it) or unfolds to more than [`MAX_EXPANSION`] subschemas
-    /// (E054; counted before compiling, which would unfold them).
+    /// resolved without fetching it), unfolds to more than [`MAX_EXPANSION`] subschemas (E054;
+    /// counted before compiling, which would unfold them), or has a pattern the linear-time
+    /// engine cannot match (E055; look-around, backreferences and overlong patterns refused
+    /// before compiling, the others by compiling within [`MAX_COMPILED_PATTERN`]).
     pub fn new(schema: &Value) -> Result<ArgumentValidator, UnusableSchema> {
         let root = Pointer::root();
         let graph = Graph::new(schema, &refs::Index::of(schema, &root), &root);
         if let Expansion::Beyond(pointer) = graph.expansion(MAX_EXPANSION) {
             return Err(UnusableSchema { message: format!("{} (at {pointer})", schema_expansion::message()) });
         }
-        let options = numbers::exact_numbers(jsonschema::draft202012::options());
-        options.build(schema).map(|validator| ArgumentValidator { validator, graph }).map_err(|e| {
+        if let Some(problem) = first_pattern_problem(schema, patterns::screen) {
+            return Err(problem);
+        }
+        site_schema_options().build(schema).map(|validator| ArgumentValidator { validator, graph }).map_err(|e| {
             // The validator's own words for a reference it cannot follow name its build
-            // features; E053's say what is wrong with the schema.
+            // features, and for a pattern only say it is not a "regex"; E053's and E055's say
+            // what is wrong with the schema.
             let mut problems = Vec::new();
             refs::check(schema, &Pointer::root(), &mut problems);
-            let message = match problems.first() {
-                Some(problem) => format!("{} (at {})", problem.message, problem.pointer),
-                None => e.to_string(),
-            };
-            UnusableSchema { message }
+            match problems.first() {
+                Some(problem) => UnusableSchema { message: format!("{} (at {})", problem.message, problem.pointer) },
+                None => first_pattern_problem(schema, patterns::judge)
+                    .unwrap_or_else(|| UnusableSchema { message: e.to_string() }),
+            }
         })
     }
 
     /// Every way in which `args` fail the schema, each at its own pointer (a missing required
     /// member at the pointer it would have). Empty when valid. Arguments that would take more
-    /// than [`MAX_EVALUATIONS`] to check are one problem at the root saying so; callers that
-    /// tell a schema that cannot be used from arguments that are wrong use [`Self::try_check`].
+    /// than [`MAX_EVALUATIONS`] or [`MAX_PATTERN_STEPS`] to check are one problem at the root
+    /// saying so; callers that tell a schema that cannot be used from arguments that are wrong
+    /// use [`Self::try_check`].
     pub fn check(&self, args: &Value) -> Vec<ArgumentError> {
         self.try_check(args).unwrap_or_else(|too_much| {
             vec![ArgumentError { pointer: Pointer::root(), anchor: Pointer::root(), message: too_much.message }]
@@ -396,24 +421,49 @@ impl ArgumentValidator {
     }
 
     /// [`Self::check`], refusing first, without validating, arguments that would take more
-    /// than [`MAX_EVALUATIONS`] subschema evaluations: a permanent error with its reason
-    /// (the same arguments and schema always take as much), not a problem of the arguments.
+    /// than [`MAX_EVALUATIONS`] subschema evaluations or [`MAX_PATTERN_STEPS`] pattern steps:
+    /// a permanent error with its reason (the same arguments and schema always take as much),
+    /// not a problem of the arguments.
     pub fn try_check(&self, args: &Value) -> Result<Vec<ArgumentError>, UnusableSchema> {
-        if self.graph.evaluations(args, MAX_EVALUATIONS).is_err() {
-            return Err(UnusableSchema {
+        let mut pattern_steps = MAX_PATTERN_STEPS;
+        self.try_check_within(args, &mut pattern_steps)
+    }
+
+    /// [`Self::check`] for a check's own values (the brief's arguments), with the pattern
+    /// steps the check has left.
+    pub(crate) fn check_within(&self, args: &Value, pattern_steps: &mut PatternSteps) -> Vec<ArgumentError> {
+        self.try_check_within(args, &mut pattern_steps.left).unwrap_or_else(|too_much| {
+            let message = if too_much.message == pattern_steps_message() {
+                format!("{}, together with the manifest's defaults and arguments checked before them", too_much.message)
+            } else {
+                too_much.message
+            };
+            vec![ArgumentError { pointer: Pointer::root(), anchor: Pointer::root(), message }]
+        })
+    }
+
+    /// [`Self::try_check`] with the pattern steps left in `pattern_steps`, a budget that
+    /// several validations share (those of one check); the steps taken are taken from it.
+    fn try_check_within(&self, args: &Value, pattern_steps: &mut u64) -> Result<Vec<ArgumentError>, UnusableSchema> {
+        let budget = Budget { evaluations: MAX_EVALUATIONS, pattern_steps: *pattern_steps };
+        match self.graph.work(args, budget) {
+            Ok(work) => {
+                *pattern_steps -= work.pattern_steps;
+                Ok(self.validate(args))
+            }
+            Err(Exceeded::Evaluations) => Err(UnusableSchema {
                 message: format!(
                     "the arguments would take more than {} schema evaluations to validate",
                     grouped(MAX_EVALUATIONS)
                 ),
-            });
+            }),
+            Err(Exceeded::PatternSteps) => Err(UnusableSchema { message: pattern_steps_message() }),
         }
-        Ok(self.validate(args))
     }
 
+    /// One pass of the validator: valid arguments cost as much through `iter_errors` as
+    /// through `is_valid`, and invalid ones would cost both.
     fn validate(&self, args: &Value) -> Vec<ArgumentError> {
-        if self.validator.is_valid(args) {
-            return Vec::new();
-        }
         let mut errors = Vec::new();
         for error in self.validator.iter_errors(args) {
             let at = Pointer::parse(error.instance_path().as_str()).unwrap_or_default();
@@ -436,10 +486,51 @@ impl ArgumentValidator {
         }
         // A schema that refers to the meta-schema reaches the same keyword through each of
         // its vocabularies, so the validator says the same thing several times.
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = HashSet::new();
         errors.retain(|e| seen.insert((e.pointer.clone(), e.message.clone())));
         errors
     }
+}
+
+/// The pattern steps left to one check for matching the manifest's own values against its
+/// patterns: its defaults (W006) and its brief's arguments (B030) share [`MAX_PATTERN_STEPS`],
+/// so that a check costs as much as one call's validation at most, however many of them the
+/// manifest holds.
+#[derive(Debug)]
+pub(crate) struct PatternSteps {
+    left: u64,
+}
+
+impl PatternSteps {
+    /// The budget of one check.
+    pub(crate) fn of_a_check() -> PatternSteps {
+        PatternSteps { left: MAX_PATTERN_STEPS }
+    }
+}
+
+/// Why arguments are refused when their patterns would take too long to match.
+fn pattern_steps_message() -> String {
+    format!(
+        "the arguments' strings would take more than {} pattern steps to match",
+        grouped(usize::try_from(MAX_PATTERN_STEPS).unwrap_or(usize::MAX))
+    )
+}
+
+/// The first pattern of `schema` (in document order) that `judge` finds unusable, as E055
+/// words it with its pointer.
+fn first_pattern_problem(schema: &Value, judge: fn(&str) -> Option<patterns::Unusable>) -> Option<UnusableSchema> {
+    let root = Pointer::root();
+    let mut path = SchemaPath { base: &root, segments: Vec::new() };
+    let mut found = None;
+    for_each_subschema(schema, &mut path, &mut |sub, path| {
+        if found.is_some() {
+            return;
+        }
+        let mut problems = Vec::new();
+        schema_linear_pattern::check_with(sub, || path.pointer(), judge, &mut problems);
+        found = problems.into_iter().next();
+    });
+    found.map(|problem| UnusableSchema { message: format!("{} (at {})", problem.message, problem.pointer) })
 }
 
 /// Whether `value` validates against the subschema `schema`, for the default lint.
@@ -457,12 +548,37 @@ pub fn default_is_valid(schema: &Map<String, Value>, value: &Value) -> Option<bo
 
 /// [`default_is_valid`] for a subschema already read into [`Keywords`].
 pub fn default_is_valid_in(keywords: &Keywords<'_>, value: &Value) -> Option<bool> {
+    default_is_valid_within(keywords, value, &mut PatternSteps::of_a_check())
+}
+
+/// [`default_is_valid_in`] with the pattern steps a check has left. `None` too when the
+/// subschema is one no argument validator would compile (E054, E055) or the default would take
+/// more than its bounds to validate: the work is bounded as a call's validation is.
+pub(crate) fn default_is_valid_within(
+    keywords: &Keywords<'_>,
+    value: &Value,
+    pattern_steps: &mut PatternSteps,
+) -> Option<bool> {
     let schema = keywords.schema;
     if keywords.direct_only {
         return direct_is_valid(schema, value);
     }
     let object = Value::Object(schema.clone());
-    jsonschema::draft202012::new(&object).ok().map(|v| v.is_valid(value))
+    let root = Pointer::root();
+    let graph = Graph::new(&object, &refs::Index::of(&object, &root), &root);
+    if matches!(graph.expansion(MAX_EXPANSION), Expansion::Beyond(_))
+        || first_pattern_problem(&object, patterns::screen).is_some()
+    {
+        return None;
+    }
+    let budget = Budget { evaluations: MAX_EVALUATIONS, pattern_steps: pattern_steps.left };
+    let work = graph.work(value, budget).ok()?;
+    pattern_steps.left -= work.pattern_steps;
+    jsonschema::draft202012::options()
+        .with_pattern_options(patterns::engine())
+        .build(&object)
+        .ok()
+        .map(|v| v.is_valid(value))
 }
 
 /// Keywords [`default_is_valid`] decides without compiling: annotations and the simple
@@ -620,6 +736,132 @@ mod tests {
             let want: Vec<(String, Code)> = want.into_iter().map(|(p, c)| (p.to_owned(), c)).collect();
             assert_eq!(errors(schema.clone()), want, "{schema}");
         }
+    }
+
+    /// E055, the patterns the platform cannot match in linear time, each at the pointer of its
+    /// `pattern` or its `patternProperties` key; a pattern that is no regular expression at all
+    /// is E050's alone.
+    #[test]
+    fn patterns_the_linear_engine_cannot_match_are_errors() {
+        let string =
+            |pattern: &str| json!({"type": "object", "properties": {"q": {"type": "string", "pattern": pattern}}});
+        let keyed = |key: &str| json!({"type": "object", "properties": {"m": {"patternProperties": {key: true}}}});
+        let long = "a".repeat(MAX_PATTERN_BYTES + 1);
+        let at_pattern = "/s/properties/q/pattern";
+        let cases: Vec<(Value, Vec<(&str, &str)>)> = vec![
+            (string("^(a+)+$"), vec![]),
+            (string(r"^[\p{L}\p{N}][\p{L}\p{N}_.-]*[\p{L}\p{N}]$"), vec![]),
+            (string("^(?=.*[0-9])(?=.*[a-z]).{8,}$"), vec![(at_pattern, "a look-ahead `(?=`")]),
+            (string("^(?!admin)"), vec![(at_pattern, "a negative look-ahead `(?!`")]),
+            (string("(?<=@)example"), vec![(at_pattern, "a look-behind `(?<=`")]),
+            (string("(?<!x)y"), vec![(at_pattern, "a look-behind `(?<!`")]),
+            (string(r#"^(['"]).*\1$"#), vec![(at_pattern, r"a backreference `\1`")]),
+            (string(r"^(?<q>a)\k<q>$"), vec![(at_pattern, r"a backreference `\k<q>`")]),
+            (string(r"^\p{L}[\p{L}\p{N} ]{0,63}$"), vec![(at_pattern, "compiles to more than 256 KiB")]),
+            (string(&long), vec![(at_pattern, "1,025 bytes long")]),
+            (string("(?=["), vec![(at_pattern, "not a valid regular expression")]),
+            (keyed(r"^(a)\1$"), vec![("/s/properties/m/patternProperties/^(a)\\1$", "a backreference")]),
+            (keyed("^x-"), vec![]),
+            // A pattern written twice is reported at both places.
+            (
+                json!({"type": "object", "properties": {"a": {"pattern": "(?=a)"}, "b": {"pattern": "(?=a)"}}}),
+                vec![("/s/properties/a/pattern", "look-ahead"), ("/s/properties/b/pattern", "look-ahead")],
+            ),
+        ];
+        for (schema, want) in cases {
+            let mut out = Vec::new();
+            check_input_schema(&schema, &Pointer::root().child("s"), &mut out, &mut |_, _| {});
+            let got: Vec<(String, &str, String)> =
+                out.iter().map(|d| (d.pointer.to_string(), d.code.as_str(), d.message.clone())).collect();
+            assert_eq!(got.len(), want.len(), "{schema}: {got:?}");
+            for ((pointer, code, message), (want_pointer, want_words)) in got.iter().zip(&want) {
+                assert_eq!(pointer, want_pointer, "{schema}");
+                let want_code = if *want_words == "not a valid regular expression" { "E050" } else { "E055" };
+                assert_eq!(*code, want_code, "{schema}: {message}");
+                assert!(message.contains(want_words), "{schema}: {message}");
+            }
+        }
+    }
+
+    /// Regression (issue 41, finding 2): a look-ahead made the crate's default engine backtrack,
+    /// and one validation of a long argument held a blocking thread for 44 s. Such a schema is
+    /// refused before it is compiled, with E055's words; an old stored schema can never reach
+    /// the backtracking engine.
+    #[test]
+    fn a_backtracking_pattern_never_reaches_an_argument_validator() {
+        for pattern in ["(?=a)(a+)+b", r"(a+)+\1b", "(a*)*(?!x)b", "(a+)+(?<=b)"] {
+            let schema = json!({"type": "object", "properties": {"q": {"type": "string", "pattern": pattern}}});
+            let refused = ArgumentValidator::new(&schema).expect_err(pattern);
+            assert!(refused.message.contains("which the platform cannot match"), "{pattern}: {}", refused.message);
+            assert!(refused.message.ends_with("(at /properties/q/pattern)"), "{}", refused.message);
+        }
+        let keyed = json!({"type": "object", "patternProperties": {"^(?=x)": {"type": "string"}}});
+        let refused = ArgumentValidator::new(&keyed).unwrap_err();
+        assert!(refused.message.ends_with("(at /patternProperties/^(?=x))"), "{}", refused.message);
+    }
+
+    /// The classic catastrophic pattern, `^(a+)+$`, against a long run of `a` that fails at its
+    /// last character: matched in one pass, whatever the length (a backtracking engine tries
+    /// every way of splitting the run).
+    #[test]
+    fn a_catastrophic_pattern_is_matched_in_linear_time() {
+        let schema = json!({"type": "object", "properties": {"q": {"type": "string", "pattern": "^(a+)+$"}}});
+        let validator = ArgumentValidator::new(&schema).unwrap();
+        let long = format!("{}!", "a".repeat(100_000));
+        let errors = validator.try_check(&json!({ "q": long })).unwrap();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].pointer.as_str(), "/q");
+        assert!(errors[0].message.contains("does not match \"^(a+)+$\""), "{}", errors[0].message);
+        assert_eq!(validator.try_check(&json!({ "q": "a".repeat(100_000) })), Ok(vec![]));
+    }
+
+    /// A pattern the linear engine matches can still take the string's length times its own
+    /// size: `a[ab]{400}[^ab]`, 17 bytes, took 3.4 s on 1 MiB in a release build. Refused
+    /// before matching once the steps pass [`MAX_PATTERN_STEPS`], for values and member names.
+    #[test]
+    fn matching_work_is_bounded_before_matching() {
+        let heavy = "a[ab]{400}[^ab]";
+        let schema = json!({"type": "object", "properties": {"q": {"type": "string", "pattern": heavy}},
+            "patternProperties": {heavy: true}});
+        let validator = ArgumentValidator::new(&schema).unwrap();
+        let per_byte = 402 + STEPS_PER_BYTE_BASE;
+        // The name `q` is matched against the `patternProperties` key too.
+        let within = usize::try_from(MAX_PATTERN_STEPS / per_byte).unwrap() - 1;
+        let ab = |n: usize| "ab".repeat(n / 2 + 1)[..n].to_owned();
+        // Within the bound, the string is matched (and fails: no character outside `ab`); a
+        // run of `a` keeps the engine on its fast path, so the test does not take the half
+        // second the bound allows.
+        let matched = validator.try_check(&json!({ "q": "a".repeat(within) })).unwrap();
+        assert_eq!(matched.len(), 1);
+        assert!(matched[0].message.ends_with("does not match \"a[ab]{400}[^ab]\""));
+        let refused = validator.try_check(&json!({ "q": ab(within + 1) })).unwrap_err();
+        assert_eq!(refused.message, "the arguments' strings would take more than 67,108,864 pattern steps to match");
+        assert!(validator.try_check(&json!({ ab(within + 2): 1 })).is_err(), "a member name is matched too");
+        // Several strings share one budget.
+        assert!(validator.try_check(&json!({ "q": ab(within / 2 + 1), ab(within / 2 + 1): 1 })).is_err());
+    }
+
+    /// A check's own values share one budget: many metrics, each within a call's bound, cannot
+    /// make one check take as long as all of them together.
+    #[test]
+    fn a_brief_shares_one_budget_for_matching() {
+        let heavy = "a[ab]{400}";
+        let per_byte = 401 + STEPS_PER_BYTE_BASE;
+        let each = usize::try_from(MAX_PATTERN_STEPS / per_byte / 4).unwrap();
+        let argument = "ab".repeat(each / 2);
+        let metrics: Vec<Value> = (0..6)
+            .map(
+                |i| json!({"key": format!("sales.m{i}.daily"), "tool": "t", "args": {"q": argument}, "valuePath": "v"}),
+            )
+            .collect();
+        let manifest = json!({"name": "N", "version": "1.0.0", "server": {"url": "https://n.example.com"},
+            "auth": {"type": "bearer"}, "tools": [{"name": "t", "description": "Return the figure of one day.",
+            "input_schema": {"type": "object", "properties": {"q": {"type": "string", "pattern": heavy}}}}],
+            "brief": {"metrics": metrics}});
+        let report = crate::check(manifest.to_string().as_bytes(), &crate::CheckOptions::default());
+        let refused: Vec<&str> = report.brief_errors.iter().map(|d| d.pointer.as_str()).collect();
+        assert_eq!(refused, ["/brief/metrics/4/args", "/brief/metrics/5/args"]);
+        assert!(report.brief_errors[0].message.contains("together with the manifest's defaults"));
     }
 
     /// Regression (issue 25): a 2.5 KB schema whose definitions each refer twice to the next

@@ -13,7 +13,7 @@ use crate::lints;
 use crate::manifest::{Auth, Manifest, Tool};
 use crate::pointer::Pointer;
 use crate::rules::Code;
-use crate::schema;
+use crate::schema::{self, PatternSteps};
 
 const TOP_LEVEL_FIELDS: [&str; 8] =
     ["name", "version", "description", "server", "auth", "tools", "verification", "brief"];
@@ -41,6 +41,7 @@ pub(crate) fn validate<'a>(
     site: Option<&Site>,
     errors: &mut Vec<Diagnostic>,
     warnings: &mut Vec<Diagnostic>,
+    pattern_steps: &mut PatternSteps,
 ) -> Validated<'a> {
     let at = Pointer::root();
     let Some(top) = top_level_object::check(root, errors) else {
@@ -73,7 +74,7 @@ pub(crate) fn validate<'a>(
     let site = site.cloned().or_else(|| server_url.as_ref().and_then(Site::from_url));
     let tools_at = at.child("tools");
     let (tools, tool_refs) = match doc.required("tools", errors).and_then(|v| doc.array("tools", v, errors)) {
-        Some(items) => check_tools(items, &tools_at, site.as_ref(), errors, warnings),
+        Some(items) => check_tools(items, &tools_at, site.as_ref(), errors, warnings, pattern_steps),
         None => (Vec::new(), Vec::new()),
     };
 
@@ -143,6 +144,7 @@ fn check_tools<'a>(
     site: Option<&Site>,
     errors: &mut Vec<Diagnostic>,
     warnings: &mut Vec<Diagnostic>,
+    pattern_steps: &mut PatternSteps,
 ) -> (Vec<Tool>, Vec<ToolRef<'a>>) {
     if items.is_empty() {
         warnings.push(lints::tools_empty::diagnostic(at));
@@ -169,7 +171,7 @@ fn check_tools<'a>(
         let input_schema = tool.required("input_schema", errors);
         if let Some(input_schema) = input_schema {
             schema::check_input_schema(input_schema, &schema_at, errors, &mut |sub, path| {
-                lints::schema_lints(sub, path, warnings)
+                lints::schema_lints(sub, path, warnings, pattern_steps)
             });
             if let Some(name) = name {
                 refs.push(ToolRef { name, input_schema });

@@ -45,8 +45,8 @@ pub(crate) fn check(
         let filled = PlaceholderValues::sample().fill(&Value::Object(args.clone()));
         // A schema that does not compile, or unfolds too far (E054), is reported with the
         // tool; nothing to check here.
-        if let Some(validator) = tools.validator(index) {
-            for error in validator.check(&filled) {
+        if let Some(problems) = tools.check_args(index, &filled) {
+            for error in problems {
                 let pointer = at.join(&error.pointer);
                 let anchor = if present { at.join(&error.anchor) } else { metric.at.clone() };
                 errors.push(

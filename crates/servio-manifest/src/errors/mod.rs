@@ -21,6 +21,7 @@ pub(crate) mod member_type;
 pub(crate) mod nesting_depth;
 pub(crate) mod required_member;
 pub(crate) mod schema_expansion;
+pub(crate) mod schema_linear_pattern;
 pub(crate) mod schema_ref;
 pub(crate) mod schema_root_object;
 pub(crate) mod schema_supported_type;

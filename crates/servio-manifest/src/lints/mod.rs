@@ -18,12 +18,17 @@ pub(crate) mod unknown_field;
 pub(crate) mod version_semver;
 
 use crate::diagnostic::Diagnostic;
-use crate::schema::{Keywords, SchemaPath};
+use crate::schema::{Keywords, PatternSteps, SchemaPath};
 
 /// The lints that look inside an `input_schema`, for one subschema; called from the walk
 /// that `crate::schema::check_input_schema` makes anyway.
-pub(crate) fn schema_lints(schema: &Keywords<'_>, path: &SchemaPath<'_>, warnings: &mut Vec<Diagnostic>) {
+pub(crate) fn schema_lints(
+    schema: &Keywords<'_>,
+    path: &SchemaPath<'_>,
+    warnings: &mut Vec<Diagnostic>,
+    pattern_steps: &mut PatternSteps,
+) {
     property_description::check(schema, path, warnings);
     required_in_properties::check(schema, path, warnings);
-    default_valid::check(schema, path, warnings);
+    default_valid::check(schema, path, warnings, pattern_steps);
 }

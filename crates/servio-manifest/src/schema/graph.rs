@@ -1,7 +1,8 @@
 //! An `input_schema` as a graph of subschemas, every `$ref` and `$dynamicRef` an edge to the
 //! subschema it leads to, so that the work a schema can cause is counted before it is done:
-//! its expansion at check time (E054, [`Graph::expansion`]) and the evaluations one set of
-//! arguments would take ([`Graph::evaluations`]).
+//! its expansion at check time (E054, [`Graph::expansion`]) and the work one set of arguments
+//! would take ([`Graph::work`]): subschema evaluations, and pattern steps (each string matched
+//! against a pattern, its length times the pattern's size, `patterns.rs`).
 //!
 //! A reference is what makes the work grow beyond the size of the document: a subschema
 //! written once is evaluated once per place in the arguments, but one that two references
@@ -17,6 +18,7 @@ use serde_json::Value;
 use serde_json::json;
 use url::Url;
 
+use super::patterns::steps_per_byte;
 use super::refs::{Index, Target};
 use crate::pointer::Pointer;
 
@@ -52,6 +54,10 @@ struct Node {
     items: Option<usize>,
     /// `contains` and `unevaluatedItems`: counted as applying to every element.
     every_item: Vec<usize>,
+    /// The steps a byte of a string costs to match against `pattern` (0 without one).
+    pattern: u64,
+    /// The same for a member name against every `patternProperties` key together.
+    name_patterns: u64,
 }
 
 /// Keywords whose one subschema applies to the same instance.
@@ -72,9 +78,36 @@ pub(crate) enum Expansion {
     Beyond(Pointer),
 }
 
-/// The instance a subschema gets for a member name (`propertyNames`): a string, which has no
-/// parts of its own to apply subschemas to.
-static NAME: Value = Value::Null;
+/// What the work of one validation may come to ([`Graph::work`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    /// Applications of a subschema to a part of the instance.
+    pub(crate) evaluations: usize,
+    /// Bytes of strings matched against patterns, each times its pattern's steps a byte.
+    pub(crate) pattern_steps: u64,
+}
+
+/// The work one validation takes, counted within its [`Budget`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Work {
+    pub(crate) evaluations: usize,
+    pub(crate) pattern_steps: u64,
+}
+
+/// Which part of a [`Budget`] the work passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exceeded {
+    Evaluations,
+    PatternSteps,
+}
+
+/// A part of the instance a subschema applies to: a value, or a member name (`propertyNames`),
+/// a string with no parts of its own.
+#[derive(Clone, Copy)]
+enum Part<'v> {
+    Value(&'v Value),
+    Name(&'v str),
+}
 
 impl Graph {
     /// The graph of `schema`, whose references `index` resolves; `at` is its pointer.
@@ -137,69 +170,85 @@ impl Graph {
     }
 
     /// Counts the applications of a subschema to a part of `instance` that validating it could
-    /// take (every branch of `anyOf` and `oneOf`, every reference followed), up to `budget`.
-    /// `Err` when the count passes the budget. An upper bound of what the validator does: it
-    /// may stop a branch early; this never does.
-    pub(crate) fn evaluations<'v>(&self, instance: &'v Value, budget: usize) -> Result<usize, usize> {
-        let mut stack = vec![(0usize, instance)];
-        let mut counter = Counter { count: 1, budget };
-        let mut apply = |stack: &mut Vec<(usize, &'v Value)>, pair: (usize, &'v Value)| counter.apply(stack, pair);
-        while let Some((id, value)) = stack.pop() {
+    /// take (every branch of `anyOf` and `oneOf`, every reference followed), and the pattern
+    /// steps of the strings and member names matched against patterns, up to `budget`. `Err`
+    /// when either passes its part of the budget. An upper bound of what the validator does:
+    /// it may stop a branch early; this never does.
+    pub(crate) fn work(&self, instance: &Value, budget: Budget) -> Result<Work, Exceeded> {
+        let mut stack = vec![(0usize, Part::Value(instance))];
+        let mut counter = Counter { work: Work { evaluations: 1, pattern_steps: 0 }, budget };
+        while let Some((id, part)) = stack.pop() {
             let node = &self.nodes[id];
             for child in node.same.iter().copied().chain(node.references.iter().filter_map(|r| r.0)) {
-                apply(&mut stack, (child, value))?;
+                counter.apply(&mut stack, (child, part))?;
             }
+            let value = match part {
+                Part::Name(name) => {
+                    counter.match_pattern(name.len(), node.pattern)?;
+                    continue;
+                }
+                Part::Value(value) => value,
+            };
             match value {
+                Value::String(text) => counter.match_pattern(text.len(), node.pattern)?,
                 Value::Object(members) => {
                     for (name, child) in &node.properties {
                         if let Some(member) = members.get(name) {
-                            apply(&mut stack, (*child, member))?;
+                            counter.apply(&mut stack, (*child, Part::Value(member)))?;
                         }
                     }
                     for (name, member) in members {
+                        counter.match_pattern(name.len(), node.name_patterns)?;
                         if let Some(child) = node.additional.filter(|_| !node.has_property(name)) {
-                            apply(&mut stack, (child, member))?;
+                            counter.apply(&mut stack, (child, Part::Value(member)))?;
                         }
                         for &child in &node.every_member {
-                            apply(&mut stack, (child, member))?;
+                            counter.apply(&mut stack, (child, Part::Value(member)))?;
                         }
                         if let Some(child) = node.names {
-                            apply(&mut stack, (child, &NAME))?;
+                            counter.apply(&mut stack, (child, Part::Name(name)))?;
                         }
                     }
                 }
                 Value::Array(elements) => {
                     for (child, element) in node.prefix_items.iter().zip(elements) {
-                        apply(&mut stack, (*child, element))?;
+                        counter.apply(&mut stack, (*child, Part::Value(element)))?;
                     }
                     for element in elements.iter().skip(node.prefix_items.len()) {
                         if let Some(child) = node.items {
-                            apply(&mut stack, (child, element))?;
+                            counter.apply(&mut stack, (child, Part::Value(element)))?;
                         }
                         for &child in &node.every_item {
-                            apply(&mut stack, (child, element))?;
+                            counter.apply(&mut stack, (child, Part::Value(element)))?;
                         }
                     }
                 }
                 _ => {}
             }
         }
-        Ok(counter.count)
+        Ok(counter.work)
     }
 }
 
-/// The applications counted so far, against the budget.
+/// The work counted so far, against the budget.
 struct Counter {
-    count: usize,
-    budget: usize,
+    work: Work,
+    budget: Budget,
 }
 
 impl Counter {
     /// Counts one more application and queues it; `Err` past the budget.
-    fn apply<'v>(&mut self, stack: &mut Vec<(usize, &'v Value)>, pair: (usize, &'v Value)) -> Result<(), usize> {
-        self.count += 1;
+    fn apply<'v>(&mut self, stack: &mut Vec<(usize, Part<'v>)>, pair: (usize, Part<'v>)) -> Result<(), Exceeded> {
+        self.work.evaluations += 1;
         stack.push(pair);
-        if self.count > self.budget { Err(self.budget) } else { Ok(()) }
+        if self.work.evaluations > self.budget.evaluations { Err(Exceeded::Evaluations) } else { Ok(()) }
+    }
+
+    /// Counts matching `bytes` of a string against patterns that cost `per_byte` steps a byte.
+    fn match_pattern(&mut self, bytes: usize, per_byte: u64) -> Result<(), Exceeded> {
+        let steps = u64::try_from(bytes).unwrap_or(u64::MAX).saturating_mul(per_byte);
+        self.work.pattern_steps = self.work.pattern_steps.saturating_add(steps);
+        if self.work.pattern_steps > self.budget.pattern_steps { Err(Exceeded::PatternSteps) } else { Ok(()) }
     }
 }
 
@@ -309,9 +358,11 @@ impl<'i, 'a> Builder<'i, 'a> {
                 }
                 ("patternProperties", Value::Object(subs)) => {
                     for (name, sub) in subs {
+                        node.name_patterns = node.name_patterns.saturating_add(steps_per_byte(name));
                         node.every_member.push(child(&mut *self, sub, here.as_ref().map(|p| p.child(name))));
                     }
                 }
+                ("pattern", Value::String(pattern)) => node.pattern = steps_per_byte(pattern),
                 ("additionalProperties", sub) => node.additional = Some(child(&mut *self, sub, here)),
                 ("unevaluatedProperties", sub) => node.every_member.push(child(&mut *self, sub, here)),
                 ("propertyNames", sub) => node.names = Some(child(&mut *self, sub, here)),
@@ -391,6 +442,26 @@ mod tests {
         assert!(matches!(graph(&cycle).expansion(10_000), Expansion::Within(n) if n < 10));
     }
 
+    /// Every string a pattern applies to counts its length times the pattern's steps a byte:
+    /// values under `pattern`, member names under `patternProperties` and `propertyNames`.
+    #[test]
+    fn pattern_steps_count_each_string_a_pattern_matches() {
+        let schema = json!({"type": "object", "properties": {
+            "q": {"pattern": "abc"},
+            "tags": {"items": {"allOf": [{"pattern": "a{10}"}]}},
+            "labels": {"patternProperties": {"^x": true, "y": true}, "propertyNames": {"pattern": "z"}}}});
+        let per_byte = |positions: u64| positions + crate::schema::STEPS_PER_BYTE_BASE;
+        let steps = |args: Value| graph(&schema).work(&args, Budget { evaluations: 1_000, pattern_steps: u64::MAX });
+        assert_eq!(steps(json!({"q": "abcd", "n": "not matched"})).unwrap().pattern_steps, 4 * per_byte(3));
+        assert_eq!(steps(json!({"tags": ["aa", "aaa", 1]})).unwrap().pattern_steps, 5 * per_byte(10));
+        // Two names of two bytes, each against both keys, then against `propertyNames`'s.
+        let names = 2 * 2 * (per_byte(1) + per_byte(1)) + 2 * 2 * per_byte(1);
+        assert_eq!(steps(json!({"labels": {"x1": 1, "y2": 2}})).unwrap().pattern_steps, names);
+        let long = "a".repeat(1_000);
+        let tight = Budget { evaluations: 1_000, pattern_steps: 1_000 * per_byte(3) - 1 };
+        assert_eq!(graph(&schema).work(&json!({"q": long}), tight), Err(Exceeded::PatternSteps));
+    }
+
     #[test]
     fn evaluations_follow_the_instance_and_stop_at_the_budget() {
         let tree = json!({"type": "object", "$defs": {"node": {"type": "object", "properties": {
@@ -403,10 +474,11 @@ mod tests {
             }
         }
         let small = json!({"children": [{"children": []}, {}]});
-        assert!(graph(&tree).evaluations(&small, 100).is_ok());
-        assert_eq!(graph(&tree).evaluations(&deep, 1_000), Err(1_000));
+        let budget = |evaluations| Budget { evaluations, pattern_steps: u64::MAX };
+        assert!(graph(&tree).work(&small, budget(100)).is_ok());
+        assert_eq!(graph(&tree).work(&deep, budget(1_000)), Err(Exceeded::Evaluations));
         // A reference cycle with no progress through the instance still stops.
         let cycle = json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"});
-        assert_eq!(graph(&cycle).evaluations(&json!({}), 1_000), Err(1_000));
+        assert_eq!(graph(&cycle).work(&json!({}), budget(1_000)), Err(Exceeded::Evaluations));
     }
 }

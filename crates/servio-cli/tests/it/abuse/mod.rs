@@ -14,6 +14,7 @@ mod lockout;
 mod many_tools;
 mod memory;
 mod nul;
+mod patterns;
 mod raw_values;
 mod refreshes;
 mod schema;
