@@ -362,6 +362,7 @@ impl Collector {
             let zone = servio_manifest::period::zone(&user.time_zone)
                 .map_err(|source| Error::Zone { zone: user.time_zone.clone(), source })?;
             let sealed = entry.credential.as_deref();
+            self.backfill_limits.check_range(brief, (first, last), &zone, jiff::Timestamp::now())?;
             let token = self.credentials.fresh_bearer(user.id, &entry.site, &checked.manifest, sealed).await;
             let bearer = Bearer { site: &entry.site, sealed, token: token.as_deref() };
             // Every (metric, period) to collect, with its arguments: metrics that share a call
@@ -375,7 +376,6 @@ impl Collector {
                     wanted.push((metric, period, args));
                 }
             }
-            self.backfill_limits.check_request(wanted.len())?;
             let mut summary = Summary::default();
             for members in
                 shared_calls(wanted.iter().map(|(metric, period, args)| (metric.tool.as_str(), args, period)))

@@ -21,7 +21,7 @@ use tracing::Instrument;
 
 use crate::collect::{Bearer, DEADLINE, Reading, Summary, ToolAsk, args_of, shared_calls};
 use crate::manifests::{CheckedManifest, Wait};
-use crate::plan::{Planner, next_retry, periods_between, settle_delay};
+use crate::plan::{Planner, due_periods_at_most, next_retry, periods_between, settle_delay};
 use crate::{Collector, Error};
 
 /// How a worker works.
@@ -230,13 +230,12 @@ impl Collector {
             .map_err(|source| Error::Zone { zone: user.time_zone.clone(), source })?;
         // A backfilled period is long past: it has from now the time any due period has.
         let deadline = now.checked_add(DEADLINE).unwrap_or(Timestamp::MAX).as_second();
+        self.backfill_limits.check_range(brief, (first, last), &zone, now)?;
         let mut due = Vec::new();
         for metric in &brief.metrics {
             let periods = periods_between(metric.granularity, first, last, &zone).map_err(Error::Period)?;
             due.extend(periods.into_iter().filter(|p| crate::plan::is_due(p, now)).map(|period| (metric, period)));
         }
-        // Counted before anything is asked of the store: a range too large costs nothing more.
-        self.backfill_limits.check_request(due.len())?;
         // A user already at the limit is refused before each period is looked up (a request
         // may ask for 10,000, each a query).
         let pending = self.store.pending_backfills(user.id).await?;
@@ -306,9 +305,27 @@ impl Default for BackfillLimits {
 }
 
 impl BackfillLimits {
+    /// [`Error::TooManyPeriods`] when a backfill of every metric of `brief` over `first..=last`
+    /// in `zone` may hold more periods due at `now` than one request may ask for. Counted
+    /// before anything is built or asked of the store ([`due_periods_at_most`]): a range too
+    /// large costs its arithmetic, and for hourly metrics a look at the zone's transitions.
+    pub(crate) fn check_range(
+        &self,
+        brief: &Brief,
+        (first, last): (jiff::civil::Date, jiff::civil::Date),
+        zone: &TimeZone,
+        now: Timestamp,
+    ) -> Result<(), Error> {
+        let mut periods = 0u64;
+        for metric in &brief.metrics {
+            let more = due_periods_at_most(metric.granularity, (first, last), zone, now).map_err(Error::Period)?;
+            periods = periods.saturating_add(more);
+        }
+        self.check_request(periods)
+    }
+
     /// [`Error::TooManyPeriods`] when `periods` is more than one request may ask for.
-    pub(crate) fn check_request(&self, periods: usize) -> Result<(), Error> {
-        let periods = u64::try_from(periods).unwrap_or(u64::MAX);
+    fn check_request(&self, periods: u64) -> Result<(), Error> {
         if periods > self.per_request {
             return Err(Error::TooManyPeriods { periods, max: self.per_request });
         }
