@@ -19,6 +19,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::calls::{MAX_IN_FLIGHT, at_most};
 use crate::collect::{Bearer, DEADLINE, Reading, Summary, ToolAsk, args_of, shared_calls};
 use crate::manifests::{CheckedManifest, Wait};
 use crate::plan::{Planner, due_periods_at_most, next_retry, periods_between, settle_delay};
@@ -33,11 +34,9 @@ pub struct WorkerConfig {
     /// result is then fenced out).
     pub lease: Duration,
     /// The most jobs leased at once (one lease, their users and sites loaded once). A worker
-    /// holds at most `in_flight` + `batch` jobs leased and not done, so leases are smaller
-    /// while calls are slow.
+    /// holds at most its collector's calls in flight ([`Collector::in_flight`]) + `batch` jobs
+    /// leased and not done, so leases are smaller while calls are slow.
     pub batch: usize,
-    /// Calls in flight at once; their results are committed in groups while calls go on.
-    pub in_flight: usize,
     /// How often due slots are planned into jobs.
     pub plan_every: Duration,
     /// How long to wait before leasing again when no job was due.
@@ -57,7 +56,6 @@ impl WorkerConfig {
             owner: owner.into(),
             lease: Duration::from_secs(60),
             batch: 128,
-            in_flight: 64,
             plan_every: Duration::from_secs(60),
             idle: Duration::from_secs(1),
             drain: false,
@@ -472,12 +470,13 @@ fn prepare<'a>(context: &'a LoadedEntry, job: &Job, now: Timestamp) -> Result<Pr
 }
 
 /// Does the jobs of one (user, site) in `context`: the site is asked once per call they share
-/// (§5), the calls at once, unless a job can no longer be done. Resolutions in job order.
+/// (§5), `at_once` calls at a time (the permits the caller holds in the collector's room),
+/// unless a job can no longer be done. Resolutions in job order.
 async fn resolve(
     collector: &Collector,
     context: &LoadedEntry,
     jobs: &[Job],
-    now: Timestamp,
+    (now, at_once): (Timestamp, usize),
 ) -> Result<Vec<Resolution>, StoreError> {
     let prepared: Vec<Result<Prepared, Resolution>> = jobs.iter().map(|job| prepare(context, job, now)).collect();
     let asked: Vec<(usize, &Prepared)> =
@@ -485,12 +484,16 @@ async fn resolve(
     let groups = shared_calls(asked.iter().map(|(_, ready)| (ready.metric.tool.as_str(), &ready.args, &ready.period)));
     let entry = &context.entry;
     let bearer = Bearer { site: &entry.site, sealed: entry.credential.as_deref(), token: context.token.as_deref() };
-    let answers = futures_util::future::join_all(groups.iter().map(|members| {
-        let first = asked[members[0]].1;
-        let tool = &first.metric.tool;
-        collector.ask(ToolAsk { user: &context.user, checked: &context.checked, bearer, tool, args: &first.args })
-    }))
-    .await;
+    // Made first, then run: the compiler cannot prove a stream mapping a closure `Send` here.
+    let asks: Vec<_> = groups
+        .iter()
+        .map(|members| {
+            let first = asked[members[0]].1;
+            let tool = &first.metric.tool;
+            collector.ask(ToolAsk { user: &context.user, checked: &context.checked, bearer, tool, args: &first.args })
+        })
+        .collect();
+    let answers = at_most(at_once, asks).await;
     let mut resolutions: Vec<Option<Resolution>> = prepared.iter().map(|ready| ready.as_ref().err().cloned()).collect();
     for (members, answer) in groups.iter().zip(&answers) {
         for &member in members {
@@ -544,16 +547,17 @@ async fn contexts(collector: &Collector, jobs: &[Job]) -> Result<Contexts, Store
     Ok(contexts)
 }
 
-/// Does the jobs of one (user, site) in their context, or gives them the resolution of all
-/// that pair's jobs; each job with what it came to, its period the one asked for.
+/// Does the jobs of one (user, site) in their context, `at_once` calls at a time, or gives them
+/// the resolution of all that pair's jobs; each job with what it came to, its period the one
+/// asked for.
 async fn resolve_in(
     collector: &Collector,
     context: &Result<Arc<LoadedEntry>, Resolution>,
     jobs: Vec<Job>,
-    now: Timestamp,
+    (now, at_once): (Timestamp, usize),
 ) -> Result<Vec<Done>, StoreError> {
     let resolutions = match context {
-        Ok(context) => resolve(collector, context, &jobs, now).await?,
+        Ok(context) => resolve(collector, context, &jobs, (now, at_once)).await?,
         Err(resolution) => vec![resolution.clone(); jobs.len()],
     };
     Ok(jobs
@@ -597,16 +601,23 @@ async fn commit(collector: &Collector, done: &[Done], now: Timestamp) -> Result<
     Ok(summary)
 }
 
-/// Works leased jobs all at once: their calls concurrently, then every result in one
-/// transaction. `now` is the clock of attempts and deadlines.
+/// Works leased jobs now: each period's calls in the collector's room for calls, as a worker's
+/// are, then every result in one transaction. `now` is the clock of attempts and deadlines.
 async fn work_jobs(collector: &Collector, jobs: Vec<Job>, now: Timestamp) -> Result<Summary, StoreError> {
     let contexts = contexts(collector, &jobs).await?;
     let groups = by_period(jobs);
-    let resolved = futures_util::future::join_all(groups.into_iter().map(|group| {
-        let context = &contexts[&(group[0].user_id, group[0].site_id)];
-        resolve_in(collector, context, group, now)
-    }))
-    .await;
+    let periods: Vec<_> = groups
+        .into_iter()
+        .map(|group| {
+            let context = &contexts[&(group[0].user_id, group[0].site_id)];
+            async move {
+                let room = collector.calls.room_for(group.len()).await;
+                let at_once = room.num_permits();
+                resolve_in(collector, context, group, (now, at_once)).await
+            }
+        })
+        .collect();
+    let resolved = at_most(collector.calls.size(), periods).await;
     let mut done: Vec<Done> = Vec::new();
     for group in resolved {
         done.extend(group?);
@@ -658,7 +669,8 @@ impl Collector {
     }
 
     /// Plans and works jobs until `stop` turns true (or its sender is gone): a planning task
-    /// every `config.plan_every`, and `work` with up to `config.in_flight` calls at once.
+    /// every `config.plan_every`, and `work` with up to [`Collector::in_flight`] calls at once
+    /// (collect-now's included).
     /// Stopped, it leases nothing more, gives calls in flight `config.grace` to end (and cuts
     /// off the rest), commits every result it has, and hands back the jobs it still holds, so
     /// that no job waits for a lease to expire. With `config.drain` it plans once and returns
@@ -762,9 +774,6 @@ async fn hand_back(collector: &Collector, owner: &str) {
     }
 }
 
-/// The most calls a worker keeps in flight, whatever it is told.
-const MAX_IN_FLIGHT: usize = 4096;
-
 /// The most results committed in one transaction.
 const COMMIT_GROUP: usize = 1024;
 
@@ -787,9 +796,10 @@ struct Leased {
 }
 
 /// Leases and works jobs until `stop`, as three tasks joined by queues: [`lease_batches`]
-/// leases while calls go on; the calls run up to `config.in_flight` at once, the jobs of one
-/// (user, site, period) in a task that asks the site once per call they share and queues their
-/// results (holding a permit per job); [`commit_results`] commits the results in groups while
+/// leases while calls go on; the calls run up to the collector's `in_flight` at once, the jobs
+/// of one (user, site, period) in a task that asks the site once per call they share, as many
+/// at once as it holds permits (a permit per job, the whole room at most), and queues their
+/// results; [`commit_results`] commits the results in groups while
 /// calls go on. So neither a lease nor a durable commit leaves the calls waiting, and one commit
 /// flushes for many jobs. A worker holds at most `in_flight` + `batch` jobs leased and not
 /// done: the calls in flight and one batch waiting for them, so another user's job due now waits
@@ -800,10 +810,11 @@ struct Leased {
 /// jobs leased but not called stay held, for [`hand_back`]); calls in flight get
 /// `config.grace`, then are cut off; it returns once every result is committed.
 async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<bool>, total: Arc<Mutex<Summary>>) {
-    let in_flight = config.in_flight.clamp(1, MAX_IN_FLIGHT);
+    let in_flight = collector.calls.size();
     let all = u32::try_from(in_flight).unwrap_or(u32::MAX);
     let grace = config.grace;
-    let room = Arc::new(Semaphore::new(in_flight));
+    // The collector's room, which collect-now takes its calls' room in too.
+    let room = collector.calls.clone();
     let ahead = Arc::new(Semaphore::new(in_flight.saturating_add(config.batch.clamp(1, MAX_IN_FLIGHT))));
     let cut = CancellationToken::new();
     // Room for a whole group: results queue while a commit is made, so calls go on meanwhile
@@ -817,11 +828,10 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
     let mut stopping = stop.clone();
     'batches: while let Some(Leased { jobs, contexts, mut held }) = batches.recv().await {
         for group in by_period(jobs) {
-            // A permit per job, as many as all at most: a group makes no more calls than it has jobs.
-            let permits = u32::try_from(group.len()).unwrap_or(u32::MAX).min(all);
+            // A permit per job, the whole room at most: a group makes no more calls than it has
+            // jobs, and no more at once than it has permits.
             let permit = tokio::select! {
-                // The semaphore is never closed, so this always holds.
-                Ok(permit) = room.clone().acquire_many_owned(permits) => permit,
+                permit = room.room_for(group.len()) => permit,
                 () = stopped(&mut stopping) => break 'batches,
             };
             if *stop.borrow() {
@@ -839,6 +849,7 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
     let _ = leaser.await;
     // A call returns its permit only after its result is queued for the committer (or it was
     // cut off).
+    let room = room.permits();
     if *stop.borrow() && tokio::time::timeout(grace, room.acquire_many(all)).await.is_err() {
         tracing::warn!(grace_s = grace.as_secs_f64(), "calls still running after the grace period are cut off");
         cut.cancel();
@@ -958,8 +969,9 @@ async fn call(
     cut: CancellationToken,
 ) {
     let first = jobs.first().map(|job| job.id);
+    let at_once = permits.0.num_permits();
     let resolved = tokio::select! {
-        resolved = resolve_in(&collector, &context, jobs, Timestamp::now()) => resolved,
+        resolved = resolve_in(&collector, &context, jobs, (Timestamp::now(), at_once)) => resolved,
         () = cut.cancelled() => return,
     };
     match resolved {

@@ -27,6 +27,7 @@
 #![deny(missing_docs)]
 
 pub mod approval;
+mod calls;
 pub mod collect;
 pub mod credentials;
 pub mod error;
@@ -76,6 +77,8 @@ pub struct Collector {
     queued: Arc<tokio::sync::Notify>,
     /// Held per user while a backfill is counted against its limit and queued.
     backfilling: Arc<jobs::UserLocks>,
+    /// The calls to sites in flight at once, for every path and every clone (`--in-flight`).
+    calls: calls::CallRoom,
 }
 
 impl std::fmt::Debug for Collector {
@@ -106,7 +109,26 @@ impl Collector {
             backfill_limits: BackfillLimits::default(),
             queued: Arc::default(),
             backfilling: Arc::default(),
+            calls: calls::CallRoom::new(Collector::IN_FLIGHT),
         }
+    }
+
+    /// The calls to sites a collector has in flight at once unless told otherwise
+    /// ([`Collector::with_in_flight`]).
+    pub const IN_FLIGHT: usize = 64;
+
+    /// The same collector with room for `calls` calls to sites in flight at once (1 to 4,096),
+    /// instead of [`Collector::IN_FLIGHT`]: every path that calls sites takes its room there
+    /// (the jobs [`Collector::run`] works, collect-now), so the process never has more. Set
+    /// before the collector is cloned: clones share the room they were made with.
+    pub fn with_in_flight(mut self, calls: usize) -> Collector {
+        self.calls = calls::CallRoom::new(calls);
+        self
+    }
+
+    /// How many calls to sites it has in flight at most.
+    pub fn in_flight(&self) -> usize {
+        self.calls.size()
     }
 
     /// The same collector with other limits on backfills (the defaults of [`BackfillLimits`]
