@@ -14,7 +14,10 @@ use jiff::tz::TimeZone;
 use serde_json::Value;
 use servio_manifest::period::{Granularity, Period};
 use servio_manifest::{Brief, Metric};
-use servio_store::{CollectionResult, Completion, Job, JobKind, JobLease, NewJob, StoreError, User, VaultEntry};
+use servio_store::{
+    BackfillJobs, BackfillProgress, CollectionResult, Completion, Job, JobKind, JobLease, NewJob, StoreError, User,
+    VaultEntry,
+};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -209,8 +212,8 @@ impl Collector {
     /// Queues a backfill: a job, due `now`, for every period of every metric of the brief
     /// acting for `user` at `entry` whose start date lies in `first..=last`, that is due and has
     /// no value yet. Workers collect them after every user's scheduled periods, users taking
-    /// turns (so a backfill never holds a request open, nor delays anyone's due periods);
-    /// returns how many jobs are new. A slot that has a job already keeps it.
+    /// turns (so a backfill never delays anyone's due periods), each call in the room of the
+    /// worker's collector; returns how many jobs are new ([`Collector::backfill`] also waits). A slot that has a job already keeps it.
     /// [`Error::NoBrief`] when the acting manifest has no valid brief; the limits of
     /// [`BackfillLimits`]: [`Error::TooManyPeriods`] for a range holding more periods than one
     /// request may ask for, [`Error::BackfillsInFlight`] when the user's backfills still to
@@ -219,9 +222,22 @@ impl Collector {
         &self,
         user: &User,
         entry: &VaultEntry,
-        (first, last): (jiff::civil::Date, jiff::civil::Date),
+        dates: (jiff::civil::Date, jiff::civil::Date),
         now: Timestamp,
     ) -> Result<u64, Error> {
+        Ok(self.queue_backfill_starts(user, entry, dates, now).await?.0)
+    }
+
+    /// [`Collector::queue_backfill`], with the first instants of the first and the last period
+    /// it found to collect (none when every period has a value or ended without one), queued
+    /// now or already.
+    async fn queue_backfill_starts(
+        &self,
+        user: &User,
+        entry: &VaultEntry,
+        (first, last): (jiff::civil::Date, jiff::civil::Date),
+        now: Timestamp,
+    ) -> Result<(u64, Option<(i64, i64)>), Error> {
         let checked = self.acting(entry, Wait::Bounded).await?.ok_or(Error::NoBrief)?;
         let brief = checked.brief.as_ref().ok_or(Error::NoBrief)?;
         let zone = servio_manifest::period::zone(&user.time_zone)
@@ -248,16 +264,76 @@ impl Collector {
                 queued.push(slot);
             }
         }
-        if queued.is_empty() {
-            return Ok(0);
-        }
+        let starts = queued.iter().map(|slot| slot.period_start);
+        let Some(starts) = starts.clone().min().zip(starts.max()) else { return Ok((0, None)) };
         // Counted and queued under the user's lock, so that two requests at once cannot both
         // pass the limit on the same count (in this process: each other process's requests
         // may add one more request's worth).
         let _turn = self.backfilling.lock(user.id).await;
         let pending = self.store.pending_backfills(user.id).await?;
         self.backfill_limits.check_in_flight(pending, queued.len())?;
-        Ok(enqueue(self, &queued, now).await?)
+        Ok((enqueue(self, &queued, now).await?, Some(starts)))
+    }
+}
+
+/// What a backfill a caller waited for came to ([`Collector::backfill`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backfilled {
+    /// Periods queued (those with a value, or with a job already, are not queued again).
+    pub queued: u64,
+    /// How its periods without a value stood when the wait ended, whoever queued their jobs:
+    /// each tried once, unless the wait ran out first (`untried` above 0; the workers go on).
+    pub progress: BackfillProgress,
+}
+
+/// How often a backfill waited for looks at its jobs when no commit of this process's worker
+/// wakes it (another process's worker may be doing them).
+const BACKFILL_LOOK_EVERY: Duration = Duration::from_millis(250);
+
+/// The least time between two looks of a backfill waited for, however often commits wake it.
+const BACKFILL_LOOK_GAP: Duration = Duration::from_millis(20);
+
+impl Collector {
+    /// Queues a backfill as [`Collector::queue_backfill`] does, under the same limits, then
+    /// waits up to `wait` for the workers (this process's or any other's on the database) to
+    /// try each of its periods once. A caller that wants the result waits for its jobs and
+    /// never calls a site itself (issue 41: four requests waited for at once made 11,232 calls
+    /// past the user's pending limit, their turn and the calls in flight): its periods wait
+    /// their turn behind every user's scheduled periods, and their calls take the collector's
+    /// room like any other's. The same errors as [`Collector::queue_backfill`].
+    pub async fn backfill(
+        &self,
+        user: &User,
+        entry: &VaultEntry,
+        dates: (jiff::civil::Date, jiff::civil::Date),
+        wait: Duration,
+    ) -> Result<Backfilled, Error> {
+        let now = Timestamp::now();
+        let (queued, starts) = self.queue_backfill_starts(user, entry, dates, now).await?;
+        let until = tokio::time::Instant::now() + wait;
+        loop {
+            // Listening before looking, so that a commit between the two is not missed.
+            let committed = self.committed.notified();
+            tokio::pin!(committed);
+            committed.as_mut().enable();
+            // Its periods' jobs, those it queued and those it found queued (a period's
+            // scheduled job, an earlier backfill's).
+            let progress = match starts {
+                Some(starts) => {
+                    let jobs = BackfillJobs { since: now.as_second(), starts };
+                    self.store.backfill_progress(user.id, entry.site.id, jobs).await?
+                }
+                None => BackfillProgress::default(),
+            };
+            if progress.untried == 0 || tokio::time::Instant::now() >= until {
+                return Ok(Backfilled { queued, progress });
+            }
+            tokio::select! {
+                () = committed => tokio::time::sleep(BACKFILL_LOOK_GAP).await,
+                () = tokio::time::sleep(BACKFILL_LOOK_EVERY) => {}
+                () = tokio::time::sleep_until(until) => {}
+            }
+        }
     }
 }
 
@@ -1007,6 +1083,7 @@ async fn commit_results(collector: Collector, mut received: mpsc::Receiver<Done>
         }
         let done = commit_group(&collector, &group, Timestamp::now()).await;
         total.lock().unwrap_or_else(|e| e.into_inner()).merge(&done);
+        collector.committed.notify_waiters();
         group.clear();
     }
 }

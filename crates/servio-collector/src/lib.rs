@@ -16,8 +16,9 @@
 //! ```
 //!
 //! - [`plan`]: which period of a metric is due in a user's zone (pure, no I/O).
-//! - [`collect`]: one collection ([`collect::Reading`]) and backfills; [`jobs`]:
-//!   collection as jobs shared by many processes (`servio worker`, `servio serve`'s scheduler).
+//! - [`collect`]: one collection ([`collect::Reading`]); [`jobs`]: collection as jobs shared
+//!   by many processes (`servio worker`, `servio serve`'s scheduler), backfills queued and
+//!   waited for included.
 //! - [`credentials`]: the [`Credentials`] service, the one place credentials are sealed, stored,
 //!   opened and their OAuth tokens renewed (with the 401-renew-once rule); [`secrets`]: the
 //!   sealing key; [`key_check`]: whether a key is the one the database's credentials need.
@@ -61,7 +62,7 @@ use servio_store::Store;
 
 pub use credentials::Credentials;
 pub use error::{Error, ErrorKind};
-pub use jobs::{BackfillLimits, WorkerConfig};
+pub use jobs::{BackfillLimits, Backfilled, WorkerConfig};
 pub use manifests::{Busy, CheckConfig, ManifestCache};
 
 /// Collects: what `servio worker` runs, and what the platform's collect-now, backfill and
@@ -75,6 +76,9 @@ pub struct Collector {
     backfill_limits: jobs::BackfillLimits,
     /// Told when this process queues jobs, so that an idle worker leases them at once.
     queued: Arc<tokio::sync::Notify>,
+    /// Told when this process's worker commits results, so that a backfill waited for looks
+    /// at its jobs again at once.
+    committed: Arc<tokio::sync::Notify>,
     /// Held per user while a backfill is counted against its limit and queued.
     backfilling: Arc<jobs::UserLocks>,
     /// The calls to sites in flight at once, for every path and every clone (`--in-flight`).
@@ -108,6 +112,7 @@ impl Collector {
             manifests,
             backfill_limits: BackfillLimits::default(),
             queued: Arc::default(),
+            committed: Arc::default(),
             backfilling: Arc::default(),
             calls: calls::CallRoom::new(Collector::IN_FLIGHT),
         }
