@@ -213,7 +213,8 @@ impl Collector {
     /// acting for `user` at `entry` whose start date lies in `first..=last`, that is due and has
     /// no value yet. Workers collect them after every user's scheduled periods, users taking
     /// turns (so a backfill never delays anyone's due periods), each call in the room of the
-    /// worker's collector; returns how many jobs are new ([`Collector::backfill`] also waits). A slot that has a job already keeps it.
+    /// worker's collector; returns how many jobs are new ([`Collector::backfill`] also waits
+    /// for them). A slot that has a job already keeps it.
     /// [`Error::NoBrief`] when the acting manifest has no valid brief; the limits of
     /// [`BackfillLimits`]: [`Error::TooManyPeriods`] for a range holding more periods than one
     /// request may ask for, [`Error::BackfillsInFlight`] when the user's backfills still to

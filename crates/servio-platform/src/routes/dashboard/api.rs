@@ -10,7 +10,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::service::{
-    self, Backfill, BackfillQueued, BackfillSummary, Backfilled, CollectSummary, Dashboard, JobProgress, Range,
+    self, Backfill, BackfillAnswer, BackfillQueued, BackfillSummary, CollectSummary, Dashboard, JobProgress, Range,
 };
 use crate::AppState;
 use crate::auth::Api;
@@ -58,8 +58,8 @@ async fn backfill(
     let queued = match how.queue {
         true => backfill.queue().await?,
         false => match backfill.run().await? {
-            Backfilled::Collected(summary) => return Ok(Json(summary).into_response()),
-            Backfilled::Queued(queued) => queued,
+            BackfillAnswer::Collected(summary) => return Ok(Json(summary).into_response()),
+            BackfillAnswer::Queued(queued) => queued,
         },
     };
     Ok((StatusCode::ACCEPTED, Json(queued)).into_response())

@@ -52,7 +52,7 @@ pub struct BackfillSummary {
 pub const BACKFILL_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What a backfill's request answers: what was collected, or what is still queued.
-pub(crate) enum Backfilled {
+pub(crate) enum BackfillAnswer {
     /// Every period was tried within [`BACKFILL_WAIT`].
     Collected(BackfillSummary),
     /// Queued: at once when asked (`?queue=true`), or some periods still untried after
@@ -115,16 +115,16 @@ impl Backfill<'_> {
     /// Queues the dates as jobs, under the same limits as [`Backfill::queue`], and waits up to
     /// [`BACKFILL_WAIT`] for the workers to try each period: the request never calls the site
     /// itself, so its calls take their turn and the workers' room like any other's.
-    pub(crate) async fn run(&self) -> Result<Backfilled, ApiError> {
+    pub(crate) async fn run(&self) -> Result<BackfillAnswer, ApiError> {
         let (entry, dates) = self.entry_and_dates().await?;
         let done = self.state.collector.backfill(self.user, &entry, dates, BACKFILL_WAIT).await?;
         let progress = done.progress;
         if progress.untried > 0 {
             let pending = self.state.store.pending_jobs(self.user.id, self.id).await?;
-            return Ok(Backfilled::Queued(BackfillQueued { queued: done.queued, pending }));
+            return Ok(BackfillAnswer::Queued(BackfillQueued { queued: done.queued, pending }));
         }
         let count = |n: i64| usize::try_from(n).unwrap_or(0);
-        Ok(Backfilled::Collected(BackfillSummary {
+        Ok(BackfillAnswer::Collected(BackfillSummary {
             stored: count(progress.stored),
             dropped: count(progress.dropped),
             failed: count(progress.failed + progress.retrying),
