@@ -377,3 +377,26 @@ fn no_channel_is_unbounded() {
     }
     assert!(broken.is_empty(), "an unbounded channel; bound it and say what happens when full:\n{}", broken.join("\n"));
 }
+
+/// Bounds by design (issue 41, finding 5): a `join_all` over a period's calls started 1,002
+/// calls against `--in-flight` 64. No library source starts an unbounded number of futures at
+/// once; work over a list whose length a site or a user decides goes through the collector's
+/// one bounded helper, `calls::at_most`, the only file allowed these names.
+#[test]
+fn work_over_a_list_is_bounded_by_one_helper() {
+    const UNBOUNDED: [&str; 5] = ["join_all", "try_join_all", "FuturesUnordered", "select_all", "buffer_unordered"];
+    let helper = root().join("crates/servio-collector/src/calls.rs");
+    let mut broken = Vec::new();
+    for crate_dir in std::fs::read_dir(root().join("crates")).expect("crates/").flatten() {
+        for path in rust_files(&crate_dir.path().join("src")).into_iter().filter(|path| *path != helper) {
+            let text = std::fs::read_to_string(&path).expect("a readable source file");
+            let said = text.lines().enumerate().filter(|(_, line)| UNBOUNDED.iter().any(|name| line.contains(name)));
+            broken.extend(said.map(|(number, line)| format!("{}:{}: {}", shown(&path), number + 1, line.trim())));
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "futures started at once without a bound; use servio-collector's calls::at_most:\n{}",
+        broken.join("\n")
+    );
+}

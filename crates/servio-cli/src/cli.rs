@@ -171,6 +171,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub quotas: QuotaArgs,
     #[command(flatten)]
+    pub calls: InFlightArgs,
+    #[command(flatten)]
     pub connections: ConnectionArgs,
 }
 
@@ -238,6 +240,23 @@ pub struct QuotaArgs {
     /// Browser sessions per user; signing in once more ends the user's least recently used one.
     #[arg(long, env = "SERVIO_MAX_BROWSER_SESSIONS", default_value_t = 100, value_name = "COUNT", value_parser = clap::value_parser!(i64).range(1..), hide_env_values = true)]
     pub max_browser_sessions: i64,
+}
+
+/// How many calls to sites a process that collects (`serve`, `worker`) makes at once.
+#[derive(Debug, Args)]
+pub struct InFlightArgs {
+    /// Calls to sites in flight at once, for everything this process collects: scheduled
+    /// periods, backfills and collect-now alike (a site's brief of many metrics included).
+    /// Results are committed in groups while calls go on.
+    #[arg(long, env = "SERVIO_IN_FLIGHT", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096), hide_env_values = true)]
+    pub in_flight: u64,
+}
+
+impl InFlightArgs {
+    /// The calls in flight, as the collector takes them.
+    pub fn in_flight(&self) -> usize {
+        usize::try_from(self.in_flight).unwrap_or(servio_collector::Collector::IN_FLIGHT)
+    }
 }
 
 /// What `serve` and `worker` share as long-running processes: logs, metrics, how they stop.
@@ -381,9 +400,8 @@ pub struct WorkerArgs {
     /// most a batch behind a leased backlog; a worker that stops or dies holds no more.
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub batch_size: u64,
-    /// Calls to sites in flight at once. Results are committed in groups while calls go on.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
-    pub in_flight: u64,
+    #[command(flatten)]
+    pub calls: InFlightArgs,
     /// How often to plan due collections into jobs, in seconds (planning is idempotent).
     #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub plan_every: u64,

@@ -102,10 +102,14 @@ async fn demo(args: &DemoArgs, data_dir: &std::path::Path) -> anyhow::Result<()>
     println!("  sign in as: {email} / {password}");
     println!("  API token:  {api_token}   (also in {})", demo_file.display());
     println!("  demo site:  {origin}  (CA: {})", tls.join("ca.pem").display());
-    println!(
-        "  collected:  {} values stored, {} dropped, {} failed",
-        collected["stored"], collected["dropped"], collected["failed"]
-    );
+    // The platform's worker collects the backfill; past the request's wait it goes on.
+    match collected.get("pending") {
+        Some(pending) => println!("  collecting: {pending} periods still to collect, in the background"),
+        None => println!(
+            "  collected:  {} values stored, {} dropped, {} failed",
+            collected["stored"], collected["dropped"], collected["failed"]
+        ),
+    }
     println!("Press Ctrl-C to stop.");
     server.await.context("the platform's server")??;
     background.stop().await;

@@ -62,7 +62,8 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
         };
         let backfills =
             BackfillLimits { per_request: quotas.backfill_max_periods, in_flight: quotas.backfill_max_pending };
-        state.collector = state.collector.clone().with_backfill_limits(backfills);
+        state.collector =
+            state.collector.clone().with_backfill_limits(backfills).with_in_flight(args.calls.in_flight());
         if let Some(addr) = args.process.metrics_addr {
             let metrics = serve_metrics(addr, state.store.clone()).await?;
             println!("Metrics on http://{metrics}/metrics");

@@ -39,13 +39,13 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
             }
         }));
         let credentials = Credentials::new(store.clone(), client.clone(), Arc::new(secrets), Arc::new(oauth));
-        let collector = Collector::with_checks(store.clone(), client, Arc::new(credentials), platform.checks.config());
+        let collector = Collector::with_checks(store.clone(), client, Arc::new(credentials), platform.checks.config())
+            .with_in_flight(args.calls.in_flight());
         let owner = args.id.clone().unwrap_or_else(|| servio_collector::process_owner("worker"));
         let config = WorkerConfig {
             owner: owner.clone(),
             lease: Duration::from_secs(args.lease),
             batch: usize::try_from(args.batch_size).unwrap_or(usize::MAX),
-            in_flight: usize::try_from(args.in_flight).unwrap_or(usize::MAX),
             plan_every: Duration::from_secs(args.plan_every),
             idle: Duration::from_millis(args.idle),
             drain: args.drain,
@@ -60,7 +60,7 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
             backend(&url),
             args.lease,
             args.batch_size,
-            args.in_flight
+            args.calls.in_flight
         );
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let mut work = tokio::spawn(collector.run(config, stopped));

@@ -1,6 +1,6 @@
 //! One collection: fill in the period, call the tool with the user's credential, read and
 //! reduce the value. What it came to is a [`Reading`]; a job commits it under its
-//! fence ([`crate::jobs`]), a backfill writes it at once ([`Collector::backfill`]), and the
+//! fence ([`crate::jobs`]: scheduled periods, collect-now and backfills alike), and the
 //! attempt is logged whatever happens. A dropped value is never stored (so never shown as
 //! zero); its reason is in the log.
 //!
@@ -12,18 +12,16 @@
 
 use std::sync::Arc;
 
-use jiff::civil::Date;
 use serde_json::Value;
 use servio_client::{CallError, ToolCall};
 use servio_manifest::period::{Period, PlaceholderValues};
 use servio_manifest::value::extract;
 use servio_manifest::{Metric, ValuePath};
-use servio_store::{CollectionResult, SiteRecord, Slot, User, VaultEntry};
-use tracing::Instrument;
+use servio_store::{CollectionResult, SiteRecord, User};
 
+use crate::Collector;
 use crate::credentials::Retried;
 use crate::manifests::{CheckedManifest, Refusal, Wait};
-use crate::{Collector, Error};
 
 /// What one collection came to.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,8 +39,8 @@ pub enum CollectionOutcome {
     },
 }
 
-/// What a site's answer came to, before anything is written: the same for a direct collection
-/// (a backfill) and for a job, whose completion writes it only while its lease is its own.
+/// What a site's answer came to, before anything is written: a job's completion writes it only
+/// while its lease is its own.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reading {
     /// What it was.
@@ -59,7 +57,7 @@ pub struct Reading {
 
 impl Reading {
     /// What is written for this reading: a transient failure is retried from `not_before`
-    /// (a job's next try; `None` outside jobs, or when the next try would be past the deadline).
+    /// (a job's next try; `None` when it would be past the deadline).
     pub(crate) fn to_write(&self, not_before: Option<i64>) -> CollectionResult<'_> {
         match &self.outcome {
             CollectionOutcome::Stored(value) => {
@@ -145,27 +143,6 @@ pub fn shared_calls<'a>(calls: impl IntoIterator<Item = (&'a str, &'a Value, &'a
     groups.into_iter().map(|(_, members)| members).collect()
 }
 
-/// The slot `metric` of `site` fills for `user` over `period`, whose start date and key are
-/// `start_date` and `period_key`.
-fn slot<'a>(
-    user: &User,
-    site: &SiteRecord,
-    metric: &'a Metric,
-    period: &Period,
-    (start_date, period_key): (&'a str, &'a str),
-) -> Slot<'a> {
-    Slot {
-        user_id: user.id,
-        site_id: site.id,
-        metric_key: &metric.key,
-        granularity: metric.granularity.as_str(),
-        period_start: period.start.as_second(),
-        period_end: period.end.as_second(),
-        start_date,
-        period_key,
-    }
-}
-
 /// What a collection's call carries: the token, and the vault entry it came from, to renew it
 /// from when the site refuses it.
 #[derive(Clone, Copy)]
@@ -248,14 +225,6 @@ pub struct Summary {
 }
 
 impl Summary {
-    fn add(&mut self, outcome: &CollectionOutcome) {
-        match outcome {
-            CollectionOutcome::Stored(_) => self.stored += 1,
-            CollectionOutcome::Dropped(_) => self.dropped += 1,
-            CollectionOutcome::Failed { .. } => self.failed += 1,
-        }
-    }
-
     /// Adds another run's counts.
     pub fn merge(&mut self, other: &Summary) {
         self.stored += other.stored;
@@ -299,7 +268,7 @@ impl Collector {
             // The client's own lookup fails saying which tools there are.
             return ToolCall { manifest: &checked.manifest, name: tool, args, token }.send(&self.client, None).await;
         };
-        // Background collection waits its turn: its calls in flight are bounded by the worker.
+        // Background collection waits its turn: its calls in flight are bounded by the call room.
         match self.manifests.validate(checked, index, args, Wait::Turn).await {
             Ok(()) => {}
             Err(Refusal::Unusable(reason)) => return Err(CallError::BadSchema(reason)),
@@ -331,70 +300,6 @@ impl Collector {
             tracing::warn!(site = %site.origin, error = %servio_client::error_chain(&error), "renewing the OAuth token failed");
         }
         Answer { body: sent.result, duration_ms }
-    }
-
-    /// Writes what `reading` of `metric` of `site` for `user` over `period` came to, its
-    /// attempt logged as made `at`, directly, without a job (backfills).
-    async fn write_reading(
-        &self,
-        (user, site): (&User, &SiteRecord),
-        (metric, period): (&Metric, &Period),
-        reading: Reading,
-        at: jiff::Timestamp,
-    ) -> Result<CollectionOutcome, Error> {
-        let (start_date, period_key) = (period.start_date.to_string(), period.key());
-        let slot = slot(user, site, metric, period, (&start_date, &period_key));
-        let written = reading.to_write(None);
-        self.store.record_result(&slot, &written, at.as_second()).await?;
-        count_collection(&written, true);
-        Ok(reading.outcome)
-    }
-
-    /// Collects every metric of the brief acting for `user` at their vault `entry`, for every
-    /// period starting between `first` and `last` that is due (a backfill), in the user's zone.
-    /// [`Error::NoBrief`] when the acting manifest has no valid brief; [`Error::TooManyPeriods`]
-    /// when the range holds more periods than one backfill may ask for (nothing is collected).
-    pub async fn backfill(&self, user: &User, entry: &VaultEntry, first: Date, last: Date) -> Result<Summary, Error> {
-        let span = tracing::info_span!("backfill", user_id = user.id, site_id = entry.site.id, %first, %last);
-        async move {
-            let checked = self.acting(entry, Wait::Bounded).await?.ok_or(Error::NoBrief)?;
-            let brief = checked.brief.as_ref().ok_or(Error::NoBrief)?;
-            let zone = servio_manifest::period::zone(&user.time_zone)
-                .map_err(|source| Error::Zone { zone: user.time_zone.clone(), source })?;
-            let sealed = entry.credential.as_deref();
-            let token = self.credentials.fresh_bearer(user.id, &entry.site, &checked.manifest, sealed).await;
-            let bearer = Bearer { site: &entry.site, sealed, token: token.as_deref() };
-            // Every (metric, period) to collect, with its arguments: metrics that share a call
-            // for a period are answered by one.
-            let mut wanted: Vec<(&Metric, Period, Value)> = Vec::new();
-            for metric in &brief.metrics {
-                let periods =
-                    crate::plan::periods_between(metric.granularity, first, last, &zone).map_err(Error::Period)?;
-                for period in periods.into_iter().filter(|p| crate::plan::is_due(p, jiff::Timestamp::now())) {
-                    let args = args_of(metric, &period, &user.time_zone);
-                    wanted.push((metric, period, args));
-                }
-            }
-            self.backfill_limits.check_request(wanted.len())?;
-            let mut summary = Summary::default();
-            for members in
-                shared_calls(wanted.iter().map(|(metric, period, args)| (metric.tool.as_str(), args, period)))
-            {
-                let (metric, _, args) = &wanted[members[0]];
-                let ask = ToolAsk { user, checked: &checked, bearer, tool: &metric.tool, args };
-                let answer = self.ask(ask).await;
-                let now = jiff::Timestamp::now();
-                for index in members {
-                    let (metric, period, args) = &wanted[index];
-                    let reading = answer.reading(metric, args, &user.time_zone);
-                    let outcome = self.write_reading((user, &entry.site), (metric, period), reading, now).await?;
-                    summary.add(&outcome);
-                }
-            }
-            Ok(summary)
-        }
-        .instrument(span)
-        .await
     }
 }
 

@@ -27,11 +27,12 @@ pub enum Error {
     Period(#[source] PeriodError),
     /// A backfill asked for more periods than one request may.
     #[error(
-        "the range holds {periods} periods to collect (each metric's periods counted), more than the {max} one \
-         backfill may ask for: ask for a shorter range, or for fewer at a time"
+        "the range holds up to {periods} periods to collect (each metric's periods counted), more than the {max} \
+         one backfill may ask for: ask for a shorter range, or for fewer at a time"
     )]
     TooManyPeriods {
-        /// The periods of the range, over every metric of the brief.
+        /// The periods of the range that may be due, over every metric of the brief, counted
+        /// without building them (`plan::due_periods_at_most`: exact but for periods not settled yet).
         periods: u64,
         /// The most one backfill may ask for.
         max: u64,

@@ -14,14 +14,18 @@ use jiff::tz::TimeZone;
 use serde_json::Value;
 use servio_manifest::period::{Granularity, Period};
 use servio_manifest::{Brief, Metric};
-use servio_store::{CollectionResult, Completion, Job, JobKind, JobLease, NewJob, StoreError, User, VaultEntry};
+use servio_store::{
+    BackfillJobs, BackfillProgress, CollectionResult, Completion, Job, JobKind, JobLease, NewJob, StoreError, User,
+    VaultEntry,
+};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::calls::{MAX_IN_FLIGHT, at_most};
 use crate::collect::{Bearer, DEADLINE, Reading, Summary, ToolAsk, args_of, shared_calls};
 use crate::manifests::{CheckedManifest, Wait};
-use crate::plan::{Planner, next_retry, periods_between, settle_delay};
+use crate::plan::{Planner, due_periods_at_most, next_retry, periods_between, settle_delay};
 use crate::{Collector, Error};
 
 /// How a worker works.
@@ -33,11 +37,9 @@ pub struct WorkerConfig {
     /// result is then fenced out).
     pub lease: Duration,
     /// The most jobs leased at once (one lease, their users and sites loaded once). A worker
-    /// holds at most `in_flight` + `batch` jobs leased and not done, so leases are smaller
-    /// while calls are slow.
+    /// holds at most its collector's calls in flight ([`Collector::in_flight`]) + `batch` jobs
+    /// leased and not done, so leases are smaller while calls are slow.
     pub batch: usize,
-    /// Calls in flight at once; their results are committed in groups while calls go on.
-    pub in_flight: usize,
     /// How often due slots are planned into jobs.
     pub plan_every: Duration,
     /// How long to wait before leasing again when no job was due.
@@ -57,7 +59,6 @@ impl WorkerConfig {
             owner: owner.into(),
             lease: Duration::from_secs(60),
             batch: 128,
-            in_flight: 64,
             plan_every: Duration::from_secs(60),
             idle: Duration::from_secs(1),
             drain: false,
@@ -211,8 +212,9 @@ impl Collector {
     /// Queues a backfill: a job, due `now`, for every period of every metric of the brief
     /// acting for `user` at `entry` whose start date lies in `first..=last`, that is due and has
     /// no value yet. Workers collect them after every user's scheduled periods, users taking
-    /// turns (so a backfill never holds a request open, nor delays anyone's due periods);
-    /// returns how many jobs are new. A slot that has a job already keeps it.
+    /// turns (so a backfill never delays anyone's due periods), each call in the room of the
+    /// worker's collector; returns how many jobs are new ([`Collector::backfill`] also waits
+    /// for them). A slot that has a job already keeps it.
     /// [`Error::NoBrief`] when the acting manifest has no valid brief; the limits of
     /// [`BackfillLimits`]: [`Error::TooManyPeriods`] for a range holding more periods than one
     /// request may ask for, [`Error::BackfillsInFlight`] when the user's backfills still to
@@ -221,22 +223,34 @@ impl Collector {
         &self,
         user: &User,
         entry: &VaultEntry,
-        (first, last): (jiff::civil::Date, jiff::civil::Date),
+        dates: (jiff::civil::Date, jiff::civil::Date),
         now: Timestamp,
     ) -> Result<u64, Error> {
+        Ok(self.queue_backfill_starts(user, entry, dates, now).await?.0)
+    }
+
+    /// [`Collector::queue_backfill`], with the first instants of the first and the last period
+    /// it found to collect (none when every period has a value or ended without one), queued
+    /// now or already.
+    async fn queue_backfill_starts(
+        &self,
+        user: &User,
+        entry: &VaultEntry,
+        (first, last): (jiff::civil::Date, jiff::civil::Date),
+        now: Timestamp,
+    ) -> Result<(u64, Option<(i64, i64)>), Error> {
         let checked = self.acting(entry, Wait::Bounded).await?.ok_or(Error::NoBrief)?;
         let brief = checked.brief.as_ref().ok_or(Error::NoBrief)?;
         let zone = servio_manifest::period::zone(&user.time_zone)
             .map_err(|source| Error::Zone { zone: user.time_zone.clone(), source })?;
         // A backfilled period is long past: it has from now the time any due period has.
         let deadline = now.checked_add(DEADLINE).unwrap_or(Timestamp::MAX).as_second();
+        self.backfill_limits.check_range(brief, (first, last), &zone, now)?;
         let mut due = Vec::new();
         for metric in &brief.metrics {
             let periods = periods_between(metric.granularity, first, last, &zone).map_err(Error::Period)?;
             due.extend(periods.into_iter().filter(|p| crate::plan::is_due(p, now)).map(|period| (metric, period)));
         }
-        // Counted before anything is asked of the store: a range too large costs nothing more.
-        self.backfill_limits.check_request(due.len())?;
         // A user already at the limit is refused before each period is looked up (a request
         // may ask for 10,000, each a query).
         let pending = self.store.pending_backfills(user.id).await?;
@@ -251,16 +265,76 @@ impl Collector {
                 queued.push(slot);
             }
         }
-        if queued.is_empty() {
-            return Ok(0);
-        }
+        let starts = queued.iter().map(|slot| slot.period_start);
+        let Some(starts) = starts.clone().min().zip(starts.max()) else { return Ok((0, None)) };
         // Counted and queued under the user's lock, so that two requests at once cannot both
         // pass the limit on the same count (in this process: each other process's requests
         // may add one more request's worth).
         let _turn = self.backfilling.lock(user.id).await;
         let pending = self.store.pending_backfills(user.id).await?;
         self.backfill_limits.check_in_flight(pending, queued.len())?;
-        Ok(enqueue(self, &queued, now).await?)
+        Ok((enqueue(self, &queued, now).await?, Some(starts)))
+    }
+}
+
+/// What a backfill a caller waited for came to ([`Collector::backfill`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backfilled {
+    /// Periods queued (those with a value, or with a job already, are not queued again).
+    pub queued: u64,
+    /// How its periods without a value stood when the wait ended, whoever queued their jobs:
+    /// each tried once, unless the wait ran out first (`untried` above 0; the workers go on).
+    pub progress: BackfillProgress,
+}
+
+/// How often a backfill waited for looks at its jobs when no commit of this process's worker
+/// wakes it (another process's worker may be doing them).
+const BACKFILL_LOOK_EVERY: Duration = Duration::from_millis(250);
+
+/// The least time between two looks of a backfill waited for, however often commits wake it.
+const BACKFILL_LOOK_GAP: Duration = Duration::from_millis(20);
+
+impl Collector {
+    /// Queues a backfill as [`Collector::queue_backfill`] does, under the same limits, then
+    /// waits up to `wait` for the workers (this process's or any other's on the database) to
+    /// try each of its periods once. A caller that wants the result waits for its jobs and
+    /// never calls a site itself (issue 41: four requests waited for at once made 11,232 calls
+    /// past the user's pending limit, their turn and the calls in flight): its periods wait
+    /// their turn behind every user's scheduled periods, and their calls take the collector's
+    /// room like any other's. The same errors as [`Collector::queue_backfill`].
+    pub async fn backfill(
+        &self,
+        user: &User,
+        entry: &VaultEntry,
+        dates: (jiff::civil::Date, jiff::civil::Date),
+        wait: Duration,
+    ) -> Result<Backfilled, Error> {
+        let now = Timestamp::now();
+        let (queued, starts) = self.queue_backfill_starts(user, entry, dates, now).await?;
+        let until = tokio::time::Instant::now() + wait;
+        loop {
+            // Listening before looking, so that a commit between the two is not missed.
+            let committed = self.committed.notified();
+            tokio::pin!(committed);
+            committed.as_mut().enable();
+            // Its periods' jobs, those it queued and those it found queued (a period's
+            // scheduled job, an earlier backfill's).
+            let progress = match starts {
+                Some(starts) => {
+                    let jobs = BackfillJobs { since: now.as_second(), starts };
+                    self.store.backfill_progress(user.id, entry.site.id, jobs).await?
+                }
+                None => BackfillProgress::default(),
+            };
+            if progress.untried == 0 || tokio::time::Instant::now() >= until {
+                return Ok(Backfilled { queued, progress });
+            }
+            tokio::select! {
+                () = committed => tokio::time::sleep(BACKFILL_LOOK_GAP).await,
+                () = tokio::time::sleep(BACKFILL_LOOK_EVERY) => {}
+                () = tokio::time::sleep_until(until) => {}
+            }
+        }
     }
 }
 
@@ -306,9 +380,27 @@ impl Default for BackfillLimits {
 }
 
 impl BackfillLimits {
+    /// [`Error::TooManyPeriods`] when a backfill of every metric of `brief` over `first..=last`
+    /// in `zone` may hold more periods due at `now` than one request may ask for. Counted
+    /// before anything is built or asked of the store ([`due_periods_at_most`]): a range too
+    /// large costs its arithmetic, and for hourly metrics a look at the zone's transitions.
+    pub(crate) fn check_range(
+        &self,
+        brief: &Brief,
+        (first, last): (jiff::civil::Date, jiff::civil::Date),
+        zone: &TimeZone,
+        now: Timestamp,
+    ) -> Result<(), Error> {
+        let mut periods = 0u64;
+        for metric in &brief.metrics {
+            let more = due_periods_at_most(metric.granularity, (first, last), zone, now).map_err(Error::Period)?;
+            periods = periods.saturating_add(more);
+        }
+        self.check_request(periods)
+    }
+
     /// [`Error::TooManyPeriods`] when `periods` is more than one request may ask for.
-    pub(crate) fn check_request(&self, periods: usize) -> Result<(), Error> {
-        let periods = u64::try_from(periods).unwrap_or(u64::MAX);
+    fn check_request(&self, periods: u64) -> Result<(), Error> {
         if periods > self.per_request {
             return Err(Error::TooManyPeriods { periods, max: self.per_request });
         }
@@ -455,12 +547,13 @@ fn prepare<'a>(context: &'a LoadedEntry, job: &Job, now: Timestamp) -> Result<Pr
 }
 
 /// Does the jobs of one (user, site) in `context`: the site is asked once per call they share
-/// (§5), the calls at once, unless a job can no longer be done. Resolutions in job order.
+/// (§5), `at_once` calls at a time (the permits the caller holds in the collector's room),
+/// unless a job can no longer be done. Resolutions in job order.
 async fn resolve(
     collector: &Collector,
     context: &LoadedEntry,
     jobs: &[Job],
-    now: Timestamp,
+    (now, at_once): (Timestamp, usize),
 ) -> Result<Vec<Resolution>, StoreError> {
     let prepared: Vec<Result<Prepared, Resolution>> = jobs.iter().map(|job| prepare(context, job, now)).collect();
     let asked: Vec<(usize, &Prepared)> =
@@ -468,12 +561,16 @@ async fn resolve(
     let groups = shared_calls(asked.iter().map(|(_, ready)| (ready.metric.tool.as_str(), &ready.args, &ready.period)));
     let entry = &context.entry;
     let bearer = Bearer { site: &entry.site, sealed: entry.credential.as_deref(), token: context.token.as_deref() };
-    let answers = futures_util::future::join_all(groups.iter().map(|members| {
-        let first = asked[members[0]].1;
-        let tool = &first.metric.tool;
-        collector.ask(ToolAsk { user: &context.user, checked: &context.checked, bearer, tool, args: &first.args })
-    }))
-    .await;
+    // Made first, then run: the compiler cannot prove a stream mapping a closure `Send` here.
+    let asks: Vec<_> = groups
+        .iter()
+        .map(|members| {
+            let first = asked[members[0]].1;
+            let tool = &first.metric.tool;
+            collector.ask(ToolAsk { user: &context.user, checked: &context.checked, bearer, tool, args: &first.args })
+        })
+        .collect();
+    let answers = at_most(at_once, asks).await;
     let mut resolutions: Vec<Option<Resolution>> = prepared.iter().map(|ready| ready.as_ref().err().cloned()).collect();
     for (members, answer) in groups.iter().zip(&answers) {
         for &member in members {
@@ -527,16 +624,17 @@ async fn contexts(collector: &Collector, jobs: &[Job]) -> Result<Contexts, Store
     Ok(contexts)
 }
 
-/// Does the jobs of one (user, site) in their context, or gives them the resolution of all
-/// that pair's jobs; each job with what it came to, its period the one asked for.
+/// Does the jobs of one (user, site) in their context, `at_once` calls at a time, or gives them
+/// the resolution of all that pair's jobs; each job with what it came to, its period the one
+/// asked for.
 async fn resolve_in(
     collector: &Collector,
     context: &Result<Arc<LoadedEntry>, Resolution>,
     jobs: Vec<Job>,
-    now: Timestamp,
+    (now, at_once): (Timestamp, usize),
 ) -> Result<Vec<Done>, StoreError> {
     let resolutions = match context {
-        Ok(context) => resolve(collector, context, &jobs, now).await?,
+        Ok(context) => resolve(collector, context, &jobs, (now, at_once)).await?,
         Err(resolution) => vec![resolution.clone(); jobs.len()],
     };
     Ok(jobs
@@ -580,16 +678,23 @@ async fn commit(collector: &Collector, done: &[Done], now: Timestamp) -> Result<
     Ok(summary)
 }
 
-/// Works leased jobs all at once: their calls concurrently, then every result in one
-/// transaction. `now` is the clock of attempts and deadlines.
+/// Works leased jobs now: each period's calls in the collector's room for calls, as a worker's
+/// are, then every result in one transaction. `now` is the clock of attempts and deadlines.
 async fn work_jobs(collector: &Collector, jobs: Vec<Job>, now: Timestamp) -> Result<Summary, StoreError> {
     let contexts = contexts(collector, &jobs).await?;
     let groups = by_period(jobs);
-    let resolved = futures_util::future::join_all(groups.into_iter().map(|group| {
-        let context = &contexts[&(group[0].user_id, group[0].site_id)];
-        resolve_in(collector, context, group, now)
-    }))
-    .await;
+    let periods: Vec<_> = groups
+        .into_iter()
+        .map(|group| {
+            let context = &contexts[&(group[0].user_id, group[0].site_id)];
+            async move {
+                let room = collector.calls.room_for(group.len()).await;
+                let at_once = room.num_permits();
+                resolve_in(collector, context, group, (now, at_once)).await
+            }
+        })
+        .collect();
+    let resolved = at_most(collector.calls.size(), periods).await;
     let mut done: Vec<Done> = Vec::new();
     for group in resolved {
         done.extend(group?);
@@ -641,7 +746,8 @@ impl Collector {
     }
 
     /// Plans and works jobs until `stop` turns true (or its sender is gone): a planning task
-    /// every `config.plan_every`, and `work` with up to `config.in_flight` calls at once.
+    /// every `config.plan_every`, and `work` with up to [`Collector::in_flight`] calls at once
+    /// (collect-now's included).
     /// Stopped, it leases nothing more, gives calls in flight `config.grace` to end (and cuts
     /// off the rest), commits every result it has, and hands back the jobs it still holds, so
     /// that no job waits for a lease to expire. With `config.drain` it plans once and returns
@@ -745,9 +851,6 @@ async fn hand_back(collector: &Collector, owner: &str) {
     }
 }
 
-/// The most calls a worker keeps in flight, whatever it is told.
-const MAX_IN_FLIGHT: usize = 4096;
-
 /// The most results committed in one transaction.
 const COMMIT_GROUP: usize = 1024;
 
@@ -770,9 +873,10 @@ struct Leased {
 }
 
 /// Leases and works jobs until `stop`, as three tasks joined by queues: [`lease_batches`]
-/// leases while calls go on; the calls run up to `config.in_flight` at once, the jobs of one
-/// (user, site, period) in a task that asks the site once per call they share and queues their
-/// results (holding a permit per job); [`commit_results`] commits the results in groups while
+/// leases while calls go on; the calls run up to the collector's `in_flight` at once, the jobs
+/// of one (user, site, period) in a task that asks the site once per call they share, as many
+/// at once as it holds permits (a permit per job, the whole room at most), and queues their
+/// results; [`commit_results`] commits the results in groups while
 /// calls go on. So neither a lease nor a durable commit leaves the calls waiting, and one commit
 /// flushes for many jobs. A worker holds at most `in_flight` + `batch` jobs leased and not
 /// done: the calls in flight and one batch waiting for them, so another user's job due now waits
@@ -783,10 +887,11 @@ struct Leased {
 /// jobs leased but not called stay held, for [`hand_back`]); calls in flight get
 /// `config.grace`, then are cut off; it returns once every result is committed.
 async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<bool>, total: Arc<Mutex<Summary>>) {
-    let in_flight = config.in_flight.clamp(1, MAX_IN_FLIGHT);
+    let in_flight = collector.calls.size();
     let all = u32::try_from(in_flight).unwrap_or(u32::MAX);
     let grace = config.grace;
-    let room = Arc::new(Semaphore::new(in_flight));
+    // The collector's room, which collect-now takes its calls' room in too.
+    let room = collector.calls.clone();
     let ahead = Arc::new(Semaphore::new(in_flight.saturating_add(config.batch.clamp(1, MAX_IN_FLIGHT))));
     let cut = CancellationToken::new();
     // Room for a whole group: results queue while a commit is made, so calls go on meanwhile
@@ -800,11 +905,10 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
     let mut stopping = stop.clone();
     'batches: while let Some(Leased { jobs, contexts, mut held }) = batches.recv().await {
         for group in by_period(jobs) {
-            // A permit per job, as many as all at most: a group makes no more calls than it has jobs.
-            let permits = u32::try_from(group.len()).unwrap_or(u32::MAX).min(all);
+            // A permit per job, the whole room at most: a group makes no more calls than it has
+            // jobs, and no more at once than it has permits.
             let permit = tokio::select! {
-                // The semaphore is never closed, so this always holds.
-                Ok(permit) = room.clone().acquire_many_owned(permits) => permit,
+                permit = room.room_for(group.len()) => permit,
                 () = stopped(&mut stopping) => break 'batches,
             };
             if *stop.borrow() {
@@ -822,6 +926,7 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
     let _ = leaser.await;
     // A call returns its permit only after its result is queued for the committer (or it was
     // cut off).
+    let room = room.permits();
     if *stop.borrow() && tokio::time::timeout(grace, room.acquire_many(all)).await.is_err() {
         tracing::warn!(grace_s = grace.as_secs_f64(), "calls still running after the grace period are cut off");
         cut.cancel();
@@ -941,8 +1046,9 @@ async fn call(
     cut: CancellationToken,
 ) {
     let first = jobs.first().map(|job| job.id);
+    let at_once = permits.0.num_permits();
     let resolved = tokio::select! {
-        resolved = resolve_in(&collector, &context, jobs, Timestamp::now()) => resolved,
+        resolved = resolve_in(&collector, &context, jobs, (Timestamp::now(), at_once)) => resolved,
         () = cut.cancelled() => return,
     };
     match resolved {
@@ -978,6 +1084,7 @@ async fn commit_results(collector: Collector, mut received: mpsc::Receiver<Done>
         }
         let done = commit_group(&collector, &group, Timestamp::now()).await;
         total.lock().unwrap_or_else(|e| e.into_inner()).merge(&done);
+        collector.committed.notify_waiters();
         group.clear();
     }
 }

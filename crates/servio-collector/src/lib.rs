@@ -16,8 +16,9 @@
 //! ```
 //!
 //! - [`plan`]: which period of a metric is due in a user's zone (pure, no I/O).
-//! - [`collect`]: one collection ([`collect::Reading`]) and backfills; [`jobs`]:
-//!   collection as jobs shared by many processes (`servio worker`, `servio serve`'s scheduler).
+//! - [`collect`]: one collection ([`collect::Reading`]); [`jobs`]: collection as jobs shared
+//!   by many processes (`servio worker`, `servio serve`'s scheduler), backfills queued and
+//!   waited for included.
 //! - [`credentials`]: the [`Credentials`] service, the one place credentials are sealed, stored,
 //!   opened and their OAuth tokens renewed (with the 401-renew-once rule); [`secrets`]: the
 //!   sealing key; [`key_check`]: whether a key is the one the database's credentials need.
@@ -27,6 +28,7 @@
 #![deny(missing_docs)]
 
 pub mod approval;
+mod calls;
 pub mod collect;
 pub mod credentials;
 pub mod error;
@@ -61,7 +63,7 @@ use servio_store::Store;
 
 pub use credentials::Credentials;
 pub use error::{Error, ErrorKind};
-pub use jobs::{BackfillLimits, WorkerConfig};
+pub use jobs::{BackfillLimits, Backfilled, WorkerConfig};
 pub use manifests::{Busy, CheckConfig, ManifestCache};
 
 /// Collects: what `servio worker` runs, and what the platform's collect-now, backfill and
@@ -75,8 +77,13 @@ pub struct Collector {
     backfill_limits: jobs::BackfillLimits,
     /// Told when this process queues jobs, so that an idle worker leases them at once.
     queued: Arc<tokio::sync::Notify>,
+    /// Told when this process's worker commits results, so that a backfill waited for looks
+    /// at its jobs again at once.
+    committed: Arc<tokio::sync::Notify>,
     /// Held per user while a backfill is counted against its limit and queued.
     backfilling: Arc<jobs::UserLocks>,
+    /// The calls to sites in flight at once, for every path and every clone (`--in-flight`).
+    calls: calls::CallRoom,
 }
 
 impl std::fmt::Debug for Collector {
@@ -106,8 +113,28 @@ impl Collector {
             manifests,
             backfill_limits: BackfillLimits::default(),
             queued: Arc::default(),
+            committed: Arc::default(),
             backfilling: Arc::default(),
+            calls: calls::CallRoom::new(Collector::IN_FLIGHT),
         }
+    }
+
+    /// The calls to sites a collector has in flight at once unless told otherwise
+    /// ([`Collector::with_in_flight`]).
+    pub const IN_FLIGHT: usize = 64;
+
+    /// The same collector with room for `calls` calls to sites in flight at once (1 to 4,096),
+    /// instead of [`Collector::IN_FLIGHT`]: every path that calls sites takes its room there
+    /// (the jobs [`Collector::run`] works, collect-now), so the process never has more. Set
+    /// before the collector is cloned: clones share the room they were made with.
+    pub fn with_in_flight(mut self, calls: usize) -> Collector {
+        self.calls = calls::CallRoom::new(calls);
+        self
+    }
+
+    /// How many calls to sites it has in flight at most.
+    pub fn in_flight(&self) -> usize {
+        self.calls.size()
     }
 
     /// The same collector with other limits on backfills (the defaults of [`BackfillLimits`]

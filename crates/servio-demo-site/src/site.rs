@@ -5,7 +5,7 @@
 //! demo can predict them: [`daily_figures`].
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -130,6 +130,34 @@ pub struct Site {
     edit: Arc<Mutex<Option<ManifestEdit>>>,
     /// How many requests for the manifest were answered `304 Not Modified`.
     not_modified: Arc<AtomicU64>,
+    /// Tool calls being answered now, and the most at once since [`Site::reset_calls_at_once`].
+    calls: Arc<CallsAtOnce>,
+}
+
+/// How many tool calls a site answers at once: now, and the most so far (its high-water mark),
+/// so that a test can show that a platform never had more calls in flight than it may.
+#[derive(Debug, Default)]
+struct CallsAtOnce {
+    now: AtomicUsize,
+    most: AtomicUsize,
+}
+
+/// One tool call being answered, counted in [`CallsAtOnce`] until it is dropped (answered, or
+/// its connection gone).
+struct Answering(Arc<CallsAtOnce>);
+
+impl Answering {
+    fn start(calls: &Arc<CallsAtOnce>) -> Answering {
+        let now = calls.now.fetch_add(1, Ordering::SeqCst) + 1;
+        calls.most.fetch_max(now, Ordering::SeqCst);
+        Answering(calls.clone())
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.0.now.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// An edit a test makes to the manifest this site serves, as a site owner editing it would.
@@ -182,6 +210,7 @@ impl Site {
             seen: Arc::default(),
             edit: Arc::default(),
             not_modified: Arc::default(),
+            calls: Arc::default(),
         })
     }
 
@@ -243,6 +272,17 @@ impl Site {
     /// Every request received since [`Site::record_requests`], oldest first.
     pub fn requests(&self) -> Vec<SeenRequest> {
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).iter().flatten().cloned().collect()
+    }
+
+    /// The most tool calls this site has answered at once since it started or since
+    /// [`Site::reset_calls_at_once`] (a slow answer counts for as long as it takes).
+    pub fn most_calls_at_once(&self) -> usize {
+        self.calls.most.load(Ordering::SeqCst)
+    }
+
+    /// Starts counting [`Site::most_calls_at_once`] again from the calls being answered now.
+    pub fn reset_calls_at_once(&self) {
+        self.calls.most.store(self.calls.now.load(Ordering::SeqCst), Ordering::SeqCst);
     }
 
     /// Sets (or removes) the Directory `verification` token the manifest lists.
@@ -373,6 +413,8 @@ fn names_etag(headers: &HeaderMap, etag: &str) -> bool {
 
 async fn misbehave(State(site): State<Site>, request: Request, next: Next) -> Response {
     let path = request.uri().path().to_owned();
+    // Counted around everything, a slow switch's wait included, as the caller sees the call.
+    let _answering = path.starts_with("/api/servio/tools/").then(|| Answering::start(&site.calls));
     let request = match log_request(&site, request).await {
         Ok(request) => request,
         Err(response) => return *response,

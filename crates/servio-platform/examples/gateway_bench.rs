@@ -59,7 +59,9 @@ async fn main() {
     let id = added["site"]["id"].as_i64().unwrap_or_else(|| panic!("adding the demo site: {added}"));
     let backfill = json!({ "from": "2026-08-13", "to": "2026-08-20" });
     let url = format!("{base}/api/vault/{id}/backfill");
-    let filled = http.post(url).bearer_auth(token).json(&backfill).send().await.unwrap();
+    // The backfill waits for a worker, as `servio serve`'s scheduler would be.
+    let filled = http.post(url).bearer_auth(token).json(&backfill).send();
+    let filled = servio_platform::testing::with_worker(&state, filled).await.unwrap();
     assert!(filled.status().is_success(), "collecting a week: {}", filled.text().await.unwrap());
     let name = servio_manifest::Site::parse(&origin).unwrap().prefixed_name("shop.getSalesSummary");
     let args = json!({ "from": "2026-08-20", "to": "2026-08-20" });

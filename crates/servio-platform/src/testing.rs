@@ -79,6 +79,31 @@ pub async fn servers_with(ca_pem: Option<&str>, configure: impl Fn(&mut AppState
     all
 }
 
+impl Server {
+    /// [`with_worker`] on this platform.
+    pub async fn with_worker<T>(&self, work: impl std::future::Future<Output = T>) -> T {
+        with_worker(&self.state, work).await
+    }
+}
+
+/// Runs `work` while a worker collects the jobs of the platform of `state`, as `servio
+/// serve`'s scheduler does (it plans every vault entry's due periods as it starts), and stops
+/// the worker after: for requests that wait for the workers, such as a backfill waited for.
+pub async fn with_worker<T>(state: &AppState, work: impl std::future::Future<Output = T>) -> T {
+    let config = servio_collector::WorkerConfig {
+        idle: std::time::Duration::from_millis(20),
+        plan_every: std::time::Duration::from_secs(3600),
+        grace: std::time::Duration::from_secs(1),
+        ..servio_collector::WorkerConfig::new("test-worker")
+    };
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let worker = tokio::spawn(state.collector.clone().run(config, stopped));
+    let done = work.await;
+    let _ = stop.send(true);
+    let _ = worker.await;
+    done
+}
+
 /// A signed-in browser or program.
 #[derive(Clone, Default)]
 pub struct Browser {

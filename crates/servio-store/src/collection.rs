@@ -505,9 +505,9 @@ pub(crate) async fn write_result_on(
 pub trait Collection: Send + Sync {
     /// Writes what one collection of `slot` made at `now` came to, in one transaction: its
     /// value when there is one (replacing an earlier value of the slot; the attempt log keeps
-    /// both) and its attempt (none for [`CollectionResult::Abandoned`]). Backfills write
-    /// through this; jobs through [`Jobs::complete_jobs`](crate::Jobs::complete_jobs), which writes the same under the
-    /// job's fence.
+    /// both) and its attempt (none for [`CollectionResult::Abandoned`]), without a job (tests and
+    /// imports); collection writes through [`Jobs::complete_jobs`](crate::Jobs::complete_jobs), which writes the same
+    /// under the job's fence.
     /// A value tells [`Change::Values`].
     async fn record_result(&self, slot: &Slot<'_>, result: &CollectionResult<'_>, now: i64) -> Result<()>;
     /// The transient failures of a slot (its period key) so far.

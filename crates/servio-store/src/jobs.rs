@@ -163,6 +163,35 @@ impl CollectionResult<'_> {
     }
 }
 
+/// How the jobs of a backfill's periods stand, each counted once by its state and the outcome
+/// of its period's latest attempt: what a request that waits for its backfill reads
+/// ([`Jobs::backfill_progress`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BackfillProgress {
+    /// Not tried yet.
+    pub untried: i64,
+    /// Tried, failed transiently, and to be tried again.
+    pub retrying: i64,
+    /// A value stored.
+    pub stored: i64,
+    /// The site answered, with no number.
+    pub dropped: i64,
+    /// Ended without a value otherwise: refused for good, out of time, or nothing left to do.
+    pub failed: i64,
+}
+
+/// Which jobs of a vault entry [`Jobs::backfill_progress`] looks at: those whose periods start
+/// within `starts` (both ends included) and that are still to do or changed at `since` or
+/// later, whoever queued them (a period's scheduled job, an earlier backfill's), so that a
+/// request waiting for its backfill looks at its periods and not at those settled before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackfillJobs {
+    /// When the request began (Unix seconds).
+    pub since: i64,
+    /// The first instants of its first and last periods.
+    pub starts: (i64, i64),
+}
+
 /// The columns a [`Job`] is read from.
 pub(crate) const JOB_COLUMNS: &str =
     "id, fence, user_id, site_id, metric_key, granularity, period_start, period_end, start_date, period_key, deadline";
@@ -262,6 +291,9 @@ pub trait Jobs: Send + Sync {
     /// How many backfill jobs of the user, over all their sites, are still to do (the cap on a
     /// user's backfills in flight is checked against it).
     async fn pending_backfills(&self, user_id: i64) -> Result<i64>;
+    /// How the jobs of the user's vault site `site_id` that `jobs` names stand, by state and by
+    /// the outcome of each one's period's latest attempt.
+    async fn backfill_progress(&self, user_id: i64, site_id: i64, jobs: BackfillJobs) -> Result<BackfillProgress>;
     /// Hands back the pending jobs leased to `owner` (a process that stops): their leases end
     /// and they are due at `now`, so another worker leases them at once, and their fences move
     /// on, so a late result of `owner`'s is fenced out. Returns how many.
@@ -341,6 +373,37 @@ impl Jobs for Database {
             .await?;
             Ok(pending)
         })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn backfill_progress(&self, user_id: i64, site_id: i64, jobs: BackfillJobs) -> Result<BackfillProgress> {
+        // Each job joined to its period's latest attempt (the attempts of the range's periods
+        // only): a job still to do with a retry logged is backing off, one without is untried.
+        let sql = "SELECT j.state, l.outcome, count(*) FROM jobs j
+                   LEFT JOIN (
+                       SELECT metric_key, period_key, outcome,
+                              row_number() OVER (PARTITION BY metric_key, period_key ORDER BY id DESC) AS newest
+                       FROM collection_attempts
+                       WHERE user_id = $1 AND site_id = $2 AND period_start BETWEEN $4 AND $5
+                   ) l ON l.newest = 1 AND l.metric_key = j.metric_key AND l.period_key = j.period_key
+                   WHERE j.user_id = $1 AND j.site_id = $2 AND j.period_start BETWEEN $4 AND $5
+                     AND (j.state = 'pending' OR j.updated_at >= $3)
+                   GROUP BY j.state, l.outcome";
+        let (since, (first, last)) = (jobs.since, jobs.starts);
+        let rows: Vec<(String, Option<String>, i64)> =
+            fetch!(&self.pool, fetch_all(sql, user_id, site_id, since, first, last))?;
+        let mut progress = BackfillProgress::default();
+        for (state, outcome, count) in rows {
+            let counted = match (state.as_str(), outcome.as_deref()) {
+                ("done", _) => &mut progress.stored,
+                ("failed", Some("dropped")) => &mut progress.dropped,
+                ("failed", _) => &mut progress.failed,
+                ("pending", Some("retry")) => &mut progress.retrying,
+                _ => &mut progress.untried,
+            };
+            *counted += count;
+        }
+        Ok(progress)
     }
 
     #[tracing::instrument(level = "debug", skip(self))]

@@ -57,7 +57,9 @@ pub use database::Database;
 pub use directory::{Claim, Directory, Found, Listing};
 pub use error::{ErrorKind, Result, StoreError};
 pub use health::{COUNT_STEP, DURATION_STEP_MS, Latency, OutcomeCount, ReasonCount, SiteHealth};
-pub use jobs::{Completion, Job, JobCounts, JobKind, JobLease, JobState, Jobs, NewJob, last_served};
+pub use jobs::{
+    BackfillJobs, BackfillProgress, Completion, Job, JobCounts, JobKind, JobLease, JobState, Jobs, NewJob, last_served,
+};
 pub use mcp_sessions::{McpSession, McpSessions};
 pub use ops::{Heard, JobGauges, Operations, PoolUse, Pruned, Readiness};
 pub use sites::{FetchedManifest, SiteRecord, Sites, Version, VersionSummary};

@@ -558,6 +558,67 @@ async fn a_job_twice_in_one_completion_is_written_once_under_its_current_fence()
     }
 }
 
+/// Issue 41: a backfill's request waits for its periods' jobs rather than calling the site; it
+/// reads how they stand here. Each job of its range counts once, whoever queued it, by its
+/// state and its period's latest attempt: untried, retrying (a retry logged, before the request
+/// too), stored, dropped, failed. Jobs finished before the request began, and periods outside
+/// its range, are not counted.
+#[tokio::test]
+async fn a_backfills_progress_counts_its_periods_jobs_by_state_and_latest_attempt() {
+    use servio_store::{BackfillJobs, BackfillProgress, CollectionResult, JobKind, NewJob};
+    for Backend { name, store, .. } in backends().await {
+        let (user, site) = job_owner(store.as_ref(), "bea@example.com").await;
+        let dates: Vec<String> = (0..10).map(|day| format!("2026-08-{:02}", day + 1)).collect();
+        let job = |day: i64, kind| NewJob {
+            slot: day_slot(user, site, day, &dates[day as usize]),
+            not_before: 0,
+            deadline: 500,
+            kind,
+        };
+        let retry =
+            || CollectionResult::Retry { reason: "the tool answered 503", retry_at: None, not_before: Some(400) };
+        // Before the request (at 100): one period collected, one backing off.
+        store.enqueue_jobs(&[job(1, JobKind::Scheduled), job(2, JobKind::Scheduled)], 0).await.unwrap();
+        let before = store.lease_jobs(&lease("w", 1, 30, 20)).await.unwrap();
+        let stored = CollectionResult::Stored { value: 1.0, raw: "1", source: None };
+        complete_days(store.as_ref(), &before, vec![(&dates[1], stored.clone()), (&dates[2], retry())], 2).await;
+        // The request's five, a scheduled job of its range, and a backfill past it.
+        let mine: Vec<NewJob> = (3..=7).map(|day| job(day, JobKind::Backfill)).collect();
+        store.enqueue_jobs(&mine, 100).await.unwrap();
+        store.enqueue_jobs(&[job(8, JobKind::Scheduled), job(9, JobKind::Backfill)], 100).await.unwrap();
+        let leased = store.lease_jobs(&lease("w", 101, 30, 20)).await.unwrap();
+        let results = vec![
+            (dates[3].as_str(), stored),
+            (&dates[4], CollectionResult::Dropped { reason: "valuePath data: null", raw: Some("null") }),
+            (&dates[5], CollectionResult::Failed { reason: "the tool answered 401" }),
+            (&dates[6], retry()),
+        ];
+        complete_days(store.as_ref(), &leased, results, 102).await;
+        let asked = BackfillJobs { since: 100, starts: (86_400, 8 * 86_400) };
+        let progress = store.backfill_progress(user, site, asked).await.unwrap();
+        let expected = BackfillProgress { untried: 2, retrying: 2, stored: 1, dropped: 1, failed: 1 };
+        assert_eq!(progress, expected, "{name}");
+    }
+}
+
+/// Completes the jobs of `leased` whose periods start on the dates of `results` with their
+/// result, at `at`.
+async fn complete_days(
+    store: &dyn Store,
+    leased: &[servio_store::Job],
+    results: Vec<(&str, servio_store::CollectionResult<'_>)>,
+    at: i64,
+) {
+    let completions: Vec<servio_store::Completion> = results
+        .into_iter()
+        .map(|(date, result)| {
+            let job = leased.iter().find(|j| j.period.start_date == date).unwrap();
+            servio_store::Completion { job, result, duration_ms: Some(1.0) }
+        })
+        .collect();
+    store.complete_jobs(&completions, at).await.unwrap();
+}
+
 /// A transient failure puts the job back with its backoff and logs the retry; one with no time
 /// left ends it as failed; permanent results end it at once. Several completions share one
 /// transaction, each checked against its own fence.

@@ -672,8 +672,9 @@ async fn the_metrics_view_renders_in_an_mcp_apps_host() {
     let last = due.unwrap().start_date;
     let first = last.checked_sub(jiff::ToSpan::days(14)).unwrap();
     let range = json!({ "from": first.to_string(), "to": last.to_string() });
-    let (status, summary) =
-        platform.send(&platform.ana, Method::POST, &format!("/api/vault/{id}/backfill"), Some(range)).await;
+    let path = format!("/api/vault/{id}/backfill");
+    let backfill = platform.send(&platform.ana, Method::POST, &path, Some(range));
+    let (status, summary) = servio_platform::testing::with_worker(&platform.state, backfill).await;
     assert_eq!(status, StatusCode::OK, "{summary}");
 
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp-app");

@@ -90,10 +90,21 @@ async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
     let demo = common::demo_site(&ca, "demo").await;
     let (name, collector) = common::collectors(&ca.ca_pem).await.remove(0);
     let (user, entry) = common::user_with_site(&collector, &format!("kim-{name}@example.com"), &demo, "demo").await;
-    let backfill = |day: jiff::civil::Date| {
+    // A backfill of one day, queued and collected by a worker that stops once nothing is due.
+    let backfill = |day: Option<jiff::civil::Date>| {
         let (collector, user, entry) = (collector.clone(), user.clone(), entry.clone());
-        async move { counts(&collector.backfill(&user, &entry, day, day).await.unwrap()) }
+        async move {
+            if let Some(day) = day {
+                collector.queue_backfill(&user, &entry, (day, day), jiff::Timestamp::now()).await.unwrap();
+            }
+            let (_stop, stop) = tokio::sync::watch::channel(false);
+            let config = servio_collector::WorkerConfig { drain: true, ..servio_collector::WorkerConfig::new("kim") };
+            counts(&collector.run(config, stop).await)
+        }
     };
+    // The period due now, which a worker plans, collected first: the days below are alone.
+    assert_eq!(backfill(None).await, [2, 0, 0, 0]);
+    let backfill = |day| backfill(Some(day));
     let mut day = jiff::civil::date(2026, 9, 1);
     let dropped = [
         r#""no sales""#,
@@ -134,9 +145,13 @@ async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
     }
     demo.site.set_misbehaviour(TOOL, None);
 
-    // Only the accepted forms are stored, with their number and raw text.
+    // Only the accepted forms are stored, with their number and raw text (beside the period
+    // due now, collected first).
     let store = collector.store();
-    let stored = store.values(user.id, entry.site.id, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
+    let backfilled = jiff::civil::date(2026, 9, 1).to_zoned_datetime(jiff::tz::TimeZone::UTC).unwrap().timestamp();
+    let before = jiff::civil::date(2026, 11, 1).to_zoned_datetime(jiff::tz::TimeZone::UTC).unwrap().timestamp();
+    let days = backfilled.as_second()..before.as_second();
+    let stored = store.values(user.id, entry.site.id, "sales.revenue.daily", days.clone()).await.unwrap();
     let stored: Vec<(String, String, f64)> =
         stored.into_iter().map(|v| (v.period.start_date, v.raw, v.value)).collect();
     let expected: Vec<(String, String, f64)> =
@@ -151,12 +166,12 @@ async fn bad_values_are_dropped_with_a_reason_and_never_stored() {
     let slow = impatient.collect_due(&user, &entry, &mut Planner::new(now)).await.unwrap();
     demo.site.set_misbehaviour(TOOL, None);
     assert_eq!((slow.stored, slow.failed), (0, 2), "a timeout");
-    let stored_after = store.values(user.id, entry.site.id, "sales.revenue.daily", 0..i64::MAX).await.unwrap();
+    let stored_after = store.values(user.id, entry.site.id, "sales.revenue.daily", days).await.unwrap();
     assert_eq!(stored_after.len(), stored.len(), "a timeout stores nothing");
 
     // Every drop and failure is in the log with a reason a site owner can act on.
     let attempts = store.attempts(user.id, entry.site.id, 100).await.unwrap();
-    assert_eq!(attempts.len(), 2 * (dropped.len() + 4 + 1 + 4 + 1));
+    assert_eq!(attempts.len(), 2 * (1 + dropped.len() + 4 + 1 + 4 + 1));
     for attempt in attempts.iter().filter(|a| a.outcome != AttemptOutcome::Stored) {
         let reason = attempt.reason.as_deref().unwrap_or_default();
         let expected = match attempt.outcome {
@@ -180,7 +195,7 @@ async fn a_backfill_without_a_brief_says_there_is_nothing_to_collect() {
     manifest.as_object_mut().unwrap().remove("brief");
     entry.approved_manifest = Some(manifest.to_string());
     let day = jiff::civil::date(2026, 9, 1);
-    let error = collector.backfill(&user, &entry, day, day).await.unwrap_err();
+    let error = collector.backfill(&user, &entry, (day, day), std::time::Duration::ZERO).await.unwrap_err();
     assert_eq!(error.kind(), servio_collector::ErrorKind::NothingToCollect, "{error}");
 }
 
@@ -245,4 +260,66 @@ async fn an_idle_worker_leases_a_backfill_queued_in_its_process_at_once() {
     stop.send(true).unwrap();
     worker.await.unwrap();
     assert!(woke.is_ok(), "{name}: the backfill waited for the worker's next poll");
+}
+
+/// Issue 41, finding 12: a backfill the caller waited for called the site itself, past the
+/// user's limit of backfills in flight, their turn and the calls in flight (four requests at
+/// once made 11,232 calls). It is queued as jobs now and waits for the workers: with none
+/// running the site hears nothing and the wait ends with every period untried; with a worker
+/// of room for 2 calls, four requests at once for the same days are refused past the user's
+/// limit but one, whose days are each asked once, never more than 2 calls at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backfill_waited_for_is_collected_by_the_workers_within_their_limits() {
+    use std::time::Duration;
+
+    use servio_collector::jobs::BackfillLimits;
+    use servio_store::BackfillProgress;
+
+    let ca = LocalCa::generate(&[]).unwrap();
+    let demo = common::demo_site(&ca, "demo").await;
+    // Slow enough that calls made together overlap at the site.
+    demo.site.set_misbehaviour(TOOL, Some(Misbehaviour::Slow(Duration::from_millis(50))));
+    let tool_calls = || demo.site.requests().iter().filter(|r| r.path == TOOL).count();
+    for (name, collector) in common::collectors(&ca.ca_pem).await {
+        let limits = BackfillLimits { per_request: 100, in_flight: 30 };
+        let collector = collector.with_in_flight(2).with_backfill_limits(limits);
+        let email = format!("wait-{name}@example.com");
+        let (user, entry) = common::user_with_site(&collector, &email, &demo, "demo").await;
+
+        // No worker: the caller calls nobody, and says what is still to do when its wait ends.
+        demo.site.record_requests();
+        let day = jiff::civil::date(2026, 3, 1);
+        let waited = collector.backfill(&user, &entry, (day, day), Duration::from_millis(300)).await.unwrap();
+        assert_eq!((waited.queued, waited.progress.untried), (2, 2), "{name}: {waited:?}");
+        assert_eq!(tool_calls(), 0, "{name}: the caller called the site itself");
+
+        // A worker with room for 2 calls; four requests at once for ten days (20 periods, ten
+        // calls: the demo's two metrics share one).
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let config = servio_collector::WorkerConfig {
+            idle: Duration::from_millis(50),
+            plan_every: Duration::from_secs(3600),
+            ..servio_collector::WorkerConfig::new(format!("waited-{name}"))
+        };
+        let worker = tokio::spawn(collector.clone().run(config, stopped));
+        demo.site.reset_calls_at_once();
+        let (first, last) = (jiff::civil::date(2026, 3, 2), jiff::civil::date(2026, 3, 11));
+        let requests = (0..4).map(|_| {
+            let (collector, user, entry) = (collector.clone(), user.clone(), entry.clone());
+            tokio::spawn(async move { collector.backfill(&user, &entry, (first, last), Duration::from_secs(30)).await })
+        });
+        let answers: Vec<_> = futures_util::future::join_all(requests).await.into_iter().map(Result::unwrap).collect();
+        let _ = stop.send(true);
+        worker.await.unwrap();
+        let refused =
+            answers.iter().filter(|a| matches!(a, Err(e) if e.kind() == servio_collector::ErrorKind::AtLimit));
+        assert_eq!(refused.count(), 3, "{name}: past the user's limit of backfills in flight: {answers:?}");
+        let waited = answers.iter().find_map(|answer| answer.as_ref().ok()).unwrap();
+        let all_stored = BackfillProgress { stored: 20, ..BackfillProgress::default() };
+        assert_eq!((waited.queued, waited.progress), (20, all_stored), "{name}");
+        let most = demo.site.most_calls_at_once();
+        assert!(most <= 2, "{name}: {most} calls at once, the worker's room is 2");
+        // The ten days once each, the day first waited for, and the period due now (planned).
+        assert_eq!(tool_calls(), 12, "{name}: each period asked once");
+    }
 }

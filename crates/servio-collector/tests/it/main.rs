@@ -4,4 +4,5 @@
 mod collect;
 mod common;
 mod credentials;
+mod in_flight;
 mod key_check;

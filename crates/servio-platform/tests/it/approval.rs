@@ -26,6 +26,7 @@ async fn a_moved_server_url_receives_nothing_until_approved() {
     let hostile = common::demo_site(&ca, "hostile-token").await;
     let today = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::get("Pacific/Auckland").unwrap()).date();
     let ten_days_ago = today.checked_sub(jiff::ToSpan::days(10)).unwrap().to_string();
+    let nine_days_ago = today.checked_sub(jiff::ToSpan::days(9)).unwrap().to_string();
     for (name, server) in common::servers(Some(&ca.ca_pem)).await {
         honest.site.set_server_url(None);
         let mut users = Vec::new();
@@ -50,8 +51,8 @@ async fn a_moved_server_url_receives_nothing_until_approved() {
         assert_eq!((status, now["stored"].as_u64()), (StatusCode::OK, Some(2)), "{name}: {now}");
         let (who, id) = site("backfill");
         let range = json!({ "from": ten_days_ago, "to": ten_days_ago });
-        let (status, backfill, _) =
-            server.send(&who, Method::POST, &format!("/api/vault/{id}/backfill"), Some(range.clone())).await;
+        let path = format!("/api/vault/{id}/backfill");
+        let (status, backfill, _) = server.with_worker(server.send(&who, Method::POST, &path, Some(range))).await;
         assert_eq!((status, backfill["stored"].as_u64()), (StatusCode::OK, Some(2)), "{name}: {backfill}");
         scheduled_round(&server).await;
         let (who, _) = site("gateway");
@@ -65,11 +66,12 @@ async fn a_moved_server_url_receives_nothing_until_approved() {
         let least = 1 + 1 + 1 + 1;
         assert!(tool_calls >= least, "{name}: {tool_calls} calls reached the approved origin");
 
-        // Once approved, the new origin is the user's choice: the same backfill goes there.
+        // Once approved, the new origin is the user's choice: a backfill goes there.
         let (who, id) = site("backfill");
         let (status, _) = approve(&server, &who, id).await;
         assert_eq!(status, StatusCode::OK, "{name}");
-        server.send(&who, Method::POST, &format!("/api/vault/{id}/backfill"), Some(range)).await;
+        let range = json!({ "from": nine_days_ago, "to": nine_days_ago });
+        server.with_worker(server.send(&who, Method::POST, &format!("/api/vault/{id}/backfill"), Some(range))).await;
         let seen = hostile.site.requests();
         assert!(
             seen.iter().any(|r| r.authorization.as_deref() == Some("Bearer honest-token")),

@@ -10,13 +10,21 @@ use servio_demo_site::{LocalCa, Misbehaviour};
 
 use crate::common;
 
+/// The latest day due in Pacific/Auckland (the tests' users' zone): the day a site's first
+/// collection collects when it is added, the latest value of a dashboard.
+fn latest_due_in_auckland() -> jiff::civil::Date {
+    let auckland = jiff::tz::TimeZone::get("Pacific/Auckland").unwrap();
+    let latest =
+        servio_collector::plan::latest_due(servio_manifest::Granularity::Day, &auckland, jiff::Timestamp::now());
+    latest.unwrap().start_date
+}
+
 #[tokio::test]
 async fn backfill_then_dashboard() {
     let ca = LocalCa::generate(&[]).unwrap();
     let common::DemoSite { origin, site, .. } = &common::demo_site(&ca, "demo").await;
-    // Fourteen days ending the day before yesterday in Auckland: recent enough for the dashboard.
-    let today = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::get("Pacific/Auckland").unwrap()).date();
-    let last = today.checked_sub(jiff::ToSpan::days(2)).unwrap();
+    // Fourteen days ending with the latest due in Auckland: recent enough for the dashboard.
+    let last = latest_due_in_auckland();
     let first = last.checked_sub(jiff::ToSpan::days(13)).unwrap();
     let week_before = last.checked_sub(jiff::ToSpan::days(7)).unwrap().to_string();
     let (first, last) = (first.to_string(), last.to_string());
@@ -25,9 +33,11 @@ async fn backfill_then_dashboard() {
         let ivy = server.sign_up(&format!("ivy-{name}@example.com")).await;
         let id = server.add_site(&ivy, origin, "demo").await;
         let backfill = format!("/api/vault/{id}/backfill");
-        let (status, summary, _) =
-            server.send(&ivy, Method::POST, &backfill, Some(json!({ "from": first, "to": last }))).await;
+        let range = json!({ "from": first, "to": last });
+        let (status, summary, _) = server.with_worker(server.send(&ivy, Method::POST, &backfill, Some(range))).await;
         assert_eq!(status, StatusCode::OK, "{name}: {summary}");
+        // The last day's periods were queued when the site was added (its first collection):
+        // the backfill waits for them too, as for those it queued.
         assert_eq!(summary, json!({ "stored": 28, "dropped": 0, "failed": 0 }), "{name}");
 
         let (status, dashboard, _) = server.send(&ivy, Method::GET, "/api/dashboard", None).await;
@@ -58,8 +68,8 @@ async fn backfill_then_dashboard() {
 
         // A bad answer stores nothing and says why.
         site.set_misbehaviour("/api/servio/tools/shop.getSalesSummary", Some(Misbehaviour::ServerError));
-        let (_, failed, _) =
-            server.send(&ivy, Method::POST, &backfill, Some(json!({ "from": "2026-07-01", "to": "2026-07-01" }))).await;
+        let range = json!({ "from": "2026-07-01", "to": "2026-07-01" });
+        let (_, failed, _) = server.with_worker(server.send(&ivy, Method::POST, &backfill, Some(range))).await;
         assert_eq!(failed, json!({ "stored": 0, "dropped": 0, "failed": 2 }), "{name}");
         site.set_misbehaviour("/api/servio/tools/shop.getSalesSummary", None);
         let (_, again, _) = server.send(&ivy, Method::GET, "/api/dashboard", None).await;
@@ -78,8 +88,7 @@ async fn canonical_keys_from_two_sites_share_one_slot_with_a_total_where_units_a
     let other = common::demo_site(&ca, "demo").await;
     let euro = common::demo_site(&ca, "demo").await;
     euro.site.set_revenue_unit(Some("EUR"));
-    let today = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::get("Pacific/Auckland").unwrap()).date();
-    let last = today.checked_sub(jiff::ToSpan::days(2)).unwrap();
+    let last = latest_due_in_auckland();
     let first = last.checked_sub(jiff::ToSpan::days(2)).unwrap();
     let (first, last) = (first.to_string(), last.to_string());
     let (cents, orders) = daily_figures(&last, "Pacific/Auckland");
@@ -88,8 +97,8 @@ async fn canonical_keys_from_two_sites_share_one_slot_with_a_total_where_units_a
             let (server, range) = (&server, json!({ "from": first, "to": last }));
             async move {
                 let id = server.add_site(&who, &origin, "demo").await;
-                let (_, summary, _) =
-                    server.send(&who, Method::POST, &format!("/api/vault/{id}/backfill"), Some(range)).await;
+                let path = format!("/api/vault/{id}/backfill");
+                let (_, summary, _) = server.with_worker(server.send(&who, Method::POST, &path, Some(range))).await;
                 assert_eq!(summary, json!({ "stored": 6, "dropped": 0, "failed": 0 }));
                 id
             }
@@ -162,8 +171,8 @@ async fn the_dashboard_answers_304_for_its_etag_until_values_change() {
         assert!(again.bytes().await.unwrap().is_empty(), "{name}: no body with a 304");
 
         let backfill = format!("/api/vault/{id}/backfill");
-        let (status, summary, _) =
-            server.send(&kim, Method::POST, &backfill, Some(json!({ "from": day, "to": day }))).await;
+        let range = json!({ "from": day, "to": day });
+        let (status, summary, _) = server.with_worker(server.send(&kim, Method::POST, &backfill, Some(range))).await;
         assert_eq!(status, StatusCode::OK, "{name}: {summary}");
         let changed = get(Some(&etag)).await.unwrap();
         assert_eq!(changed.status(), StatusCode::OK, "{name}: new values, a new dashboard");
@@ -175,9 +184,11 @@ async fn the_dashboard_answers_304_for_its_etag_until_values_change() {
 
 /// Issue 24, point 2 (interpretation §8): a user who changed zone and backfilled again had two
 /// values for one local date; the card read "Week to date $22,634.88, 10 of 6 days" and the
-/// chart drew one of the two. A date collected again under the new zone replaces its value:
-/// one value per date in `/api/dashboard`, the same numbers on the card and in the chart, and
-/// "N of M days" with N at most M. A queued backfill of dates that have values queues nothing.
+/// chart drew one of the two. A backfill of dates that have values, queued or waited for,
+/// collects nothing again (a date collected again under another zone replaces its value: the
+/// store's `one_value_per_period_key_whatever_the_zone`): one value per date in
+/// `/api/dashboard`, the same numbers on the card and in the chart, and "N of M days" with N
+/// at most M.
 #[tokio::test]
 async fn a_zone_change_keeps_one_value_per_date() {
     use servio_platform::shared::format::amount;
@@ -193,7 +204,7 @@ async fn a_zone_change_keeps_one_value_per_date() {
         let una = server.sign_up(&format!("una-{name}@example.com")).await;
         let id = server.add_site(&una, origin, "demo").await;
         let backfill = format!("/api/vault/{id}/backfill");
-        let (_, summary, _) = server.send(&una, Method::POST, &backfill, Some(range.clone())).await;
+        let (_, summary, _) = server.with_worker(server.send(&una, Method::POST, &backfill, Some(range.clone()))).await;
         assert_eq!(summary["stored"], 22, "{name}: eleven dates in Auckland: {summary}");
 
         let zone = json!({ "time_zone": new_york });
@@ -202,8 +213,8 @@ async fn a_zone_change_keeps_one_value_per_date() {
         let queue = format!("{backfill}?queue=true");
         let (_, queued, _) = server.send(&una, Method::POST, &queue, Some(range.clone())).await;
         assert_eq!(queued["queued"], 0, "{name}: every date has its value already: {queued}");
-        let (_, summary, _) = server.send(&una, Method::POST, &backfill, Some(range.clone())).await;
-        assert_eq!(summary["stored"], 22, "{name}: collected again in New York: {summary}");
+        let (_, summary, _) = server.with_worker(server.send(&una, Method::POST, &backfill, Some(range.clone()))).await;
+        assert_eq!(summary["stored"], 0, "{name}: waited for, nothing to collect either: {summary}");
         let (status, _, _) = server.send(&una, Method::POST, &format!("/api/vault/{id}/collect"), None).await;
         assert_eq!(status, StatusCode::OK, "{name}");
 
@@ -220,8 +231,8 @@ async fn a_zone_change_keeps_one_value_per_date() {
         dates.dedup();
         assert_eq!(dates.len(), points.len(), "{name}: one value per date: {points:?}");
         for (date, value) in points.iter().filter(|(date, _)| *date >= first && *date <= last) {
-            let (cents, _) = daily_figures(date, new_york);
-            assert_eq!(*value, cents as f64 / 100.0, "{name}: {date} as collected in New York replaced Auckland's");
+            let (cents, _) = daily_figures(date, "Pacific/Auckland");
+            assert_eq!(*value, cents as f64 / 100.0, "{name}: {date} keeps its value collected in Auckland");
         }
 
         let page = server
@@ -305,7 +316,8 @@ async fn metrics_sharing_a_call_ask_the_site_once_per_period() {
 
         site.record_requests();
         let range = json!({ "from": days(6), "to": days(4) });
-        let (_, backfill, _) = server.send(&ada, Method::POST, &format!("/api/vault/{id}/backfill"), Some(range)).await;
+        let path = format!("/api/vault/{id}/backfill");
+        let (_, backfill, _) = server.with_worker(server.send(&ada, Method::POST, &path, Some(range))).await;
         assert_eq!((backfill["stored"].as_u64(), summary_calls()), (Some(6), 3), "{name}: backfill, {backfill}");
 
         site.record_requests();
@@ -430,5 +442,21 @@ async fn backfill_dates_at_the_calendars_extremes_are_a_400() {
                 assert!(body["error"].as_str().unwrap().contains(&format!("`{field}`")), "{name}: {body}");
             }
         }
+    }
+}
+
+/// Issue 41: a backfill's request no longer collects while it waits; it waits for the workers,
+/// up to `BACKFILL_WAIT`, then answers `202` with what is still to collect. The document says
+/// how long, from the same constant.
+#[tokio::test]
+async fn the_document_says_how_long_a_backfill_waits() {
+    use servio_platform::routes::dashboard::service::BACKFILL_WAIT;
+    let (_, server) = common::servers(None).await.remove(0);
+    let (_, doc, _) = server.send(&common::Browser::default(), Method::GET, "/api/openapi.json", None).await;
+    let answers = &doc["paths"]["/api/vault/{id}/backfill"]["post"]["responses"];
+    let waited = format!("{} s", BACKFILL_WAIT.as_secs());
+    for status in ["200", "202"] {
+        let said = answers[status]["description"].as_str().unwrap_or_default();
+        assert!(said.contains(&waited), "{status}: {said:?} does not say {waited}");
     }
 }

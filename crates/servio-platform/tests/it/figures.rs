@@ -12,10 +12,12 @@ use crate::common;
 
 use common::{Server, messages, stateless, token_of};
 
-/// Backfills `from`..=`to` of the vault site `id` of the user signed in as `who`.
+/// Backfills `from`..=`to` of the vault site `id` of the user signed in as `who`, waiting
+/// while a worker collects it.
 async fn backfill(server: &Server, who: &common::Browser, id: i64, (from, to): (&str, &str)) {
     let body = json!({ "from": from, "to": to });
-    let (status, summary, _) = server.send(who, Method::POST, &format!("/api/vault/{id}/backfill"), Some(body)).await;
+    let path = format!("/api/vault/{id}/backfill");
+    let (status, summary, _) = server.with_worker(server.send(who, Method::POST, &path, Some(body))).await;
     assert_eq!(status, StatusCode::OK, "{summary}");
 }
 

@@ -5,6 +5,7 @@
 //!
 //! One module per point of the issue; `harness` starts the platform and the hostile site.
 
+mod backfills;
 mod big_manifest;
 mod call_log;
 mod connections;

@@ -9,7 +9,9 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::service::{self, Backfill, BackfillQueued, BackfillSummary, CollectSummary, Dashboard, JobProgress, Range};
+use super::service::{
+    self, Backfill, BackfillAnswer, BackfillQueued, BackfillSummary, CollectSummary, Dashboard, JobProgress, Range,
+};
 use crate::AppState;
 use crate::auth::Api;
 use crate::error::{ApiError, ErrorBody};
@@ -25,23 +27,25 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(dashboard))
 }
 
-/// How a backfill runs.
+/// How a backfill's request answers.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct How {
-    /// `true`: queue the periods as jobs the workers collect and answer at once (`202`), then
-    /// poll `GET /api/vault/{id}/jobs`; otherwise collect them while the request waits.
+    /// `true`: answer at once (`202`), then poll `GET /api/vault/{id}/jobs`; otherwise wait
+    /// up to 30 s for the platform's workers to try each period (`200`, or `202` past it).
+    /// Either way the periods are queued as jobs the workers collect.
     #[serde(default)]
     queue: bool,
 }
 
-/// Collect the site's metrics for a range of dates (from, to), now or queued as jobs
+/// Collect the site's metrics for a range of dates (from, to), queued as jobs, waiting for them or not
 #[utoipa::path(post, path = "/api/vault/{id}/backfill", params(How), request_body = Range, responses(
-    (status = 200, description = "What was collected", body = BackfillSummary),
-    (status = 202, description = "Queued (`?queue=true`)", body = BackfillQueued),
+    (status = 200, description = "What was collected: every period was tried within 30 s", body = BackfillSummary),
+    (status = 202, description = "Queued: at once with `?queue=true`, otherwise when some periods were not yet \
+                                   tried after 30 s (poll `GET /api/vault/{id}/jobs`)", body = BackfillQueued),
     (status = 400, description = "Bad dates, no valid brief, or more periods than one backfill may ask for \
                                    (10,000 by default, each metric's counted)", body = ErrorBody),
-    (status = 409, description = "Queued, the user's backfill periods still to collect would pass their limit \
+    (status = 409, description = "The user's backfill periods still to collect would pass their limit \
                                    (20,000 by default): ask again once those are collected", body = ErrorBody),
 ))]
 async fn backfill(
@@ -51,10 +55,14 @@ async fn backfill(
     JsonBody(range): JsonBody<Range>,
 ) -> Result<Response, ApiError> {
     let backfill = Backfill { state: &api.state, user: &api.user, id, range: &range };
-    Ok(match how.queue {
-        true => (StatusCode::ACCEPTED, Json(backfill.queue().await?)).into_response(),
-        false => Json(backfill.run().await?).into_response(),
-    })
+    let queued = match how.queue {
+        true => backfill.queue().await?,
+        false => match backfill.run().await? {
+            BackfillAnswer::Collected(summary) => return Ok(Json(summary).into_response()),
+            BackfillAnswer::Queued(queued) => queued,
+        },
+    };
+    Ok((StatusCode::ACCEPTED, Json(queued)).into_response())
 }
 
 /// How many of the site's collection jobs are still to do (a queued backfill's progress)

@@ -35,15 +35,29 @@ pub struct Range {
 /// figures start with the Unix epoch, and a date past 2999 is centuries from being due.
 const BACKFILL_DATES: (Date, Date) = (jiff::civil::date(1970, 1, 1), jiff::civil::date(2999, 12, 31));
 
-/// What a backfill did.
+/// What a backfill waited for came to, once each of its periods was tried.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct BackfillSummary {
     /// Values stored.
     pub stored: usize,
     /// Answers that yielded no number (each with its reason in the collection log).
     pub dropped: usize,
-    /// Calls that failed.
+    /// Periods whose call failed; those that failed transiently (a timeout, `5xx`, `429`) are
+    /// tried again later, as a queued backfill's are.
     pub failed: usize,
+}
+
+/// How long a backfill's request waits for the workers to try its periods
+/// ([`Backfill::run`]); past it, the answer says what is still to collect.
+pub const BACKFILL_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// What a backfill's request answers: what was collected, or what is still queued.
+pub(crate) enum BackfillAnswer {
+    /// Every period was tried within [`BACKFILL_WAIT`].
+    Collected(BackfillSummary),
+    /// Queued: at once when asked (`?queue=true`), or some periods still untried after
+    /// [`BACKFILL_WAIT`].
+    Queued(BackfillQueued),
 }
 
 /// What a collection of due periods did.
@@ -79,8 +93,9 @@ pub(crate) fn dates(range: &Range) -> Result<(Date, Date), ApiError> {
     Ok((first, last))
 }
 
-/// A backfill asked for: who, which of their vault sites, and which dates. Run while the
-/// request waits ([`Backfill::run`]) or queued as jobs ([`Backfill::queue`]).
+/// A backfill asked for: who, which of their vault sites, and which dates. Queued as jobs
+/// either way, and the request answers at once ([`Backfill::queue`]) or waits for them
+/// ([`Backfill::run`]).
 pub(crate) struct Backfill<'a> {
     pub state: &'a AppState,
     pub user: &'a servio_store::User,
@@ -97,11 +112,23 @@ impl Backfill<'_> {
         Ok((entry, dates))
     }
 
-    /// Collects the site's metrics for the dates while the request waits.
-    pub(crate) async fn run(&self) -> Result<BackfillSummary, ApiError> {
-        let (entry, (first, last)) = self.entry_and_dates().await?;
-        let summary = self.state.collector.backfill(self.user, &entry, first, last).await?;
-        Ok(BackfillSummary { stored: summary.stored, dropped: summary.dropped, failed: summary.failed })
+    /// Queues the dates as jobs, under the same limits as [`Backfill::queue`], and waits up to
+    /// [`BACKFILL_WAIT`] for the workers to try each period: the request never calls the site
+    /// itself, so its calls take their turn and the workers' room like any other's.
+    pub(crate) async fn run(&self) -> Result<BackfillAnswer, ApiError> {
+        let (entry, dates) = self.entry_and_dates().await?;
+        let done = self.state.collector.backfill(self.user, &entry, dates, BACKFILL_WAIT).await?;
+        let progress = done.progress;
+        if progress.untried > 0 {
+            let pending = self.state.store.pending_jobs(self.user.id, self.id).await?;
+            return Ok(BackfillAnswer::Queued(BackfillQueued { queued: done.queued, pending }));
+        }
+        let count = |n: i64| usize::try_from(n).unwrap_or(0);
+        Ok(BackfillAnswer::Collected(BackfillSummary {
+            stored: count(progress.stored),
+            dropped: count(progress.dropped),
+            failed: count(progress.failed + progress.retrying),
+        }))
     }
 
     /// Queues the dates as jobs the workers collect.
