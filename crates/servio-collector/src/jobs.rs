@@ -916,9 +916,11 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
             }
             // A lease takes whole periods, so it may hold a few jobs more than its room ahead.
             let Some(ahead) = held.split(group.len().min(held.num_permits())) else { break 'batches };
-            let context = contexts[&(group[0].user_id, group[0].site_id)].clone();
+            let (user_id, site_id) = (group[0].user_id, group[0].site_id);
+            let context = contexts[&(user_id, site_id)].clone();
             let task = call(collector.clone(), context, group, (permit, ahead), results.clone(), cut.clone());
-            tokio::spawn(task.in_current_span());
+            // Its argument validations take the user's turn in the shared check pool.
+            tokio::spawn(crate::fair::owned_by(Some(user_id), task).in_current_span());
         }
     }
     // Unblocks the leaser if it waits to hand over a batch, and drops that batch.
