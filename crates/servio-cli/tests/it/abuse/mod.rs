@@ -5,8 +5,10 @@
 //!
 //! One module per point of the issue; `harness` starts the platform and the hostile site.
 
+mod amplification;
 mod big_manifest;
 mod call_log;
+mod dead_sites;
 mod fairness;
 mod harness;
 mod lockout;
