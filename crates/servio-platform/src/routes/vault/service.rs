@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 
 use crate::approval::{Unapproved, acting_manifest, still_offered};
 use crate::error::ApiError;
-use crate::shared::discovered::{discover, fetched_manifest};
+use crate::shared::discovered::{discover, fetched_manifest, stored_origin};
 use crate::{AppState, now};
 use servio_collector::credentials::Credential as SiteCredential;
 
@@ -545,7 +545,7 @@ pub(crate) async fn add_site(
         return Err(servio_store::StoreError::Conflict(IN_VAULT).into());
     }
     let found = discover(state, &url).await?.map_err(discovery_error)?;
-    let origin = found.origin.as_str().trim_end_matches('/').to_owned();
+    let origin = stored_origin(&found.origin).to_owned();
     let fetched = fetched_manifest(&origin, &found)?;
     let checked = state.collector.manifests().text(&origin, fetched.manifest, Wait::Bounded).await?;
     if !checked.report.is_valid() {
