@@ -55,14 +55,20 @@ async fn dead_sites_do_not_starve_the_refresh_of_a_live_one() {
         }
         let args = ["--refresh-tick", "1", "--refresh-interval", INTERVAL];
         let platform = Platform::start(&backend, &live, &args).await;
-        let user = platform.user(&format!("dead-sites-{}@example.com", backend.name())).await;
+        // Two users, each under the quota of sites one user may hold (100).
+        let name = backend.name();
+        let users = [
+            platform.user(&format!("dead-{name}@example.com")).await,
+            platform.user(&format!("live-{name}@example.com")).await,
+        ];
+        let user = &users[1];
         // The dead first, the live one last: the order the rounds used to take them in.
-        let added: Vec<Value> = futures_util::stream::iter(&dead)
-            .map(|site| platform.add_site(&user, site))
+        let added: Vec<Value> = futures_util::stream::iter(dead.iter().enumerate())
+            .map(|(n, site)| platform.add_site(&users[n % 2], site))
             .buffer_unordered(8)
             .collect()
             .await;
-        let live_id = platform.add_site(&user, &live).await["site"]["id"].as_i64().expect("the live site's id");
+        let live_id = platform.add_site(user, &live).await["site"]["id"].as_i64().expect("the live site's id");
         let dead_ids: Vec<i64> = added.iter().map(|entry| entry["site"]["id"].as_i64().expect("an id")).collect();
 
         // The dead sites' servers stop; the live site removes a tool.
@@ -70,7 +76,7 @@ async fn dead_sites_do_not_starve_the_refresh_of_a_live_one() {
         serve_manifest(&live, true);
         let removed = servio_manifest::Site::parse(&live.origin).expect("the live origin").prefixed_name(REMOVED);
         let offered = || async {
-            let (status, tools) = platform.send(&user, reqwest::Method::GET, "/api/tools", None).await;
+            let (status, tools) = platform.send(user, reqwest::Method::GET, "/api/tools", None).await;
             assert_eq!(status, 200, "{tools}");
             tools.to_string().contains(&removed)
         };
