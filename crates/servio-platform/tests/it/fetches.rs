@@ -106,10 +106,18 @@ async fn a_burst_of_adds_and_verifications_of_one_site_stays_within_its_budget()
             assert!(body["error"].as_str().unwrap().contains("fetched 3 times in the last minute"), "{name}: {body}");
         }
 
+        // A refresh on request of the site is refused by the same budget, before any fetch.
+        let holder = answers.iter().position(|(status, ..)| *status == StatusCode::CREATED).expect("a holder");
+        let (status, retry_after, body) =
+            post(&server, &many[holder], &format!("/api/vault/{site_id}/refresh"), None).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{name}: {body}");
+        assert!(retry_after.is_some() && body["error"].as_str().unwrap().contains("fetched 3 times"), "{name}");
+
         // The periodic refresh of the site whose fetches are spent asks nothing and counts no
         // failure: the site waits until its fetches are back.
         server.state.store.touch_site(site_id, servio_platform::now() - 2 * 86_400).await.unwrap();
         let before = added.site.requests().len();
+        assert_eq!(manifest_fetches(&added), fetched, "{name}: the refresh on request fetched");
         let round = servio_platform::refresh::run_once(&server.state).await.unwrap();
         assert_eq!(round.put_off, 1, "{name}: {round:?}");
         assert_eq!(added.site.requests().len(), before, "{name}: a spent site was asked");
