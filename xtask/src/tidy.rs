@@ -400,3 +400,30 @@ fn work_over_a_list_is_bounded_by_one_helper() {
         broken.join("\n")
     );
 }
+
+/// Every fetch of a site's manifest spends the site's budget first (issue 41, finding 11): the
+/// platform's sources call discovery (`servio_client::discover`, `discovery::refresh`) only in
+/// `shared/discovered.rs`, whose `discover` and `refresh` spend it, so that a new route that
+/// fetches a manifest cannot forget the budget.
+#[test]
+fn manifests_are_fetched_only_within_their_sites_budget() {
+    let budgeted = root().join("crates/servio-platform/src/shared/discovered.rs");
+    let calls_discovery = |line: &str| {
+        let imports = line.trim_start().starts_with("use servio_client")
+            && line
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .any(|word| word == "discover" || word == "refresh");
+        imports || line.contains("servio_client::discover(") || line.contains("discovery::refresh(")
+    };
+    let mut broken = Vec::new();
+    for path in rust_files(&root().join("crates/servio-platform/src")).into_iter().filter(|path| *path != budgeted) {
+        let text = std::fs::read_to_string(&path).expect("a readable source file");
+        let found = text.lines().enumerate().filter(|(_, line)| calls_discovery(line));
+        broken.extend(found.map(|(number, line)| format!("{}:{}: {}", shown(&path), number + 1, line.trim())));
+    }
+    assert!(
+        broken.is_empty(),
+        "a manifest fetched around the site's budget; fetch through shared::discovered::{{discover, refresh}}:\n{}",
+        broken.join("\n")
+    );
+}

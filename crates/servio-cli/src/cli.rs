@@ -168,6 +168,21 @@ pub struct ServeArgs {
     /// turns the limit off.
     #[arg(long, env = "SERVIO_REFRESH_EVERY", default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=86_400), hide_env_values = true)]
     pub refresh_every: u64,
+    /// Fetches of one site's manifest a minute, whoever asks and why: adding the site,
+    /// verifying a claim on it, testing it at its URL, refreshing it on request or
+    /// periodically. A request past it is answered 429 with Retry-After; the periodic refresh
+    /// puts the site off until then. 0 turns the limit off.
+    #[arg(long, env = "SERVIO_MANIFEST_FETCHES_PER_SITE", default_value_t = servio_platform::throttle::MANIFEST_FETCHES_PER_SITE, value_name = "COUNT", value_parser = clap::value_parser!(u32).range(0..=10_000), hide_env_values = true)]
+    pub manifest_fetches_per_site: u32,
+    /// Seconds between two looks for sites due for a manifest refresh (600). Hidden: for tests,
+    /// which cannot wait ten minutes to see the periodic refresh at work.
+    #[arg(long, hide = true, default_value_t = 600, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub refresh_tick: u64,
+    /// Seconds from a site's good refresh to its next periodic one (a day), less up to a tenth.
+    /// Hidden: for tests, which cannot wait a day; failed refreshes back off as always (an
+    /// hour, doubling to a day).
+    #[arg(long, hide = true, default_value_t = 86_400, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400 * 365))]
+    pub refresh_interval: u64,
     #[command(flatten)]
     pub quotas: QuotaArgs,
     #[command(flatten)]

@@ -17,9 +17,6 @@ use servio_platform::{AppState, Stopping};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-/// How often sites are looked at for a manifest refresh (each falls due every 24 hours).
-const REFRESH_TICK: Duration = Duration::from_secs(600);
-
 /// How often the scheduler plans due periods into jobs (and retries transient failures).
 const SCHEDULER_TICK: Duration = Duration::from_secs(300);
 
@@ -54,7 +51,7 @@ impl Background {
             let _ = stop.send(true);
         });
         let scheduler = tokio::spawn(state.collector.clone().run_scheduler(SCHEDULER_TICK, grace, stopped));
-        let refresh = tokio::spawn(servio_platform::refresh::run_periodically(state.clone(), REFRESH_TICK));
+        let refresh = tokio::spawn(servio_platform::refresh::run_periodically(state.clone()));
         let upkeep = tokio::spawn(servio_platform::upkeep::run_periodically(state.clone(), UPKEEP_TICK));
         let others = tokio::spawn(servio_platform::notices::hear_other_processes(state.clone()));
         Background { scheduler, others: vec![bridge, refresh, upkeep, others] }

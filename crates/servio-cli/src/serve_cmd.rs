@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use servio_collector::BackfillLimits;
 use servio_platform::quotas::Quotas;
+use servio_platform::refresh::Schedule;
 use servio_platform::throttle::{Throttle, ThrottleConfig};
 use servio_platform::upkeep::Retention;
 use servio_platform::{AppState, CacheBytes, router};
@@ -49,9 +50,17 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
             calls: days(args.keep_calls_days),
             versions_per_site: i64::try_from(args.versions_per_site).unwrap_or(i64::MAX),
         };
-        let throttle =
-            ThrottleConfig { refresh_per_site: Duration::from_secs(args.refresh_every), ..Default::default() };
+        let throttle = ThrottleConfig {
+            refresh_per_site: Duration::from_secs(args.refresh_every),
+            manifest_fetches_per_site: args.manifest_fetches_per_site,
+            ..Default::default()
+        };
         state.throttle = Arc::new(Throttle::new(&throttle));
+        state.refresh = Schedule {
+            tick: Duration::from_secs(args.refresh_tick),
+            interval: Duration::from_secs(args.refresh_interval),
+            ..Schedule::default()
+        };
         let quotas = &args.quotas;
         state.quotas = Quotas {
             api_tokens: quotas.max_api_tokens,

@@ -108,6 +108,7 @@ impl From<crate::refresh::RefreshError> for ApiError {
         match error {
             crate::refresh::RefreshError::Store(error) => ApiError::from(error),
             crate::refresh::RefreshError::Busy(busy) => ApiError::ChecksBusy(busy),
+            crate::refresh::RefreshError::Spent(spent) => ApiError::from(spent),
         }
     }
 }

@@ -64,6 +64,8 @@ pub struct AppState {
     pub stopping: Stopping,
     /// How long the logs are kept.
     pub retention: upkeep::Retention,
+    /// When manifests are refreshed, and how failed refreshes back off.
+    pub refresh: refresh::Schedule,
     /// Rendered dashboards, kept until their user's data changes.
     pub dashboards: Arc<routes::dashboard::cache::DashboardCache>,
     /// The figure resources MCP served (their JSON), kept until their user's data changes.
@@ -187,6 +189,7 @@ impl AppState {
             throttle: Arc::default(),
             stopping: Stopping::default(),
             retention: upkeep::Retention::default(),
+            refresh: refresh::Schedule::default(),
             dashboards,
             figures,
             quotas: quotas::Quotas::default(),

@@ -26,10 +26,12 @@ pub fn state(store: Arc<dyn Store>, client: Client, public_url: &str) -> AppStat
         per_site: Default::default(),
     };
     let mut state = AppState::new(store, client, Secrets::from_key(&KEY), oauth);
-    // Tests refresh one site many times in a row; the limit on refreshes on request is held by
-    // the CLI's abuse suite (`refreshes.rs`), against a real `servio serve`.
+    // Tests refresh one site many times in a row, and add one demo site for many users; the
+    // limit on refreshes on request is held by the CLI's abuse suite (`refreshes.rs`), against
+    // a real `servio serve`, and the budget of fetches per site by the tests that set it.
     let throttle = crate::throttle::ThrottleConfig {
         refresh_per_site: std::time::Duration::ZERO,
+        manifest_fetches_per_site: 0,
         ..crate::throttle::ThrottleConfig::default()
     };
     state.throttle = Arc::new(crate::throttle::Throttle::new(&throttle));

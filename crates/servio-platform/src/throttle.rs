@@ -13,6 +13,10 @@
 //! A signed-in user confirming their password (a password change, an account deletion) has a
 //! limit of their own, which others' failed sign-ins do not touch.
 //!
+//! Fetches of a site's manifest have a budget per site, whoever asks ([`Throttle::manifest_fetch`]):
+//! adding a site, verifying a claim, testing a manifest at a URL and every refresh spend it, so
+//! that no number of users or requests makes the platform fetch one site's manifest faster.
+//!
 //! Every attempt counts, right or wrong: the limit has to be decided before the hash is
 //! checked, or a throttled guess would still be answered. The bursts are far above what a
 //! person signing in needs, so only floods meet them.
@@ -58,10 +62,19 @@ pub struct ThrottleConfig {
     /// How often one site's manifest may be refreshed on request (by any of its users); the
     /// periodic refresh is not counted (`--refresh-every`). Zero: no limit.
     pub refresh_per_site: Duration,
+    /// Fetches of one site's manifest a minute, whoever asks and why (adding it, verifying a
+    /// claim on it, testing it, refreshing it), as many at once (`--manifest-fetches-per-site`).
+    /// Zero: no limit.
+    pub manifest_fetches_per_site: u32,
 }
 
 /// One refresh on request per site a minute, by default.
 pub const REFRESH_PER_SITE: Duration = Duration::from_secs(60);
+
+/// Ten fetches of one site's manifest a minute, by default: ten users adding a site together
+/// (a launch, a team) pass at once, and a flood makes at most ten fetches a minute of the site
+/// (each up to three requests of 8 MiB, the paths of discovery), whatever asks.
+pub const MANIFEST_FETCHES_PER_SITE: u32 = 10;
 
 /// `burst` at once, then one every `every`.
 pub fn quota(burst: u32, every: Duration) -> Option<Quota> {
@@ -97,6 +110,7 @@ impl Default for ThrottleConfig {
             // Ten checks, then ten a minute: a person editing a manifest, not a crawler.
             manifest_checks_per_user: Quota::per_minute(TEN).allow_burst(TEN),
             refresh_per_site: REFRESH_PER_SITE,
+            manifest_fetches_per_site: MANIFEST_FETCHES_PER_SITE,
         }
     }
 }
@@ -317,6 +331,10 @@ pub struct Throttle {
     manifest_checks_by_user: Limiter<i64>,
     refreshes_by_site: Option<Limiter<i64>>,
     refresh_per_site: Duration,
+    manifest_fetches_by_site: Option<Limiter<SiteKey>>,
+    manifest_fetches_per_site: u32,
+    /// Hashes each site's origin into its [`SiteKey`], with a key of this process's own.
+    site_keys: std::hash::RandomState,
     /// Where password hashes are computed.
     pub hashing: Hashing,
 }
@@ -341,6 +359,11 @@ impl Throttle {
             // A zero period is no quota: no limit.
             refreshes_by_site: Quota::with_period(config.refresh_per_site).map(Limiter::new),
             refresh_per_site: config.refresh_per_site,
+            // Zero fetches a minute is no quota: no limit.
+            manifest_fetches_by_site: NonZeroU32::new(config.manifest_fetches_per_site)
+                .map(|n| Limiter::new(Quota::per_minute(n).allow_burst(n))),
+            manifest_fetches_per_site: config.manifest_fetches_per_site,
+            site_keys: std::hash::RandomState::new(),
             hashing: Hashing::new(config.hashing_at_once, config.hashing_queue),
         }
     }
@@ -399,6 +422,18 @@ impl Throttle {
         })
     }
 
+    /// Counts a fetch of the manifest of the site at `origin` (`https://host[:port]`, as
+    /// stored), whoever asks: refused while the site's budget is spent, before anything is
+    /// sent. Every fetch of a manifest passes here (`crate::shared::discovered`).
+    pub fn manifest_fetch(&self, origin: &str) -> Result<(), FetchesSpent> {
+        let Some(limiter) = &self.manifest_fetches_by_site else { return Ok(()) };
+        let key = SiteKey(std::hash::BuildHasher::hash_one(&self.site_keys, origin));
+        limiter.check(&key).map_err(|refused| FetchesSpent {
+            per_minute: self.manifest_fetches_per_site,
+            retry_after: refused.retry_after().unwrap_or(1),
+        })
+    }
+
     /// Counts a sign-up attempt from `client`; refused too while sign-ups wait for the
     /// "already taken" answers to replenish ([`Throttle::taken_answer`]), whatever the address.
     pub fn sign_up(&self, client: IpAddr) -> Result<(), ApiError> {
@@ -421,6 +456,9 @@ impl Throttle {
         if let Some(limiter) = &self.refreshes_by_site {
             limiter.forget_stale();
         }
+        if let Some(limiter) = &self.manifest_fetches_by_site {
+            limiter.forget_stale();
+        }
         self.sign_in_by_account.len()
             + self.sign_in_by_pair.len()
             + self.password_checks_by_user.len()
@@ -428,6 +466,33 @@ impl Throttle {
             + self.sign_up_by_address.len()
             + self.manifest_checks_by_user.len()
             + self.refreshes_by_site.as_ref().map_or(0, Limiter::len)
+            + self.manifest_fetches_by_site.as_ref().map_or(0, Limiter::len)
+    }
+}
+
+/// A site as the fetch budget keys it: its origin hashed with the process's own key, so that a
+/// key is a few bytes however long the host name a request gave (the budget is spent before
+/// any lookup refuses one), and nobody can choose origins that share a budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct SiteKey(u64);
+
+/// A site's manifest was fetched as often as its budget allows ([`Throttle::manifest_fetch`]):
+/// a request is answered `429` with `Retry-After`; the periodic refresh puts the site off.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "this site's manifest was fetched {per_minute} times in the last minute, the most the platform fetches one \
+     site's manifest, whoever asks: try again in {retry_after} s"
+)]
+pub struct FetchesSpent {
+    /// The budget: fetches a minute.
+    pub per_minute: u32,
+    /// Seconds until a fetch is allowed again.
+    pub retry_after: u64,
+}
+
+impl From<FetchesSpent> for ApiError {
+    fn from(spent: FetchesSpent) -> ApiError {
+        ApiError::TooSoon { message: spent.to_string(), retry_after: spent.retry_after }
     }
 }
 
@@ -554,6 +619,22 @@ mod tests {
         throttle.signed_in(attacker, "a@example.com");
         assert!(throttle.sign_in(attacker, "a@example.com", true).is_ok(), "a success starts again");
         assert!(throttle.password_check(7).is_ok(), "the owner's own check is not the account's limit");
+    }
+
+    /// A site's fetches are counted whoever asks, apart from every other site's; past the
+    /// budget the refusal says when to come back; zero is no limit.
+    #[test]
+    fn manifest_fetches_are_budgeted_per_site() {
+        let throttle = Throttle::new(&ThrottleConfig { manifest_fetches_per_site: 2, ..ThrottleConfig::default() });
+        assert!(throttle.manifest_fetch("https://a.example").is_ok());
+        assert!(throttle.manifest_fetch("https://a.example").is_ok());
+        let spent = throttle.manifest_fetch("https://a.example").unwrap_err();
+        assert_eq!(spent.per_minute, 2);
+        assert!((1..=31).contains(&spent.retry_after), "one fetch back every 30 s: {spent:?}");
+        assert!(matches!(ApiError::from(spent), ApiError::TooSoon { .. }));
+        assert!(throttle.manifest_fetch("https://b.example").is_ok(), "another site has its own budget");
+        let unlimited = Throttle::new(&ThrottleConfig { manifest_fetches_per_site: 0, ..ThrottleConfig::default() });
+        assert!((0..100).all(|_| unlimited.manifest_fetch("https://a.example").is_ok()));
     }
 
     const HOUR: Duration = Duration::from_secs(3600);

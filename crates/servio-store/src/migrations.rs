@@ -29,7 +29,7 @@ const TEMPLATES: &[(&str, &str)] = templates! {
     "0007_jobs" "0008_gateway" "0009_session_idle" "0010_oauth_attempts" "0011_attempt_duration"
     "0012_mcp_sessions" "0013_lean_collection_writes" "0014_period_keys" "0015_key_check" "0016_approval_versions"
     "0018_version_changes" "0019_fair_collection" "0020_values_as_sent" "0021_value_sources"
-    "0022_call_log_callers"
+    "0022_call_log_callers" "0023_refresh_backoff"
 };
 
 /// A migration's version and description, from its file stem.
@@ -248,6 +248,11 @@ mod tests {
             22,
             "a9e5702a9d1e191505300a84654c53a2415138d3349f92c84dddc89076dddda7ece504f891b8dd0af5535d634e5d8b77",
             "a4aab1cc9c0db3245245b2b81e0abc36232ec32fb5b5e7ab618c8faf590da3039c9dd320829d8517699e6b551b969b8d",
+        ),
+        (
+            23,
+            "e3aa6c6c4692d96a7a8cad669e07f988d81671b5882ad1849e78798cbfa210b3dc4cc46558d81c8eca18c17a4470acc5",
+            "0b37684424cc058eafed46e990e669b354a37292d20dc2628e63431281a29663706f4aa56082005de18c6119da184172",
         ),
     ];
 

@@ -1,5 +1,11 @@
 //! Sites: the platform's copy of each site's manifest, its stored versions, and the refresh's
-//! marks ([`Sites`]). Whose vault a site is in is the `vault` module's.
+//! marks and schedule ([`Sites`]). Whose vault a site is in is the `vault` module's.
+//!
+//! The periodic refresh asks for the sites due ([`Sites::sites_due`]): a site that answered is
+//! due a refresh interval after its last good fetch, one whose refreshes fail is due at its
+//! `retry_at` (backing off, chosen by the caller), and the earliest due come first, so that no
+//! set of failing sites keeps the others waiting. Only sites that someone holds (a vault entry,
+//! a Directory listing) are due; the others are deleted ([`Sites::drop_unheld_sites`]).
 
 use async_trait::async_trait;
 
@@ -27,6 +33,11 @@ pub struct SiteRecord {
     pub fetched_at: i64,
     /// Why the last refresh failed, while it keeps failing.
     pub stale_error: Option<String>,
+    /// How many refreshes in a row failed since the last good one (0 while the site answers).
+    pub refresh_failures: i64,
+    /// When the periodic refresh may ask again after a failed or put-off refresh; `None` while
+    /// the site answers (it is due a refresh interval after `fetched_at`).
+    pub retry_at: Option<i64>,
 }
 
 /// One stored version of a site's manifest.
@@ -86,8 +97,9 @@ pub(crate) async fn save_site_on(
                  VALUES ($1, $2, $3, $4, $5, $6)
                  ON CONFLICT (origin) DO UPDATE SET manifest_url = excluded.manifest_url,
                      manifest = excluded.manifest, etag = excluded.etag, last_modified = excluded.last_modified,
-                     fetched_at = excluded.fetched_at, stale_error = NULL
-                 RETURNING id, origin, manifest_url, manifest, etag, last_modified, fetched_at, stale_error",
+                     fetched_at = excluded.fetched_at, stale_error = NULL, refresh_failures = 0, retry_at = NULL
+                 RETURNING id, origin, manifest_url, manifest, etag, last_modified, fetched_at, stale_error,
+                     refresh_failures, retry_at",
             ),
             fetched.origin,
             fetched.manifest_url,
@@ -128,7 +140,7 @@ pub(crate) async fn save_site_on(
 #[async_trait]
 pub trait Sites: Send + Sync {
     /// Records a site's manifest (creating the site, or replacing its manifest), clearing any
-    /// stale mark.
+    /// stale mark and backoff: a refresh interval from `now` is its next refresh.
     /// A new version tells [`Change::Catalogue`] of everyone who has the site.
     async fn save_site(&self, fetched: &FetchedManifest<'_>, now: i64) -> Result<SiteRecord>;
     /// The site's current version: the newest, whose text is the site's manifest.
@@ -147,14 +159,28 @@ pub trait Sites: Send + Sync {
     /// except those a user still has approved (`vault.approved_manifest`) or kept against
     /// (`vault.kept_version`); returns how many went.
     async fn prune_versions(&self, site_id: Option<i64>, keep: i64) -> Result<u64>;
-    /// Records that a refresh failed; the last valid manifest stays in use.
-    async fn mark_stale(&self, site_id: i64, error: &str) -> Result<()>;
-    /// Records that a refresh found the manifest unchanged.
+    /// Records that a refresh failed, one more in a row: the last valid manifest stays in use,
+    /// and the periodic refresh asks again at `retry_at` (the caller's backoff).
+    async fn mark_stale(&self, site_id: i64, error: &str, retry_at: i64) -> Result<()>;
+    /// Puts off the site's next periodic refresh until `until`, counting no failure (its
+    /// manifest could not be fetched yet, such as when its fetches are spent for now).
+    async fn put_off_refresh(&self, site_id: i64, until: i64) -> Result<()>;
+    /// Records that a refresh found the manifest unchanged, clearing any stale mark and
+    /// backoff: a refresh interval from `now` is its next refresh.
     async fn touch_site(&self, site_id: i64, now: i64) -> Result<()>;
     /// A site by its id, whoever has it (the Directory's owner pages).
     async fn site(&self, id: i64) -> Result<Option<SiteRecord>>;
-    /// Sites last fetched before `before`, oldest first, at most `limit`.
-    async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>>;
+    /// At most `limit` sites due for a refresh at `now`, the earliest due first: a site that
+    /// answered is due `interval` seconds after its last good fetch, one that failed or was put
+    /// off at its `retry_at`. Only sites held by a vault entry or a Directory listing are due.
+    async fn sites_due(&self, now: i64, interval: i64, limit: i64) -> Result<Vec<SiteRecord>>;
+    /// Deletes at most `limit` sites that no vault entry and no Directory listing holds, last
+    /// fetched before `fetched_before`; returns how many went. Everything that hangs on a site
+    /// goes with it (its versions, jobs, started Connects; values and attempts went with the
+    /// vault entries), and the call log keeps its calls without their site. A site being added
+    /// or verified right now was fetched since, so it is never taken from under the write that
+    /// will hold it: the fetch time is checked again on the row the deletion locks.
+    async fn drop_unheld_sites(&self, fetched_before: i64, limit: i64) -> Result<u64>;
 }
 
 #[async_trait]
@@ -227,14 +253,22 @@ impl Sites for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn mark_stale(&self, site_id: i64, error: &str) -> Result<()> {
-        execute!(&self.pool, "UPDATE sites SET stale_error = $1 WHERE id = $2", &*storable(error), site_id).map(drop)
+    async fn mark_stale(&self, site_id: i64, error: &str, retry_at: i64) -> Result<()> {
+        let sql = "UPDATE sites SET stale_error = $1, refresh_failures = refresh_failures + 1, retry_at = $3
+                   WHERE id = $2";
+        execute!(&self.pool, sql, &*storable(error), site_id, retry_at).map(drop)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn put_off_refresh(&self, site_id: i64, until: i64) -> Result<()> {
+        execute!(&self.pool, "UPDATE sites SET retry_at = $2 WHERE id = $1", site_id, until).map(drop)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn touch_site(&self, site_id: i64, now: i64) -> Result<()> {
-        execute!(&self.pool, "UPDATE sites SET fetched_at = $1, stale_error = NULL WHERE id = $2", now, site_id)
-            .map(drop)
+        let sql = "UPDATE sites SET fetched_at = $1, stale_error = NULL, refresh_failures = 0, retry_at = NULL
+                   WHERE id = $2";
+        execute!(&self.pool, sql, now, site_id).map(drop)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -243,9 +277,34 @@ impl Sites for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn sites_due(&self, before: i64, limit: i64) -> Result<Vec<SiteRecord>> {
-        let sql =
-            concat!("SELECT ", site_columns!(), " FROM sites s WHERE s.fetched_at < $1 ORDER BY s.fetched_at LIMIT $2");
-        fetch!(&self.pool, fetch_all(sql, before, limit))
+    async fn sites_due(&self, now: i64, interval: i64, limit: i64) -> Result<Vec<SiteRecord>> {
+        // One scan of the sites a round (every few minutes), each held site's due time worked
+        // out as it is read: the order is by due time, never by the last good fetch, which a
+        // failing site keeps for ever.
+        let sql = concat!(
+            "SELECT ",
+            site_columns!(),
+            " FROM sites s
+              WHERE COALESCE(s.retry_at, s.fetched_at + $2) <= $1
+                AND (EXISTS (SELECT 1 FROM vault v WHERE v.site_id = s.id)
+                     OR EXISTS (SELECT 1 FROM listings l WHERE l.site_id = s.id))
+              ORDER BY COALESCE(s.retry_at, s.fetched_at + $2), s.id
+              LIMIT $3"
+        );
+        fetch!(&self.pool, fetch_all(sql, now, interval, limit))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn drop_unheld_sites(&self, fetched_before: i64, limit: i64) -> Result<u64> {
+        // The outer `fetched_at` is the guard: on PostgreSQL a row that an add or a claim's
+        // verification saved meanwhile (its fetch time now) is checked again once its lock is
+        // free and left alone, whatever the subquery saw; SQLite runs one writer at a time.
+        let sql = "DELETE FROM sites WHERE fetched_at < $1 AND id IN (
+                       SELECT s.id FROM sites s
+                       WHERE s.fetched_at < $1
+                         AND NOT EXISTS (SELECT 1 FROM vault v WHERE v.site_id = s.id)
+                         AND NOT EXISTS (SELECT 1 FROM listings l WHERE l.site_id = s.id)
+                       ORDER BY s.id LIMIT $2)";
+        execute!(&self.pool, sql, fetched_before, limit)
     }
 }

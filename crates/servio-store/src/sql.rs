@@ -87,7 +87,8 @@ macro_rules! insert_within_limit {
 /// The columns a [`crate::SiteRecord`] is read from, on a query over `sites s`.
 macro_rules! site_columns {
     () => {
-        "s.id, s.origin, s.manifest_url, s.manifest, s.etag, s.last_modified, s.fetched_at, s.stale_error"
+        "s.id, s.origin, s.manifest_url, s.manifest, s.etag, s.last_modified, s.fetched_at, s.stale_error, \
+         s.refresh_failures, s.retry_at"
     };
 }
 

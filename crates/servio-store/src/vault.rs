@@ -115,6 +115,9 @@ pub trait Vault: Send + Sync {
     async fn vault(&self, user_id: i64) -> Result<Vec<SiteRecord>>;
     /// One site of a user's vault; `None` when it is not theirs.
     async fn vault_entry(&self, user_id: i64, site_id: i64) -> Result<Option<VaultEntry>>;
+    /// The id of the site at `origin` (as stored: `https://host[:port]`) when it is in the
+    /// user's vault, so that adding it again is refused before its manifest is fetched.
+    async fn vault_site_at(&self, user_id: i64, origin: &str) -> Result<Option<i64>>;
 
     /// Every site of a user's vault with its credential and approved manifest, oldest first.
     async fn vault_entries(&self, user_id: i64) -> Result<Vec<VaultEntry>>;
@@ -223,6 +226,14 @@ impl Vault for Database {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn vault_entry(&self, user_id: i64, site_id: i64) -> Result<Option<VaultEntry>> {
         fetch!(&self.pool, fetch_optional(concat!(entries_of_user!(), " AND v.site_id = $2"), user_id, site_id))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn vault_site_at(&self, user_id: i64, origin: &str) -> Result<Option<i64>> {
+        let sql =
+            "SELECT v.site_id FROM sites s JOIN vault v ON v.site_id = s.id WHERE s.origin = $2 AND v.user_id = $1";
+        let found: Option<(i64,)> = fetch!(&self.pool, fetch_optional(sql, user_id, origin))?;
+        Ok(found.map(|(site_id,)| site_id))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

@@ -146,19 +146,107 @@ async fn vaults_hold_sites_per_user_with_their_credentials() {
         assert_eq!(entry.approved_manifest.as_deref(), Some("{\"name\": \"v2\"}"), "{name}: approved the current one");
         let refused = store.approve(fay.id, site.id, versions[0].id).await.unwrap();
         assert_eq!(refused, Approval::NotInVault, "{name}: not hers");
-        store.mark_stale(site.id, "503 from the site").await.unwrap();
-        assert_eq!(store.vault(eve.id).await.unwrap()[0].stale_error.as_deref(), Some("503 from the site"), "{name}");
-        assert_eq!(store.sites_due(21, 10).await.unwrap().len(), 1, "{name}");
-        assert!(store.sites_due(20, 10).await.unwrap().is_empty(), "{name}");
+        assert_eq!(store.sites_due(21, 1, 10).await.unwrap().len(), 1, "{name}: a second after its fetch");
+        assert!(store.sites_due(20, 1, 10).await.unwrap().is_empty(), "{name}");
+        store.mark_stale(site.id, "503 from the site", 25).await.unwrap();
+        let stale = &store.vault(eve.id).await.unwrap()[0];
+        assert_eq!(stale.stale_error.as_deref(), Some("503 from the site"), "{name}");
+        assert_eq!((stale.refresh_failures, stale.retry_at), (1, Some(25)), "{name}");
+        assert!(store.sites_due(24, 1, 10).await.unwrap().is_empty(), "{name}: backing off");
+        assert_eq!(store.sites_due(25, 1, 10).await.unwrap().len(), 1, "{name}: due again at its retry");
         store.touch_site(site.id, 30).await.unwrap();
         let touched = &store.vault(eve.id).await.unwrap()[0];
         assert_eq!((touched.fetched_at, touched.stale_error.as_deref()), (30, None), "{name}");
+        assert_eq!((touched.refresh_failures, touched.retry_at), (0, None), "{name}: answering again");
         let same = store.save_site(&FetchedManifest { manifest: "{\"name\": \"v2\"}", ..fetched }, 40).await.unwrap();
         assert_eq!(same.fetched_at, 40, "{name}");
         assert_eq!(store.versions(site.id).await.unwrap().len(), 2, "{name}: an unchanged manifest is no new version");
         assert!(!store.remove_from_vault(fay.id, site.id).await.unwrap(), "{name}");
         assert!(store.remove_from_vault(eve.id, site.id).await.unwrap(), "{name}");
         assert!(store.vault(eve.id).await.unwrap().is_empty(), "{name}");
+    }
+}
+
+/// Regression (issue 41, finding 3): a failed refresh kept the site's last fetch time, and the
+/// due sites came oldest fetch first, so the same failing sites filled every round for ever and
+/// a live site was never refreshed again. Now a failed site waits for its `retry_at` and the
+/// earliest due come first; a put-off site counts no failure; only held sites (a vault entry,
+/// a listing) are due, and the others are deleted with what hangs on them.
+#[tokio::test]
+async fn failing_sites_back_off_behind_live_ones_and_unheld_sites_go() {
+    use servio_store::{Listing, StartedConnect, ToolCall};
+    for Backend { name, store, .. } in backends().await {
+        let ana =
+            store.create_user(&format!("dead-{}@example.com", name.replace(' ', "-")), "h", "UTC", 0).await.unwrap();
+        let save = |origin: &'static str, at: i64| {
+            let store = &store;
+            async move { store.save_site(&fetched_manifest(origin, &format!("{origin}/servio.json"), "{}"), at).await }
+        };
+        let dead =
+            [save("https://dead-1.example", 0).await.unwrap().id, save("https://dead-2.example", 0).await.unwrap().id];
+        let live = save("https://live.example", 10).await.unwrap().id;
+        for site in dead.into_iter().chain([live]) {
+            store.add_to_vault(ana.id, site, 10).await.unwrap();
+        }
+        let listed = save("https://listed.example", 0).await.unwrap().id;
+        let claim = store.create_claim(ana.id, "https://listed.example", "wmcp_verify_l", 0, 50).await.unwrap();
+        let listing = Listing {
+            site_id: listed,
+            claim_id: claim.id,
+            listed: true,
+            suspended_reason: None,
+            name: "Listed".into(),
+            description: String::new(),
+            tools: String::new(),
+            verified_at: 0,
+        };
+        store.save_listing(&listing).await.unwrap();
+        let gone = save("https://gone.example", 0).await.unwrap().id;
+        let ids = |sites: Vec<servio_store::SiteRecord>| sites.into_iter().map(|s| s.id).collect::<Vec<_>>();
+
+        // Due an interval (50) after their fetch, the earliest first; nobody holds `gone`.
+        assert_eq!(ids(store.sites_due(100, 50, 2).await.unwrap()), dead, "{name}: the oldest due first");
+        for site in dead {
+            store.mark_stale(site, "connection refused", 200).await.unwrap();
+        }
+        assert_eq!(ids(store.sites_due(100, 50, 2).await.unwrap()), [listed, live], "{name}: the failed ones wait");
+        let due = ids(store.sites_due(200, 50, 10).await.unwrap());
+        assert_eq!(due, [listed, live, dead[0], dead[1]], "{name}: by due time, the retries after");
+        store.put_off_refresh(live, 300).await.unwrap();
+        assert_eq!(ids(store.sites_due(250, 50, 10).await.unwrap()), [listed, dead[0], dead[1]], "{name}: put off");
+        let put_off = store.site(live).await.unwrap().unwrap();
+        assert_eq!((put_off.refresh_failures, put_off.retry_at, put_off.stale_error), (0, Some(300), None), "{name}");
+
+        // What hangs on a site nobody holds goes with it; the call log keeps its calls.
+        let connect = StartedConnect {
+            state_hash: format!("gone-{name}"),
+            user_id: ana.id,
+            site_id: gone,
+            sealed: vec![1],
+            created_at: 0,
+            expires_at: 1_000,
+        };
+        store.keep_started_connect(&connect, 5, 0).await.unwrap();
+        enqueue_days(store.as_ref(), (ana.id, gone), 0..2, "2026-08-20", 10_000).await;
+        let call = ToolCall { site_id: Some(gone), ..servio_store::testing::tool_call(ana.id, "t", 5) };
+        store.log_tool_calls(&[call]).await.unwrap();
+        assert_eq!(store.pending_jobs(ana.id, gone).await.unwrap(), 2, "{name}");
+        let fresh = save("https://fresh.example", 90).await.unwrap().id;
+        assert_eq!(store.drop_unheld_sites(50, 10).await.unwrap(), 1, "{name}: only the old unheld one");
+        assert!(store.site(gone).await.unwrap().is_none(), "{name}");
+        assert!(store.versions(gone).await.unwrap().is_empty(), "{name}: its versions went");
+        assert_eq!(store.take_started_connect(&connect.state_hash, ana.id, 1).await.unwrap(), None, "{name}");
+        assert_eq!(store.pending_jobs(ana.id, gone).await.unwrap(), 0, "{name}: its jobs went");
+        let calls = store.tool_calls(ana.id, servio_store::CallPage { before: None, limit: 10 }).await.unwrap();
+        assert_eq!(calls.iter().map(|c| c.site_id).collect::<Vec<_>>(), [None], "{name}: the call stays");
+        assert!(store.site(fresh).await.unwrap().is_some(), "{name}: fetched since, being added maybe");
+
+        // A site leaves the last vault that held it: it is due no more, and goes.
+        assert!(store.remove_from_vault(ana.id, dead[0]).await.unwrap(), "{name}");
+        assert_eq!(ids(store.sites_due(250, 50, 10).await.unwrap()), [listed, dead[1]], "{name}");
+        assert_eq!(store.drop_unheld_sites(50, 10).await.unwrap(), 1, "{name}");
+        assert!(store.site(dead[0]).await.unwrap().is_none(), "{name}");
+        assert!(store.site(listed).await.unwrap().is_some(), "{name}: a listing holds its site");
     }
 }
 
@@ -1307,7 +1395,7 @@ async fn a_listing_name_with_nul_is_stored_alike_on_both_stores() {
         store.save_listing(&listing).await.unwrap();
         let kept = store.listing(site).await.unwrap().unwrap();
         assert_eq!((kept.name.as_str(), kept.description.as_str()), ("Fo\u{FFFD}rum", "a\u{FFFD}b"), "{name}");
-        store.mark_stale(site, "the site answered 500: \0").await.unwrap();
+        store.mark_stale(site, "the site answered 500: \0", 2).await.unwrap();
         assert_eq!(
             store.site(site).await.unwrap().unwrap().stale_error.as_deref(),
             Some("the site answered 500: \u{FFFD}")

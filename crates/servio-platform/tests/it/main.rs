@@ -12,6 +12,7 @@ mod common;
 mod connect;
 mod dashboard;
 mod directory;
+mod fetches;
 mod figures;
 mod json_body;
 mod mcp;

@@ -331,7 +331,9 @@ async fn the_periodic_refresh_asks_again_after_a_day_and_not_before() {
         let (store, user) = (&server.state.store, ana.user_id.unwrap());
         let fetched_at = || async move { store.vault_entry(user, id).await.unwrap().unwrap().site.fetched_at };
         let tick = Duration::from_millis(20);
-        let refreshing = tokio::spawn(servio_platform::refresh::run_periodically(server.state.clone(), tick));
+        let mut state = server.state.clone();
+        state.refresh.tick = tick;
+        let refreshing = tokio::spawn(servio_platform::refresh::run_periodically(state));
         let asked = demo.site.manifest_not_modified();
         let now = jiff::Timestamp::now().as_second();
 
@@ -349,5 +351,88 @@ async fn the_periodic_refresh_asks_again_after_a_day_and_not_before() {
         }
         refreshing.abort();
         assert_eq!(demo.site.manifest_not_modified(), asked + 1, "{name}: asked once, with its ETag");
+    }
+}
+
+/// A loopback port nobody listens on any more: a site there is refused at once, as a site whose
+/// server was stopped.
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Regression (issue 41, finding 3): a failed refresh kept the site's last fetch time, and each
+/// round took the sites fetched longest ago, so sites that had gone dead filled every round
+/// and a live site was never refreshed again (a tool it removed stayed offered). Now a failed
+/// refresh backs off (an hour, doubling), stored with the site, and a round takes the earliest
+/// due first: with rounds of two, two dead sites are asked once, then the live one is refreshed.
+#[tokio::test]
+async fn the_periodic_refresh_backs_off_dead_sites_and_still_refreshes_the_live_one() {
+    use servio_platform::refresh::{Round, run_once};
+    let (demo, servers) = common::demo_and_servers("dead-sites").await;
+    for (name, server) in servers {
+        let (ana, id) = common::ana_with_site(&server, &demo, "dead-sites", name).await;
+        let (store, user) = (&server.state.store, ana.user_id.unwrap());
+        let now = servio_platform::now();
+        let mut dead = Vec::new();
+        for n in 0..2 {
+            let origin = format!("https://localhost:{}", closed_port());
+            let manifest_url = format!("{origin}/.well-known/servio.json");
+            let fetched = servio_store::FetchedManifest {
+                origin: &origin,
+                manifest_url: &manifest_url,
+                manifest: "{}",
+                etag: None,
+                last_modified: None,
+            };
+            // Fetched (and due) before the live site: the order the rounds used to take them in.
+            dead.push(store.add_site(&fetched, user, None, now - 3 * 86_400 - n, 100).await.unwrap().id);
+        }
+        store.touch_site(id, now - 25 * 3600).await.unwrap();
+        demo.site.edit_manifest(Some(std::sync::Arc::new(|manifest: &mut serde_json::Value| {
+            manifest["tools"].as_array_mut().unwrap().retain(|t| t["name"] != "forum.getThread");
+        })));
+
+        let mut state = server.state.clone();
+        state.refresh.batch = 2;
+        let mut rounds = Vec::new();
+        for _ in 0..3 {
+            rounds.push(run_once(&state).await.unwrap());
+        }
+        demo.site.edit_manifest(None);
+        let live = store.site(id).await.unwrap().unwrap();
+        assert!(!live.manifest.contains("forum.getThread"), "{name}: the live site was not refreshed: {rounds:?}");
+        let (_, tools, _) = server.send(&ana, Method::GET, "/api/tools", None).await;
+        assert!(!tools.to_string().contains("forum_getThread"), "{name}: the removed tool is still offered: {tools}");
+        let want = [Round { stale: 2, ..Round::default() }, Round { changed: 1, ..Round::default() }, Round::default()];
+        assert_eq!(rounds, want, "{name}: the dead sites once, then the live one, then nothing due");
+        for site in dead {
+            let site = store.site(site).await.unwrap().unwrap();
+            assert_eq!(site.refresh_failures, 1, "{name}: asked once in three rounds");
+            let retry = site.retry_at.unwrap() - now;
+            assert!((3600..3600 + 60).contains(&retry), "{name}: an hour's wait first, not {retry} s");
+        }
+        let backoff = state.refresh;
+        let waits: Vec<u64> = (1..=7).map(|failures| backoff.retry_after(failures).as_secs() / 3600).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 24, 24], "{name}: doubling from an hour to a day");
+    }
+}
+
+/// Issue 41, finding 3: a site that no vault holds any more (and no Directory listing) is not
+/// refreshed, and the next round deletes it with its versions.
+#[tokio::test]
+async fn a_site_nobody_holds_is_not_refreshed_and_goes() {
+    let (demo, servers) = common::demo_and_servers("unheld").await;
+    for (name, server) in servers {
+        let (ana, id) = common::ana_with_site(&server, &demo, "unheld", name).await;
+        let store = &server.state.store;
+        store.touch_site(id, servio_platform::now() - 2 * 86_400).await.unwrap();
+        let (status, _, _) = server.send(&ana, Method::DELETE, &format!("/api/vault/{id}"), None).await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{name}");
+        demo.site.record_requests();
+        let round = servio_platform::refresh::run_once(&server.state).await.unwrap();
+        assert_eq!((round.dropped, round.unchanged + round.changed + round.stale), (1, 0), "{name}: {round:?}");
+        assert!(demo.site.requests().is_empty(), "{name}: nobody's site was asked for its manifest");
+        assert!(store.site(id).await.unwrap().is_none(), "{name}: the site is still stored");
+        assert!(store.versions(id).await.unwrap().is_empty(), "{name}: its versions are still stored");
     }
 }

@@ -5,10 +5,12 @@
 //!
 //! One module per point of the issue; `harness` starts the platform and the hostile site.
 
+mod amplification;
 mod backfills;
 mod big_manifest;
 mod call_log;
 mod connections;
+mod dead_sites;
 mod fairness;
 mod harness;
 mod lockout;

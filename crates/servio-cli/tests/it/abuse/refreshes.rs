@@ -60,7 +60,8 @@ async fn refreshes_keep_a_bounded_number_of_versions_and_the_site_page_fast() {
     let size = serde_json::to_vec(&site.site.manifest()).unwrap().len();
     for backend in Backend::all().await {
         let kept = KEPT.to_string();
-        let args = ["--refresh-every", "0", "--versions-per-site", &kept];
+        // Both limits on fetching one site off: this test refreshes one site many times.
+        let args = ["--refresh-every", "0", "--manifest-fetches-per-site", "0", "--versions-per-site", &kept];
         let platform = Platform::start(&backend, &site, &args).await;
         let user = platform.user("refreshes@example.com").await;
         let added = platform.add_site(&user, &site).await;

@@ -50,6 +50,12 @@ async fn check(State(state): State<AppState>, posted: PageForm<CheckForm>) -> Re
             *response.status_mut() = StatusCode::BAD_REQUEST;
             response
         }
+        // Too many checks by the user, or fetches of the site: said on the page, with its wait.
+        Err(error @ (ApiError::TooManyRequests { .. } | ApiError::TooSoon { .. })) => {
+            let mut response = page(&user, form, Some(error.to_string()), None);
+            *response.status_mut() = error.status();
+            error.with_retry_after(response)
+        }
         Err(error) => error.into_response(),
     }
 }

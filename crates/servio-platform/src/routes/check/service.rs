@@ -100,8 +100,8 @@ async fn read(state: &AppState, form: &CheckForm) -> Result<(String, Vec<u8>, Op
     if !url.is_empty() {
         crate::text::require_text("url", url)?;
         let url = if url.contains("://") { url.to_owned() } else { format!("https://{url}") };
-        let found = servio_client::discover(&state.client, &url)
-            .await
+        let found = crate::shared::discovered::discover(state, &url)
+            .await?
             .map_err(|error| ApiError::BadRequest(format!("no manifest could be read there: {error}")))?;
         if found.body.len() > MAX_MANIFEST_BYTES {
             return Err(ApiError::BadRequest("the manifest is larger than 1 MiB".into()));

@@ -69,6 +69,9 @@ async fn claim(api: Api, JsonBody(form): JsonBody<NewClaim>) -> Result<Response,
 #[utoipa::path(post, path = "/api/directory/claims/{id}/verify", responses(
     (status = 200, description = "Listed", body = Verified),
     (status = 422, description = "The manifest is invalid or does not list the token", body = ErrorBody),
+    (status = 429, description = "The site's manifest was fetched as often as the platform fetches one site's \
+                                  (--manifest-fetches-per-site a minute, whoever asks): try again after Retry-After",
+     body = ErrorBody),
 ))]
 async fn verify(api: Api, Id(id): Id) -> Result<Json<Verified>, ApiError> {
     service::verify_claim(&api.state, api.user.id, id).await.map(Json)

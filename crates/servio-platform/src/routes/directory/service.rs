@@ -5,7 +5,6 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use servio_client::discover;
 use servio_client::discovery::origin_of;
 use servio_manifest::Manifest;
 use servio_store::Listing;
@@ -13,7 +12,7 @@ use utoipa::ToSchema;
 
 use crate::accounts::same_secret;
 use crate::error::ApiError;
-use crate::shared::discovered::fetched_manifest;
+use crate::shared::discovered::{discover, fetched_manifest};
 use crate::{AppState, now};
 
 /// An origin to claim.
@@ -166,11 +165,12 @@ pub(crate) async fn owned_claim(state: &AppState, user_id: i64, id: i64) -> Resu
     claims.into_iter().find(|c| c.id == id).ok_or(ApiError::NotFound)
 }
 
-/// Lists the claimed site once its manifest carries the claim's token.
+/// Lists the claimed site once its manifest carries the claim's token. The fetch spends one of
+/// the site's fetches (`429` when they are spent for now), whoever claims it.
 pub(crate) async fn verify_claim(state: &AppState, user_id: i64, id: i64) -> Result<Verified, ApiError> {
     let claim = owned_claim(state, user_id, id).await?;
-    let found = discover(&state.client, &claim.origin)
-        .await
+    let found = discover(state, &claim.origin)
+        .await?
         .map_err(|e| ApiError::Unprocessable(json!({ "error": e.to_string() })))?;
     let fetched = fetched_manifest(&claim.origin, &found)?;
     let manifests = state.collector.manifests();

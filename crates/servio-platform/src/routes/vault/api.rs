@@ -35,8 +35,11 @@ async fn list(api: Api) -> Result<Json<SiteList>, ApiError> {
 #[utoipa::path(post, path = "/api/vault", request_body = AddSite, responses(
     (status = 201, description = "Added", body = SiteAnswer),
     (status = 400, description = "Not a URL the platform may fetch, or a bad token", body = ErrorBody),
-    (status = 409, description = "The site is in the vault already, or the vault holds as many sites as one user may (`--max-sites`)", body = ErrorBody),
+    (status = 409, description = "The site is in the vault already (nothing was fetched), or the vault holds as many sites as one user may (`--max-sites`)", body = ErrorBody),
     (status = 422, description = "No valid manifest there: `error`, and `report` for an invalid one", body = ErrorBody),
+    (status = 429, description = "The site's manifest was fetched as often as the platform fetches one site's \
+                                  (--manifest-fetches-per-site a minute, whoever asks): try again after Retry-After",
+     body = ErrorBody),
 ))]
 async fn add(api: Api, JsonBody(form): JsonBody<AddSite>) -> Result<Response, ApiError> {
     let site = service::add_site(&api.state, api.user.id, &form.url, form.token.as_deref()).await?;
@@ -66,7 +69,12 @@ async fn set_credential(api: Api, Id(id): Id, JsonBody(form): JsonBody<BearerTok
 }
 
 /// Refresh the site's manifest now
-#[utoipa::path(post, path = "/api/vault/{id}/refresh", responses((status = 200, description = "What the refresh did, and the site after it", body = RefreshAnswer)))]
+#[utoipa::path(post, path = "/api/vault/{id}/refresh", responses(
+    (status = 200, description = "What the refresh did, and the site after it", body = RefreshAnswer),
+    (status = 429, description = "The site was refreshed on request less than --refresh-every ago, or its manifest \
+                                  was fetched as often as the platform fetches one site's (--manifest-fetches-per-site \
+                                  a minute, whoever asks): try again after Retry-After", body = ErrorBody),
+))]
 async fn refresh(api: Api, Id(id): Id) -> Result<Json<RefreshAnswer>, ApiError> {
     service::refresh(&api.state, api.user.id, id).await.map(Json)
 }

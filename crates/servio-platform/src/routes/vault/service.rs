@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
-use servio_client::{DiscoveryError, discover};
+use servio_client::DiscoveryError;
 use servio_collector::manifests::{CheckedManifest, CheckedText, Wait};
 use servio_manifest::diff::{TextPart, ToolChange, words};
 use servio_manifest::report_json::to_json;
@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 
 use crate::approval::{Unapproved, acting_manifest, still_offered};
 use crate::error::ApiError;
-use crate::shared::discovered::fetched_manifest;
+use crate::shared::discovered::{discover, fetched_manifest, stored_origin};
 use crate::{AppState, now};
 use servio_collector::credentials::Credential as SiteCredential;
 
@@ -526,7 +526,8 @@ pub(crate) async fn entry(state: &AppState, user_id: i64, id: i64) -> Result<Vau
 }
 
 /// Adds the site at `url` to a user's vault with an optional bearer token (sealed). Refused
-/// with the report when the manifest is invalid.
+/// with the report when the manifest is invalid; refused (`409`) before anything is fetched
+/// when the user has the site already, and (`429`) when the site's fetches are spent for now.
 pub(crate) async fn add_site(
     state: &AppState,
     user_id: i64,
@@ -536,8 +537,15 @@ pub(crate) async fn add_site(
     let token = token.map(checked_token).transpose()?.flatten();
     let url = url.trim();
     let url = if url.contains("://") { url.to_owned() } else { format!("https://{url}") };
-    let found = discover(&state.client, &url).await.map_err(discovery_error)?;
-    let origin = found.origin.as_str().trim_end_matches('/').to_owned();
+    // The site is known from the URL: one the user has is refused as the store would refuse
+    // it, before a fetch that could only end there (a flood of these once fetched for each).
+    if let Ok(site) = Site::parse(&url)
+        && state.store.vault_site_at(user_id, site.origin()).await?.is_some()
+    {
+        return Err(servio_store::StoreError::Conflict(IN_VAULT).into());
+    }
+    let found = discover(state, &url).await?.map_err(discovery_error)?;
+    let origin = stored_origin(&found.origin).to_owned();
     let fetched = fetched_manifest(&origin, &found)?;
     let checked = state.collector.manifests().text(&origin, fetched.manifest, Wait::Bounded).await?;
     if !checked.report.is_valid() {
@@ -554,6 +562,10 @@ pub(crate) async fn add_site(
     }
     Ok(site_view(&record, checked, &record.manifest_url, token.is_some()))
 }
+
+/// What a site added twice is, in the `409` that refuses it ("… is already taken"), as the
+/// store says it when two adds race past the check before the fetch.
+const IN_VAULT: &str = "this site in your vault";
 
 /// Queues the due periods of a site just added, so that the next lease of a worker (`serve`'s
 /// looks every few seconds) collects them rather than the next planning round, minutes away;
