@@ -85,10 +85,10 @@ impl FairPermits {
         granted.await.expect("a waiter is answered with a permit")
     }
 
-    /// Permits nobody holds, and owners waiting, now.
+    /// Permits nobody holds, and waiters (given up or not), now.
     pub fn status(&self) -> (usize, usize) {
         let queues = self.lock();
-        (queues.free, queues.turns.len())
+        (queues.free, queues.waiting.values().map(VecDeque::len).sum())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Queues> {

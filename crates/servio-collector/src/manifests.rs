@@ -405,27 +405,33 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn checks_are_served_to_users_in_turn() {
         let cache = Arc::new(ManifestCache::new(CheckConfig { concurrency: 1, ..CheckConfig::default() }));
+        // The one permit is held until every check below waits for it, in the order sent.
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let holder = tokio::spawn({
+            let cache = cache.clone();
+            async move { cache.run(Wait::Turn, move || held.recv()).await }
+        });
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
         for (user, count) in [(1, 8), (2, 1)] {
             for _ in 0..count {
-                let (cache, order) = (cache.clone(), order.clone());
+                let (asking, order) = (cache.clone(), order.clone());
+                let waiting = cache.permits.status().1;
                 tasks.push(tokio::spawn(crate::fair::owned_by(Some(user), async move {
-                    cache
-                        .run(Wait::Turn, move || {
-                            std::thread::sleep(Duration::from_millis(20));
-                            order.lock().unwrap().push(user);
-                        })
-                        .await
+                    asking.run(Wait::Turn, move || order.lock().unwrap().push(user)).await
                 })));
-                tokio::time::sleep(Duration::from_millis(2)).await;
+                while cache.permits.status().1 == waiting {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
             }
         }
+        release.send(()).unwrap();
+        holder.await.unwrap().unwrap().unwrap();
         for task in tasks {
             task.await.unwrap().unwrap();
         }
         let order = order.lock().unwrap().clone();
         let place = order.iter().position(|user| *user == 2).unwrap();
-        assert!(place <= 2, "user 2's check ran at place {place} of {order:?}");
+        assert!(place <= 1, "user 2's check ran at place {place} of {order:?}");
     }
 }
