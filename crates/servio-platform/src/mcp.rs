@@ -154,6 +154,12 @@ impl McpGateway {
         }
     }
 
+    /// Counts what the platform is about to answer itself (`what`) against the user's gateway
+    /// limits, as a tool call is counted.
+    fn admit(&self, user: &User, what: &str) -> Result<(), McpError> {
+        gateway::admit_asked(&self.state, user, what).map_err(|refused| throttled(&Failure::throttled(refused)))
+    }
+
     /// The user a request comes from, checked against the session's owner: a second line behind
     /// [`transport::keep_sessions_to_owners`], which turns such a request away before the SDK.
     fn user(&self, extensions: &rmcp::model::Extensions) -> Result<User, McpError> {
@@ -233,6 +239,7 @@ impl ServerHandler for McpGateway {
         let (user, token) = self.caller(&context.extensions)?;
         let args = Value::Object(request.arguments.unwrap_or_default());
         if request.name == crate::figures::TOOL_NAME {
+            self.admit(&user, crate::figures::TOOL_NAME)?;
             let started = (crate::now(), std::time::Instant::now());
             let result = figures::call_tool(&self.state, &user, &args).await;
             // A mistake in the arguments is a tool result with isError: logged as such.
@@ -253,6 +260,7 @@ impl ServerHandler for McpGateway {
                 Err(McpError::invalid_params(format!("no tool named {name:?} in your vault"), None))
             }
             Err(failure @ Failure::InvalidName(_)) => Err(McpError::invalid_params(failure.to_string(), None)),
+            Err(failure @ Failure::Throttled { .. }) => Err(throttled(&failure)),
             Err(failure) => Ok(tool_error(&failure).into()),
         }
     }
@@ -281,6 +289,7 @@ impl ServerHandler for McpGateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let (user, token) = self.caller(&context.extensions)?;
+        self.admit(&user, &request.uri)?;
         let started = (crate::now(), std::time::Instant::now());
         let result = figures::read_resource(&self.state, &user, &request.uri).await;
         self.log_asked((&user, token), ("resource", &request.uri), started, &result);
@@ -302,6 +311,7 @@ impl ServerHandler for McpGateway {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let (user, token) = self.caller(&context.extensions)?;
+        self.admit(&user, &request.name)?;
         let started = (crate::now(), std::time::Instant::now());
         let result = figures::get_prompt(&self.state, &user, &request.name).await;
         self.log_asked((&user, token), ("prompt", &request.name), started, &result);
@@ -615,6 +625,12 @@ fn structured(result: Value) -> Value {
         Value::Object(_) => result,
         other => json!({ "result": other }),
     }
+}
+
+/// A call refused by the user's gateway limits, as MCP's error: the limit and when to try
+/// again in words, `retry_after` (seconds) as data.
+fn throttled(failure: &Failure) -> McpError {
+    McpError::invalid_request(failure.to_string(), Some(failure.details()))
 }
 
 /// A failed call as a tool result the AI can read (`isError`), with the details as data.

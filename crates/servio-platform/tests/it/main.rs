@@ -13,6 +13,7 @@ mod connect;
 mod dashboard;
 mod directory;
 mod figures;
+mod gateway_limits;
 mod json_body;
 mod mcp;
 mod ops;
