@@ -16,6 +16,7 @@ mod figures;
 mod gateway_limits;
 mod json_body;
 mod mcp;
+mod mcp_subscriptions;
 mod ops;
 mod pages;
 mod processes;
