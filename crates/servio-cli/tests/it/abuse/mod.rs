@@ -17,3 +17,4 @@ mod refreshes;
 mod schema;
 mod sessions;
 mod smoke;
+mod subscriptions;
