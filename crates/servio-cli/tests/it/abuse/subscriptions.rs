@@ -51,66 +51,60 @@ async fn padded_subscriptions_and_listen_filters_are_refused_with_their_bound() 
         platform.add_site(&bob, &site).await;
         // Warm up: a session subscribed and a stream listening, as every later one will be.
         let warm = session(&platform, &ana).await;
-        assert!(subscribe(&platform, &ana, &warm, &revenue).await.get("result").is_some(), "{name}");
+        assert!(subscribe(&platform, &ana, (&warm, 2), &revenue).await.get("result").is_some(), "{name}");
         let _warm_stream = listen(&platform, &ana, &[revenue.clone(), orders.clone()]).await.unwrap();
         let before = platform.rss_kib();
 
-        let (subscribed, listened, kept) =
-            within(&platform, "padded subscriptions and filters", Duration::from_secs(180), async {
-                let mut sessions = Vec::new();
-                for _ in 0..SESSIONS {
-                    sessions.push(session(&platform, &ana).await);
-                }
-                let asks = sessions.iter().flat_map(|session| (0..SUBSCRIBES).map(move |i| (session.clone(), i)));
-                let subscribed: Vec<Value> = futures_util::stream::iter(asks)
-                    .map(|(session, i)| {
-                        let (platform, ana) = (platform.clone(), ana.clone());
-                        // The site with spaces before it names the same site; each address differs.
-                        let padded =
-                            format!("servio://metrics/{}{authority}/sales.revenue.daily", " ".repeat(PADDED + i));
-                        async move { subscribe(&platform, &ana, &session, &padded).await }
-                    })
-                    .buffer_unordered(CONCURRENCY)
-                    .collect()
-                    .await;
-                let filter: Vec<String> = (0..FILTER_ADDRESSES)
-                    .map(|i| {
-                        format!("servio://metrics/{}{authority}/sales.revenue{i}.daily", " ".repeat(FILTER_PADDING))
-                    })
-                    .collect();
-                let filter = Arc::new(filter);
-                let listened: Vec<Result<reqwest::Response, Value>> = futures_util::stream::iter(0..STREAMS)
-                    .map(|_| {
-                        let (platform, ana, filter) = (platform.clone(), ana.clone(), filter.clone());
-                        async move { listen(&platform, &ana, &filter).await }
-                    })
-                    .buffer_unordered(CONCURRENCY)
-                    .collect()
-                    .await;
-                // The user's legitimate sessions and streams, kept open while memory is measured.
-                let mut kept = Vec::new();
-                for _ in 0..KEPT {
-                    let session = session(&platform, &ana).await;
-                    for address in [&revenue, &orders] {
-                        let answer = subscribe(&platform, &ana, &session, address).await;
-                        assert!(answer.get("result").is_some(), "{name}: {answer}");
+        let kept = within(&platform, "padded subscriptions and filters", Duration::from_secs(180), async {
+            let mut sessions = Vec::new();
+            for _ in 0..SESSIONS {
+                sessions.push(session(&platform, &ana).await);
+            }
+            let asks = sessions.iter().flat_map(|session| (0..SUBSCRIBES).map(move |i| (session.clone(), i)));
+            futures_util::stream::iter(asks)
+                .for_each_concurrent(CONCURRENCY, |(session, i)| {
+                    let (platform, ana) = (platform.clone(), ana.clone());
+                    // The site with spaces before it names the same site; each address differs.
+                    let padded = format!("servio://metrics/{}{authority}/sales.revenue.daily", " ".repeat(PADDED + i));
+                    async move {
+                        let answer = subscribe(&platform, &ana, (&session, 2 + i), &padded).await;
+                        let message = answer["error"]["message"].as_str().unwrap_or_default();
+                        assert!(message.contains("at most 512 bytes"), "{name}: a padded subscription: {answer}");
                     }
-                    kept.push(listen(&platform, &ana, &[revenue.clone(), orders.clone()]).await.unwrap());
+                })
+                .await;
+            let filter: Vec<String> = (0..FILTER_ADDRESSES)
+                .map(|i| format!("servio://metrics/{}{authority}/sales.revenue{i}.daily", " ".repeat(FILTER_PADDING)))
+                .collect();
+            let filter = Arc::new(filter);
+            futures_util::stream::iter(0..STREAMS)
+                .for_each_concurrent(CONCURRENCY, |_| {
+                    let (platform, ana, filter) = (platform.clone(), ana.clone(), filter.clone());
+                    async move {
+                        let Err(error) = listen(&platform, &ana, &filter).await else {
+                            panic!("{name}: a padded filter was acknowledged")
+                        };
+                        let message = error["message"].as_str().unwrap_or_default();
+                        assert!(message.contains("at most 512 bytes"), "{name}: {error}");
+                    }
+                })
+                .await;
+            // The user's legitimate sessions and streams, kept open while memory is measured.
+            let mut kept = Vec::new();
+            for _ in 0..KEPT {
+                let session = session(&platform, &ana).await;
+                for address in [&revenue, &orders] {
+                    let answer = subscribe(&platform, &ana, (&session, 2), address).await;
+                    assert!(answer.get("result").is_some(), "{name}: {answer}");
                 }
-                (subscribed, listened, kept)
-            })
-            .await;
+                kept.push(listen(&platform, &ana, &[revenue.clone(), orders.clone()]).await.unwrap());
+            }
+            kept
+        })
+        .await;
         let grown = platform.rss_kib().saturating_sub(before);
         eprintln!("{name}: padded subscriptions and filters grew the platform by {} MiB", grown / 1024);
         assert!(grown < GROWTH_KIB, "{name}: padded subscriptions and filters grew the platform by {grown} KiB");
-        for answer in &subscribed {
-            let message = answer["error"]["message"].as_str().unwrap_or_default();
-            assert!(message.contains("at most 512 bytes"), "{name}: a padded subscription: {answer}");
-        }
-        for answer in &listened {
-            let Err(error) = answer else { panic!("{name}: a padded filter was acknowledged") };
-            assert!(error["message"].as_str().unwrap_or_default().contains("at most 512 bytes"), "{name}: {error}");
-        }
         assert_eq!(kept.len(), KEPT, "{name}");
 
         // Another user's call goes on.
@@ -135,12 +129,13 @@ async fn session(platform: &Platform, user: &User) -> String {
     session
 }
 
-/// The answer to `resources/subscribe` of `uri` on `session`.
-async fn subscribe(platform: &Platform, user: &User, session: &str, uri: &str) -> Value {
-    let message = json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": { "uri": uri } });
+/// The answer to `resources/subscribe` of `uri` on `session`, as request `id` (a session's
+/// requests in flight at once are told apart by their ids).
+async fn subscribe(platform: &Platform, user: &User, (session, id): (&str, usize), uri: &str) -> Value {
+    let message = json!({ "jsonrpc": "2.0", "id": id, "method": "resources/subscribe", "params": { "uri": uri } });
     let (status, _, messages) = mcp_post(&platform.http, &platform.url, &user.token, Some(session), &message).await;
     assert_eq!(status, 200);
-    messages.into_iter().find(|m| m["id"] == 2).expect("an answer to resources/subscribe")
+    messages.into_iter().find(|m| m["id"] == id).expect("an answer to resources/subscribe")
 }
 
 /// A `subscriptions/listen` stream (2026-07-28) watching `addresses`, once acknowledged; or
