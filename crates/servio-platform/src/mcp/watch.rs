@@ -185,7 +185,10 @@ pub(super) fn canonical(metrics: &[MetricRef], uri: &str, limits: WatchLimits) -
         Ask::from_uri(uri).and_then(|ask| crate::figures::find(metrics, &ask)).map_err(|error| match error {
             FiguresError::Invalid(message) => McpError::invalid_params(message, None),
             FiguresError::NotFound(message) => McpError::resource_not_found(message, Some(json!({ "uri": uri }))),
-            FiguresError::Api(error) => McpError::internal_error(error.to_string(), None),
+            FiguresError::Api(error) => {
+                tracing::error!(error = %servio_client::error_chain(&error), "reading a metric to watch failed");
+                McpError::internal_error("the metrics could not be read", None)
+            }
         })?;
     let canonical = found.uri();
     short_enough(&canonical, limits)?;
