@@ -12,6 +12,7 @@ mod figures;
 mod schema;
 mod sessions;
 mod transport;
+mod watch;
 
 use std::sync::{Arc, OnceLock};
 
@@ -63,14 +64,22 @@ pub fn service(state: AppState, allowed_hosts: Vec<String>) -> axum::Router {
     let factory_state = state.clone();
     let factory_sessions = sessions.clone();
     let listening = Arc::new(Listening::default());
+    let watching = Arc::new(watch::Watching::new(watch::WatchLimits::default()));
+    let factory_watching = watching.clone();
     let mcp = StreamableHttpService::new(
-        move || Ok(McpGateway::new(factory_state.clone(), factory_sessions.clone(), listening.clone())),
+        move || {
+            let parts = (factory_sessions.clone(), listening.clone(), factory_watching.clone());
+            Ok(McpGateway::new(factory_state.clone(), parts))
+        },
         sessions.clone(),
         config,
     );
     use axum::middleware::{from_fn, from_fn_with_state};
+    let listen_bounds = watch::ListenBounds { state: state.clone(), watching };
     axum::Router::new()
         .fallback(move |request: Request| batch::split(mcp.clone(), request))
+        // A listen stream's filter is bounded and made canonical before the SDK keeps it.
+        .layer(from_fn_with_state(listen_bounds, watch::bound_listen))
         .layer(from_fn(transport::answer_with_spec_statuses))
         .layer(from_fn_with_state(
             transport::Owners::new(sessions, state.store.clone(), state.quotas.mcp_sessions),
@@ -134,15 +143,17 @@ struct McpGateway {
     ended: Arc<tokio_util::sync::DropGuard>,
     /// The `subscriptions/listen` streams open in this process, by user.
     listening: Arc<Listening>,
+    /// What the sessions and streams of this process watch, in bytes.
+    watching: Arc<watch::Watching>,
     /// The resources this session subscribed to (`resources/subscribe`, before 2026-07-28).
-    subscribed: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+    subscribed: Arc<std::sync::Mutex<watch::Subscribed>>,
 }
 
-/// How many resources one session or listen stream may watch: every metric a user could have.
-const MAX_SUBSCRIPTIONS: usize = 1000;
-
 impl McpGateway {
-    fn new(state: AppState, sessions: Arc<LocalSessionManager>, listening: Arc<Listening>) -> McpGateway {
+    fn new(
+        state: AppState,
+        (sessions, listening, watching): (Arc<LocalSessionManager>, Arc<Listening>, Arc<watch::Watching>),
+    ) -> McpGateway {
         let ended = tokio_util::sync::CancellationToken::new().drop_guard();
         McpGateway {
             state,
@@ -150,8 +161,15 @@ impl McpGateway {
             sessions,
             ended: Arc::new(ended),
             listening,
-            subscribed: Arc::default(),
+            watching,
+            subscribed: Arc::new(std::sync::Mutex::new(watch::Subscribed::new())),
         }
+    }
+
+    /// Counts what the platform is about to answer itself (`what`) against the user's gateway
+    /// limits, as a tool call is counted.
+    fn admit(&self, user: &User, what: &str) -> Result<(), McpError> {
+        gateway::admit_asked(&self.state, user, what).map_err(|refused| throttled(&Failure::throttled(refused)))
     }
 
     /// The user a request comes from, checked against the session's owner: a second line behind
@@ -233,6 +251,7 @@ impl ServerHandler for McpGateway {
         let (user, token) = self.caller(&context.extensions)?;
         let args = Value::Object(request.arguments.unwrap_or_default());
         if request.name == crate::figures::TOOL_NAME {
+            self.admit(&user, crate::figures::TOOL_NAME)?;
             let started = (crate::now(), std::time::Instant::now());
             let result = figures::call_tool(&self.state, &user, &args).await;
             // A mistake in the arguments is a tool result with isError: logged as such.
@@ -253,6 +272,7 @@ impl ServerHandler for McpGateway {
                 Err(McpError::invalid_params(format!("no tool named {name:?} in your vault"), None))
             }
             Err(failure @ Failure::InvalidName(_)) => Err(McpError::invalid_params(failure.to_string(), None)),
+            Err(failure @ Failure::Throttled { .. }) => Err(throttled(&failure)),
             Err(failure) => Ok(tool_error(&failure).into()),
         }
     }
@@ -281,6 +301,7 @@ impl ServerHandler for McpGateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let (user, token) = self.caller(&context.extensions)?;
+        self.admit(&user, &request.uri)?;
         let started = (crate::now(), std::time::Instant::now());
         let result = figures::read_resource(&self.state, &user, &request.uri).await;
         self.log_asked((&user, token), ("resource", &request.uri), started, &result);
@@ -302,6 +323,7 @@ impl ServerHandler for McpGateway {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let (user, token) = self.caller(&context.extensions)?;
+        self.admit(&user, &request.name)?;
         let started = (crate::now(), std::time::Instant::now());
         let result = figures::get_prompt(&self.state, &user, &request.name).await;
         self.log_asked((&user, token), ("prompt", &request.name), started, &result);
@@ -310,6 +332,9 @@ impl ServerHandler for McpGateway {
 
     /// `resources/subscribe` (before 2026-07-28): the session hears
     /// `notifications/resources/updated` for the metric whenever the user's values change.
+    /// Only a metric of the user's, by its canonical address (an address of another form is
+    /// refused with the canonical one, so that the updates name what was subscribed to), and
+    /// within the bounds of [`watch`], checked before anything is kept.
     #[allow(
         deprecated,
         reason = "resources/subscribe is deprecated by 2026-07-28 and still served to earlier revisions"
@@ -320,15 +345,22 @@ impl ServerHandler for McpGateway {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let user = self.user(&context.extensions)?;
-        // Only a metric the user has: reading it checks that.
-        figures::read_resource(&self.state, &user, &request.uri).await?;
-        let mut subscribed = self.subscribed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if subscribed.len() >= MAX_SUBSCRIPTIONS && !subscribed.contains(&request.uri) {
-            let message = format!("one session watches at most {MAX_SUBSCRIPTIONS} resources: unsubscribe first");
-            return Err(McpError::invalid_request(message, None));
+        let limits = self.watching.limits();
+        // Refused before the user's metrics are even read.
+        watch::short_enough(&request.uri, limits)?;
+        let metrics = crate::figures::metrics(&self.state, &user).await.map_err(|error| {
+            tracing::error!(user_id = user.id, error = %servio_client::error_chain(&error), "reading the metrics to subscribe to failed");
+            McpError::internal_error("the metrics could not be read", None)
+        })?;
+        let address = watch::canonical(&metrics, &request.uri, limits)?;
+        if address != request.uri {
+            return Err(McpError::invalid_params(
+                format!("subscribe to the metric by its address as resources/list gives it: {address}"),
+                Some(json!({ "uri": address })),
+            ));
         }
-        subscribed.insert(request.uri);
-        Ok(())
+        let mut subscribed = self.subscribed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        subscribed.add(&self.watching, user.id, address)
     }
 
     #[allow(
@@ -382,7 +414,7 @@ impl ServerHandler for McpGateway {
                     Heard::Closed => return,
                 };
                 let watched: Vec<String> =
-                    subscribed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().cloned().collect();
+                    subscribed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).addresses().cloned().collect();
                 for notice in notices(changed, &watched) {
                     if peer.send_notification(notice).await.is_err() {
                         return; // The session is gone.
@@ -393,13 +425,18 @@ impl ServerHandler for McpGateway {
     }
 
     /// `subscriptions/listen` (2026-07-28) carries changes of the user's catalogue and updates
-    /// of the metrics asked for (addresses of metrics, at most [`MAX_SUBSCRIPTIONS`]; others
-    /// are left out of the acknowledged filter).
+    /// of the metrics asked for: [`watch::bound_listen`] made the filter's addresses the
+    /// canonical addresses of the user's metrics, within its bounds, before the SDK read it;
+    /// here, a second line, only addresses of metrics are accepted, at most
+    /// [`watch::MAX_SUBSCRIPTIONS`].
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
         let mut accepted = SubscriptionFilter::builder().tools_list_changed().build();
         let metrics = requested.resource_subscriptions.iter().flatten();
-        let metrics: Vec<String> =
-            metrics.filter(|uri| crate::figures::Ask::from_uri(uri).is_ok()).take(MAX_SUBSCRIPTIONS).cloned().collect();
+        let metrics: Vec<String> = metrics
+            .filter(|uri| crate::figures::Ask::from_uri(uri).is_ok())
+            .take(watch::MAX_SUBSCRIPTIONS)
+            .cloned()
+            .collect();
         accepted.resource_subscriptions = Some(metrics);
         Some(accepted)
     }
@@ -412,12 +449,17 @@ impl ServerHandler for McpGateway {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let request = context.request_context();
         let user = self.user(&request.extensions)?;
-        let token = request
-            .extensions
-            .get::<Parts>()
+        let parts = request.extensions.get::<Parts>();
+        let token = parts
             .and_then(|parts| bearer(&parts.headers))
             .map(crate::accounts::token_hash)
             .ok_or_else(|| McpError::internal_error("the request reached MCP without a token", None))?;
+        // The filter's share of what the process watches, held until the stream ends. A filter
+        // `watch::bound_listen` did not read (a body it could not make out, which the SDK read
+        // otherwise) is not kept.
+        let Some(_watching) = parts.and_then(|parts| parts.extensions.get::<watch::ListenShare>()).cloned() else {
+            return Err(McpError::invalid_request("the listen request's filter could not be read", None));
+        };
         let limit = self.state.quotas.mcp_sessions;
         let _open = self.listening.open(user.id, limit).ok_or_else(|| {
             McpError::invalid_request(
@@ -426,7 +468,7 @@ impl ServerHandler for McpGateway {
             )
         })?;
         let mut changes = Changes::new(&self.state, user.id, token);
-        let watched = context.accepted().resource_subscriptions.clone().unwrap_or_default();
+        let watched = context.accepted().resource_subscriptions.as_deref().unwrap_or_default();
         let stopping = self.state.stopping.token();
         loop {
             let heard = tokio::select! {
@@ -441,7 +483,7 @@ impl ServerHandler for McpGateway {
                 }
                 Heard::Closed => return Ok(()),
             };
-            for notice in notices(changed, &watched) {
+            for notice in notices(changed, watched) {
                 if context.sink().send(notice).await.is_err() {
                     return Ok(()); // The client is gone.
                 }
@@ -615,6 +657,12 @@ fn structured(result: Value) -> Value {
         Value::Object(_) => result,
         other => json!({ "result": other }),
     }
+}
+
+/// A call refused by the user's gateway limits, as MCP's error: the limit and when to try
+/// again in words, `retry_after` (seconds) as data.
+fn throttled(failure: &Failure) -> McpError {
+    McpError::invalid_request(failure.to_string(), Some(failure.details()))
 }
 
 /// A failed call as a tool result the AI can read (`isError`), with the details as data.

@@ -81,6 +81,10 @@ fn describe() {
         "Time to answer an HTTP request (to the response head), by method and route template"
     );
     describe_counter!("servio_gateway_calls_total", "Tool calls through the AI gateway (MCP and HTTP API), by outcome");
+    describe_counter!(
+        "servio_call_log_dropped_total",
+        "Call-log entries dropped, not written, because the queue before the log's writer was full"
+    );
     describe_counter!("servio_collections_total", "Collections of a metric's period, by outcome");
     describe_counter!("servio_token_renewals_total", "OAuth access-token renewals, by outcome");
     describe_counter!("servio_manifest_refreshes_total", "Manifest refreshes, by outcome");

@@ -17,6 +17,10 @@
 //! adding a site, verifying a claim, testing a manifest at a URL and every refresh spend it, so
 //! that no number of users or requests makes the platform fetch one site's manifest faster.
 //!
+//! The AI gateway's calls are limited per user ([`Throttle::gateway_call`]), and so are the
+//! bytes those calls make the platform log ([`Throttle::gateway_log`]): an AI client looping on
+//! a tool (or on one that does not exist) cannot fill the call log, nor the queue before it.
+//!
 //! Every attempt counts, right or wrong: the limit has to be decided before the hash is
 //! checked, or a throttled guess would still be answered. The bursts are far above what a
 //! person signing in needs, so only floods meet them.
@@ -66,6 +70,29 @@ pub struct ThrottleConfig {
     /// claim on it, testing it, refreshing it), as many at once (`--manifest-fetches-per-site`).
     /// Zero: no limit.
     pub manifest_fetches_per_site: u32,
+    /// Gateway calls per user, over MCP and HTTP alike: tool calls (known or not) and what MCP
+    /// answers itself (`servio_metrics`, resource reads, the briefing), each of which is logged.
+    /// `None`: no limit (benchmarks).
+    pub gateway_calls_per_user: Option<PerMinute>,
+    /// Bytes of call-log entries per user: each call is charged, before it is made, the most
+    /// its entry can weigh ([`crate::gateway::most_logged`]). `None`: no limit.
+    pub gateway_log_bytes_per_user: Option<PerMinute>,
+}
+
+/// So many at once, then so many a minute: a [`Quota`] in the numbers a refusal states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerMinute {
+    /// The burst.
+    pub at_once: u32,
+    /// Given back over each minute, evenly.
+    pub per_minute: u32,
+}
+
+impl PerMinute {
+    /// The quota; `None` when either number is zero.
+    fn quota(self) -> Option<Quota> {
+        Some(Quota::per_minute(NonZeroU32::new(self.per_minute)?).allow_burst(NonZeroU32::new(self.at_once)?))
+    }
 }
 
 /// One refresh on request per site a minute, by default.
@@ -82,6 +109,7 @@ pub fn quota(burst: u32, every: Duration) -> Option<Quota> {
 }
 
 const TWO: NonZeroU32 = NonZeroU32::new(2).unwrap();
+
 const TEN: NonZeroU32 = NonZeroU32::new(10).unwrap();
 const THIRTY: NonZeroU32 = NonZeroU32::new(30).unwrap();
 
@@ -111,6 +139,17 @@ impl Default for ThrottleConfig {
             manifest_checks_per_user: Quota::per_minute(TEN).allow_burst(TEN),
             refresh_per_site: REFRESH_PER_SITE,
             manifest_fetches_per_site: MANIFEST_FETCHES_PER_SITE,
+            // 300 calls at once, then 300 a minute (one every 200 ms): a model calls a tool
+            // once per turn of seconds, several agents of one user a few a second; the audit's
+            // loop made 7,500 a second. A user's calls now log 430,000 entries a day at most,
+            // where that loop would have logged 650 million.
+            gateway_calls_per_user: Some(PerMinute { at_once: 300, per_minute: 300 }),
+            // 4 MiB at once, then 512 KiB a minute. A call is charged what its entry may weigh:
+            // about 1.5 KiB (a name, a worded failure of up to 1 KiB), or 17.5 KiB when the
+            // user keeps arguments (16 KiB of them). The call limit binds first for the one
+            // (340 a minute would fit); the other may log 230 calls at once, then one every
+            // two seconds: 720 MiB a day at most, where the audit wrote a GiB in 20 s.
+            gateway_log_bytes_per_user: Some(PerMinute { at_once: 4 << 20, per_minute: 512 << 10 }),
         }
     }
 }
@@ -173,6 +212,20 @@ impl<K: std::hash::Hash + Eq + Clone> Limiter<K> {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             ApiError::TooManyRequests { retry_after: wait.as_secs() + 1 }
         })
+    }
+
+    /// Counts `n` cells for `key` at once (bytes, say); refused with how long to wait, or with
+    /// `None` when `n` is more than the burst, which no wait makes room for.
+    fn check_n(&self, key: &K, n: u32) -> Result<(), Option<u64>> {
+        let Some(n) = NonZeroU32::new(n) else { return Ok(()) };
+        if self.inner.len() > KEPT_KEYS {
+            self.forget_stale();
+        }
+        match self.inner.check_key_n(key, n) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(not_until)) => Err(Some(not_until.wait_time_from(DefaultClock::default().now()).as_secs() + 1)),
+            Err(_) => Err(None),
+        }
     }
 
     fn forget_stale(&self) {
@@ -335,6 +388,8 @@ pub struct Throttle {
     manifest_fetches_per_site: u32,
     /// Hashes each site's origin into its [`SiteKey`], with a key of this process's own.
     site_keys: std::hash::RandomState,
+    gateway_calls_by_user: Option<(Limiter<i64>, PerMinute)>,
+    gateway_log_bytes_by_user: Option<(Limiter<i64>, PerMinute)>,
     /// Where password hashes are computed.
     pub hashing: Hashing,
 }
@@ -364,6 +419,12 @@ impl Throttle {
                 .map(|n| Limiter::new(Quota::per_minute(n).allow_burst(n))),
             manifest_fetches_per_site: config.manifest_fetches_per_site,
             site_keys: std::hash::RandomState::new(),
+            gateway_calls_by_user: config
+                .gateway_calls_per_user
+                .and_then(|limit| Some((Limiter::new(limit.quota()?), limit))),
+            gateway_log_bytes_by_user: config
+                .gateway_log_bytes_per_user
+                .and_then(|limit| Some((Limiter::new(limit.quota()?), limit))),
             hashing: Hashing::new(config.hashing_at_once, config.hashing_queue),
         }
     }
@@ -434,6 +495,49 @@ impl Throttle {
         })
     }
 
+    /// Counts a gateway call of the user `user_id` (a tool call, known or not, or what MCP
+    /// answers itself): `429` with `Retry-After` and the limit past
+    /// [`ThrottleConfig::gateway_calls_per_user`]. Counted before anything else is done for the
+    /// call, so a refused one costs no store read, no site call and no log entry.
+    pub fn gateway_call(&self, user_id: i64) -> Result<(), ApiError> {
+        let Some((limiter, limit)) = &self.gateway_calls_by_user else { return Ok(()) };
+        limiter.check(&user_id).map_err(|refused| match refused {
+            ApiError::TooManyRequests { retry_after } => ApiError::TooSoon {
+                message: format!(
+                    "too many gateway calls: a user may make {} at once, then {} a minute; try again in {retry_after} s",
+                    limit.at_once, limit.per_minute
+                ),
+                retry_after,
+            },
+            other => other,
+        })
+    }
+
+    /// Counts `bytes` of the call log for the user `user_id` (what a call's entry may weigh at
+    /// most, charged before the call is made): `429` with `Retry-After` and the limit past
+    /// [`ThrottleConfig::gateway_log_bytes_per_user`].
+    pub fn gateway_log(&self, user_id: i64, bytes: usize) -> Result<(), ApiError> {
+        let Some((limiter, limit)) = &self.gateway_log_bytes_by_user else { return Ok(()) };
+        limiter.check_n(&user_id, u32::try_from(bytes).unwrap_or(u32::MAX)).map_err(|wait| {
+            let bound = format!(
+                "the call log takes {} of a user's calls at once, then {} a minute",
+                bytes_in_words(limit.at_once),
+                bytes_in_words(limit.per_minute)
+            );
+            match wait {
+                Some(retry_after) => ApiError::TooSoon {
+                    message: format!("your gateway calls logged too much: {bound}; try again in {retry_after} s"),
+                    retry_after,
+                },
+                // A burst smaller than one entry (a setting, never the default): no wait helps.
+                None => ApiError::TooSoon {
+                    message: format!("this call's log entry may weigh {bytes} bytes, more than {bound}"),
+                    retry_after: 60,
+                },
+            }
+        })
+    }
+
     /// Counts a sign-up attempt from `client`; refused too while sign-ups wait for the
     /// "already taken" answers to replenish ([`Throttle::taken_answer`]), whatever the address.
     pub fn sign_up(&self, client: IpAddr) -> Result<(), ApiError> {
@@ -459,7 +563,16 @@ impl Throttle {
         if let Some(limiter) = &self.manifest_fetches_by_site {
             limiter.forget_stale();
         }
-        self.sign_in_by_account.len()
+        for (limiter, _) in [&self.gateway_calls_by_user, &self.gateway_log_bytes_by_user].into_iter().flatten() {
+            limiter.forget_stale();
+        }
+        let gateway: usize = [&self.gateway_calls_by_user, &self.gateway_log_bytes_by_user]
+            .into_iter()
+            .flatten()
+            .map(|(limiter, _)| limiter.len())
+            .sum();
+        gateway
+            + self.sign_in_by_account.len()
             + self.sign_in_by_pair.len()
             + self.password_checks_by_user.len()
             + self.sign_in_by_address.len()
@@ -493,6 +606,16 @@ pub struct FetchesSpent {
 impl From<FetchesSpent> for ApiError {
     fn from(spent: FetchesSpent) -> ApiError {
         ApiError::TooSoon { message: spent.to_string(), retry_after: spent.retry_after }
+    }
+}
+
+/// `bytes` as a refusal says them: in MiB or KiB when they are a whole number of them.
+fn bytes_in_words(bytes: u32) -> String {
+    match bytes {
+        0 => "0 bytes".to_owned(),
+        _ if bytes.is_multiple_of(1 << 20) => format!("{} MiB", bytes >> 20),
+        _ if bytes.is_multiple_of(1 << 10) => format!("{} KiB", bytes >> 10),
+        _ => format!("{bytes} bytes"),
     }
 }
 
@@ -638,6 +761,47 @@ mod tests {
     }
 
     const HOUR: Duration = Duration::from_secs(3600);
+
+    /// Regression (issue 41, finding 7): gateway calls had no limit, and one user's loop made
+    /// 151,000 in 20 s. Past a user's calls or log bytes, the next is refused with the limit
+    /// and a wait; another user's are not counted; an entry larger than the burst is refused
+    /// for good, saying so.
+    #[test]
+    fn gateway_calls_and_their_log_bytes_are_limited_per_user() {
+        let throttle = Throttle::new(&ThrottleConfig {
+            gateway_calls_per_user: Some(PerMinute { at_once: 3, per_minute: 1 }),
+            gateway_log_bytes_per_user: Some(PerMinute { at_once: 4 << 10, per_minute: 1 << 10 }),
+            ..ThrottleConfig::default()
+        });
+        for _ in 0..3 {
+            assert!(throttle.gateway_call(1).is_ok());
+        }
+        match throttle.gateway_call(1) {
+            Err(ApiError::TooSoon { message, retry_after }) => {
+                assert!(retry_after >= 1 && message.contains("3 at once, then 1 a minute"), "{message}");
+            }
+            other => panic!("expected 429, got {other:?}"),
+        }
+        assert!(throttle.gateway_call(2).is_ok(), "another user's calls are their own");
+
+        assert!(throttle.gateway_log(1, 3 << 10).is_ok());
+        match throttle.gateway_log(1, 2 << 10) {
+            Err(ApiError::TooSoon { message, retry_after }) => {
+                assert!(
+                    retry_after >= 1 && message.contains("4 KiB of a user's calls at once, then 1 KiB"),
+                    "{message}"
+                );
+            }
+            other => panic!("expected 429, got {other:?}"),
+        }
+        assert!(throttle.gateway_log(2, 4 << 10).is_ok());
+        assert!(matches!(throttle.gateway_log(3, 5 << 10), Err(ApiError::TooSoon { .. })), "over the burst");
+        assert!(
+            Throttle::new(&ThrottleConfig { gateway_calls_per_user: None, ..ThrottleConfig::default() })
+                .gateway_call(1)
+                .is_ok()
+        );
+    }
 
     #[tokio::test]
     async fn hashing_beyond_the_queue_is_refused() {

@@ -1,6 +1,6 @@
-//! Calling a tool by its prefixed name: found in the user's catalogue, its arguments checked
-//! against the site's schema, sent with the user's credential (renewed once on a `401`), and
-//! logged.
+//! Calling a tool by its prefixed name: counted against the user's gateway limits, found in
+//! the user's catalogue, its arguments checked against the site's schema, sent with the user's
+//! credential (renewed once on a `401`), and logged.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -45,6 +45,15 @@ pub enum Failure {
     /// No manifest check or argument validation was free for as long as a call waits: try
     /// again after its `retry_after`.
     Busy(servio_collector::Busy),
+    /// The user made more gateway calls, or logged more bytes with them, than the limits let
+    /// through (`ThrottleConfig::gateway_calls_per_user`, `gateway_log_bytes_per_user`):
+    /// nothing was done or logged.
+    Throttled {
+        /// Which limit, and when to try again.
+        message: String,
+        /// Seconds until a call is let through again.
+        retry_after: u64,
+    },
     /// The platform failed (details logged).
     Internal(String),
 }
@@ -62,6 +71,7 @@ impl Failure {
             Failure::NotJson(_) => "not_json",
             Failure::UnusableSchema(_) => "unusable_schema",
             Failure::Busy(_) => "busy",
+            Failure::Throttled { .. } => "too_many_calls",
             Failure::Internal(_) => "internal",
         }
     }
@@ -81,9 +91,25 @@ impl Failure {
                     .into();
             }
             Failure::SiteError { status, .. } => details["site_status"] = serde_json::json!(status),
+            Failure::Throttled { retry_after, .. } => details["retry_after"] = serde_json::json!(retry_after),
             _ => {}
         }
         details
+    }
+}
+
+impl Failure {
+    /// A gateway limit's refusal ([`crate::throttle::Throttle::gateway_call`] and
+    /// [`crate::throttle::Throttle::gateway_log`] answer `TooSoon`) as a failure.
+    pub fn throttled(refused: ApiError) -> Failure {
+        match refused {
+            ApiError::TooSoon { message, retry_after } => Failure::Throttled { message, retry_after },
+            ApiError::TooManyRequests { retry_after } => Failure::Throttled {
+                message: format!("too many gateway calls; try again in {retry_after} s"),
+                retry_after,
+            },
+            other => Failure::Internal(other.to_string()),
+        }
     }
 }
 
@@ -106,6 +132,7 @@ impl std::fmt::Display for Failure {
                 )
             }
             Failure::Busy(busy) => write!(f, "{busy}"),
+            Failure::Throttled { message, .. } => f.write_str(message),
             Failure::Internal(_) => f.write_str("the platform failed to make the call; try again"),
         }
     }
@@ -114,26 +141,40 @@ impl std::fmt::Display for Failure {
 /// Calls the tool `name` of `user`'s catalogue with `args`, and logs the call.
 ///
 /// A name the log could not keep is refused first and not logged: queued, it would fail the
-/// log's batch on PostgreSQL.
+/// log's batch on PostgreSQL. Then the call is counted against the user's gateway limits,
+/// before anything is read for it: past them it is refused ([`Failure::Throttled`]) with no
+/// store read, no site call and no log entry. Its log entry's most bytes are counted next, once
+/// the user's log setting says whether its arguments are kept. A tool the catalogue does not
+/// hold costs no more: a lookup in the kept catalogue and its entry, counted like any other.
 /// `caller` is the user and the API token they call with (`None`: a browser session).
 pub async fn call(state: &AppState, caller: (&User, Option<i64>), name: &str, args: &Value) -> Result<Value, Failure> {
     let (user, token_id) = caller;
     crate::text::check_text(name).map_err(Failure::InvalidName)?;
+    if let Err(refused) = state.throttle.gateway_call(user.id) {
+        return Err(refused_call(Failure::throttled(refused)));
+    }
     // A name no catalogue holds can be as long as the request: it is logged, shown and echoed
     // cut to a bound, with its length, so its size decides nothing the platform keeps.
     let bounded_name = servio_store::clipped(name, servio_store::LOGGED_TOOL_NAME_BYTES);
     let started = Instant::now();
     let called_at = crate::now();
-    let (site_id, keep_arguments, result) = match context(state, user).await {
+    let context = context(state, user).await;
+    let keep_arguments = context.as_ref().is_ok_and(|context| context.log_arguments);
+    // Bounded here too, not only by the store: the log's queue holds calls until written.
+    let arguments = keep_arguments.then(|| servio_store::logged_arguments(&args.to_string()).into_owned());
+    let most = super::log::most_logged(&bounded_name, arguments.as_deref());
+    if let Err(refused) = state.throttle.gateway_log(user.id, most) {
+        return Err(refused_call(Failure::throttled(refused)));
+    }
+    let (site_id, result) = match context {
         Ok(context) => match context.catalogue.find(name) {
             Some((tool, entry, parsed, index)) => {
-                let result = call_found(state, user, entry, parsed, index, args).await;
-                (Some(tool.site_id), context.log_arguments, result)
+                (Some(tool.site_id), call_found(state, user, entry, parsed, index, args).await)
             }
-            None => (None, context.log_arguments, Err(Failure::UnknownTool(bounded_name.clone().into_owned()))),
+            None => (None, Err(Failure::UnknownTool(bounded_name.clone().into_owned()))),
         },
-        Err(ApiError::ChecksBusy(busy)) => (None, false, Err(Failure::Busy(busy))),
-        Err(error) => (None, false, Err(Failure::Internal(error.to_string()))),
+        Err(ApiError::ChecksBusy(busy)) => (None, Err(Failure::Busy(busy))),
+        Err(error) => (None, Err(Failure::Internal(error.to_string()))),
     };
     if let Err(Failure::Internal(detail)) = &result {
         tracing::error!(user_id = user.id, tool = %bounded_name, %detail, "a gateway call failed");
@@ -150,8 +191,7 @@ pub async fn call(state: &AppState, caller: (&User, Option<i64>), name: &str, ar
             called_at,
             status: status.to_owned(),
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-            // Bounded here too, not only by the store: the log's queue holds calls until written.
-            arguments: keep_arguments.then(|| servio_store::logged_arguments(&args.to_string()).into_owned()),
+            arguments,
             token_id,
             token_name: None,
             kind: "tool".to_owned(),
@@ -159,6 +199,13 @@ pub async fn call(state: &AppState, caller: (&User, Option<i64>), name: &str, ar
         },
     );
     result
+}
+
+/// A call refused by the user's gateway limits: counted in `servio_gateway_calls_total`, not
+/// logged (the limits are what keeps the log bounded).
+fn refused_call(failure: Failure) -> Failure {
+    metrics::counter!("servio_gateway_calls_total", "outcome" => failure.status()).increment(1);
+    failure
 }
 
 async fn call_found(
@@ -171,7 +218,10 @@ async fn call_found(
 ) -> Result<Value, Failure> {
     // Compiling a schema and validating against it take long for a hostile schema: off the
     // async threads, a bounded number at once.
-    match state.collector.manifests().validate(parsed, index, args, Wait::Bounded).await {
+    // In the user's turn in the shared check pool: an MCP call runs in rmcp's task, outside the
+    // request's scope.
+    let validation = state.collector.manifests().validate(parsed, index, args, Wait::Bounded);
+    match servio_collector::fair::owned_by(Some(user.id), validation).await {
         Ok(()) => {}
         Err(Refusal::Unusable(reason)) => return Err(Failure::UnusableSchema(reason)),
         Err(Refusal::Invalid(problems)) => return Err(Failure::InvalidArguments(problems)),

@@ -8,14 +8,15 @@
 //! user's catalogue and log setting are kept for [`CONTEXT_TTL`] (dropped at once when this
 //! process changes them, so only another process's change can take that long to show), at most
 //! `--catalogue-cache-bytes` of them together (a catalogue of 1,000 tools weighs megabytes: a
-//! bound by count bounded nothing); the call log is written by a background task in batches, so a call never waits for a commit.
+//! bound by count bounded nothing); the call log is written by a background task in batches, so a call never waits for a commit,
+//! behind a queue bounded in entries and bytes (what finds it full is dropped and counted).
+//! Each user's calls, and the bytes they make the log keep, are limited before anything is
+//! done for them ([`crate::throttle::Throttle::gateway_call`]).
 //!
 //! One module per job: `catalogue` (what a user may call, kept), `call` (calling a tool),
 //! `log` (the call log). What changes tell the gateway comes from [`crate::notices`].
 
 use std::sync::OnceLock;
-
-use tokio::sync::mpsc;
 
 use crate::cache::Counted;
 
@@ -26,13 +27,14 @@ mod log;
 pub use call::{Failure, call};
 use catalogue::UserContext;
 pub use catalogue::{CONTEXT_TTL, Catalogue, CatalogueTool, DEFAULT_CATALOGUE_BYTES, catalogue};
-use log::LogEntry;
-pub use log::{Asked, log_asked};
+use log::LogQueue;
+pub use log::{Asked, QueueBounds, admit_asked, log_asked, most_logged};
 
 /// The gateway's shared state: each user's catalogue and the call-log writer.
 pub struct Gateway {
     contexts: Counted<i64, UserContext>,
-    log: OnceLock<mpsc::UnboundedSender<LogEntry>>,
+    log: OnceLock<LogQueue>,
+    log_bounds: QueueBounds,
 }
 
 impl Default for Gateway {
@@ -44,6 +46,10 @@ impl Default for Gateway {
 impl Gateway {
     /// A gateway keeping at most `catalogue_bytes` of catalogues.
     pub fn new(catalogue_bytes: u64) -> Gateway {
-        Gateway { contexts: Counted::new("catalogue", catalogue_bytes, CONTEXT_TTL), log: OnceLock::new() }
+        Gateway {
+            contexts: Counted::new("catalogue", catalogue_bytes, CONTEXT_TTL),
+            log: OnceLock::new(),
+            log_bounds: QueueBounds::default(),
+        }
     }
 }

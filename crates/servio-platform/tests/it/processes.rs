@@ -15,12 +15,17 @@ use crate::common;
 
 /// Two platforms on one fresh schema, each listening to the other's notices.
 async fn two_processes(url: &str) -> [Server; 2] {
+    two_processes_trusting(url, None).await
+}
+
+/// [`two_processes`], reaching sites whose certificates `ca_pem` issued.
+async fn two_processes_trusting(url: &str, ca_pem: Option<&str>) -> [Server; 2] {
     let stores = servio_store::testing::postgres_sharing(url, 2).await;
     let mut servers = Vec::new();
     for store in stores {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let state = state(Arc::new(store), client(None), &base);
+        let state = state(Arc::new(store), client(ca_pem), &base);
         serve(listener, state.clone());
         tokio::spawn(servio_platform::notices::hear_other_processes(state.clone()));
         servers.push(Server { base, http: reqwest::Client::new(), state });
@@ -185,9 +190,15 @@ async fn a_listen_stream_held_by_one_process_hears_a_change_made_through_another
 #[tokio::test]
 async fn a_listen_stream_watching_a_metric_hears_values_stored_through_another_process() {
     let Some(url) = shared_database() else { return };
-    let [holder, collector] = two_processes(&url).await;
-    let (user_id, token) = user_and_token(&holder, "fay-processes@example.com").await;
-    let uri = "servio://metrics/shop.example/sales.revenue.daily";
+    let ca = servio_demo_site::LocalCa::generate(&[]).unwrap();
+    let demo = common::demo_site(&ca, "fay").await;
+    let [holder, collector] = two_processes_trusting(&url, Some(&ca.ca_pem)).await;
+    // A stream watches only metrics its user has: Fay's vault holds the demo site.
+    let (fay, _) = holder.sign_up_with_site("fay-processes@example.com", &demo.origin, "fay").await;
+    let token = common::token_of_browser(&holder, &fay).await;
+    let user_id = fay.user_id.unwrap();
+    let uri = format!("servio://metrics/{}/sales.revenue.daily", demo.origin.trim_start_matches("https://"));
+    let uri = uri.as_str();
     let filter = serde_json::json!({ "notifications": { "resourceSubscriptions": [uri] } });
     let mut stream = common::listen_stateless_with(&holder, &token, filter).await;
     // What the collector's hook does after a commit that stored values for the user.

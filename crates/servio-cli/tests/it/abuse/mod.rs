@@ -24,3 +24,4 @@ mod schema;
 mod sessions;
 mod signup;
 mod smoke;
+mod subscriptions;

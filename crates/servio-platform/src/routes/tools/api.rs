@@ -40,6 +40,7 @@ async fn list(api: Api) -> Result<Json<Catalogue>, ApiError> {
     (status = 400, description = "Invalid arguments, each offending path named", body = ErrorBody),
     (status = 404, description = "No such tool in the catalogue", body = ErrorBody),
     (status = 422, description = "The tool's input schema cannot be used to check arguments", body = ErrorBody),
+    (status = 429, description = "Past the user's gateway limits (calls, or bytes of the call log, a minute): nothing was called or logged; `Retry-After` says when to try again", body = ErrorBody),
     (status = 502, description = "The site failed or refused the stored credential", body = ErrorBody),
     (status = 503, description = "No argument validation was free for 5 s (`--check-wait`); `Retry-After` says when to try again", body = ErrorBody),
 ))]
@@ -58,8 +59,9 @@ async fn call(
 }
 
 /// A failed call: 400 for invalid arguments (with each offending path) or a name holding a NUL,
-/// 404 for an unknown tool, 502 when the site failed or refused the credential (the caller's own
-/// token was fine), 503 with `Retry-After` when no validation was free.
+/// 404 for an unknown tool, 429 with `Retry-After` past the user's gateway limits, 502 when the
+/// site failed or refused the credential (the caller's own token was fine), 503 with
+/// `Retry-After` when no validation was free.
 fn failure_response(failure: &Failure) -> Response {
     let status = match failure {
         Failure::UnknownTool(_) => StatusCode::NOT_FOUND,
@@ -67,11 +69,16 @@ fn failure_response(failure: &Failure) -> Response {
         Failure::UnusableSchema(_) => StatusCode::UNPROCESSABLE_ENTITY,
         Failure::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         Failure::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+        Failure::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
         _ => StatusCode::BAD_GATEWAY,
     };
     let mut response = (status, Json(failure.details())).into_response();
-    if let Failure::Busy(busy) = failure {
-        let seconds = busy.retry_after.as_secs().max(1);
+    let retry_after = match failure {
+        Failure::Busy(busy) => Some(busy.retry_after.as_secs().max(1)),
+        Failure::Throttled { retry_after, .. } => Some((*retry_after).max(1)),
+        _ => None,
+    };
+    if let Some(seconds) = retry_after {
         response.headers_mut().insert(axum::http::header::RETRY_AFTER, seconds.into());
     }
     response
