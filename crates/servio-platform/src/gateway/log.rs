@@ -42,7 +42,7 @@ const ENTRY_OVERHEAD: usize = 256;
 pub struct QueueBounds {
     /// Entries waiting to be written.
     pub entries: usize,
-    /// Bytes of the entries waiting and of the batch being written ([`weight`]).
+    /// Bytes of the entries waiting and of the batch being written (`weight`).
     pub bytes: usize,
 }
 
@@ -73,7 +73,7 @@ pub fn weight(call: &ToolCall) -> usize {
     ENTRY_OVERHEAD + text + call.token_name.as_ref().map_or(0, String::len)
 }
 
-/// The most an entry can weigh ([`weight`]) for a call named `name` (as the log keeps it: at
+/// The most an entry can weigh (`weight`) for a call named `name` (as the log keeps it: at
 /// most 256 bytes and its length) whose arguments are logged as `arguments`: what a call is
 /// charged against its user's limit before it is made, since its worded failure, up to
 /// [`servio_store::LOGGED_DETAIL_BYTES`], is known only after.

@@ -48,7 +48,7 @@ pub struct BackfillSummary {
 }
 
 /// How long a backfill's request waits for the workers to try its periods
-/// ([`Backfill::run`]); past it, the answer says what is still to collect.
+/// (`Backfill::run`); past it, the answer says what is still to collect.
 pub const BACKFILL_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What a backfill's request answers: what was collected, or what is still queued.
