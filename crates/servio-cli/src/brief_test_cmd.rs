@@ -33,7 +33,10 @@ pub fn run(args: &BriefTestArgs) -> Result<Outcome, Failure> {
     };
     let fetcher = Fetcher::new(&args.access.fetch)?;
     let found = fetcher.discover(&args.site)?;
-    let report = check(&found.body, &CheckOptions { site: Site::from_url(&found.origin), allow: Vec::new() });
+    let report = check(
+        &found.body,
+        &CheckOptions { site: Site::from_url(&found.origin), allow: Vec::new(), ..Default::default() },
+    );
     let Some(manifest) = &report.manifest else {
         eprintln!("error: {}: the manifest is invalid; run `servio check {}` for the details", found.url, args.site);
         return Ok(Outcome::Invalid);

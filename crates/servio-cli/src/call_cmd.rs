@@ -15,7 +15,10 @@ pub fn run(args: &CallArgs) -> Result<Outcome, Failure> {
     let arguments = build_arguments(args)?;
     let fetcher = Fetcher::new(&args.access.fetch)?;
     let found = fetcher.discover(&args.site)?;
-    let report = check(&found.body, &CheckOptions { site: Site::from_url(&found.origin), allow: Vec::new() });
+    let report = check(
+        &found.body,
+        &CheckOptions { site: Site::from_url(&found.origin), allow: Vec::new(), ..Default::default() },
+    );
     let Some(manifest) = report.manifest else {
         let problems: Vec<String> =
             report.errors.iter().map(|e| format!("  {}:{}: {} {}", e.line, e.column, e.code, e.message)).collect();

@@ -23,7 +23,7 @@ pub struct Source {
 }
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
-    let options = CheckOptions { site: None, allow: allowed_codes(&args.allow)? };
+    let options = CheckOptions { site: None, allow: allowed_codes(&args.allow)?, ..Default::default() };
     let sources = expand_sources(&args.sources);
     let style = render::detect_style();
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)).max(1);

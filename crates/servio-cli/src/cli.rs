@@ -358,6 +358,7 @@ impl CheckPoolArgs {
             concurrency: self.check_concurrency.map_or(default.concurrency, |n| usize::try_from(n).unwrap_or(1)),
             wait: std::time::Duration::from_secs(self.check_wait),
             cache_bytes: self.check_cache_bytes,
+            budget: default.budget,
         }
     }
 }

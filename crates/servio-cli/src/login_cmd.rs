@@ -20,7 +20,10 @@ use crate::{Failure, Outcome};
 pub fn run(args: &LoginArgs) -> Result<Outcome, Failure> {
     let fetcher = Fetcher::new(&args.fetch)?;
     let found = fetcher.discover(&args.site)?;
-    let report = check(&found.body, &CheckOptions { site: Site::from_url(&found.origin), allow: Vec::new() });
+    let report = check(
+        &found.body,
+        &CheckOptions { site: Site::from_url(&found.origin), allow: Vec::new(), ..Default::default() },
+    );
     let manifest = report
         .manifest
         .ok_or_else(|| anyhow!("{} is not a valid manifest; run servio check {}", found.url, args.site))?;

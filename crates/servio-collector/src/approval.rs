@@ -88,7 +88,7 @@ mod tests {
 
     /// What changed from `approved` to `latest`, each checked here as the manifest cache would.
     fn between(origin: &str, approved: &str, latest: &str) -> Unapproved {
-        let options = CheckOptions { site: Site::parse(origin).ok(), allow: Vec::new() };
+        let options = CheckOptions { site: Site::parse(origin).ok(), allow: Vec::new(), ..Default::default() };
         let (old, new) = (check(approved.as_bytes(), &options), check(latest.as_bytes(), &options));
         Unapproved::of((approved, old.manifest.as_ref()), (latest, new.manifest.as_ref()))
     }

@@ -22,13 +22,19 @@
 //! what it holds ([`weight`]); past the bound the least used entries go first (`moka`, as the
 //! platform's other caches).
 //! Nothing needs invalidating: a changed text is another key.
+//!
+//! **By version, reading no text.** A stored version's text never changes either, so the
+//! report is also found by the version's id ([`ManifestCache::version`]), and whether the
+//! changes from one version to another wait for approval is kept by the pair of ids
+//! ([`ManifestCache::waiting`]): the vault list names versions and reads a text only for a
+//! version it has not met (at most [`VERSIONS_KEPT`] ids and pairs are kept).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use servio_manifest::schema::{ArgumentError, ArgumentValidator, UnusableSchema};
-use servio_manifest::{Brief, CheckOptions, Diagnostic, Manifest, Report, Site};
+use servio_manifest::{Abandon, Brief, CheckOptions, Diagnostic, Manifest, Report, Site};
 
 use crate::fair::{FairPermits, current_owner};
 
@@ -42,6 +48,9 @@ pub struct CheckConfig {
     pub wait: Duration,
     /// The estimated bytes of checked manifests kept.
     pub cache_bytes: u64,
+    /// How long one check of a site's text may run before it is abandoned (its report is not
+    /// kept, and the text is refused as too costly to check).
+    pub budget: Duration,
 }
 
 /// The default bound of the cache: 256 MiB.
@@ -50,23 +59,24 @@ pub const DEFAULT_CACHE_BYTES: u64 = 256 * 1024 * 1024;
 /// The default wait for a free check: 5 seconds.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(5);
 
+/// The default time one check may run: 20 seconds (a valid manifest of 20,000 tools takes a
+/// few seconds in a release build).
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(20);
+
 impl Default for CheckConfig {
     fn default() -> CheckConfig {
         CheckConfig {
             concurrency: std::thread::available_parallelism().map_or(2, usize::from),
             wait: DEFAULT_WAIT,
             cache_bytes: DEFAULT_CACHE_BYTES,
+            budget: DEFAULT_BUDGET,
         }
     }
 }
 
-/// Every check was taken for longer than a request waits: try again after `retry_after`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "the platform is busy checking manifests ({concurrency} at once, none free for {} s); try again in {} s",
-    .waited.as_secs(),
-    .retry_after.as_secs()
-)]
+/// Every check was taken for longer than a request waits, or the check ran past its time and
+/// was abandoned: try again after `retry_after`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Busy {
     /// How many checks run at once.
     pub concurrency: usize,
@@ -74,7 +84,31 @@ pub struct Busy {
     pub waited: Duration,
     /// When to try again.
     pub retry_after: Duration,
+    /// The check's time ([`CheckConfig::budget`]), when it ran past it and was abandoned.
+    pub abandoned_after: Option<Duration>,
 }
+
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.abandoned_after {
+            Some(budget) => write!(
+                f,
+                "the manifest's check ran past the {} s a check may take and was abandoned; try again in {} s",
+                budget.as_secs(),
+                self.retry_after.as_secs()
+            ),
+            None => write!(
+                f,
+                "the platform is busy checking manifests ({} at once, none free for {} s); try again in {} s",
+                self.concurrency,
+                self.waited.as_secs(),
+                self.retry_after.as_secs()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Busy {}
 
 /// A valid manifest, checked once: typed, with its brief when that is valid, and each tool's
 /// argument validator compiled on first use.
@@ -155,6 +189,26 @@ pub enum Wait {
     Turn,
 }
 
+/// Gives up the work it stands for when dropped: the caller of
+/// [`ManifestCache::run_abandonable`] stopped waiting (or the work is done, when it changes
+/// nothing).
+struct GiveUpOnDrop(Abandon);
+
+impl Drop for GiveUpOnDrop {
+    fn drop(&mut self) {
+        self.0.give_up();
+    }
+}
+
+/// Why the report of a stored version could not be had.
+#[derive(Debug)]
+pub enum VersionError<E> {
+    /// Reading its text failed.
+    Load(E),
+    /// No free check.
+    Busy(Busy),
+}
+
 /// Why arguments cannot be sent.
 #[derive(Debug)]
 pub enum Refusal {
@@ -179,12 +233,20 @@ fn text_key(origin: &str, text: &str) -> TextKey {
     digest.finalize().into()
 }
 
+/// How many version ids, and pairs of them, are kept with what they stand for (a few dozen
+/// bytes each).
+pub const VERSIONS_KEPT: u64 = 100_000;
+
 /// Checks and argument validations, off the async threads and bounded in number, and the
 /// reports of texts checked before (see the module's documentation for its bounds).
 pub struct ManifestCache {
     config: CheckConfig,
     permits: Arc<FairPermits>,
     texts: moka::future::Cache<TextKey, Arc<CheckedText>>,
+    /// The key of each stored version's text met so far.
+    versions: moka::future::Cache<i64, TextKey>,
+    /// Whether the changes from the first version to the second wait for approval.
+    verdicts: moka::future::Cache<(i64, i64), bool>,
 }
 
 impl Default for ManifestCache {
@@ -202,7 +264,13 @@ impl ManifestCache {
             // A weight is at most 4 GiB here; a manifest is at most a few megabytes.
             .weigher(|_, text: &Arc<CheckedText>| u32::try_from(text.weight).unwrap_or(u32::MAX))
             .build();
-        ManifestCache { config: CheckConfig { concurrency, ..config }, permits: FairPermits::new(concurrency), texts }
+        ManifestCache {
+            config: CheckConfig { concurrency, ..config },
+            permits: FairPermits::new(concurrency),
+            texts,
+            versions: moka::future::Cache::new(VERSIONS_KEPT),
+            verdicts: moka::future::Cache::new(VERSIONS_KEPT),
+        }
     }
 
     /// How checks run.
@@ -218,14 +286,28 @@ impl ManifestCache {
         wait: Wait,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, Busy> {
+        self.run_abandonable(wait, move |_| work()).await
+    }
+
+    /// [`ManifestCache::run`] for work that can end early: `work` gets an [`Abandon`] that is
+    /// set once it has run for [`CheckConfig::budget`], or as soon as the caller stops waiting
+    /// (its request ended): the permit it holds is then free within one step of the work, not
+    /// at its end.
+    pub async fn run_abandonable<T: Send + 'static>(
+        &self,
+        wait: Wait,
+        work: impl FnOnce(Abandon) -> T + Send + 'static,
+    ) -> Result<T, Busy> {
         let turn = self.permits.acquire(current_owner());
         let permit = match wait {
             Wait::Turn => turn.await,
             Wait::Bounded => tokio::time::timeout(self.config.wait, turn).await.map_err(|_| self.busy())?,
         };
+        let abandon = Abandon::at(std::time::Instant::now() + self.config.budget);
+        let _given_up_when_dropped = GiveUpOnDrop(abandon.clone());
         let done = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            work()
+            work(abandon)
         });
         match done.await {
             Ok(value) => Ok(value),
@@ -239,7 +321,12 @@ impl ManifestCache {
     }
 
     fn busy(&self) -> Busy {
-        Busy { concurrency: self.config.concurrency, waited: self.config.wait, retry_after: self.config.wait }
+        Busy {
+            concurrency: self.config.concurrency,
+            waited: self.config.wait,
+            retry_after: self.config.wait,
+            abandoned_after: None,
+        }
     }
 
     /// The report of `text` as served by the site at `origin`, checked now (off the async
@@ -250,16 +337,59 @@ impl ManifestCache {
             return Ok(found);
         }
         let (origin, owned) = (origin.to_owned(), text.to_owned());
-        let check = self.run(wait, move || {
-            let options = CheckOptions { site: Site::parse(&origin).ok(), allow: Vec::new() };
-            let report = servio_manifest::check(owned.as_bytes(), &options);
-            metrics::counter!("servio_manifest_checks_total").increment(1);
-            let diagnostics = report.errors.len() + report.warnings.len() + report.brief_errors.len();
-            let checked = CheckedManifest::of(&report).map(Arc::new);
-            Arc::new(CheckedText { report, checked, weight: weight(owned.len(), diagnostics) })
-        });
-        // Those asking for the same text at once wait for this one check; a `Busy` is not kept.
+        let abandoned = Busy { abandoned_after: Some(self.config.budget), ..self.busy() };
+        let check = async move {
+            let checked = self.run_abandonable(wait, move |abandon| {
+                let options = CheckOptions { site: Site::parse(&origin).ok(), allow: Vec::new(), abandon };
+                let report = servio_manifest::check_or_abandon(owned.as_bytes(), &options);
+                metrics::counter!("servio_manifest_checks_total").increment(1);
+                let report = report.map_err(|_| abandoned)?;
+                let diagnostics = report.errors.len() + report.warnings.len() + report.brief_errors.len();
+                let checked = CheckedManifest::of(&report).map(Arc::new);
+                Ok(Arc::new(CheckedText { report, checked, weight: weight(owned.len(), diagnostics) }))
+            });
+            checked.await?
+        };
+        // Those asking for the same text at once wait for this one check; a `Busy` or an
+        // abandoned check is not kept (the next request checks again).
         self.texts.try_get_with(key, check).await.map_err(|busy| *busy)
+    }
+
+    /// The report of the stored version `version_id` of the site at `origin`, reading its text
+    /// with `load` only when the version is met for the first time (or its report was let go):
+    /// `None` when `load` finds no such version.
+    pub async fn version<E>(
+        &self,
+        origin: &str,
+        version_id: i64,
+        wait: Wait,
+        load: impl Future<Output = Result<Option<String>, E>>,
+    ) -> Result<Option<Arc<CheckedText>>, VersionError<E>> {
+        if let Some(key) = self.versions.get(&version_id).await
+            && let Some(found) = self.texts.get(&key).await
+        {
+            return Ok(Some(found));
+        }
+        let Some(text) = load.await.map_err(VersionError::Load)? else { return Ok(None) };
+        let checked = self.text(origin, &text, wait).await.map_err(VersionError::Busy)?;
+        self.versions.insert(version_id, text_key(origin, &text)).await;
+        Ok(Some(checked))
+    }
+
+    /// Whether the changes from version `approved` to version `latest` wait for approval, as
+    /// `judge` says the first time the pair is met (the same two texts always give the same
+    /// answer).
+    pub async fn waiting<E>(
+        &self,
+        (approved, latest): (i64, i64),
+        judge: impl Future<Output = Result<bool, E>>,
+    ) -> Result<bool, E> {
+        if let Some(known) = self.verdicts.get(&(approved, latest)).await {
+            return Ok(known);
+        }
+        let verdict = judge.await?;
+        self.verdicts.insert((approved, latest), verdict).await;
+        Ok(verdict)
     }
 
     /// The checked manifest of `text` served by `origin`; `None` when it is not a valid one.
@@ -270,11 +400,12 @@ impl ManifestCache {
     /// Checks `source`, a text nobody stored (a manifest pasted to be tested), without keeping
     /// its report.
     pub async fn check_once(&self, source: Vec<u8>, options: CheckOptions) -> Result<Report, Busy> {
-        self.run(Wait::Bounded, move || {
+        let abandoned = Busy { abandoned_after: Some(self.config.budget), ..self.busy() };
+        self.run_abandonable(Wait::Bounded, move |abandon| {
             metrics::counter!("servio_manifest_checks_total").increment(1);
-            servio_manifest::check(&source, &options)
+            servio_manifest::check_or_abandon(&source, &CheckOptions { abandon, ..options }).map_err(|_| abandoned)
         })
-        .await
+        .await?
     }
 
     /// Validates `args` for the tool at `index` of `checked` (compiling its validator first, on
@@ -381,6 +512,61 @@ mod tests {
         let bound = cache.config.cache_bytes;
         assert!(cache.texts.weighted_size() <= bound, "{} of {bound}", cache.texts.weighted_size());
         assert!(cache.texts.entry_count() < 20);
+    }
+
+    /// A valid manifest of `tools` tools, each with a schema of its own to check.
+    fn many_tools(tools: usize) -> String {
+        let tools: Vec<Value> = (0..tools)
+            .map(|i| {
+                serde_json::json!({ "name": format!("shop.getSales{i}"), "description": "Sales of one day",
+                                    "input_schema": { "type": "object", "properties": { "day": { "type": "string" } } } })
+            })
+            .collect();
+        serde_json::json!({ "name": "Shop", "version": "1.0.0", "server": { "url": "https://shop.example.com/api" },
+                            "auth": { "type": "bearer" }, "tools": tools })
+        .to_string()
+    }
+
+    /// Tools enough that a whole check takes over ten seconds in a test build (about 4 s for
+    /// 20,000 measured here).
+    const MANY: usize = 60_000;
+
+    /// Issue 41, finding 13: a check kept its permit to its end, even once nobody waited for it
+    /// (a request gone): with one permit, the next check waited the whole check's time.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_check_nobody_waits_for_is_abandoned_and_frees_its_permit() {
+        let cache = Arc::new(ManifestCache::new(CheckConfig { concurrency: 1, ..CheckConfig::default() }));
+        let text = many_tools(MANY);
+        let checking = tokio::spawn({
+            let cache = cache.clone();
+            async move { cache.text(ORIGIN, &text, Wait::Turn).await.map(drop) }
+        });
+        while cache.permits.status().0 != 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        checking.abort();
+        let next = tokio::time::timeout(Duration::from_secs(2), cache.run(Wait::Turn, || ())).await;
+        assert!(next.is_ok(), "the permit was still held 2 s after its check was given up");
+        cache.texts.run_pending_tasks().await;
+        assert_eq!(cache.texts.entry_count(), 0, "an abandoned check's report was kept");
+    }
+
+    /// Issue 41, design point 4: a check of a site's text runs within a time budget; past it, it
+    /// is abandoned, the text refused with the reason, and nothing is kept.
+    #[tokio::test]
+    async fn a_check_past_its_budget_is_abandoned_and_not_kept() {
+        let budget = Duration::from_millis(200);
+        let cache = ManifestCache::new(CheckConfig { budget, ..CheckConfig::default() });
+        let started = std::time::Instant::now();
+        let refused = cache.text(ORIGIN, &many_tools(MANY), Wait::Bounded).await.unwrap_err();
+        assert_eq!(refused.abandoned_after, Some(budget));
+        assert!(refused.to_string().contains("was abandoned"), "{refused}");
+        assert!(started.elapsed() < Duration::from_secs(10), "abandoned after {:?}", started.elapsed());
+        cache.texts.run_pending_tasks().await;
+        assert_eq!(cache.texts.entry_count(), 0);
+        // A text within the budget is checked and kept as before.
+        assert!(cache.get(ORIGIN, &manifest("1.0.0"), Wait::Bounded).await.unwrap().is_some());
     }
 
     /// Regression: checks ran on the async threads without a bound; a request now waits a

@@ -109,6 +109,9 @@ pub(crate) fn check(
     let mut metrics = Vec::with_capacity(items.len());
     let mut tools = Tools::new(tools, pattern_steps);
     for (i, item) in items.iter().enumerate() {
+        if tools.pattern_steps.abandoned() {
+            break;
+        }
         let metric_at = metrics_at.index(i);
         if let Some(metric) = check_metric(item, &metric_at, &mut tools, &mut keys, errors, warnings) {
             metrics.push(metric);

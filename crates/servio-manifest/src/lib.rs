@@ -72,7 +72,49 @@ pub struct CheckOptions {
     pub site: Option<Site>,
     /// Lint codes to leave out of the report.
     pub allow: Vec<Code>,
+    /// Ends the check early when set ([`check_or_abandon`]); never set by default.
+    pub abandon: Abandon,
 }
+
+/// A way to end a check under way: whoever waits for it sets it when they give up, or it sets
+/// itself at a deadline. The check looks at it between tools and between metrics, so it ends
+/// within one tool's or one metric's work (each bounded on its own) of being abandoned.
+#[derive(Debug, Clone, Default)]
+pub struct Abandon {
+    given_up: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    deadline: Option<std::time::Instant>,
+}
+
+impl Abandon {
+    /// Never set: a check that runs to its end (the CLI's, and the default).
+    pub fn never() -> Abandon {
+        Abandon::default()
+    }
+
+    /// Set by [`Abandon::give_up`] on it or on a clone, or once `deadline` passes.
+    pub fn at(deadline: std::time::Instant) -> Abandon {
+        Abandon { given_up: Some(Default::default()), deadline: Some(deadline) }
+    }
+
+    /// Ends the check (and every check holding a clone of this).
+    pub fn give_up(&self) {
+        if let Some(flag) = &self.given_up {
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the check should end now.
+    pub fn is_set(&self) -> bool {
+        self.given_up.as_ref().is_some_and(|flag| flag.load(std::sync::atomic::Ordering::Relaxed))
+            || self.deadline.is_some_and(|deadline| std::time::Instant::now() >= deadline)
+    }
+}
+
+/// A check that was abandoned before its end ([`Abandon`]): it found nothing that can be
+/// reported, and its partial findings are not kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the manifest's check was abandoned before its end (it took too long, or nobody waited for it any more)")]
+pub struct Abandoned;
 
 /// Everything [`check`] found.
 #[derive(Debug, Clone)]
@@ -151,11 +193,18 @@ impl Report {
     }
 }
 
-/// Parses and validates a manifest from its bytes.
+/// Parses and validates a manifest from its bytes, to the end whatever `options.abandon` says.
 pub fn check(source: &[u8], options: &CheckOptions) -> Report {
+    let options = CheckOptions { abandon: Abandon::never(), ..options.clone() };
+    check_or_abandon(source, &options).unwrap_or_else(|Abandoned| unreachable!("a check that is never abandoned"))
+}
+
+/// [`check`], ended early when `options.abandon` is set: the platform's checks of site texts,
+/// which it gives up when nobody waits any more or when they run past their time.
+pub fn check_or_abandon(source: &[u8], options: &CheckOptions) -> Result<Report, Abandoned> {
     let parsed = match json::parse(source) {
         Ok(parsed) => parsed,
-        Err(error) => return Report::failed(parse_error(source, error)),
+        Err(error) => return Ok(Report::failed(parse_error(source, error))),
     };
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
@@ -165,7 +214,7 @@ pub fn check(source: &[u8], options: &CheckOptions) -> Report {
         }
     }
     let mut document = parsed.value;
-    let mut pattern_steps = schema::PatternSteps::of_a_check();
+    let mut pattern_steps = schema::PatternSteps::of_a_check(options.abandon.clone());
     let validate::Validated { manifest, tools } =
         validate::validate(&document, options.site.as_ref(), &mut errors, &mut warnings, &mut pattern_steps);
     let mut brief_errors = Vec::new();
@@ -177,6 +226,9 @@ pub fn check(source: &[u8], options: &CheckOptions) -> Report {
         },
     };
     drop(tools);
+    if options.abandon.is_set() {
+        return Err(Abandoned);
+    }
     warnings.retain(|w| !options.allow.contains(&w.code));
     locate::locate_all(source, &mut [&mut errors[..], &mut brief_errors[..], &mut warnings[..]]);
     let mut room = MAX_LISTED;
@@ -190,7 +242,7 @@ pub fn check(source: &[u8], options: &CheckOptions) -> Report {
     let [errors_omitted, brief_errors_omitted, warnings_omitted] = omitted;
     let omitted = Omitted { errors: errors_omitted, brief_errors: brief_errors_omitted, warnings: warnings_omitted };
     let manifest = if errors.is_empty() { manifest.map(|m| move_schemas(m, &mut document)) } else { None };
-    Report { errors, warnings, brief_status, brief_errors, manifest, brief, omitted }
+    Ok(Report { errors, warnings, brief_status, brief_errors, manifest, brief, omitted })
 }
 
 /// Moves each tool's `input_schema` out of the parsed document into the manifest. In a valid

@@ -496,15 +496,24 @@ impl ArgumentValidator {
 /// patterns: its defaults (W006) and its brief's arguments (B030) share [`MAX_PATTERN_STEPS`],
 /// so that a check costs as much as one call's validation at most, however many of them the
 /// manifest holds.
+///
+/// It also carries the check's [`crate::Abandon`], read between tools and between metrics (it
+/// goes wherever the steps go, which is everywhere a check spends its time).
 #[derive(Debug)]
 pub(crate) struct PatternSteps {
     left: u64,
+    abandon: crate::Abandon,
 }
 
 impl PatternSteps {
-    /// The budget of one check.
-    pub(crate) fn of_a_check() -> PatternSteps {
-        PatternSteps { left: MAX_PATTERN_STEPS }
+    /// The budget of one check, which `abandon` may end early.
+    pub(crate) fn of_a_check(abandon: crate::Abandon) -> PatternSteps {
+        PatternSteps { left: MAX_PATTERN_STEPS, abandon }
+    }
+
+    /// Whether the check is abandoned: whoever waits for it gave up, or its time ran out.
+    pub(crate) fn abandoned(&self) -> bool {
+        self.abandon.is_set()
     }
 }
 
@@ -548,7 +557,7 @@ pub fn default_is_valid(schema: &Map<String, Value>, value: &Value) -> Option<bo
 
 /// [`default_is_valid`] for a subschema already read into [`Keywords`].
 pub fn default_is_valid_in(keywords: &Keywords<'_>, value: &Value) -> Option<bool> {
-    default_is_valid_within(keywords, value, &mut PatternSteps::of_a_check())
+    default_is_valid_within(keywords, value, &mut PatternSteps::of_a_check(crate::Abandon::never()))
 }
 
 /// [`default_is_valid_in`] with the pattern steps a check has left. `None` too when the

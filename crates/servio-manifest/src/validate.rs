@@ -153,6 +153,9 @@ fn check_tools<'a>(
     let mut refs = Vec::with_capacity(items.len());
     let mut names = HashSet::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
+        if pattern_steps.abandoned() {
+            break;
+        }
         let tool_at = at.index(i);
         let Some(tool) = Object::expect(item, &tool_at, "each tool", fields::MANIFEST, errors) else {
             continue;

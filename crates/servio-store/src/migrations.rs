@@ -29,7 +29,7 @@ const TEMPLATES: &[(&str, &str)] = templates! {
     "0007_jobs" "0008_gateway" "0009_session_idle" "0010_oauth_attempts" "0011_attempt_duration"
     "0012_mcp_sessions" "0013_lean_collection_writes" "0014_period_keys" "0015_key_check" "0016_approval_versions"
     "0018_version_changes" "0019_fair_collection" "0020_values_as_sent" "0021_value_sources"
-    "0022_call_log_callers" "0023_refresh_backoff"
+    "0022_call_log_callers" "0023_refresh_backoff" "0024_texts_once"
 };
 
 /// A migration's version and description, from its file stem.
@@ -254,6 +254,11 @@ mod tests {
             "e3aa6c6c4692d96a7a8cad669e07f988d81671b5882ad1849e78798cbfa210b3dc4cc46558d81c8eca18c17a4470acc5",
             "0b37684424cc058eafed46e990e669b354a37292d20dc2628e63431281a29663706f4aa56082005de18c6119da184172",
         ),
+        (
+            24,
+            "7eccb9c6b1e4995eef851e2c2dd0403df27abd645823355854016a5617b694663c45a6a17e74c920d18429a5d0b8cb3a",
+            "aebf34e513bb3085fb079df085457a0d54f4e0a71b6280f143fc4e7d3c958efcf126832f64a6d1b40fd013af88765af0",
+        ),
     ];
 
     /// The checksums of every migration of `dialect`.
@@ -345,6 +350,40 @@ mod tests {
             .await
             .expect("the test schema");
         assert_eq!(migrate_across_keys(&postgres, Dialect::Postgres).await, (want_values, want_jobs), "postgres");
+    }
+
+    /// Issue 41, finding 6: migration 0024 turns each approved text into the newest version with
+    /// that text (the older of two equal versions is not the one named), and a vault entry whose
+    /// text has no version into one that acts on the current manifest.
+    #[tokio::test]
+    async fn approvals_name_the_newest_version_of_their_text() {
+        let pool = sqlx::sqlite::SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect("sqlite::memory:")
+            .await
+            .expect("SQLite in memory");
+        let before: Vec<Migration> = migrator(Dialect::Sqlite).iter().filter(|m| m.version < 24).cloned().collect();
+        Migrator::with_migrations(before).run(&pool).await.expect("the migrations before 0024");
+        sqlx::raw_sql(
+            "INSERT INTO users (id, email, password_hash, time_zone, created_at)
+             VALUES (1, 'a@example.com', 'h', 'UTC', 0), (2, 'b@example.com', 'h', 'UTC', 0),
+                    (3, 'c@example.com', 'h', 'UTC', 0);
+             INSERT INTO sites (id, origin, manifest_url, manifest, fetched_at) VALUES (1, 'https://s', 'https://s/m', 'A', 0);
+             INSERT INTO site_versions (id, site_id, manifest, fetched_at)
+             VALUES (10, 1, 'A', 0), (11, 1, 'B', 1), (12, 1, 'A', 2);
+             INSERT INTO vault (user_id, site_id, added_at, approved_manifest)
+             VALUES (1, 1, 0, 'A'), (2, 1, 0, 'B'), (3, 1, 0, 'gone');",
+        )
+        .execute(&pool)
+        .await
+        .expect("rows from before");
+        migrator(Dialect::Sqlite).run(&pool).await.expect("migration 0024");
+        let approved: Vec<(i64, Option<i64>)> =
+            sqlx::query_as("SELECT user_id, approved_version FROM vault ORDER BY user_id")
+                .fetch_all(&pool)
+                .await
+                .expect("the vault");
+        assert_eq!(approved, vec![(1, Some(12)), (2, Some(11)), (3, None)]);
     }
 
     /// A changed byte in an applied migration makes every existing database refuse to open: every

@@ -91,41 +91,45 @@ pub(crate) async fn save_site_on(
     now: i64,
 ) -> Result<(SiteRecord, bool)> {
     on!(conn, |conn| {
-        let record: SiteRecord = bind!(
+        // The text is stored once, as a version (the site's row has no copy): the returned
+        // record's manifest is the text just fetched, which is the site's newest version's.
+        let mut record: SiteRecord = bind!(
             sqlx::query_as(
-                "INSERT INTO sites (origin, manifest_url, manifest, etag, last_modified, fetched_at)
-                 VALUES ($1, $2, $3, $4, $5, $6)
+                "INSERT INTO sites (origin, manifest_url, etag, last_modified, fetched_at)
+                 VALUES ($1, $2, $3, $4, $5)
                  ON CONFLICT (origin) DO UPDATE SET manifest_url = excluded.manifest_url,
-                     manifest = excluded.manifest, etag = excluded.etag, last_modified = excluded.last_modified,
+                     etag = excluded.etag, last_modified = excluded.last_modified,
                      fetched_at = excluded.fetched_at, stale_error = NULL, refresh_failures = 0, retry_at = NULL
-                 RETURNING id, origin, manifest_url, manifest, etag, last_modified, fetched_at, stale_error,
+                 RETURNING id, origin, manifest_url, '' AS manifest, etag, last_modified, fetched_at, stale_error,
                      refresh_failures, retry_at",
             ),
             fetched.origin,
             fetched.manifest_url,
-            fetched.manifest,
             fetched.etag,
             fetched.last_modified,
             now
         )
         .fetch_one(&mut *conn)
         .await?;
-        let latest: Option<String> =
-            sqlx::query_scalar("SELECT manifest FROM site_versions WHERE site_id = $1 ORDER BY id DESC LIMIT 1")
+        record.manifest = fetched.manifest.to_owned();
+        // Compared where it is stored: the newest text does not travel back.
+        let same: Option<bool> =
+            sqlx::query_scalar("SELECT manifest = $2 FROM site_versions WHERE site_id = $1 ORDER BY id DESC LIMIT 1")
                 .bind(record.id)
+                .bind(fetched.manifest)
                 .fetch_optional(&mut *conn)
                 .await?;
-        let new_version = latest.as_deref() != Some(record.manifest.as_str());
+        let new_version = same != Some(true);
         if new_version {
             // A site's first version says so; a later one's changes are recorded by whoever
             // compared it with the one before (`describe_version`).
-            let changes = latest.is_none().then_some(r#"["first version"]"#);
+            let changes = same.is_none().then_some(r#"["first version"]"#);
             bind!(
                 sqlx::query(
                     "INSERT INTO site_versions (site_id, manifest, fetched_at, changes) VALUES ($1, $2, $3, $4)"
                 ),
                 record.id,
-                &record.manifest,
+                fetched.manifest,
                 now,
                 changes
             )
@@ -150,13 +154,15 @@ pub trait Sites: Send + Sync {
     /// The versions of a site's manifest, newest first.
     async fn versions(&self, site_id: i64) -> Result<Vec<Version>>;
     /// What the versions list shows of a site's versions, newest first, without their texts:
-    /// each with its stored changes and whether its text is `approved`.
-    async fn version_summaries(&self, site_id: i64, approved: &str) -> Result<Vec<VersionSummary>>;
+    /// each with its stored changes and whether it is the `approved` one.
+    async fn version_summaries(&self, site_id: i64, approved: Option<i64>) -> Result<Vec<VersionSummary>>;
+    /// The text of the site's version `version_id`; `None` when the site has no such version.
+    async fn version_text(&self, site_id: i64, version_id: i64) -> Result<Option<String>>;
     /// Records what changed in the site's version whose text is `manifest` (JSON lines), where
     /// nothing is recorded yet.
     async fn describe_version(&self, site_id: i64, manifest: &str, changes: &str) -> Result<()>;
     /// Deletes the versions of a site (of every site, for `None`) beyond its newest `keep`,
-    /// except those a user still has approved (`vault.approved_manifest`) or kept against
+    /// except those a user still has approved (`vault.approved_version`) or kept against
     /// (`vault.kept_version`); returns how many went.
     async fn prune_versions(&self, site_id: Option<i64>, keep: i64) -> Result<u64>;
     /// Records that a refresh failed, one more in a row: the last valid manifest stays in use,
@@ -224,10 +230,17 @@ impl Sites for Database {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn version_summaries(&self, site_id: i64, approved: &str) -> Result<Vec<VersionSummary>> {
-        let sql = "SELECT id, fetched_at, changes, manifest = $2 AS approved FROM site_versions
+    async fn version_summaries(&self, site_id: i64, approved: Option<i64>) -> Result<Vec<VersionSummary>> {
+        let sql = "SELECT id, fetched_at, changes, COALESCE(id = $2, FALSE) AS approved FROM site_versions
                    WHERE site_id = $1 ORDER BY id DESC";
         fetch!(&self.pool, fetch_all(sql, site_id, approved))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn version_text(&self, site_id: i64, version_id: i64) -> Result<Option<String>> {
+        let sql = "SELECT manifest FROM site_versions WHERE site_id = $1 AND id = $2";
+        let text: Option<(String,)> = fetch!(&self.pool, fetch_optional(sql, site_id, version_id))?;
+        Ok(text.map(|(text,)| text))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -242,13 +255,13 @@ impl Sites for Database {
         // approvals of the same site only (through the vault's site index).
         let sql = "DELETE FROM site_versions WHERE id IN (
                        SELECT id FROM (
-                           SELECT sv.id, sv.site_id, sv.manifest,
+                           SELECT sv.id, sv.site_id,
                                   row_number() OVER (PARTITION BY sv.site_id ORDER BY sv.id DESC) AS newer
                            FROM site_versions sv WHERE $1 IS NULL OR sv.site_id = $1
                        ) ranked
                        WHERE ranked.newer > $2
                          AND NOT EXISTS (SELECT 1 FROM vault v WHERE v.site_id = ranked.site_id
-                                         AND (v.kept_version = ranked.id OR v.approved_manifest = ranked.manifest)))";
+                                         AND (v.kept_version = ranked.id OR v.approved_version = ranked.id)))";
         execute!(&self.pool, sql, site_id, keep)
     }
 

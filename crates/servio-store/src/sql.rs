@@ -84,11 +84,13 @@ macro_rules! insert_within_limit {
     }};
 }
 
-/// The columns a [`crate::SiteRecord`] is read from, on a query over `sites s`.
+/// The columns a [`crate::SiteRecord`] is read from, on a query over `sites s`. The manifest is
+/// the site's newest version's text (stored there once, not on the site's row).
 macro_rules! site_columns {
     () => {
-        "s.id, s.origin, s.manifest_url, s.manifest, s.etag, s.last_modified, s.fetched_at, s.stale_error, \
-         s.refresh_failures, s.retry_at"
+        "s.id, s.origin, s.manifest_url, \
+         COALESCE((SELECT sv.manifest FROM site_versions sv WHERE sv.site_id = s.id ORDER BY sv.id DESC LIMIT 1), '') \
+         AS manifest, s.etag, s.last_modified, s.fetched_at, s.stale_error, s.refresh_failures, s.retry_at"
     };
 }
 
@@ -96,7 +98,11 @@ macro_rules! site_columns {
 /// its site's, then its own.
 macro_rules! vault_entry_columns {
     () => {
-        concat!(site_columns!(), ", v.credential, v.approved_manifest, v.kept_version")
+        concat!(
+            site_columns!(),
+            ", v.credential, (SELECT sv.manifest FROM site_versions sv WHERE sv.id = v.approved_version) \
+             AS approved_manifest, v.approved_version, v.kept_version"
+        )
     };
 }
 

@@ -326,7 +326,19 @@ pub(crate) async fn complete_jobs(pool: &SqlitePool, completions: &[Completion<'
 mod tests {
     use sqlx::Row;
 
-    use super::{connect, points_as_sent, values_sql};
+    use super::{MMAP_BYTES, connect, points_as_sent, values_sql};
+
+    /// The budget's row for the embedded file: every connection maps at most 256 MiB of it.
+    #[tokio::test]
+    async fn every_connection_maps_at_most_the_budgeted_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = connect(&format!("sqlite:{}", dir.path().join("servio.db").display())).await.unwrap();
+        for _ in 0..3 {
+            let mapped: i64 = sqlx::query_scalar("PRAGMA mmap_size").fetch_one(&pool).await.unwrap();
+            assert_eq!(mapped, 268_435_456);
+            assert_eq!(u64::try_from(mapped).unwrap(), MMAP_BYTES);
+        }
+    }
 
     /// The dashboard's query reads the values from the index (migration 0020) rather than
     /// evaluating each: it does so only while the query repeats the index's expression.

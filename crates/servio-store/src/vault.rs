@@ -18,11 +18,38 @@ pub struct VaultEntry {
     /// The sealed credential, when the user gave one.
     pub credential: Option<Vec<u8>>,
     /// The manifest the user approved (the one current when they added the site, until they
-    /// approve another).
+    /// approve another): the text of `approved_version`.
     pub approved_manifest: Option<String>,
+    /// The version of the site's manifest the user approved; `None` acts on the current one.
+    pub approved_version: Option<i64>,
     /// The site's version the user chose to keep their approved manifest against ("keep the
     /// approved version"): its changes are not offered again until the site changes again.
     pub kept_version: Option<i64>,
+}
+
+/// One site of a user's vault as a listing shows it: its versions by id, no text (a manifest may
+/// be megabytes, and a listing is asked for on every page).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ListedEntry {
+    /// The site's id.
+    pub site_id: i64,
+    /// Its origin.
+    pub origin: String,
+    /// Why the site's last refresh failed, while it keeps failing.
+    pub stale_error: Option<String>,
+    /// The site's current version.
+    pub version: i64,
+    /// The version the user approved; `None` acts on the current one.
+    pub approved_version: Option<i64>,
+    /// The version the user kept their approved manifest against.
+    pub kept_version: Option<i64>,
+}
+
+impl ListedEntry {
+    /// The version that acts for the user: the approved one, or the current one.
+    pub fn acting_version(&self) -> i64 {
+        self.approved_version.unwrap_or(self.version)
+    }
 }
 
 /// What an approval (or keeping the approved version) came to.
@@ -119,6 +146,8 @@ pub trait Vault: Send + Sync {
     /// user's vault, so that adding it again is refused before its manifest is fetched.
     async fn vault_site_at(&self, user_id: i64, origin: &str) -> Result<Option<i64>>;
 
+    /// Every site of a user's vault by its versions' ids, with no text, oldest first.
+    async fn vault_listing(&self, user_id: i64) -> Result<Vec<ListedEntry>>;
     /// Every site of a user's vault with its credential and approved manifest, oldest first.
     async fn vault_entries(&self, user_id: i64) -> Result<Vec<VaultEntry>>;
     /// Sets (or clears) the encrypted credential of a vault entry; false when there is none.
@@ -154,8 +183,9 @@ impl Vault for Database {
         let result: Result<()> = on!(&self.pool, |pool| {
             bind!(
                 sqlx::query(
-                    "INSERT INTO vault (user_id, site_id, added_at, approved_manifest)
-                     SELECT $1, $2, $3, manifest FROM sites WHERE id = $2",
+                    "INSERT INTO vault (user_id, site_id, added_at, approved_version)
+                     SELECT $1, $2, $3, (SELECT max(sv.id) FROM site_versions sv WHERE sv.site_id = $2)
+                     FROM sites WHERE id = $2",
                 ),
                 user_id,
                 site_id,
@@ -191,13 +221,12 @@ impl Vault for Database {
             let credential = seal.map(|seal| seal(record.id));
             bind!(
                 sqlx::query(
-                    "INSERT INTO vault (user_id, site_id, added_at, approved_manifest, credential)
-                     VALUES ($1, $2, $3, $4, $5)",
+                    "INSERT INTO vault (user_id, site_id, added_at, approved_version, credential)
+                     VALUES ($1, $2, $3, (SELECT max(sv.id) FROM site_versions sv WHERE sv.site_id = $2), $4)",
                 ),
                 user_id,
                 record.id,
                 now,
-                &record.manifest,
                 credential
             )
             .execute(&mut *tx)
@@ -234,6 +263,16 @@ impl Vault for Database {
             "SELECT v.site_id FROM sites s JOIN vault v ON v.site_id = s.id WHERE s.origin = $2 AND v.user_id = $1";
         let found: Option<(i64,)> = fetch!(&self.pool, fetch_optional(sql, user_id, origin))?;
         Ok(found.map(|(site_id,)| site_id))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn vault_listing(&self, user_id: i64) -> Result<Vec<ListedEntry>> {
+        // A site's versions are never all pruned (its newest stays), so it always has one.
+        let sql = "SELECT s.id AS site_id, s.origin, s.stale_error,
+                          COALESCE((SELECT max(sv.id) FROM site_versions sv WHERE sv.site_id = s.id), 0) AS version,
+                          v.approved_version, v.kept_version
+                   FROM vault v JOIN sites s ON s.id = v.site_id WHERE v.user_id = $1 ORDER BY v.added_at, s.id";
+        fetch!(&self.pool, fetch_all(sql, user_id))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -284,9 +323,7 @@ impl Vault for Database {
     async fn approve(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval> {
         // The version must still be the site's current one in the same statement: a
         // user approves the text they were shown, never one saved since.
-        let sql = "UPDATE vault SET approved_manifest =
-                       (SELECT manifest FROM site_versions WHERE id = $3 AND site_id = $2),
-                   kept_version = NULL
+        let sql = "UPDATE vault SET approved_version = $3, kept_version = NULL
                    WHERE user_id = $1 AND site_id = $2
                      AND $3 = (SELECT max(id) FROM site_versions WHERE site_id = $2)";
         let decided = self.decide(sql, user_id, site_id, version_id).await?;
@@ -307,8 +344,14 @@ impl Vault for Database {
         let result: Result<Vec<i64>> = on!(&self.pool, |pool| {
             // `judged` itself, not whatever the site's row holds by now: another process may
             // have saved a newer text, which nobody has judged for these users.
-            let sql = "UPDATE vault SET approved_manifest = $3
-                       WHERE site_id = $1 AND approved_manifest = $2 RETURNING user_id";
+            // The texts are compared where they are stored: neither travels back.
+            let sql = "UPDATE vault SET approved_version =
+                           (SELECT max(sv.id) FROM site_versions sv WHERE sv.site_id = $1 AND sv.manifest = $3)
+                       WHERE site_id = $1
+                         AND approved_version IN (SELECT sv.id FROM site_versions sv
+                                                  WHERE sv.site_id = $1 AND sv.manifest = $2)
+                         AND EXISTS (SELECT 1 FROM site_versions sv WHERE sv.site_id = $1 AND sv.manifest = $3)
+                       RETURNING user_id";
             Ok(bind!(sqlx::query_scalar(sql), site_id, previous, judged).fetch_all(pool).await?)
         });
         let users = result?;

@@ -36,7 +36,7 @@ async fn huge_tool_names_neither_fill_the_disk_nor_the_memory() {
             platform.send(&user, Method::PUT, "/api/me/log_arguments", Some(json!({ "log_arguments": true }))).await;
         assert_eq!(status, 200);
         let session = mcp_session(&platform, &user).await;
-        let before = stored_bytes(&platform).await;
+        let before = platform.stored_bytes().await;
 
         within(&platform, "calling unknown tools with huge names", Duration::from_secs(120), async {
             for i in 0..CALLS {
@@ -74,7 +74,7 @@ async fn huge_tool_names_neither_fill_the_disk_nor_the_memory() {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let grown = stored_bytes(&platform).await.saturating_sub(before);
+        let grown = platform.stored_bytes().await.saturating_sub(before);
         // Uncut, the 1.5 MiB names alone are 30 MiB (the 3 MiB ones 60 MiB more, the paths' 1.2).
         assert!(grown < 8 * 1024 * 1024, "{}: the log grew by {grown} bytes", backend.name());
         let calls = logged["calls"].as_array().unwrap();
@@ -98,27 +98,6 @@ async fn huge_tool_names_neither_fill_the_disk_nor_the_memory() {
         let next = first["next_before"].as_i64().expect("a full page names the next");
         let older = log_page(&platform, &user, &format!("limit=200&before={next}")).await;
         assert!(older["calls"].as_array().unwrap().iter().all(|c| c["id"].as_i64().unwrap() < next));
-    }
-}
-
-/// The bytes the platform's database holds now: the data directory on SQLite, the database's
-/// size on PostgreSQL (each platform has a schema of its own there, but only this test writes
-/// to it while it runs).
-async fn stored_bytes(platform: &Platform) -> u64 {
-    match &platform.backend {
-        Backend::Sqlite => platform.data_bytes(),
-        Backend::Postgres(url) => {
-            let pool = sqlx::PgPool::connect(url).await.unwrap();
-            let size: i64 = sqlx::query_scalar(
-                "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::BIGINT FROM pg_class c
-                 JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'",
-            )
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-            pool.close().await;
-            size as u64
-        }
     }
 }
 
@@ -186,7 +165,7 @@ async fn a_flood_of_unknown_tools_is_refused_past_the_users_limit() {
             sessions.push(mcp_session(&platform, &ana).await);
         }
         let tool = servio_manifest::Site::parse(&site.origin).unwrap().prefixed_name("shop.getSalesSummary");
-        let before = stored_bytes(&platform).await;
+        let before = platform.stored_bytes().await;
         let rss_before = platform.rss_kib();
 
         let started = Instant::now();
@@ -223,7 +202,7 @@ async fn a_flood_of_unknown_tools_is_refused_past_the_users_limit() {
         let ana_id = store.user_by_email(&ana.email).await.unwrap().unwrap().id;
         let rows = settled_rows(store.as_ref(), ana_id).await;
         assert!(rows <= allowed, "{name}: {rows} entries on disk (at most {allowed})");
-        let grown = stored_bytes(&platform).await.saturating_sub(before);
+        let grown = platform.stored_bytes().await.saturating_sub(before);
         eprintln!("{name}: {rows} entries, the database grew by {} KiB", grown / 1024);
         assert!(grown < 4 * 1024 * 1024, "{name}: the database grew by {grown} bytes");
         let grown_kib = platform.rss_kib().saturating_sub(rss_before);

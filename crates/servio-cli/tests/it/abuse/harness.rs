@@ -115,6 +115,27 @@ impl Platform {
         dir_bytes(&self.data_dir)
     }
 
+    /// The bytes the platform's database holds now: the data directory on SQLite, the database's
+    /// size on PostgreSQL (each platform has a schema of its own there, but only this test writes
+    /// to it while it runs).
+    pub async fn stored_bytes(&self) -> u64 {
+        match &self.backend {
+            Backend::Sqlite => self.data_bytes(),
+            Backend::Postgres(url) => {
+                let pool = sqlx::PgPool::connect(url).await.unwrap();
+                let size: i64 = sqlx::query_scalar(
+                    "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::BIGINT FROM pg_class c
+                     JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'",
+                )
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+                pool.close().await;
+                size as u64
+            }
+        }
+    }
+
     /// The store the process uses, opened beside it.
     pub async fn store(&self) -> Box<dyn servio_store::Store> {
         let url = match &self.backend {
@@ -363,4 +384,18 @@ impl Platform {
         let status = response.status().as_u16();
         (status, response.text().await.unwrap())
     }
+}
+
+/// `n` characters of `alphabet`, each drawn by a fixed xorshift: the same text every run, with
+/// no repeating pattern (nothing for an automaton or a compressor to take in).
+pub fn drawn(n: usize, alphabet: &[u8]) -> String {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from(alphabet[(x % alphabet.len() as u64) as usize])
+        })
+        .collect()
 }

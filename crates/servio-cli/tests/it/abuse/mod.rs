@@ -25,3 +25,4 @@ mod sessions;
 mod signup;
 mod smoke;
 mod subscriptions;
+mod texts;

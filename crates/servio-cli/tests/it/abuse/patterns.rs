@@ -47,17 +47,9 @@ fn with_patterns(query: &'static str, content: &'static str) -> ManifestEdit {
     })
 }
 
-/// `n` letters `a` and `b`, each drawn (a fixed xorshift), so that no automaton state repeats.
+/// `n` letters `a` and `b`, each drawn, so that no automaton state repeats.
 fn random_ab(n: usize) -> String {
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            if x.is_multiple_of(2) { 'a' } else { 'b' }
-        })
-        .collect()
+    super::harness::drawn(n, b"ab")
 }
 
 /// Calls `tool` through the HTTP gateway as `user`; the status and the body.

@@ -67,8 +67,11 @@ pub(crate) async fn check_manifest(state: &AppState, user_id: i64, form: &CheckF
     period::zone(zone).map_err(|e| ApiError::BadRequest(format!("the time zone {zone:?}: {e}")))?;
     let (source, bytes, site) = read(state, form).await?;
     // A pasted text is checked once and not kept: off the async threads, like every check.
-    let report =
-        state.collector.manifests().check_once(bytes.clone(), CheckOptions { site, allow: Vec::new() }).await?;
+    let report = state
+        .collector
+        .manifests()
+        .check_once(bytes.clone(), CheckOptions { site, allow: Vec::new(), ..Default::default() })
+        .await?;
     let text = render(&source, &bytes, &report, Style::Plain, true);
     let mut checked =
         Checked { source, text, valid: report.is_valid(), dry_run: Vec::new(), dry_run_notes: Vec::new() };

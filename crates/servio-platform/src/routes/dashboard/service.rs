@@ -429,7 +429,9 @@ async fn attention(
         if changed { state.store.current_versions(user_id).await?.into_iter().collect() } else { HashMap::new() };
     let mut attention = Vec::new();
     for (entry, checked) in entries {
-        let changes_waiting = changes_waiting(state, entry, versions.get(&entry.site.id).copied()).await?;
+        let site = (entry.site.id, entry.site.origin.as_str());
+        let version = versions.get(&entry.site.id).copied();
+        let changes_waiting = changes_waiting(state, site, entry.approved_version, version, entry.kept_version).await?;
         let brief_errors: Vec<BriefError> = checked.brief_errors.iter().map(BriefError::from).collect();
         if changes_waiting || !brief_errors.is_empty() {
             let site = &entry.site;

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 use servio_client::DiscoveryError;
-use servio_collector::manifests::{CheckedManifest, CheckedText, Wait};
+use servio_collector::manifests::{CheckedManifest, CheckedText, VersionError, Wait};
 use servio_manifest::diff::{TextPart, ToolChange, words};
 use servio_manifest::report_json::to_json;
 use servio_manifest::{Report, Site};
@@ -465,23 +465,59 @@ pub(crate) async fn view_of(state: &AppState, entry: &VaultEntry) -> Result<Site
 
 /// The id of the site's current version, without its text.
 async fn current_version_id(state: &AppState, site_id: i64) -> Result<Option<i64>, ApiError> {
-    let versions = state.store.version_summaries(site_id, "").await?;
+    let versions = state.store.version_summaries(site_id, None).await?;
     Ok(versions.first().map(|version| version.id))
 }
 
-/// Whether changes of the site wait for the user: changes that need approval, not set aside
-/// with "keep the approved version" against the site's current version `version`. Both texts
-/// come checked from the manifest cache (the vault list and the dashboard ask on every request).
+/// Whether changes of the site wait for the user: changes that need approval from the version
+/// they approved (`None`: none, they act on the current one) to the site's current version
+/// `version`, not set aside with "keep the approved version" (`kept`). Kept per pair of
+/// versions: the vault list and the dashboard ask on every request, and read no text after the
+/// first time.
 pub(crate) async fn changes_waiting(
     state: &AppState,
-    entry: &VaultEntry,
+    (site_id, origin): (i64, &str),
+    approved: Option<i64>,
     version: Option<i64>,
+    kept: Option<i64>,
 ) -> Result<bool, ApiError> {
-    let acting = acting_manifest(entry);
-    if acting == entry.site.manifest || entry.kept_version.is_some_and(|kept| Some(kept) == version) {
+    let (Some(approved), Some(version)) = (approved, version) else { return Ok(false) };
+    if approved == version || kept == Some(version) {
         return Ok(false);
     }
-    Ok(EntryTexts::of(state, entry).await?.pending(state, entry).await?.needs_approval())
+    let judge = async {
+        let (old, new) = (version_text(state, site_id, approved).await?, version_text(state, site_id, version).await?);
+        let manifests = state.collector.manifests();
+        let old_checked = manifests.text(origin, &old, Wait::Bounded).await?;
+        let new_checked = manifests.text(origin, &new, Wait::Bounded).await?;
+        let verdict = manifests.run(Wait::Bounded, move || {
+            let (old_manifest, new_manifest) =
+                (old_checked.report.manifest.as_ref(), new_checked.report.manifest.as_ref());
+            Unapproved::of((&old, old_manifest), (&new, new_manifest)).needs_approval()
+        });
+        Ok::<bool, ApiError>(verdict.await?)
+    };
+    state.collector.manifests().waiting((approved, version), judge).await
+}
+
+/// The text of a site's stored version; a version gone meanwhile (pruned) is not found.
+async fn version_text(state: &AppState, site_id: i64, version: i64) -> Result<String, ApiError> {
+    state.store.version_text(site_id, version).await?.ok_or(ApiError::NotFound)
+}
+
+/// The report of a site's stored version, its text read only the first time it is met.
+async fn version_report(
+    state: &AppState,
+    (site_id, origin): (i64, &str),
+    version: i64,
+) -> Result<Arc<CheckedText>, ApiError> {
+    let load = state.store.version_text(site_id, version);
+    match state.collector.manifests().version(origin, version, Wait::Bounded, load).await {
+        Ok(Some(checked)) => Ok(checked),
+        Ok(None) => Err(ApiError::NotFound),
+        Err(VersionError::Load(error)) => Err(error.into()),
+        Err(VersionError::Busy(busy)) => Err(busy.into()),
+    }
 }
 
 fn discovery_error(error: DiscoveryError) -> ApiError {
@@ -493,25 +529,27 @@ fn discovery_error(error: DiscoveryError) -> ApiError {
 }
 
 /// The user's vault, each site as it acts for them: its name and tools from the approved
-/// manifest, whether changes wait for approval and whether its brief is ignored, and why.
+/// manifest, whether changes wait for approval and whether its brief is ignored, and why. It
+/// names each site's versions and reads no text once their reports are kept.
 pub(crate) async fn list(state: &AppState, user_id: i64) -> Result<SiteList, ApiError> {
-    let entries = state.store.vault_entries(user_id).await?;
-    let versions: std::collections::HashMap<i64, i64> =
-        state.store.current_versions(user_id).await?.into_iter().collect();
+    let entries = state.store.vault_listing(user_id).await?;
     let mut sites = Vec::with_capacity(entries.len());
     for entry in entries {
-        let texts = EntryTexts::of(state, &entry).await?;
-        let changes_waiting = changes_waiting(state, &entry, versions.get(&entry.site.id).copied()).await?;
-        let report = &texts.acting.report;
-        let latest = texts.latest.report.manifest.as_ref();
+        let site = (entry.site_id, entry.origin.as_str());
+        let acting = version_report(state, site, entry.acting_version()).await?;
+        let latest = version_report(state, site, entry.version).await?;
+        let (approved, kept) = (entry.approved_version, entry.kept_version);
+        let changes_waiting = changes_waiting(state, site, approved, Some(entry.version), kept).await?;
+        let report = &acting.report;
+        let latest = latest.report.manifest.as_ref();
         let offered =
             |m: &servio_manifest::Manifest| m.tools.iter().filter(|tool| still_offered(latest, &tool.name)).count();
         sites.push(SiteSummary {
-            id: entry.site.id,
+            id: entry.site_id,
             name: report.manifest.as_ref().map(|m| m.name.clone()),
             tools: report.manifest.as_ref().map_or(0, offered),
-            origin: entry.site.origin,
-            stale_error: entry.site.stale_error,
+            origin: entry.origin,
+            stale_error: entry.stale_error,
             changes_waiting,
             brief: report.brief_status.as_str(),
             brief_errors: BriefError::of(report),
@@ -676,7 +714,8 @@ fn manifest_of(checked: &Option<Arc<CheckedManifest>>) -> Option<&servio_manifes
 /// saved (no stored text is read or checked again).
 pub(crate) async fn versions(state: &AppState, user_id: i64, id: i64) -> Result<VersionList, ApiError> {
     let entry = entry(state, user_id, id).await?;
-    let versions = state.store.version_summaries(entry.site.id, acting_manifest(&entry)).await?;
+    let current = current_version_id(state, entry.site.id).await?;
+    let versions = state.store.version_summaries(entry.site.id, entry.approved_version.or(current)).await?;
     let versions = versions
         .into_iter()
         .enumerate()
