@@ -330,8 +330,9 @@ fn table_after(text: &str, heading: &str) -> Vec<Vec<String>> {
 }
 
 /// Issue 41: every bound is in ARCHITECTURE.md's budget table (actor, resource, bound, where it
-/// is enforced), and the README's Limits table, which users read, is that table without its
-/// last column: the two cannot drift apart.
+/// is enforced, the test that tries to exceed it), and the README's Limits table, which users
+/// read, is that table without its last two columns: the two cannot drift apart, and no row
+/// names a test that does not exist.
 #[test]
 fn the_readme_limits_are_the_budget_table() {
     let read = |file: &str| std::fs::read_to_string(root().join(file)).expect("a readable file");
@@ -340,9 +341,12 @@ fn the_readme_limits_are_the_budget_table() {
     assert!(budget.len() > 10, "ARCHITECTURE.md's budget table under `## Budget`: {} rows", budget.len());
     let mut broken = Vec::new();
     for row in &budget {
-        if row.len() != 4 || row.iter().any(String::is_empty) {
-            broken
-                .push(format!("ARCHITECTURE.md: a budget row needs an actor, a resource, a bound and where: {row:?}"));
+        if row.len() != 5 || row.iter().any(String::is_empty) {
+            broken.push(format!(
+                "ARCHITECTURE.md: a budget row needs an actor, a resource, a bound, where and its test: {row:?}"
+            ));
+        } else if let Some(missing) = missing_test(&row[4]) {
+            broken.push(format!("ARCHITECTURE.md: the budget row {:?} names {missing}", row[1]));
         }
     }
     let expected: Vec<Vec<String>> = budget.iter().map(|row| row[..row.len().min(3)].to_vec()).collect();
@@ -356,9 +360,34 @@ fn the_readme_limits_are_the_budget_table() {
     }
     assert!(
         broken.is_empty(),
-        "the README's Limits table is the budget table less its last column:\n{}",
+        "the README's Limits table is the budget table less its last two columns:\n{}",
         broken.join("\n")
     );
+}
+
+/// Why `cell` (`` `path/under/crates.rs::test_name` ``) does not name a test: `None` when the
+/// file under `crates/` has a function of that name marked as a test.
+fn missing_test(cell: &str) -> Option<String> {
+    let Some((path, name)) = cell.trim_matches('`').split_once("::") else {
+        return Some(format!("{cell}, not a test as `file.rs::test_name`"));
+    };
+    let Ok(text) = std::fs::read_to_string(root().join("crates").join(path)) else {
+        return Some(format!("{path}, which is not a file under crates/"));
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let defined = lines.iter().position(|line| {
+        let line = line.trim_start();
+        line.starts_with(&format!("fn {name}(")) || line.starts_with(&format!("async fn {name}("))
+    });
+    // The test attribute is on one of the lines above (after the doc comment, before any other item).
+    let marked = defined.is_some_and(|at| {
+        lines[..at]
+            .iter()
+            .rev()
+            .take_while(|line| !line.trim().is_empty() && !line.trim().ends_with('}'))
+            .any(|line| line.trim_start().starts_with("#[") && line.contains("test"))
+    });
+    (!marked).then(|| format!("{path}::{name}, which is not a test there"))
 }
 
 /// Issue 41, design point 2: no queue a site, a user or a visitor can fill is unbounded. A

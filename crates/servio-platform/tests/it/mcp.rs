@@ -374,3 +374,32 @@ async fn a_users_listen_streams_are_bounded() {
         assert!(started.elapsed() < std::time::Duration::from_secs(20), "{name}: closed streams still counted");
     }
 }
+
+/// The budget's row for an MCP session's `initialize`: its parameters are kept for as long as
+/// the session lives, so one over 64 KiB (65,536 bytes) is refused with `413` and the reason,
+/// and opens no session; one just under it opens one.
+#[tokio::test]
+async fn an_initialize_over_64_kib_is_refused_and_opens_no_session() {
+    for (name, server) in common::servers(None).await {
+        let token = token_of(&server, &format!("ana-initialize-{name}@example.com")).await;
+        let with_description = |bytes: usize| {
+            let mut request = initialize();
+            request["params"]["clientInfo"]["description"] = json!("d".repeat(bytes));
+            request
+        };
+        let small = initialize().to_string().len() + r#","description":"""#.len();
+        let fits = with_description(65_536 - small);
+        assert_eq!(fits.to_string().len(), 65_536, "{name}: the request that just fits");
+        let response = mcp(&server, Method::POST, &token, None).json(&fits).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{name}: 65,536 bytes");
+        assert!(response.headers().contains_key("mcp-session-id"), "{name}");
+
+        let over = with_description(65_536 - small + 1);
+        let response = mcp(&server, Method::POST, &token, None).json(&over).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE, "{name}: 65,537 bytes");
+        assert!(!response.headers().contains_key("mcp-session-id"), "{name}");
+        let answer: Value = response.json().await.unwrap();
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("65537 bytes, over the 65536"), "{name}: {answer}");
+    }
+}
