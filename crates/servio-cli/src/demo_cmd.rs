@@ -203,7 +203,9 @@ impl Api {
             .post(format!("{}/api/tokens", self.base))
             .header("cookie", cookie)
             .header("x-csrf-token", csrf)
-            .json(&json!({ "name": "demo" }))
+            // The demo sets its own vault up with this token (adds the site, backfills): an
+            // `account` token, made with the demo user's password.
+            .json(&json!({ "name": "demo", "scope": "account", "password": password }))
             .send()
             .await?
             .json()

@@ -111,14 +111,29 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
             .await
             .map_err(|e| format!("creating {email}: {e}"))?;
         let token = new_token("servio_").map_err(|e| e.to_string())?;
-        store.create_api_token(other.id, "bench", &token_hash(&token), now, 100).await.map_err(|e| e.to_string())?;
+        store
+            .create_api_token(
+                other.id,
+                "bench",
+                &token_hash(&token),
+                &servio_store::Grant::all_sites(servio_store::Scope::Ai),
+                (now, 100),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
         other_tokens.push_str(&token);
         other_tokens.push('\n');
         others.push(other.id);
     }
     let token = new_token("servio_").map_err(|e| e.to_string())?;
     store
-        .create_api_token(user.id, "bench", &token_hash(&token), now, 1)
+        .create_api_token(
+            user.id,
+            "bench",
+            &token_hash(&token),
+            &servio_store::Grant::all_sites(servio_store::Scope::Ai),
+            (now, 1),
+        )
         .await
         .map_err(|e| format!("the token: {e}"))?;
     // A browser session too, for the dashboard page.

@@ -53,7 +53,17 @@ async fn main() {
 
     let user = state.store.create_user("bench@example.com", "unused", "UTC", 0).await.unwrap();
     let token = "svt_bench";
-    state.store.create_api_token(user.id, "bench", &servio_platform::accounts::token_hash(token), 0, 1).await.unwrap();
+    state
+        .store
+        .create_api_token(
+            user.id,
+            "bench",
+            &servio_platform::accounts::token_hash(token),
+            &servio_store::Grant::all_sites(servio_store::Scope::Ai),
+            (0, 1),
+        )
+        .await
+        .unwrap();
     let http = reqwest::Client::builder()
         .add_root_certificate(reqwest::Certificate::from_pem(ca.ca_pem.as_bytes()).unwrap())
         .build()

@@ -14,7 +14,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::de::DeserializeOwned;
-use servio_store::User;
+use servio_store::{Grant, Scope, User};
 
 use crate::accounts::{same_secret, token_hash};
 use crate::error::ApiError;
@@ -33,10 +33,12 @@ pub enum Via {
         /// The CSRF token.
         csrf_token: String,
     },
-    /// A personal API token, by its id.
+    /// A personal API token, by its id, with what it grants.
     ApiToken {
         /// The token's id (the call log names it).
         token_id: i64,
+        /// Its scope and the sites it is limited to (interpretation §10).
+        grant: Grant,
     },
 }
 
@@ -44,8 +46,16 @@ impl Via {
     /// The API token asking, if one is.
     pub fn token_id(&self) -> Option<i64> {
         match self {
-            Via::ApiToken { token_id } => Some(*token_id),
+            Via::ApiToken { token_id, .. } => Some(*token_id),
             Via::Session { .. } => None,
+        }
+    }
+
+    /// What the caller may do: a browser session everything, a token what it grants.
+    pub fn grant(&self) -> Grant {
+        match self {
+            Via::ApiToken { grant, .. } => grant.clone(),
+            Via::Session { .. } => Grant::all_sites(Scope::Account),
         }
     }
 }
@@ -156,7 +166,8 @@ async fn resolve_presented(
     match presented {
         Presented::ApiToken(token) => {
             let holder = state.tokens.user(state, &token_hash(token)).await?;
-            Ok(holder.map(|(user, token_id)| Caller { user, via: Via::ApiToken { token_id } }))
+            Ok(holder
+                .map(|(user, token)| Caller { user, via: Via::ApiToken { token_id: token.id, grant: token.grant } }))
         }
         Presented::SessionCookie(token) => {
             let hash = token_hash(token);
@@ -173,6 +184,12 @@ impl FromRequestParts<AppState> for Caller {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, ApiError> {
         let presented = Presented::for_api(parts).ok_or(ApiError::Unauthorized)?;
         let caller = resolve(state, presented).await?.ok_or(ApiError::Unauthorized)?;
+        let route = parts.extensions.get::<axum::extract::MatchedPath>().map_or("", |matched| matched.as_str());
+        let needed = crate::scopes::needed(&parts.method, route);
+        let granted = caller.via.grant().scope;
+        if !granted.covers(needed) {
+            return Err(ApiError::Scope { needed, granted });
+        }
         if let Via::Session { csrf_token, .. } = &caller.via
             && changes_state(&parts.method)
         {
@@ -316,8 +333,8 @@ pub const TOKEN_TTL: std::time::Duration = std::time::Duration::from_secs(1);
 #[derive(Default)]
 pub struct TokenCache(std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, TokenHolder)>>);
 
-/// The owner of an API token, and the token's id.
-pub type TokenHolder = (servio_store::User, i64);
+/// The owner of an API token, and the token's id and grant.
+pub type TokenHolder = (servio_store::User, servio_store::TokenGrant);
 
 impl TokenCache {
     /// The owner of the token with this hash, and the token's id.

@@ -44,6 +44,14 @@ pub enum ApiError {
     /// Every manifest check was taken for longer than a request waits.
     #[error("{0}")]
     ChecksBusy(servio_collector::Busy),
+    /// An API token asked for what its scope does not grant (interpretation §10).
+    #[error("{}", scope_message(*needed, *granted))]
+    Scope {
+        /// The scope the route needs.
+        needed: servio_store::Scope,
+        /// The token's.
+        granted: servio_store::Scope,
+    },
     /// Not there, or not yours (the two are not told apart).
     #[error("not found")]
     NotFound,
@@ -62,6 +70,15 @@ pub enum ApiError {
     /// Our fault: the source is kept for the log; the client hears only "internal error".
     #[error("internal error")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// What a token is told when its scope falls short.
+fn scope_message(needed: servio_store::Scope, granted: servio_store::Scope) -> String {
+    let who = match needed {
+        servio_store::Scope::Account => "a signed-in session or an `account` token".to_owned(),
+        other => format!("a token of scope `{}` or wider", other.as_str()),
+    };
+    format!("this needs {who}; this token's scope is `{}`", granted.as_str())
 }
 
 impl From<servio_store::StoreError> for ApiError {
@@ -133,7 +150,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized | ApiError::WrongCredentials => StatusCode::UNAUTHORIZED,
-            ApiError::Csrf | ApiError::CrossSite => StatusCode::FORBIDDEN,
+            ApiError::Csrf | ApiError::CrossSite | ApiError::Scope { .. } => StatusCode::FORBIDDEN,
             ApiError::TooManyRequests { .. } | ApiError::TooSoon { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Busy | ApiError::ChecksBusy(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::NotFound => StatusCode::NOT_FOUND,

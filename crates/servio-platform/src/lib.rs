@@ -23,6 +23,7 @@ pub mod params;
 pub mod quotas;
 pub mod refresh;
 pub mod routes;
+pub mod scopes;
 pub mod shared;
 #[cfg(feature = "testing")]
 pub mod testing;

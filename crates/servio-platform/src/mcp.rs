@@ -38,6 +38,7 @@ use serde_json::{Value, json};
 use servio_store::User;
 
 use crate::AppState;
+use crate::error::ApiError;
 use crate::gateway::{self, Failure};
 
 /// The `/mcp` service, for `Router::nest_service`; `allowed_hosts` are the `Host` values
@@ -107,9 +108,16 @@ async fn require_user(State(state): State<AppState>, mut request: Request, next:
         None => Ok(None),
     };
     match holder {
-        Ok(Some((user, token_id))) => {
+        // MCP lists and calls tools: a `read` token (figures only) is refused here.
+        Ok(Some((_, token))) if !token.grant.scope.covers(servio_store::Scope::Ai) => {
+            let refused = ApiError::Scope { needed: servio_store::Scope::Ai, granted: token.grant.scope };
+            let body = json!({ "error": refused.to_string() });
+            (StatusCode::FORBIDDEN, axum::Json(body)).into_response()
+        }
+        Ok(Some((user, token))) => {
             request.extensions_mut().insert(user);
-            request.extensions_mut().insert(TokenId(token_id));
+            request.extensions_mut().insert(TokenId(token.id));
+            request.extensions_mut().insert(token.grant);
             next.run(request).await
         }
         Ok(None) => {
@@ -186,6 +194,21 @@ impl McpGateway {
         Ok(user)
     }
 
+    /// What the request's token grants (every request here carries one).
+    fn reach(extensions: &rmcp::model::Extensions) -> servio_store::Grant {
+        let granted = extensions.get::<Parts>().and_then(|parts| parts.extensions.get::<servio_store::Grant>());
+        // A request without one reaches nothing (the transport put one on every request).
+        granted.cloned().unwrap_or(servio_store::Grant { scope: servio_store::Scope::Read, sites: Some(Vec::new()) })
+    }
+
+    /// Refuses figures to a token limited to some sites (they are every site's together).
+    fn figures_reached(extensions: &rmcp::model::Extensions) -> Result<(), McpError> {
+        match Self::reach(extensions).sites {
+            Some(_) => Err(McpError::invalid_request(crate::scopes::figures_of_every_site().to_string(), None)),
+            None => Ok(()),
+        }
+    }
+
     /// [`McpGateway::user`], with the API token the request carries.
     fn caller(&self, extensions: &rmcp::model::Extensions) -> Result<(User, Option<i64>), McpError> {
         let user = self.user(extensions)?;
@@ -239,7 +262,9 @@ impl ServerHandler for McpGateway {
             tracing::error!(user_id = user.id, error = %servio_client::error_chain(&e), "listing MCP tools failed");
             McpError::internal_error("the tool catalogue could not be read", None)
         })?;
-        let tools = std::iter::once(figures::tool()).chain(catalogue.tools().iter().map(mcp_tool)).collect();
+        let reach = Self::reach(&context.extensions);
+        let reached = catalogue.tools().iter().filter(|tool| reach.reaches(tool.site_id));
+        let tools = std::iter::once(figures::tool()).chain(reached.map(mcp_tool)).collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -251,6 +276,7 @@ impl ServerHandler for McpGateway {
         let (user, token) = self.caller(&context.extensions)?;
         let args = Value::Object(request.arguments.unwrap_or_default());
         if request.name == crate::figures::TOOL_NAME {
+            Self::figures_reached(&context.extensions)?;
             self.admit(&user, crate::figures::TOOL_NAME)?;
             let started = (crate::now(), std::time::Instant::now());
             let result = figures::call_tool(&self.state, &user, &args).await;
@@ -266,7 +292,8 @@ impl ServerHandler for McpGateway {
             self.log_asked((&user, token), ("metrics", crate::figures::TOOL_NAME), started, &logged);
             return result.map(Into::into);
         }
-        match gateway::call(&self.state, (&user, token), &request.name, &args).await {
+        let reach = Self::reach(&context.extensions);
+        match gateway::call(&self.state, (&user, token), &reach, &request.name, &args).await {
             Ok(result) => Ok(CallToolResult::structured(structured(result)).into()),
             Err(Failure::UnknownTool(name)) => {
                 Err(McpError::invalid_params(format!("no tool named {name:?} in your vault"), None))
@@ -283,6 +310,7 @@ impl ServerHandler for McpGateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let user = self.user(&context.extensions)?;
+        Self::figures_reached(&context.extensions)?;
         figures::list_resources(&self.state, &user).await
     }
 
@@ -301,6 +329,7 @@ impl ServerHandler for McpGateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let (user, token) = self.caller(&context.extensions)?;
+        Self::figures_reached(&context.extensions)?;
         self.admit(&user, &request.uri)?;
         let started = (crate::now(), std::time::Instant::now());
         let result = figures::read_resource(&self.state, &user, &request.uri).await;

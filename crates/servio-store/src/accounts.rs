@@ -62,6 +62,17 @@ pub struct ApiToken {
     pub created_at: i64,
     /// When it was last used.
     pub last_used_at: Option<i64>,
+    /// Its scope's stored name (see [`ApiToken::grant`]).
+    pub scope: String,
+    /// The sites it is limited to, as stored (see [`ApiToken::grant`]).
+    pub sites: Option<String>,
+}
+
+impl ApiToken {
+    /// What the token grants.
+    pub fn grant(&self) -> Grant {
+        Grant::stored(&self.scope, self.sites.as_deref())
+    }
 }
 
 /// How precisely (seconds) the last use of an API token is kept.
@@ -85,7 +96,99 @@ struct TokenOwner {
     #[sqlx(flatten)]
     user: User,
     token_id: i64,
+    scope: String,
+    sites: Option<String>,
     last_used_at: Option<i64>,
+}
+
+/// What an API token may do (interpretation §10), stored as its lowercase name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+pub enum Scope {
+    /// Read the user's figures, nothing else.
+    Read,
+    /// List and call the approved tools and read the figures: what an AI client is given.
+    Ai,
+    /// The account API as well: whatever changes what the platform grants or holds.
+    Account,
+}
+
+impl Scope {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    /// The scope stored as `name`; an unknown name grants the least ([`Scope::Read`]).
+    pub fn stored(name: &str) -> Scope {
+        match name {
+            "account" => Scope::Account,
+            "ai" => Scope::Ai,
+            _ => Scope::Read,
+        }
+    }
+
+    /// Whether a token of this scope may do what `needed` asks.
+    pub fn covers(self, needed: Scope) -> bool {
+        self >= needed
+    }
+}
+
+impl PartialOrd for Scope {
+    fn partial_cmp(&self, other: &Scope) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Scope {
+    fn cmp(&self, other: &Scope) -> std::cmp::Ordering {
+        let rank = |scope: &Scope| match scope {
+            Scope::Read => 0,
+            Scope::Ai => 1,
+            Scope::Account => 2,
+        };
+        rank(self).cmp(&rank(other))
+    }
+}
+
+/// What a token grants: its scope, and the vault sites it is limited to (`None`: all).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// Its scope.
+    pub scope: Scope,
+    /// The sites it is limited to, by id; `None` for every site of the vault.
+    pub sites: Option<Vec<i64>>,
+}
+
+impl Grant {
+    /// Every site, with `scope`.
+    pub fn all_sites(scope: Scope) -> Grant {
+        Grant { scope, sites: None }
+    }
+
+    /// Whether the token reaches the vault site `site_id`.
+    pub fn reaches(&self, site_id: i64) -> bool {
+        self.sites.as_ref().is_none_or(|sites| sites.contains(&site_id))
+    }
+
+    fn stored(scope: &str, sites: Option<&str>) -> Grant {
+        // A list that cannot be read limits the token to no site rather than to all.
+        let sites = sites.map(|text| serde_json::from_str::<Vec<i64>>(text).unwrap_or_default());
+        Grant { scope: Scope::stored(scope), sites }
+    }
+
+    fn sites_text(&self) -> Option<String> {
+        self.sites.as_ref().map(|sites| serde_json::Value::from(sites.clone()).to_string())
+    }
+}
+
+/// An API token's id and what it grants: who holds it asks with these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenGrant {
+    /// The token's id.
+    pub id: i64,
+    /// What it grants.
+    pub grant: Grant,
 }
 
 /// The columns a [`User`] is read from, on a query over `users`.
@@ -152,19 +255,20 @@ pub trait Accounts: Send + Sync {
     /// batches keep each statement short next to the requests using the table.
     async fn purge_sessions(&self, now: i64, limit: i64) -> Result<u64>;
 
-    /// Records an API token; [`StoreError::AtLimit`](crate::StoreError::AtLimit) when the user has `limit` already.
+    /// Records an API token granting `grant`; [`StoreError::AtLimit`](crate::StoreError::AtLimit)
+    /// when the user has `limit` already.
     async fn create_api_token(
         &self,
         user_id: i64,
         name: &str,
         token_hash: &str,
-        now: i64,
-        limit: i64,
+        grant: &Grant,
+        (now, limit): (i64, i64),
     ) -> Result<ApiToken>;
-    /// The owner of the API token with this hash, and the token's id; records the use to the
+    /// The owner of the API token with this hash, and the token's id and grant; records the use to the
     /// minute (a token used again within a minute of its recorded use is not written again, so
     /// that a program polling with it does not turn every read into a write).
-    async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<(User, i64)>>;
+    async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<(User, TokenGrant)>>;
     /// A user's API tokens.
     async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>>;
     /// Deletes one of a user's API tokens; false when there was none.
@@ -318,41 +422,45 @@ impl Accounts for Database {
         user_id: i64,
         name: &str,
         token_hash: &str,
-        now: i64,
-        limit: i64,
+        grant: &Grant,
+        (now, limit): (i64, i64),
     ) -> Result<ApiToken> {
+        let (scope, sites) = (grant.scope.as_str(), grant.sites_text());
         on!(&self.pool, |pool| {
             let tokens = "SELECT count(*) FROM api_tokens WHERE user_id = $1";
-            let sql = "INSERT INTO api_tokens (user_id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)
-                       RETURNING id, user_id, name, created_at, last_used_at";
+            let sql = "INSERT INTO api_tokens (user_id, name, token_hash, created_at, scope, sites)
+                       VALUES ($1, $2, $3, $4, $5, $6)
+                       RETURNING id, user_id, name, created_at, last_used_at, scope, sites";
             let limit = (user_id, tokens, limit, "API tokens");
-            insert_within_limit!(pool, limit, "this token", sql, user_id, name, token_hash, now)
+            insert_within_limit!(pool, limit, "this token", sql, user_id, name, token_hash, now, scope, &sites)
         })
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<(User, i64)>> {
+    async fn user_by_api_token(&self, token_hash: &str, now: i64) -> Result<Option<(User, TokenGrant)>> {
         on!(&self.pool, |pool| {
             let found: Option<TokenOwner> = sqlx::query_as(
-                "SELECT u.id, u.email, u.password_hash, u.time_zone, u.created_at, t.id AS token_id, t.last_used_at
+                "SELECT u.id, u.email, u.password_hash, u.time_zone, u.created_at, t.id AS token_id, t.scope, t.sites,
+                        t.last_used_at
                  FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1",
             )
             .bind(token_hash)
             .fetch_optional(pool)
             .await?;
-            let Some(TokenOwner { user, token_id, last_used_at }) = found else { return Ok(None) };
+            let Some(TokenOwner { user, token_id, scope, sites, last_used_at }) = found else { return Ok(None) };
             if last_used_at.is_none_or(|at| now - at >= LAST_USED_PRECISION) {
                 bind!(sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2"), now, token_hash)
                     .execute(pool)
                     .await?;
             }
-            Ok(Some((user, token_id)))
+            Ok(Some((user, TokenGrant { id: token_id, grant: Grant::stored(&scope, sites.as_deref()) })))
         })
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn api_tokens(&self, user_id: i64) -> Result<Vec<ApiToken>> {
-        let sql = "SELECT id, user_id, name, created_at, last_used_at FROM api_tokens WHERE user_id = $1 ORDER BY id";
+        let sql = "SELECT id, user_id, name, created_at, last_used_at, scope, sites FROM api_tokens
+                   WHERE user_id = $1 ORDER BY id";
         fetch!(&self.pool, fetch_all(sql, user_id))
     }
 

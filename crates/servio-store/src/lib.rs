@@ -46,7 +46,7 @@ pub mod testing;
 mod text;
 mod vault;
 
-pub use accounts::{Accounts, ApiToken, SESSION_USE_PRECISION, Session, SessionInfo, User};
+pub use accounts::{Accounts, ApiToken, Grant, SESSION_USE_PRECISION, Scope, Session, SessionInfo, TokenGrant, User};
 pub use call_log::{CallLog, CallPage, LOGGED_ARGUMENTS_BYTES, LOGGED_DETAIL_BYTES, LOGGED_TOOL_NAME_BYTES, ToolCall};
 pub use changes::{Change, ChangeHook};
 pub use collection::{

@@ -30,6 +30,7 @@ const TEMPLATES: &[(&str, &str)] = templates! {
     "0012_mcp_sessions" "0013_lean_collection_writes" "0014_period_keys" "0015_key_check" "0016_approval_versions"
     "0018_version_changes" "0019_fair_collection" "0020_values_as_sent" "0021_value_sources"
     "0022_call_log_callers" "0023_refresh_backoff" "0024_texts_once"
+    "0025_token_scopes"
 };
 
 /// A migration's version and description, from its file stem.
@@ -259,6 +260,11 @@ mod tests {
             "7eccb9c6b1e4995eef851e2c2dd0403df27abd645823355854016a5617b694663c45a6a17e74c920d18429a5d0b8cb3a",
             "aebf34e513bb3085fb079df085457a0d54f4e0a71b6280f143fc4e7d3c958efcf126832f64a6d1b40fd013af88765af0",
         ),
+        (
+            25,
+            "4f162f994467c33c9391f7d86b9ba7f09b17ca662b4f7751dd42f38befe560231bbb17ffa669a2812fa99eaba75382ca",
+            "4f162f994467c33c9391f7d86b9ba7f09b17ca662b4f7751dd42f38befe560231bbb17ffa669a2812fa99eaba75382ca",
+        ),
     ];
 
     /// The checksums of every migration of `dialect`.
@@ -384,6 +390,31 @@ mod tests {
                 .await
                 .expect("the vault");
         assert_eq!(approved, vec![(1, Some(12)), (2, Some(11)), (3, None)]);
+    }
+
+    /// Issue 42, point 1: a token made before scopes existed is an `ai` token for every site
+    /// (it can no longer approve changes or make tokens).
+    #[tokio::test]
+    async fn tokens_from_before_scopes_are_ai_tokens() {
+        let pool = sqlx::sqlite::SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect("sqlite::memory:")
+            .await
+            .expect("SQLite in memory");
+        let before: Vec<Migration> = migrator(Dialect::Sqlite).iter().filter(|m| m.version < 25).cloned().collect();
+        Migrator::with_migrations(before).run(&pool).await.expect("the migrations before 0025");
+        sqlx::raw_sql(
+            "INSERT INTO users (id, email, password_hash, time_zone, created_at) VALUES (1, 'a@example.com', 'h', 'UTC', 0);
+             INSERT INTO api_tokens (user_id, name, token_hash, created_at) VALUES (1, 'old', 'hash', 0);",
+        )
+        .execute(&pool)
+        .await
+        .expect("a token from before");
+        migrator(Dialect::Sqlite).run(&pool).await.expect("migration 0025");
+        let (scope, sites): (String, Option<String>) =
+            sqlx::query_as("SELECT scope, sites FROM api_tokens").fetch_one(&pool).await.expect("the token");
+        assert_eq!((scope.as_str(), sites), ("ai", None));
+        assert_eq!(crate::Scope::stored(&scope), crate::Scope::Ai);
     }
 
     /// A changed byte in an applied migration makes every existing database refuse to open: every

@@ -98,7 +98,16 @@ async fn api_tokens_find_their_owner_only() {
     for Backend { name, store, .. } in backends().await {
         let chen = store.create_user("chen@example.com", "h", "UTC", 0).await.unwrap();
         let dana = store.create_user("dana@example.com", "h", "UTC", 0).await.unwrap();
-        let token = store.create_api_token(chen.id, "laptop", "token-hash", 5, 100).await.unwrap();
+        let token = store
+            .create_api_token(
+                chen.id,
+                "laptop",
+                "token-hash",
+                &servio_store::Grant::all_sites(servio_store::Scope::Account),
+                (5, 100),
+            )
+            .await
+            .unwrap();
         assert_eq!(store.user_by_api_token("token-hash", 7).await.unwrap().map(|(u, _)| u.id), Some(chen.id), "{name}");
         assert_eq!(store.api_tokens(chen.id).await.unwrap()[0].last_used_at, Some(7), "{name}");
         assert!(store.api_tokens(dana.id).await.unwrap().is_empty(), "{name}");
@@ -507,7 +516,16 @@ async fn values_of_several_metrics_in_one_query() {
 async fn a_token_use_is_recorded_to_the_minute() {
     for Backend { name, store, .. } in backends().await {
         let kai = store.create_user("kai@example.com", "h", "UTC", 0).await.unwrap();
-        store.create_api_token(kai.id, "poller", "kai-hash", 0, 100).await.unwrap();
+        store
+            .create_api_token(
+                kai.id,
+                "poller",
+                "kai-hash",
+                &servio_store::Grant::all_sites(servio_store::Scope::Account),
+                (0, 100),
+            )
+            .await
+            .unwrap();
         for (now, recorded) in [(100, 100), (159, 100), (160, 160)] {
             assert_eq!(store.user_by_api_token("kai-hash", now).await.unwrap().map(|(u, _)| u.id), Some(kai.id));
             assert_eq!(store.api_tokens(kai.id).await.unwrap()[0].last_used_at, Some(recorded), "{name} at {now}");
@@ -942,7 +960,16 @@ async fn removal_and_account_deletion_take_the_users_data_with_them() {
             let slot = day_slot(user.id, site.id, 2, "2026-01-03");
             let job = scheduled(slot, 0, 9);
             store.enqueue_jobs(&[job], 0).await.unwrap();
-            store.create_api_token(user.id, "t", &format!("hash-{email}"), 0, 100).await.unwrap();
+            store
+                .create_api_token(
+                    user.id,
+                    "t",
+                    &format!("hash-{email}"),
+                    &servio_store::Grant::all_sites(servio_store::Scope::Account),
+                    (0, 100),
+                )
+                .await
+                .unwrap();
             users.push(user);
         }
         let (leaving, staying) = (&users[0], &users[1]);
@@ -1496,9 +1523,27 @@ async fn api_tokens_and_pending_claims_stop_at_the_limit() {
     for Backend { name, store, .. } in backends().await {
         let user = store.create_user("many@example.com", "h", "UTC", 0).await.unwrap();
         for n in 0..3 {
-            store.create_api_token(user.id, "t", &format!("hash-{n}"), 0, 3).await.unwrap();
+            store
+                .create_api_token(
+                    user.id,
+                    "t",
+                    &format!("hash-{n}"),
+                    &servio_store::Grant::all_sites(servio_store::Scope::Account),
+                    (0, 3),
+                )
+                .await
+                .unwrap();
         }
-        let refused = store.create_api_token(user.id, "t", "hash-3", 0, 3).await.unwrap_err();
+        let refused = store
+            .create_api_token(
+                user.id,
+                "t",
+                "hash-3",
+                &servio_store::Grant::all_sites(servio_store::Scope::Account),
+                (0, 3),
+            )
+            .await
+            .unwrap_err();
         assert!(matches!(refused, StoreError::AtLimit { limit: 3, .. }), "{name}: {refused:?}");
         assert_eq!(store.api_tokens(user.id).await.unwrap().len(), 3, "{name}");
         let mut claims = Vec::new();
@@ -1602,7 +1647,16 @@ async fn each_write_tells_what_it_changed_for_whom() {
         assert!(store.remove_from_vault(ben, site).await.unwrap());
         assert!(!store.remove_from_vault(ben, site).await.unwrap());
         assert_eq!(take(), [Change::Catalogue(ben)], "{name}: only the removal done");
-        let token = store.create_api_token(ana, "t", "tell-hash", 0, 10).await.unwrap();
+        let token = store
+            .create_api_token(
+                ana,
+                "t",
+                "tell-hash",
+                &servio_store::Grant::all_sites(servio_store::Scope::Account),
+                (0, 10),
+            )
+            .await
+            .unwrap();
         assert!(!store.delete_api_token(ben, token.id).await.unwrap(), "{name}: not ben's");
         assert!(store.delete_api_token(ana, token.id).await.unwrap());
         assert_eq!(store.delete_api_tokens(ana).await.unwrap(), 0, "{name}");

@@ -99,7 +99,17 @@ impl Platform {
         let user = self.state.store.create_user(email, "unused", "Pacific/Auckland", 0).await.unwrap();
         let token = format!("svt_test_{}", user.id);
         let hash = servio_platform::accounts::token_hash(&token);
-        self.state.store.create_api_token(user.id, "mcp", &hash, 0, 100).await.unwrap();
+        self.state
+            .store
+            .create_api_token(
+                user.id,
+                "mcp",
+                &hash,
+                &servio_store::Grant::all_sites(servio_store::Scope::Account),
+                (0, 100),
+            )
+            .await
+            .unwrap();
         for &site in sites {
             let body = json!({ "url": self.origins[site], "token": SITE_TOKENS[site] });
             let (status, body) = self.send(&token, Method::POST, "/api/vault", Some(body)).await;

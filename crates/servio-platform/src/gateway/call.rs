@@ -10,7 +10,7 @@ use servio_client::CallError;
 use servio_collector::credentials::{Renewal, Retried};
 use servio_collector::manifests::{CheckedManifest, Refusal, Wait};
 use servio_manifest::schema::ArgumentError;
-use servio_store::{ToolCall, User, VaultEntry};
+use servio_store::{Grant, ToolCall, User, VaultEntry};
 
 use super::catalogue::context;
 use super::log::logged_detail;
@@ -146,8 +146,15 @@ impl std::fmt::Display for Failure {
 /// store read, no site call and no log entry. Its log entry's most bytes are counted next, once
 /// the user's log setting says whether its arguments are kept. A tool the catalogue does not
 /// hold costs no more: a lookup in the kept catalogue and its entry, counted like any other.
-/// `caller` is the user and the API token they call with (`None`: a browser session).
-pub async fn call(state: &AppState, caller: (&User, Option<i64>), name: &str, args: &Value) -> Result<Value, Failure> {
+/// `caller` is the user and the API token they call with (`None`: a browser session); `reach`
+/// what that token grants: a tool of a site it is not limited to is not there for it.
+pub async fn call(
+    state: &AppState,
+    caller: (&User, Option<i64>),
+    reach: &Grant,
+    name: &str,
+    args: &Value,
+) -> Result<Value, Failure> {
     let (user, token_id) = caller;
     crate::text::check_text(name).map_err(Failure::InvalidName)?;
     if let Err(refused) = state.throttle.gateway_call(user.id) {
@@ -167,7 +174,7 @@ pub async fn call(state: &AppState, caller: (&User, Option<i64>), name: &str, ar
         return Err(refused_call(Failure::throttled(refused)));
     }
     let (site_id, result) = match context {
-        Ok(context) => match context.catalogue.find(name) {
+        Ok(context) => match context.catalogue.find(name).filter(|(tool, ..)| reach.reaches(tool.site_id)) {
             Some((tool, entry, parsed, index)) => {
                 (Some(tool.site_id), call_found(state, user, entry, parsed, index, args).await)
             }

@@ -5,6 +5,7 @@
 
 use std::sync::LazyLock;
 
+use axum::http::Method;
 use axum::http::header;
 use axum::response::IntoResponse;
 use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn};
@@ -65,16 +66,32 @@ impl Modify for Conventions {
             SecurityRequirement::new("token", Vec::<String>::new()),
         ]);
         for (path, item) in openapi.paths.paths.iter_mut() {
-            let operations =
-                [(false, &mut item.get), (true, &mut item.post), (true, &mut item.put), (true, &mut item.delete)];
-            for (changes, operation) in operations {
+            let operations = [
+                (Method::GET, &mut item.get),
+                (Method::POST, &mut item.post),
+                (Method::PUT, &mut item.put),
+                (Method::DELETE, &mut item.delete),
+            ];
+            for (method, operation) in operations {
                 let Some(operation) = operation.as_mut() else { continue };
+                let changes = method != Method::GET;
                 let public = operation.security.as_ref().is_some_and(|list| list.iter().all(|r| *r == anyone));
                 if !public {
                     refusal(operation, "401", "Not signed in");
-                    if changes {
-                        refusal(operation, "403", "Missing or wrong CSRF token on a cookie-authenticated change");
-                    }
+                    let scope = crate::scopes::needed(&method, path).as_str();
+                    let said = operation.description.take().unwrap_or_default();
+                    operation.description = Some(format!(
+                        "{said}\n\nAPI tokens: scope `{scope}` or wider (`read` < `ai` < `account`); a browser session \
+                         may do everything."
+                    ));
+                    let forbidden = match changes {
+                        true => {
+                            "An API token whose scope does not reach this route, or a cookie-authenticated change \
+                                 without its CSRF token"
+                        }
+                        false => "An API token whose scope does not reach this route",
+                    };
+                    refusal(operation, "403", forbidden);
                 }
                 if path.contains("{id}") {
                     parameter(operation, "id", Type::Integer, "The id of what the path names, as its list gives it");

@@ -86,8 +86,14 @@ async fn api_tokens_work_as_bearer_and_stay_with_their_owner() {
     for (name, server) in servers().await {
         let chen = server.sign_up(&format!("chen-{name}@example.com")).await;
         let dana = server.sign_up(&format!("dana-{name}@example.com")).await;
-        let (status, created, _) =
-            server.send(&chen, Method::POST, "/api/tokens", Some(json!({ "name": "laptop" }))).await;
+        let (status, created, _) = server
+            .send(
+                &chen,
+                Method::POST,
+                "/api/tokens",
+                Some(json!({ "scope": "account", "password": common::PASSWORD, "name": "laptop" })),
+            )
+            .await;
         assert_eq!(status, StatusCode::CREATED, "{name}");
         let token = created["token"].as_str().unwrap().to_owned();
 
@@ -133,7 +139,14 @@ async fn two_platforms_share_one_postgres_database() {
     let ana = servers[0].sign_up("shared@example.com").await;
     let (status, me, _) = servers[1].send(&ana, Method::GET, "/api/me", None).await;
     assert_eq!((status, me["user"]["email"].as_str()), (StatusCode::OK, Some("shared@example.com")));
-    let (_, token, _) = servers[1].send(&ana, Method::POST, "/api/tokens", Some(json!({ "name": "cli" }))).await;
+    let (_, token, _) = servers[1]
+        .send(
+            &ana,
+            Method::POST,
+            "/api/tokens",
+            Some(json!({ "scope": "account", "password": common::PASSWORD, "name": "cli" })),
+        )
+        .await;
     let program = Browser { bearer: token["token"].as_str().map(str::to_owned), ..Browser::default() };
     assert_eq!(servers[0].send(&program, Method::GET, "/api/me", None).await.0, StatusCode::OK);
 }

@@ -51,7 +51,14 @@ async fn numbers_reach_the_site_digit_for_digit_through_the_gateway_and_mcp() {
         assert_eq!(received(&demo), arguments_text(), "{name}: through the gateway");
 
         // MCP, the request sent as text.
-        let (status, created, _) = server.send(&ana, Method::POST, "/api/tokens", Some(json!({ "name": "mcp" }))).await;
+        let (status, created, _) = server
+            .send(
+                &ana,
+                Method::POST,
+                "/api/tokens",
+                Some(json!({ "scope": "account", "password": common::PASSWORD, "name": "mcp" })),
+            )
+            .await;
         assert_eq!(status, StatusCode::CREATED, "{name}: {created}");
         let token = created["token"].as_str().unwrap();
         let session = open_session(&server, token).await;

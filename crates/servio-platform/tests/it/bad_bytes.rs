@@ -13,7 +13,14 @@ use servio_platform::testing::{MCP_VERSION, mcp_post};
 /// A program holding a new API token of a user signed up as `email`.
 async fn program(server: &Server, email: &str) -> Browser {
     let browser = server.sign_up(email).await;
-    let (status, created, _) = server.send(&browser, Method::POST, "/api/tokens", Some(json!({ "name": "t" }))).await;
+    let (status, created, _) = server
+        .send(
+            &browser,
+            Method::POST,
+            "/api/tokens",
+            Some(json!({ "scope": "account", "password": common::PASSWORD, "name": "t" })),
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     Browser { bearer: created["token"].as_str().map(str::to_owned), ..Browser::default() }
 }

@@ -31,7 +31,16 @@ async fn users(server: &Server, label: &str, count: usize) -> Vec<Browser> {
     for n in 0..count {
         let user = store.create_user(&format!("{label}-{n}@example.com"), decoy_hash(), "UTC", now).await.unwrap();
         let token = new_token("servio_").unwrap();
-        store.create_api_token(user.id, "test", &token_hash(&token), now, 100).await.unwrap();
+        store
+            .create_api_token(
+                user.id,
+                "test",
+                &token_hash(&token),
+                &servio_store::Grant::all_sites(servio_store::Scope::Account),
+                (now, 100),
+            )
+            .await
+            .unwrap();
         all.push(Browser { bearer: Some(token), user_id: Some(user.id), ..Browser::default() });
     }
     all

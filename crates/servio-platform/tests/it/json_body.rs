@@ -55,8 +55,14 @@ async fn send_raw(
 /// A new user and one of their API tokens.
 async fn user_with_token(server: &common::Server, email: &str) -> String {
     let browser = server.sign_up(email).await;
-    let (_, token, _) =
-        server.send(&browser, reqwest::Method::POST, "/api/tokens", Some(json!({ "name": "body test" }))).await;
+    let (_, token, _) = server
+        .send(
+            &browser,
+            reqwest::Method::POST,
+            "/api/tokens",
+            Some(json!({ "scope": "account", "password": common::PASSWORD, "name": "body test" })),
+        )
+        .await;
     token["token"].as_str().unwrap().to_owned()
 }
 

@@ -22,5 +22,6 @@ mod ops;
 mod pages;
 mod processes;
 mod routes;
+mod scopes;
 mod site_page;
 mod vault;

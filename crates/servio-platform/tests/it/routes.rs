@@ -33,7 +33,14 @@ async fn every_route_exists_and_is_guarded() {
         let first = server.sign_up(&format!("first-{name}@example.com")).await;
         let second = server.sign_up(&format!("second-{name}@example.com")).await;
         // Something of the first user's for the {id} routes: an API token and a claim.
-        let (_, token, _) = server.send(&first, Method::POST, "/api/tokens", Some(json!({ "name": "mine" }))).await;
+        let (_, token, _) = server
+            .send(
+                &first,
+                Method::POST,
+                "/api/tokens",
+                Some(json!({ "scope": "account", "password": common::PASSWORD, "name": "mine" })),
+            )
+            .await;
         let (_, claim, _) = server
             .send(&first, Method::POST, "/api/directory/claims", Some(json!({ "url": "https://a.example" })))
             .await;
@@ -88,7 +95,14 @@ async fn the_openapi_document_lists_every_route_with_its_body() {
     let (status, doc, _) = server.send(&Browser::default(), Method::GET, "/api/openapi.json", None).await;
     assert_eq!((status, &doc["openapi"]), (StatusCode::OK, &json!("3.1.0")));
     let browser = server.sign_up("openapi@example.com").await;
-    let (_, token, _) = server.send(&browser, Method::POST, "/api/tokens", Some(json!({ "name": "doc" }))).await;
+    let (_, token, _) = server
+        .send(
+            &browser,
+            Method::POST,
+            "/api/tokens",
+            Some(json!({ "scope": "account", "password": common::PASSWORD, "name": "doc" })),
+        )
+        .await;
     let bearer = token["token"].as_str().unwrap();
     let routes = common::api_routes(&server).await;
     for route in &routes {
@@ -224,7 +238,14 @@ async fn the_openapi_document_gives_503_where_a_manifest_check_may_be_busy() {
 async fn an_id_that_is_not_a_number_in_range_is_a_json_404() {
     let (_, server) = common::servers(None).await.remove(0);
     let browser = server.sign_up("ids@example.com").await;
-    let (_, token, _) = server.send(&browser, Method::POST, "/api/tokens", Some(json!({ "name": "ids" }))).await;
+    let (_, token, _) = server
+        .send(
+            &browser,
+            Method::POST,
+            "/api/tokens",
+            Some(json!({ "scope": "account", "password": common::PASSWORD, "name": "ids" })),
+        )
+        .await;
     let bearer = Browser { bearer: Some(token["token"].as_str().unwrap().to_owned()), ..Browser::default() };
     let routes = common::api_routes(&server).await;
     let with_id: Vec<_> = routes.iter().filter(|r| r.path.contains("{id}")).collect();

@@ -38,7 +38,16 @@ async fn users(platform: &Platform, label: &str, count: usize) -> Vec<User> {
         let email = format!("{label}-{n}-{}@example.com", platform.backend.name());
         let user = store.create_user(&email, decoy_hash(), "UTC", now).await.unwrap();
         let token = new_token("servio_").unwrap();
-        store.create_api_token(user.id, "abuse", &token_hash(&token), now, 100).await.unwrap();
+        store
+            .create_api_token(
+                user.id,
+                "abuse",
+                &token_hash(&token),
+                &servio_store::Grant::all_sites(servio_store::Scope::Account),
+                (now, 100),
+            )
+            .await
+            .unwrap();
         all.push(User { email, cookie: String::new(), token });
     }
     all

@@ -398,7 +398,16 @@ async fn loggers(store: &dyn servio_store::Store, backend: &str) -> Vec<(i64, St
         let email = format!("logger-{n}-{backend}@example.com");
         let user = store.create_user(&email, decoy_hash(), "UTC", now).await.unwrap();
         let token = new_token("servio_").unwrap();
-        store.create_api_token(user.id, "abuse", &token_hash(&token), now, 100).await.unwrap();
+        store
+            .create_api_token(
+                user.id,
+                "abuse",
+                &token_hash(&token),
+                &servio_store::Grant::all_sites(servio_store::Scope::Account),
+                (now, 100),
+            )
+            .await
+            .unwrap();
         store.set_log_arguments(user.id, true).await.unwrap();
         users.push((user.id, token));
     }

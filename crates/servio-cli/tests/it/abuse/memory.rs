@@ -43,7 +43,16 @@ async fn users_of_site(platform: &Platform, site: &Demo, who: &str, count: usize
         let email = format!("many-{n}-{}@example.com", platform.backend.name());
         let user = store.create_user(&email, decoy_hash(), "UTC", now).await.unwrap();
         let token = new_token("servio_").unwrap();
-        store.create_api_token(user.id, "abuse", &token_hash(&token), now, 100).await.unwrap();
+        store
+            .create_api_token(
+                user.id,
+                "abuse",
+                &token_hash(&token),
+                &servio_store::Grant::all_sites(servio_store::Scope::Account),
+                (now, 100),
+            )
+            .await
+            .unwrap();
         store.add_to_vault(user.id, site_id, now).await.unwrap();
         users.push((user.id, token));
     }

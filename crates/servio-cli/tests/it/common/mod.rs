@@ -64,7 +64,7 @@ pub async fn start_many(token: &str, auth: DemoAuth, count: usize) -> Vec<Demo> 
 }
 
 /// Signs `email` up with `password` on the platform at `base` (UTC), and makes them an API
-/// token; answers the session cookie (`name=value`) and the token.
+/// token of scope `account`; answers the session cookie (`name=value`) and the token.
 pub async fn sign_up_with_token(http: &reqwest::Client, base: &str, email: &str, password: &str) -> (String, String) {
     let signed_up = http
         .post(format!("{base}/api/signup"))
@@ -79,7 +79,8 @@ pub async fn sign_up_with_token(http: &reqwest::Client, base: &str, email: &str,
         .post(format!("{base}/api/tokens"))
         .header("cookie", &cookie)
         .header("x-csrf-token", body["csrf_token"].as_str().unwrap())
-        .json(&serde_json::json!({ "name": "test" }))
+        // The tests act as the account's owner with it (adding sites, backfills, tokens).
+        .json(&serde_json::json!({ "name": "test", "scope": "account", "password": password }))
         .send()
         .await
         .unwrap()

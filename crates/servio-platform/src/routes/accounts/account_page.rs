@@ -46,6 +46,8 @@ struct TokenRow {
     name: String,
     created: String,
     last_used: String,
+    /// What it may do, for people: its scope, and its sites when limited.
+    may: String,
 }
 
 struct SessionRow {
@@ -165,11 +167,26 @@ async fn account_data(
 }
 
 fn token_row(token: TokenView, when: &impl Fn(i64) -> String) -> TokenRow {
+    let may = token_may(&token);
     TokenRow {
         id: token.id,
         name: token.name,
         created: when(token.created_at),
         last_used: token.last_used_at.map_or_else(|| "never".to_owned(), when),
+        may,
+    }
+}
+
+/// What a token may do, as the account page says it.
+fn token_may(token: &TokenView) -> String {
+    let scope = match token.scope {
+        service::TokenScope::Read => "read: the figures only",
+        service::TokenScope::Ai => "ai: call your approved tools, read figures",
+        service::TokenScope::Account => "account: everything you can do signed in",
+    };
+    match &token.sites {
+        Some(sites) => format!("{scope} (sites {})", sites.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
+        None => scope.to_owned(),
     }
 }
 

@@ -133,11 +133,12 @@ async fn list_tokens(api: Api) -> Result<Json<TokenList>, ApiError> {
 /// Create a personal API token, shown once
 #[utoipa::path(post, path = "/api/tokens", request_body = NewToken, responses(
     (status = 201, description = "The token, shown this once", body = IssuedToken),
-    (status = 400, description = "A bad name", body = ErrorBody),
+    (status = 400, description = "A bad name, a site not in the vault, or a wrong password for an `account` token", body = ErrorBody),
+    (status = 403, description = "An `account` token asked for by anything but a signed-in session", body = ErrorBody),
     (status = 409, description = "As many tokens as one user may have (100 by default): revoke one first", body = ErrorBody),
 ))]
 async fn create_token(api: Api, JsonBody(form): JsonBody<NewToken>) -> Result<Response, ApiError> {
-    let issued = service::issue_token(&api.state, api.user.id, &form.name).await?;
+    let issued = service::issue_token(&api.state, (&api.user, &api.via), &form).await?;
     Ok((StatusCode::CREATED, Json(issued)).into_response())
 }
 

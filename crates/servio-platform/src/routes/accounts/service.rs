@@ -7,14 +7,14 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue};
 use serde::{Deserialize, Serialize};
-use servio_store::{Session, User};
+use servio_store::{Grant, Scope, Session, User};
 use utoipa::ToSchema;
 
 use crate::accounts::{
     check_password, check_time_zone, decoy_hash, earlier_forms, hash_password, new_token, normalize_email, token_hash,
     verify_password,
 };
-use crate::auth::{SESSION_COOKIE, cookie, refuse_cross_site};
+use crate::auth::{SESSION_COOKIE, Via, cookie, refuse_cross_site};
 use crate::error::ApiError;
 use crate::throttle::ClientAddress;
 use crate::{AppState, now};
@@ -96,8 +96,57 @@ pub struct TimeZone {
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct NewToken {
     /// 1 to 100 characters, to tell tokens apart.
+    #[schema(min_length = 1, max_length = 100)]
     pub name: String,
+    /// What the token may do: `ai` (the default: list and call the approved tools, read the
+    /// figures), `read` (the figures only) or `account` (the account API as well; made only from
+    /// a signed-in session, with `password`).
+    #[serde(default)]
+    pub scope: TokenScope,
+    /// The vault sites (by id) the token is limited to; every site when left out.
+    #[serde(default)]
+    #[schema(max_items = 100)]
+    pub sites: Option<Vec<i64>>,
+    /// The account's password, required for an `account` token.
+    #[serde(default)]
+    pub password: Option<String>,
 }
+
+/// What an API token may do (interpretation §10).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenScope {
+    /// The figures only.
+    Read,
+    /// List and call the approved tools, read the figures: what an AI client is given.
+    #[default]
+    Ai,
+    /// The account API as well: whatever changes what the platform grants or holds.
+    Account,
+}
+
+impl From<TokenScope> for Scope {
+    fn from(scope: TokenScope) -> Scope {
+        match scope {
+            TokenScope::Read => Scope::Read,
+            TokenScope::Ai => Scope::Ai,
+            TokenScope::Account => Scope::Account,
+        }
+    }
+}
+
+impl From<Scope> for TokenScope {
+    fn from(scope: Scope) -> TokenScope {
+        match scope {
+            Scope::Read => TokenScope::Read,
+            Scope::Ai => TokenScope::Ai,
+            Scope::Account => TokenScope::Account,
+        }
+    }
+}
+
+/// The most sites one token may be limited to (a vault holds 100 by default).
+const MAX_TOKEN_SITES: usize = 100;
 
 /// A personal API token without its secret.
 #[derive(Debug, Serialize, ToSchema)]
@@ -110,6 +159,10 @@ pub struct TokenView {
     pub created_at: i64,
     /// When it was last used (Unix seconds), if ever.
     pub last_used_at: Option<i64>,
+    /// What it may do (tokens made before scopes existed are `ai`).
+    pub scope: TokenScope,
+    /// The vault sites it is limited to; `null` for every site.
+    pub sites: Option<Vec<i64>>,
 }
 
 /// The user's API tokens.
@@ -128,6 +181,10 @@ pub struct IssuedToken {
     pub name: String,
     /// The token itself, for `Authorization: Bearer`.
     pub token: String,
+    /// What it may do.
+    pub scope: TokenScope,
+    /// The vault sites it is limited to; `null` for every site.
+    pub sites: Option<Vec<i64>>,
     /// "shown once: store it now".
     #[schema(value_type = String)]
     pub note: &'static str,
@@ -312,17 +369,33 @@ pub(crate) async fn set_time_zone(state: &AppState, user_id: i64, form: TimeZone
     Ok(form)
 }
 
-/// Makes a personal API token named `name` for the user: the stored record, and the token
-/// itself (the only time it exists outside its hash).
-pub(crate) async fn issue_token(state: &AppState, user_id: i64, name: &str) -> Result<IssuedToken, ApiError> {
-    let name = name.trim();
+/// Makes a personal API token for the user as `form` asks: the stored record, and the token
+/// itself (the only time it exists outside its hash). An `account` token is made only for a
+/// signed-in session (`via`) that gives the password again; a token may be limited to sites of
+/// the user's vault.
+pub(crate) async fn issue_token(
+    state: &AppState,
+    (user, via): (&User, &Via),
+    form: &NewToken,
+) -> Result<IssuedToken, ApiError> {
+    let name = form.name.trim();
     crate::text::require_text("name", name)?;
     if name.is_empty() || name.chars().count() > 100 {
         return Err(bad("name", "a name of 1 to 100 characters"));
     }
+    let sites = token_sites(state, user.id, form.sites.as_deref()).await?;
+    if form.scope == TokenScope::Account {
+        if !matches!(via, Via::Session { .. }) {
+            return Err(bad("scope", "`ai` or `read` here: an `account` token is made only from a signed-in session"));
+        }
+        let password = form.password.as_deref().filter(|p| !p.is_empty());
+        let password = password.ok_or_else(|| bad("password", "your password, to make an `account` token"))?;
+        confirm_password(state, user, password).await.map_err(|_| bad("password", "your current password"))?;
+    }
+    let grant = Grant { scope: form.scope.into(), sites };
     let token = new_token("svt_").map_err(ApiError::internal)?;
-    let limit = state.quotas.api_tokens;
-    let stored = match state.store.create_api_token(user_id, name, &token_hash(&token), now(), limit).await {
+    let quota = (now(), state.quotas.api_tokens);
+    let stored = match state.store.create_api_token(user.id, name, &token_hash(&token), &grant, quota).await {
         Err(servio_store::StoreError::AtLimit { limit, .. }) => {
             return Err(ApiError::Conflict(format!(
                 "you have {limit} API tokens, the most one user may have: revoke one you no longer use \
@@ -331,7 +404,34 @@ pub(crate) async fn issue_token(state: &AppState, user_id: i64, name: &str) -> R
         }
         stored => stored?,
     };
-    Ok(IssuedToken { id: stored.id, name: stored.name, token, note: "shown once: store it now" })
+    Ok(IssuedToken {
+        id: stored.id,
+        name: stored.name,
+        token,
+        scope: form.scope,
+        sites: grant.sites,
+        note: "shown once: store it now",
+    })
+}
+
+/// The sites a new token is limited to: each one of the user's vault, said once; `None` for all.
+async fn token_sites(state: &AppState, user_id: i64, asked: Option<&[i64]>) -> Result<Option<Vec<i64>>, ApiError> {
+    let Some(asked) = asked else { return Ok(None) };
+    if asked.is_empty() || asked.len() > MAX_TOKEN_SITES {
+        return Err(bad("sites", &format!("1 to {MAX_TOKEN_SITES} ids of sites in your vault, or left out for all")));
+    }
+    let held: std::collections::HashSet<i64> =
+        state.store.vault_listing(user_id).await?.into_iter().map(|entry| entry.site_id).collect();
+    let mut sites = Vec::with_capacity(asked.len());
+    for &id in asked {
+        if !held.contains(&id) {
+            return Err(ApiError::BadRequest(format!("`sites`: site {id} is not in your vault")));
+        }
+        if !sites.contains(&id) {
+            sites.push(id);
+        }
+    }
+    Ok(Some(sites))
 }
 
 /// The user's API tokens, without their secrets.
@@ -339,7 +439,17 @@ pub(crate) async fn tokens(state: &AppState, user_id: i64) -> Result<TokenList, 
     let tokens = state.store.api_tokens(user_id).await?;
     let tokens = tokens
         .into_iter()
-        .map(|t| TokenView { id: t.id, name: t.name, created_at: t.created_at, last_used_at: t.last_used_at })
+        .map(|t| {
+            let grant = t.grant();
+            TokenView {
+                id: t.id,
+                name: t.name,
+                created_at: t.created_at,
+                last_used_at: t.last_used_at,
+                scope: grant.scope.into(),
+                sites: grant.sites,
+            }
+        })
         .collect();
     Ok(TokenList { tokens })
 }

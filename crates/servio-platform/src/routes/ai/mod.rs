@@ -10,9 +10,9 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 
 use crate::AppState;
-use crate::auth::{PageForm, PageUser};
+use crate::auth::{PageForm, PageUser, Via};
 use crate::error::ApiError;
-use crate::routes::accounts::service::issue_token;
+use crate::routes::accounts::service::{NewToken, TokenScope, issue_token};
 use crate::routes::pages::{Layout, render, table};
 use crate::routes::tools::service::{CallView, CatalogueToolView, call_log, catalogue, set_log_arguments};
 
@@ -52,7 +52,7 @@ async fn page(State(state): State<AppState>, user: PageUser) -> Result<Response,
 }
 
 async fn render_page(state: &AppState, user: &PageUser, new_token: Option<String>) -> Result<Response, ApiError> {
-    let catalogue = catalogue(state, &user.user).await?;
+    let catalogue = catalogue(state, &user.user, &servio_store::Grant::all_sites(servio_store::Scope::Account)).await?;
     let log = call_log(state, user.user.id, servio_store::CallPage { before: None, limit: 50 }).await?;
     let platform_url = state.oauth.public_url.trim_end_matches('/').to_owned();
     let page = AiPage {
@@ -68,7 +68,11 @@ async fn render_page(state: &AppState, user: &PageUser, new_token: Option<String
 }
 
 async fn create_token(State(state): State<AppState>, posted: PageForm<TokenForm>) -> Result<Response, ApiError> {
-    let issued = issue_token(&state, posted.user.user.id, &posted.form.name).await?;
+    // The AI clients page makes `ai` tokens: a model can call the approved tools with it, and
+    // never approve new ones or make more tokens.
+    let form = NewToken { name: posted.form.name.clone(), scope: TokenScope::Ai, sites: None, password: None };
+    let via = Via::Session { token_hash: posted.user.token_hash.clone(), csrf_token: posted.user.csrf_token.clone() };
+    let issued = issue_token(&state, (&posted.user.user, &via), &form).await?;
     render_page(&state, &posted.user, Some(issued.token)).await
 }
 

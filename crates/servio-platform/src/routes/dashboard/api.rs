@@ -94,12 +94,16 @@ struct Window {
     (status = 200, description = "The dashboard data, with an ETag", body = Dashboard),
     (status = 304, description = "Not modified since the ETag sent in If-None-Match"),
     (status = 400, description = "`days` out of range", body = ErrorBody),
+    (status = 403, description = "A token limited to some sites: the dashboard shows every site's figures", body = ErrorBody),
 ))]
 async fn dashboard(
     api: Api,
     Params(Query(window)): Params<Query<Window>>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    if api.via.grant().sites.is_some() {
+        return Err(crate::scopes::figures_of_every_site());
+    }
     let days = window.days.unwrap_or(service::DEFAULT_DAYS);
     let render = || async {
         let data = service::dashboard_data(&api.state, &api.user, days).await?;

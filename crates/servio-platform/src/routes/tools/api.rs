@@ -31,7 +31,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// The AI gateway's catalogue: every approved tool of the vault under its prefixed name
 #[utoipa::path(get, path = "/api/tools", operation_id = "list_tools", responses((status = 200, description = "The catalogue", body = Catalogue)))]
 async fn list(api: Api) -> Result<Json<Catalogue>, ApiError> {
-    service::catalogue(&api.state, &api.user).await.map(Json)
+    service::catalogue(&api.state, &api.user, &api.via.grant()).await.map(Json)
 }
 
 /// Call a tool by prefixed name; the body is its arguments (400 names each offending path, 502 when the site fails)
@@ -52,7 +52,7 @@ async fn call(
     if !args.is_object() {
         return Err(ApiError::BadRequest("the body must be the arguments as a JSON object".into()));
     }
-    match gateway::call(&api.state, (&api.user, api.via.token_id()), &name, &args).await {
+    match gateway::call(&api.state, (&api.user, api.via.token_id()), &api.via.grant(), &name, &args).await {
         Ok(result) => Ok(Json(CallResult { result }).into_response()),
         Err(failure) => Ok(failure_response(&failure)),
     }

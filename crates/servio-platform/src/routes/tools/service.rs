@@ -106,12 +106,17 @@ pub struct LogArguments {
     pub log_arguments: bool,
 }
 
-/// The user's catalogue.
-pub(crate) async fn catalogue(state: &AppState, user: &servio_store::User) -> Result<Catalogue, ApiError> {
+/// The user's catalogue, as far as `reach` (the asking token's grant) goes.
+pub(crate) async fn catalogue(
+    state: &AppState,
+    user: &servio_store::User,
+    reach: &servio_store::Grant,
+) -> Result<Catalogue, ApiError> {
     let catalogue = gateway::catalogue(state, user).await?;
     let tools = catalogue
         .tools()
         .iter()
+        .filter(|tool| reach.reaches(tool.site_id))
         .map(|tool| CatalogueToolView {
             name: tool.name.clone(),
             site_id: tool.site_id,

@@ -198,7 +198,14 @@ pub async fn token_of(server: &Server, email: &str) -> String {
 
 /// A new API token of the user signed in as `browser`.
 pub async fn token_of_browser(server: &Server, browser: &Browser) -> String {
-    let (status, created, _) = server.send(browser, Method::POST, "/api/tokens", Some(json!({ "name": "mcp" }))).await;
+    let (status, created, _) = server
+        .send(
+            browser,
+            Method::POST,
+            "/api/tokens",
+            Some(json!({ "scope": "account", "password": PASSWORD, "name": "mcp" })),
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     created["token"].as_str().unwrap().to_owned()
 }
