@@ -32,6 +32,7 @@
 //! - [`value`] walks a `valuePath` through a response and reduces the value to a number.
 #![deny(missing_docs)]
 
+pub mod additivity;
 pub mod address;
 pub mod brief;
 mod brief_errors;

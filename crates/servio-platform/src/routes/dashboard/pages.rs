@@ -225,9 +225,11 @@ fn count_back(last: Option<Date>, count: i64, step: jiff::Span) -> Vec<Date> {
 }
 
 /// Week- and month-to-date totals of a daily metric: what was collected since Monday, and
-/// since the first of the month, before today.
+/// since the first of the month, before today. Only an amount per period has them (§8): a
+/// level or a ratio summed over days means nothing ("month to date 73 percent").
 fn to_date(metric: &MetricData, today: &Today) -> Vec<String> {
-    if metric.granularity != "day" {
+    let additivity = servio_manifest::additivity::additivity(&metric.key, metric.unit.as_deref());
+    if metric.granularity != "day" || additivity != servio_manifest::additivity::Additivity::Amount {
         return Vec::new();
     }
     let week = today.date.checked_sub(i64::from(today.date.weekday().to_monday_zero_offset()).days());
@@ -491,6 +493,33 @@ mod tests {
             raw: None,
             retry_at: None,
         }
+    }
+
+    /// Issue 42, point 6: "Month to date 73 percent" summed a bounce rate; the spec's own
+    /// `community.unanswered.count` (a level) was summed too. Only amounts per period are.
+    #[test]
+    fn only_amounts_per_period_have_to_date_totals() {
+        let date: Date = "2026-09-10".parse().unwrap();
+        let zone = jiff::tz::TimeZone::UTC;
+        let today =
+            Today { now: zone.to_timestamp(date.to_datetime(jiff::civil::Time::midnight())).unwrap(), zone, date };
+        let metric = |key: &str, unit: Option<&str>| MetricData {
+            site: super::super::service::SiteData { id: 1, origin: "https://s.example".into(), name: "S".into() },
+            key: key.into(),
+            label: None,
+            unit: unit.map(str::to_owned),
+            granularity: "day",
+            latest: None,
+            change: None,
+            values: (1..10)
+                .map(|day| super::super::service::Point { period: format!("2026-09-{day:02}"), value: 40.0 })
+                .collect(),
+        };
+        let totals = to_date(&metric("sales.revenue.daily", Some("USD")), &today);
+        assert_eq!(totals.len(), 2, "{totals:?}");
+        assert!(totals[1].starts_with("Month to date"), "{totals:?}");
+        assert_eq!(to_date(&metric("web.bounce.daily", Some("%")), &today), Vec::<String>::new());
+        assert_eq!(to_date(&metric("community.unanswered.count", None), &today), Vec::<String>::new());
     }
 
     #[test]

@@ -20,6 +20,8 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use servio_manifest::additivity::{Additivity, additivity};
+
 use crate::shared::decimal::round_to_operands;
 
 /// One dashboard slot: a metric of one site, or a canonical key shared by several sites.
@@ -119,6 +121,11 @@ fn total(metrics: &[SiteMetric], members: &[usize]) -> (Option<Total>, Option<St
         let periods = each(&|m| m.granularity.clone());
         return (None, Some(format!("no total: the periods differ ({})", periods.join(", "))));
     }
+    // A ratio does not add up, across sites either (§8): two bounce rates are no third one.
+    let ratio = |i: &usize| additivity(&metrics[*i].key, metrics[*i].unit.as_deref()) == Additivity::Ratio;
+    if members.iter().any(ratio) {
+        return (None, Some("no total: a ratio does not add up".to_owned()));
+    }
     let latest = members.iter().filter_map(|&i| metrics[i].values.last()).max_by_key(|(start, _, _)| *start);
     let Some((start, date, _)) = latest else {
         return (None, None);
@@ -174,6 +181,15 @@ mod tests {
         assert_eq!(slots.len(), 1, "{slots:?}");
         assert_eq!(slots[0].total.as_ref().and_then(|t| t.value), want_total, "{:?}", slots[0]);
         assert_eq!(slots[0].note.as_deref(), want_note, "{:?}", slots[0]);
+    }
+
+    #[test]
+    fn ratios_have_no_total_and_levels_do() {
+        // No canonical key is a ratio, but any key whose unit is one is.
+        let rate = |site| metric(site, REVENUE, "%", &[(1, 40.0)]);
+        check(&[rate(1), rate(2)], None, Some("no total: a ratio does not add up"));
+        let waiting = |site| metric(site, "community.unanswered.count", "", &[(1, 3.0)]);
+        check(&[waiting(1), waiting(2)], Some(6.0), None);
     }
 
     #[test]
