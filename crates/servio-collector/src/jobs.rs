@@ -120,15 +120,35 @@ impl DueSlot {
     }
 }
 
+/// Whether the user asked for the periods (collect-now, a backfill, a credential saved), or the
+/// scheduler plans them: a period the user asks for is tried again when it has no value,
+/// whatever its earlier failures (§8, 2026-12-07); the scheduler leaves a period that ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asked {
+    /// By the user.
+    ByUser,
+    /// By the scheduler.
+    Scheduled,
+}
+
+/// Whether `slot` still needs collecting, as `asked` looks at it.
+async fn needs_collecting(collector: &Collector, slot: &DueSlot, asked: Asked) -> Result<bool, StoreError> {
+    Ok(match asked {
+        Asked::ByUser => !collector.store.slot_has_value(&slot.slot()).await?,
+        Asked::Scheduled => !collector.store.slot_settled(&slot.slot()).await?,
+    })
+}
+
 /// The latest due period of every metric of `brief` for one vault entry that still needs
 /// collecting: not past its deadline, and not settled already (a backfill may have collected
-/// it without a job). A new brief or metric thus starts with the current period.
+/// it without a job; for a period the user asks for, not stored already). A new brief or
+/// metric thus starts with the current period.
 async fn plan_entry(
     collector: &Collector,
     user: &User,
     site_id: i64,
     brief: &Brief,
-    planner: &mut Planner,
+    (planner, asked): (&mut Planner, Asked),
 ) -> Result<Vec<DueSlot>, Error> {
     let now = planner.now();
     let mut planned = Vec::new();
@@ -145,20 +165,28 @@ async fn plan_entry(
         }
         let slot = DueSlot::new(user, site_id, metric, &period, (due.as_second(), deadline.as_second()));
         // Settled under the key: the same local period collected under another zone counts.
-        if !collector.store.slot_settled(&slot.slot()).await? {
+        if needs_collecting(collector, &slot, asked).await? {
             planned.push(slot);
         }
     }
     Ok(planned)
 }
 
-/// Adds `planned` as jobs (those that have one keep it); returns how many are new, and wakes
-/// this process's idle worker when there are any.
-async fn enqueue(collector: &Collector, planned: &[DueSlot], now: Timestamp) -> Result<u64, StoreError> {
+/// Adds `planned` as jobs (those that have one keep it, but a job of a period the user asked
+/// for that ended without a value is pending again); returns how many are new or pending
+/// again, and wakes this process's idle worker when there are any.
+async fn enqueue(
+    collector: &Collector,
+    planned: &[DueSlot],
+    (now, asked): (Timestamp, Asked),
+) -> Result<u64, StoreError> {
     let mut added = 0;
     for chunk in planned.chunks(1000) {
         let jobs: Vec<NewJob> = chunk.iter().map(DueSlot::new_job).collect();
         added += collector.store.enqueue_jobs(&jobs, now.as_second()).await?;
+        if asked == Asked::ByUser {
+            added += collector.store.revive_jobs(&jobs, now.as_second()).await?;
+        }
     }
     if added > 0 {
         collector.queued.notify_one();
@@ -179,7 +207,7 @@ impl Collector {
             for (user, entry) in entries {
                 let Some(checked) = self.acting(&entry, Wait::Turn).await? else { continue };
                 let Some(brief) = &checked.brief else { continue };
-                match plan_entry(self, &user, entry.site.id, brief, &mut planner).await {
+                match plan_entry(self, &user, entry.site.id, brief, (&mut planner, Asked::Scheduled)).await {
                     Ok(due) => planned.extend(due),
                     Err(error) => tracing::warn!(
                         user_id = user.id,
@@ -189,7 +217,7 @@ impl Collector {
                     ),
                 }
             }
-            let added = enqueue(self, &planned, now).await?;
+            let added = enqueue(self, &planned, (now, Asked::Scheduled)).await?;
             tracing::debug!(due = planned.len(), added, "planned");
             Ok(added)
         }
@@ -199,14 +227,15 @@ impl Collector {
 }
 
 impl Collector {
-    /// Queues the due periods of one vault entry as jobs now (a site just added) rather than at
-    /// the next planning round, so the next lease of any worker collects them; returns how
-    /// many jobs are new.
+    /// Queues the due periods of one vault entry as jobs now (a site just added, a credential
+    /// saved) rather than at the next planning round, so the next lease of any worker collects
+    /// them; a latest period without a value is tried again whatever its earlier failures (one
+    /// refused for want of a credential, say). Returns how many jobs are new or pending again.
     pub async fn plan_entry(&self, user: &User, entry: &VaultEntry, now: Timestamp) -> Result<u64, Error> {
         let Some(checked) = self.acting(entry, Wait::Bounded).await? else { return Ok(0) };
         let Some(brief) = &checked.brief else { return Ok(0) };
-        let planned = plan_entry(self, user, entry.site.id, brief, &mut Planner::new(now)).await?;
-        Ok(enqueue(self, &planned, now).await?)
+        let planned = plan_entry(self, user, entry.site.id, brief, (&mut Planner::new(now), Asked::ByUser)).await?;
+        Ok(enqueue(self, &planned, (now, Asked::ByUser)).await?)
     }
 
     /// Queues a backfill: a job, due `now`, for every period of every metric of the brief
@@ -261,7 +290,7 @@ impl Collector {
         for (metric, period) in &due {
             let mut slot = DueSlot::new(user, entry.site.id, metric, period, (now.as_second(), deadline));
             slot.kind = JobKind::Backfill;
-            if !self.store.slot_settled(&slot.slot()).await? {
+            if needs_collecting(self, &slot, Asked::ByUser).await? {
                 queued.push(slot);
             }
         }
@@ -273,7 +302,7 @@ impl Collector {
         let _turn = self.backfilling.lock(user.id).await;
         let pending = self.store.pending_backfills(user.id).await?;
         self.backfill_limits.check_in_flight(pending, queued.len())?;
-        Ok((enqueue(self, &queued, now).await?, Some(starts)))
+        Ok((enqueue(self, &queued, (now, Asked::ByUser)).await?, Some(starts)))
     }
 }
 
@@ -718,11 +747,11 @@ impl Collector {
                 return Ok(Summary::default());
             };
             let Some(brief) = &checked.brief else { return Ok(Summary::default()) };
-            let planned = plan_entry(self, user, entry.site.id, brief, planner).await?;
+            let planned = plan_entry(self, user, entry.site.id, brief, (planner, Asked::ByUser)).await?;
             if planned.is_empty() {
                 return Ok(Summary::default());
             }
-            enqueue(self, &planned, now).await?;
+            enqueue(self, &planned, (now, Asked::ByUser)).await?;
             let lease = JobLease {
                 owner: "servio-serve",
                 now: now.as_second(),

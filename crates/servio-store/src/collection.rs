@@ -547,6 +547,9 @@ pub trait Collection: Send + Sync {
     /// for that key ended for good (`dropped` or `failed`; transient failures are logged as
     /// `retry` and do not count). The same local period under another zone is the same slot.
     async fn slot_settled(&self, slot: &Slot<'_>) -> Result<bool>;
+    /// Whether the slot has a value (under its key, or the key it had before period keys): what
+    /// a period the user asks for again is looked at for, whatever its earlier failures.
+    async fn slot_has_value(&self, slot: &Slot<'_>) -> Result<bool>;
     /// Stores many values in one transaction, each replacing an earlier one of its slot as
     /// [`Collection::record_result`] does, and logs no attempts: for seeding (benchmarks, imports),
     /// where one durable commit per value would take minutes.
@@ -715,6 +718,17 @@ impl Collection for Database {
             .await?;
             Ok(settled > 0)
         })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn slot_has_value(&self, slot: &Slot<'_>) -> Result<bool> {
+        let sql = "SELECT count(*) FROM metric_values
+                   WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_key IN ($4, $5)";
+        let (found,): (i64,) = fetch!(
+            &self.pool,
+            fetch_one(sql, slot.user_id, slot.site_id, slot.metric_key, slot.period_key, slot.legacy_key())
+        )?;
+        Ok(found > 0)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(values = values.len()))]

@@ -294,6 +294,11 @@ pub trait Jobs: Send + Sync {
     /// How the jobs of the user's vault site `site_id` that `jobs` names stand, by state and by
     /// the outcome of each one's period's latest attempt.
     async fn backfill_progress(&self, user_id: i64, site_id: i64, jobs: BackfillJobs) -> Result<BackfillProgress>;
+    /// Makes the jobs of `jobs`' slots that ended without a value pending again, due at each
+    /// one's `not_before` until its `deadline`, their fences moved on: a period the user asks
+    /// for again (collect-now, a backfill) is tried again whatever its earlier failures (§8,
+    /// 2026-12-07). Returns how many.
+    async fn revive_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64>;
     /// Hands back the pending jobs leased to `owner` (a process that stops): their leases end
     /// and they are due at `now`, so another worker leases them at once, and their fences move
     /// on, so a late result of `owner`'s is fenced out. Returns how many.
@@ -407,6 +412,36 @@ impl Jobs for Database {
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
+    async fn revive_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64> {
+        if jobs.is_empty() {
+            return Ok(0);
+        }
+        let sql = "UPDATE jobs SET state = 'pending', not_before = $5, deadline = $6, lease_owner = NULL,
+                       lease_expires = NULL, fence = fence + 1, updated_at = $7
+                   WHERE user_id = $1 AND site_id = $2 AND period_key = $3 AND metric_key = $4 AND state = 'failed'";
+        on!(&self.pool, |pool| {
+            let mut tx = pool.begin().await?;
+            let mut revived = 0;
+            for job in jobs {
+                let slot = &job.slot;
+                let query = bind!(
+                    sqlx::query(sql),
+                    slot.user_id,
+                    slot.site_id,
+                    slot.period_key,
+                    slot.metric_key,
+                    job.not_before,
+                    job.deadline,
+                    now
+                );
+                revived += query.execute(&mut *tx).await?.rows_affected();
+            }
+            tx.commit().await?;
+            Ok(revived)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn release_jobs(&self, owner: &str, now: i64) -> Result<u64> {
         let sql = "UPDATE jobs SET lease_owner = NULL, lease_expires = NULL, fence = fence + 1,
                        not_before = $2, updated_at = $2

@@ -133,7 +133,7 @@ async fn markup_site(ca: &LocalCa) -> (String, servio_demo_site::Running) {
         "name": "<script>alert(1)</script>", "version": "1.0.0", "server": {"url": format!("{origin}/api")},
         "auth": {"type": "bearer"},
         "tools": [{"name": "x.doThing", "description": "<img src=x onerror=alert(2)> does things for you", "input_schema": {"type": "object"}}],
-        "brief": {"metrics": [{"key": "sales.revenue.daily", "tool": "x.doThing", "valuePath": "total", "unit": "<b>USD</b>"}]}
+        "brief": {"metrics": [{"key": "sales.revenue.daily", "tool": "x.doThing", "valuePath": "total", "unit": "<b>USD<b>"}]}
     })
     .to_string();
     let app = axum::Router::new()
@@ -181,9 +181,9 @@ async fn what_a_manifest_says_is_escaped() {
     let dashboard = request(&http, "GET", &url("/dashboard"), Some(&cookie), &[]).await;
     let html = &dashboard.html;
     assert_eq!(html.matches("<h2>Revenue</h2>").count(), 1, "one slot: {html}");
-    assert!(html.contains("2 sites") && html.contains("<strong>25 &#60;b&#62;USD&#60;/b&#62; · "), "the total: {html}");
+    assert!(html.contains("2 sites") && html.contains("<strong>25 &#60;b&#62;USD&#60;b&#62; · "), "the total: {html}");
     assert_eq!(html.matches("<h3>&#60;script&#62;alert(1)&#60;/script&#62;</h3>").count(), 2, "both sites: {html}");
-    assert_eq!(html.matches("12.5 &#60;b&#62;USD&#60;/b&#62; <span").count(), 2, "each site's value: {html}");
+    assert_eq!(html.matches("12.5 &#60;b&#62;USD&#60;b&#62; <span").count(), 2, "each site's value: {html}");
     assert!(!html.contains("<script>alert(1)") && !html.contains("<b>USD"), "no markup from the manifests: {html}");
 }
 

@@ -436,3 +436,52 @@ async fn a_site_nobody_holds_is_not_refreshed_and_goes() {
         assert!(store.versions(id).await.unwrap().is_empty(), "{name}: its versions are still stored");
     }
 }
+
+/// Issue 42, point 7 (§8, 2026-12-07): a site added without its token (the form says it is
+/// optional) had its latest period refused with 401, and that period stayed "not collected"
+/// for good: collect-now answered nothing stored, a backfill filled every day but that one.
+/// A period that failed for want of a credential is tried again once one is saved, by
+/// collect-now, and by every backfill.
+#[tokio::test]
+async fn a_period_refused_for_want_of_a_token_is_collected_once_one_is_given() {
+    let (site, servers) = common::demo_and_servers("demo").await;
+    for (name, server) in servers {
+        let ana = server.sign_up(&format!("token-second-{name}@example.com")).await;
+        let (status, added, _) =
+            server.send(&ana, Method::POST, "/api/vault", Some(json!({ "url": site.origin.clone() }))).await;
+        assert_eq!(status, StatusCode::CREATED, "{name}: {added}");
+        let id = added["site"]["id"].as_i64().unwrap();
+        let collect = format!("/api/vault/{id}/collect");
+        let (status, refused, _) = server.send(&ana, Method::POST, &collect, None).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {refused}");
+        assert!(refused["failed"].as_u64().unwrap_or_default() > 0, "{name}: refused without a token: {refused}");
+
+        let (status, answer, _) = server
+            .send(&ana, Method::PUT, &format!("/api/vault/{id}/credential"), Some(json!({ "token": "demo" })))
+            .await;
+        assert!(status.is_success(), "{name}: {answer}");
+        let (status, collected, _) = server.send(&ana, Method::POST, &collect, None).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {collected}");
+        assert!(collected["stored"].as_u64().unwrap_or_default() > 0, "{name}: collected again: {collected}");
+
+        // A backfill over the refused period and the days before it fills every one of them.
+        let zone = jiff::tz::TimeZone::get("Pacific/Auckland").unwrap();
+        let latest =
+            servio_collector::plan::latest_due(servio_manifest::Granularity::Day, &zone, jiff::Timestamp::now())
+                .unwrap()
+                .start_date;
+        let first = latest.checked_sub(jiff::ToSpan::days(2)).unwrap();
+        let range = json!({ "from": first.to_string(), "to": latest.to_string() });
+        let path = format!("/api/vault/{id}/backfill");
+        let (status, summary, _) = server.with_worker(server.send(&ana, Method::POST, &path, Some(range))).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {summary}");
+        let user_id = ana.user_id.unwrap();
+        let keys = [(id, "sales.revenue.daily"), (id, "sales.orders.daily")];
+        let series = server.state.store.values_of(user_id, &keys, 0).await.unwrap();
+        for series in &series {
+            let dates: Vec<&str> = series.points.iter().map(|(_, date, _)| date.as_str()).collect();
+            assert_eq!(dates.len(), 3, "{name}: {}: {dates:?}", series.metric_key);
+        }
+        assert_eq!(series.len(), 2, "{name}");
+    }
+}

@@ -433,8 +433,10 @@ async fn oauth_callback(
         .map_err(|error| ApiError::BadRequest(error.to_string()))?;
     let credential = servio_collector::credentials::Credential::OAuth(tokens);
     let stored = state.credentials().set_credential(user.user.id, started.site_id, &credential).await?;
-    match stored {
-        true => Ok(Redirect::to(&format!("/vault/{}", started.site_id))),
-        false => Err(ApiError::NotFound),
+    if !stored {
+        return Err(ApiError::NotFound);
     }
+    // A period refused for want of a working credential is collected again now (§8).
+    super::service::queue_first_collection(&state, user.user.id, started.site_id).await;
+    Ok(Redirect::to(&format!("/vault/{}", started.site_id)))
 }

@@ -605,11 +605,12 @@ pub(crate) async fn add_site(
 /// store says it when two adds race past the check before the fetch.
 const IN_VAULT: &str = "this site in your vault";
 
-/// Queues the due periods of a site just added, so that the next lease of a worker (`serve`'s
+/// Queues the due periods of a site just added (or given a credential: a period refused for want
+/// of one is tried again), so that the next lease of a worker (`serve`'s
 /// looks every few seconds) collects them rather than the next planning round, minutes away;
 /// its page shows the jobs' progress meanwhile. The site is added whatever happens here: a
 /// failure is logged, and planning queues them later.
-async fn queue_first_collection(state: &AppState, user_id: i64, site_id: i64) {
+pub(crate) async fn queue_first_collection(state: &AppState, user_id: i64, site_id: i64) {
     let queued = async {
         let user = state.store.user(user_id).await?.ok_or(ApiError::NotFound)?;
         let entry = state.store.vault_entry(user_id, site_id).await?.ok_or(ApiError::NotFound)?;
@@ -759,7 +760,12 @@ pub(crate) async fn store_token(state: &AppState, user_id: i64, site_id: i64, to
         return Err(ApiError::BadRequest("`token` must not be empty".into()));
     };
     let stored = state.credentials().set_credential(user_id, site_id, &SiteCredential::Token(token.to_owned())).await?;
-    if stored { Ok(()) } else { Err(ApiError::NotFound) }
+    if !stored {
+        return Err(ApiError::NotFound);
+    }
+    // A period refused for want of a working credential is collected again now (§8).
+    queue_first_collection(state, user_id, site_id).await;
+    Ok(())
 }
 
 /// Takes a site out of the user's vault.
