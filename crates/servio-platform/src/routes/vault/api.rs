@@ -49,8 +49,7 @@ async fn add(api: Api, JsonBody(form): JsonBody<AddSite>) -> Result<Response, Ap
 /// One site: report, tools, brief, pending changes
 #[utoipa::path(get, path = "/api/vault/{id}", responses((status = 200, description = "The site", body = SiteAnswer)))]
 async fn show(api: Api, Id(id): Id) -> Result<Json<SiteAnswer>, ApiError> {
-    let entry = service::entry(&api.state, api.user.id, id).await?;
-    Ok(Json(SiteAnswer { site: service::view_of(&api.state, &entry).await? }))
+    Ok(Json(SiteAnswer { site: service::view(&api.state, api.user.id, id).await? }))
 }
 
 /// Take a site out of the vault
@@ -98,8 +97,8 @@ async fn keep(api: Api, Id(id): Id, JsonBody(form): JsonBody<Decision>) -> Resul
 }
 
 async fn decide(api: Api, id: i64, form: Decision, verdict: Verdict) -> Result<Json<SiteAnswer>, ApiError> {
-    let entry = service::decide(&api.state, api.user.id, id, form.version, verdict).await?;
-    Ok(Json(SiteAnswer { site: service::view_of(&api.state, &entry).await? }))
+    service::decide(&api.state, api.user.id, id, form.version, verdict).await?;
+    Ok(Json(SiteAnswer { site: service::view(&api.state, api.user.id, id).await? }))
 }
 
 /// Every version of the manifest with what changed

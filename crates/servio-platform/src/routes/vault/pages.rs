@@ -271,9 +271,8 @@ async fn site_page(
     Id(id): Id,
     Query(query): Query<SiteQuery>,
 ) -> Result<Response, ApiError> {
-    let entry = service::entry(&state, user.user.id, id).await?;
+    let view = service::view(&state, user.user.id, id).await?;
     let versions = service::versions(&state, user.user.id, id).await.map(|list| list.versions).unwrap_or_default();
-    let view = service::view_of(&state, &entry).await?;
     let today = Today::of(&user.user)?;
     let tried = state.store.attempts(user.user.id, id, ATTEMPTS_READ).await?;
     let brief = view.report.report().brief.as_ref();

@@ -457,10 +457,13 @@ pub(crate) async fn entry_view(
     Ok(view)
 }
 
-/// [`entry_view`] against the site's current version, read from the store.
-pub(crate) async fn view_of(state: &AppState, entry: &VaultEntry) -> Result<SiteView, ApiError> {
-    let version = current_version_id(state, entry.site.id).await?;
-    entry_view(state, entry, version).await
+/// The user's vault site `id` as [`entry_view`] shows it, against the site's current version:
+/// the text it diffs and the version id it names are read in one statement, from one row, so
+/// approving the version shown approves the changes shown (read apart, a refresh saving a
+/// version between the two reads paired the older text with the newer id).
+pub(crate) async fn view(state: &AppState, user_id: i64, id: i64) -> Result<SiteView, ApiError> {
+    let current = state.store.current_entry(user_id, id).await?.ok_or(ApiError::NotFound)?;
+    entry_view(state, &current.entry, current.version).await
 }
 
 /// The id of the site's current version, without its text.
@@ -626,13 +629,12 @@ pub(crate) async fn refresh(state: &AppState, user_id: i64, id: i64) -> Result<R
     let before = entry(state, user_id, id).await?;
     state.throttle.site_refresh(before.site.id)?;
     let outcome = crate::refresh::refresh_requested(state, &before.site).await?;
-    let after = entry(state, user_id, id).await?;
     let refresh = match outcome {
         crate::refresh::Outcome::Unchanged => RefreshView::Unchanged,
         crate::refresh::Outcome::Changed => RefreshView::Changed,
         crate::refresh::Outcome::Stale(reason) => RefreshView::Stale { reason },
     };
-    Ok(RefreshAnswer { refresh, site: view_of(state, &after).await? })
+    Ok(RefreshAnswer { refresh, site: view(state, user_id, id).await? })
 }
 
 /// Which version an approval names.
