@@ -34,7 +34,8 @@ async fn list(api: Api) -> Result<Json<SiteList>, ApiError> {
 /// Add a site by URL: discovered, validated, refused with its report when invalid
 #[utoipa::path(post, path = "/api/vault", request_body = AddSite, responses(
     (status = 201, description = "Added", body = SiteAnswer),
-    (status = 400, description = "Not a URL the platform may fetch, or a bad token", body = ErrorBody),
+    (status = 400, description = "Not a URL the platform may fetch, a manifest whose `server.url` or OAuth \
+                                  endpoints the address guard refuses (nothing is stored), or a bad token", body = ErrorBody),
     (status = 409, description = "The site is in the vault already (nothing was fetched), or the vault holds as many sites as one user may (`--max-sites`)", body = ErrorBody),
     (status = 422, description = "No valid manifest there: `error`, and `report` for an invalid one", body = ErrorBody),
     (status = 429, description = "The site's manifest was fetched as often as the platform fetches one site's \

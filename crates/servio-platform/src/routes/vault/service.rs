@@ -595,6 +595,9 @@ pub(crate) async fn add_site(
             "report": to_json(found.url.as_str(), &checked.report),
         })));
     }
+    if let Some(manifest) = checked.report.manifest.as_ref() {
+        refuse_unreachable(state, manifest).await?;
+    }
     let credential = token.map(|token| SiteCredential::Token(token.to_owned()));
     let record =
         state.credentials().add_site(&fetched, user_id, credential.as_ref(), (now(), state.quotas.sites)).await?;
@@ -602,6 +605,24 @@ pub(crate) async fn add_site(
         queue_first_collection(state, user_id, record.id).await;
     }
     Ok(site_view(&record, checked, &record.manifest_url, token.is_some()))
+}
+
+/// Refuses a manifest whose endpoints (`server.url`, and OAuth's `authorization_url` and
+/// `token_url`) the address guard refuses, with the guard's reason: added anyway, every call,
+/// collection and Connect would fail later, after the site was stored.
+async fn refuse_unreachable(state: &AppState, manifest: &servio_manifest::Manifest) -> Result<(), ApiError> {
+    let mut endpoints = vec![("server.url", &manifest.server_url)];
+    if let servio_manifest::Auth::OAuth2 { authorization_url, token_url, .. } = &manifest.auth {
+        endpoints.extend([("auth.authorization_url", authorization_url), ("auth.token_url", token_url)]);
+    }
+    for (field, url) in endpoints {
+        if let Err(error) = state.client.check_reachable(url).await {
+            return Err(ApiError::BadRequest(format!(
+                "the manifest's {field} ({url}) is refused: {error}; nothing was added"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// What a site added twice is, in the `409` that refuses it ("… is already taken"), as the
