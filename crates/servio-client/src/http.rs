@@ -268,6 +268,22 @@ impl Client {
         .check_target(url)
     }
 
+    /// Judges `url` as a request to it would be judged, before any is made: its scheme, and
+    /// every address its host has (a literal at once, a name once looked up). A lookup that
+    /// fails or finds nothing refuses nothing: a request made later says so itself. Used to
+    /// refuse a URL where it is given (a manifest's endpoints, when its site is added) rather
+    /// than where it is first called.
+    pub async fn check_reachable(&self, url: &Url) -> Result<(), ClientError> {
+        self.check_url(url)?;
+        let guard = &self.config.guard;
+        let (Some(Host::Domain(host)), Policy::Public) = (url.host(), guard.policy) else { return Ok(()) };
+        let lookup = self.config.lookup.clone().unwrap_or_else(|| Arc::new(SystemLookup));
+        match tokio::time::timeout(self.config.timeout, lookup.lookup(host)).await {
+            Ok(Ok(addresses)) => guard.check_all(host, &addresses).map_err(ClientError::Refused),
+            Ok(Err(_)) | Err(_) => Ok(()),
+        }
+    }
+
     /// Sends a request and reads the whole response within the fetch limits.
     pub async fn send(
         &self,
@@ -515,5 +531,35 @@ mod tests {
             let error = answer.err().unwrap_or_else(|| panic!("{form} passed"));
             assert!(error.to_string().contains("site.test resolves to"), "{form}: {error}");
         }
+    }
+
+    /// Answers every name with one address.
+    struct Answer(IpAddr);
+
+    impl Lookup for Answer {
+        fn lookup(&self, _host: &str) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<IpAddr>>> + Send>> {
+            let address = self.0;
+            Box::pin(async move { Ok(vec![address]) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_url_is_judged_before_any_request() {
+        let client = |policy, address: &str| {
+            let lookup: Arc<dyn Lookup> = Arc::new(Answer(address.parse().unwrap()));
+            let guard = Guard { policy, allowed: Vec::new() };
+            Client::new(ClientConfig { guard, lookup: Some(lookup), ..ClientConfig::default() }).unwrap()
+        };
+        let named: Url = "https://api.example.com/servio".parse().unwrap();
+        let literal: Url = "https://169.254.169.254/latest".parse().unwrap();
+        let error = client(Policy::Public, "10.0.0.7").check_reachable(&named).await.unwrap_err();
+        assert!(error.is_refused(), "{error}");
+        assert_eq!(
+            error.to_string(),
+            "refused: api.example.com resolves to 10.0.0.7, a private address; the public guard only connects to global unicast addresses"
+        );
+        assert!(client(Policy::Public, "93.184.215.14").check_reachable(&literal).await.unwrap_err().is_refused());
+        client(Policy::Public, "93.184.215.14").check_reachable(&named).await.unwrap();
+        client(Policy::Any, "10.0.0.7").check_reachable(&named).await.unwrap();
     }
 }

@@ -108,35 +108,77 @@ pub fn is_shortened(site: &Site, tool: &str) -> bool {
     site.identifier.len() + 1 + tool.chars().count() > MAX_NAME_LEN
 }
 
-/// The prefixed names of a user's tools, one per `(site, tool)` in `tools`, in the same order.
+/// The prefixed names of a user's tools, one per `(site, tool)` in `tools`, in the same order;
+/// `None` for a tool that cannot be offered under a name of its own.
 ///
 /// Tools whose names would be equal both get `_` and six hex digits of their hash before the
 /// 64-character rule. A name depends only on the tools it collides with, so adding or
-/// removing a site renames nothing else.
-pub fn assign_names(tools: &[(&Site, &str)]) -> Vec<String> {
+/// removing a site renames nothing else. See [`assign_names_beside`] for what makes every
+/// name unique.
+pub fn assign_names(tools: &[(&Site, &str)]) -> Vec<Option<String>> {
     assign_names_beside(tools, &[])
+}
+
+/// How far a tool's name went to be unique (interpretation §4, 2026-12-07).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    /// `SITE_TOOL`, after the 64-character rule.
+    Plain,
+    /// `SITE_TOOL_` and six hex digits of the hash, after the 64-character rule.
+    Suffixed,
+    /// The full hash, 64 hex digits: no other kind of name is made of hex digits alone (each
+    /// holds a `_`), and two full hashes are equal only for the same origin and tool.
+    FullHash,
+    /// Still equal to another name: the same tool listed twice, or a platform tool's name.
+    NotOffered,
 }
 
 /// [`assign_names`] beside `reserved`, the names of tools the platform offers itself: a site
 /// tool that would be named like one of them collides with it and takes the suffix, and the
 /// platform's tool keeps its name.
-pub fn assign_names_beside(tools: &[(&Site, &str)], reserved: &[&str]) -> Vec<String> {
-    let plain: Vec<String> = tools.iter().map(|(site, tool)| site.prefixed_name(tool)).collect();
-    let mut count: HashMap<&str, usize> = reserved.iter().map(|name| (*name, 1)).collect();
-    for name in &plain {
-        *count.entry(name.as_str()).or_default() += 1;
-    }
-    tools
-        .iter()
-        .zip(&plain)
-        .map(|((site, tool), name)| {
-            if count[name.as_str()] < 2 {
-                return name.clone();
+///
+/// Every name returned is unique among the names returned and `reserved`, by construction:
+/// names are compared again after each step, suffixed ones included, and every tool still
+/// sharing its name goes one step further (a clash left after the suffix, such as two hosts
+/// mapping to one identifier, or a site tool named like another's suffixed name, takes the
+/// full hash). A call by name thus reaches exactly one tool, or none.
+pub fn assign_names_beside(tools: &[(&Site, &str)], reserved: &[&str]) -> Vec<Option<String>> {
+    let mut levels = vec![Level::Plain; tools.len()];
+    loop {
+        let names: Vec<Option<String>> =
+            tools.iter().zip(&levels).map(|((site, tool), level)| name_at(site, tool, *level)).collect();
+        let mut count: HashMap<&str, usize> = reserved.iter().map(|name| (*name, 1)).collect();
+        for name in names.iter().flatten() {
+            *count.entry(name.as_str()).or_default() += 1;
+        }
+        let mut moved = false;
+        for (level, name) in levels.iter_mut().zip(&names) {
+            if name.as_ref().is_some_and(|name| count[name.as_str()] > 1) {
+                *level = match level {
+                    Level::Plain => Level::Suffixed,
+                    Level::Suffixed => Level::FullHash,
+                    Level::FullHash | Level::NotOffered => Level::NotOffered,
+                };
+                moved = true;
             }
+        }
+        // Each round moves a clashing tool one of three steps, so this ends.
+        if !moved {
+            return names;
+        }
+    }
+}
+
+fn name_at(site: &Site, tool: &str, level: Level) -> Option<String> {
+    match level {
+        Level::Plain => Some(site.prefixed_name(tool)),
+        Level::Suffixed => {
             let hash = site.hash(tool);
-            shorten(format!("{}_{}", site.base_name(tool), &hash[..6]), &hash)
-        })
-        .collect()
+            Some(shorten(format!("{}_{}", site.base_name(tool), &hash[..6]), &hash))
+        }
+        Level::FullHash => Some(site.hash(tool)),
+        Level::NotOffered => None,
+    }
 }
 
 #[cfg(test)]
@@ -148,8 +190,8 @@ mod tests {
         let (servio, other) = (Site::parse("servio").unwrap(), Site::parse("example.com").unwrap());
         let names = assign_names_beside(&[(&servio, "metrics"), (&other, "metrics")], &["servio_metrics"]);
         let hash = servio.hash("metrics");
-        assert_eq!(names, [format!("servio_metrics_{}", &hash[..6]), "example_com_metrics".to_owned()]);
-        assert_eq!(assign_names(&[(&servio, "metrics")]), ["servio_metrics"], "nothing reserved");
+        assert_eq!(names, [Some(format!("servio_metrics_{}", &hash[..6])), Some("example_com_metrics".to_owned())]);
+        assert_eq!(assign_names(&[(&servio, "metrics")]), [Some("servio_metrics".to_owned())], "nothing reserved");
     }
 
     #[test]
@@ -199,12 +241,116 @@ mod tests {
         let a = Site::parse("a.example.com").unwrap();
         let b = Site::parse("a-example.com").unwrap();
         let c = Site::parse("c.example.com").unwrap();
-        let alone = assign_names(&[(&a, "x.y"), (&c, "x.y")]);
+        let alone: Vec<_> = assign_names(&[(&a, "x.y"), (&c, "x.y")]).into_iter().flatten().collect();
         assert_eq!(alone, ["a_example_com_x_y", "c_example_com_x_y"]);
-        let together = assign_names(&[(&a, "x.y"), (&c, "x.y"), (&b, "x.y")]);
+        let together: Vec<_> = assign_names(&[(&a, "x.y"), (&c, "x.y"), (&b, "x.y")]).into_iter().flatten().collect();
         assert_eq!(together[1], alone[1], "a site outside the collision keeps its names");
         assert_eq!(together[0], format!("a_example_com_x_y_{}", &a.hash("x.y")[..6]));
         assert_eq!(together[2], format!("a_example_com_x_y_{}", &b.hash("x.y")[..6]));
         assert_ne!(together[0], together[2]);
+    }
+
+    /// Every name offered is unique and follows the rule AI model APIs put on tool names, and
+    /// `names` gives each tool one (or leaves it out).
+    fn assert_unique(tools: &[(&Site, &str)], names: &[Option<String>], reserved: &[&str]) {
+        assert_eq!(tools.len(), names.len());
+        let mut seen: HashMap<&str, (&str, &str)> = reserved.iter().map(|name| (*name, ("platform", *name))).collect();
+        for ((site, tool), name) in tools.iter().zip(names) {
+            let Some(name) = name else { continue };
+            assert!(
+                name.len() <= MAX_NAME_LEN && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            );
+            if let Some(other) = seen.insert(name, (site.origin(), tool)) {
+                panic!("{name} names both {other:?} and {:?}", (site.origin(), tool));
+            }
+        }
+    }
+
+    // Regression: hosts that map to one identifier (`shop-example.com`, `shop.example.com`)
+    // let a site offer a tool named like another's suffixed name, so the catalogue held two
+    // tools under one name and a call reached whichever site came first in the vault.
+    #[test]
+    fn names_are_unique_whatever_the_hosts() {
+        let victim = Site::parse("shop.example.com").unwrap();
+        let spellings = [
+            "shop-example.com",
+            "shop_example.com",
+            "http://shop.example.com",
+            "shop.example.com.",
+            "SHOP-example.com:443",
+        ];
+        let victims_suffixed = format!("pay_{}", &victim.hash("pay")[..6]);
+        for spelling in spellings {
+            let attacker = Site::parse(spelling).unwrap();
+            assert_eq!(attacker.identifier(), victim.identifier(), "{spelling}");
+            let tools = [(&victim, "pay"), (&attacker, "pay"), (&attacker, victims_suffixed.as_str())];
+            let names = assign_names(&tools);
+            assert_unique(&tools, &names, &[]);
+            assert!(names.iter().all(Option::is_some), "each tool has a name of its own: {names:?}");
+            // The victim's suffixed name met the crafted tool's name, so it takes the full hash,
+            // and the crafted tool its own suffix.
+            assert_eq!(names[0].as_deref(), Some(victim.hash("pay").as_str()), "{spelling}");
+            assert_eq!(names[1], Some(format!("shop_example_com_pay_{}", &attacker.hash("pay")[..6])));
+            let crafted = format!("shop_example_com_{victims_suffixed}_{}", &attacker.hash(&victims_suffixed)[..6]);
+            assert_eq!(names[2], Some(crafted));
+        }
+        // Every host spelling against every other, with tools named like each other's suffixes.
+        let mut sites = vec![
+            Site::parse("shop.example.com").unwrap(),
+            Site::parse("a_b.com").unwrap(),
+            Site::parse("a-b.com").unwrap(),
+        ];
+        sites.extend(spellings.iter().map(|spelling| Site::parse(spelling).unwrap()));
+        sites.push(Site::parse("a.b.com").unwrap());
+        // `SHOP-example.com:443` is `shop-example.com` again: one site, listed once.
+        sites.sort_by(|one, other| one.origin().cmp(other.origin()));
+        sites.dedup_by(|one, other| one.origin() == other.origin());
+        let mut tool_names = vec!["pay".to_owned(), "x".to_owned()];
+        for site in &sites {
+            for tool in ["pay", "x"] {
+                tool_names.push(format!("{tool}_{}", &site.hash(tool)[..6]));
+            }
+        }
+        let tools: Vec<(&Site, &str)> =
+            sites.iter().flat_map(|site| tool_names.iter().map(move |tool| (site, tool.as_str()))).collect();
+        let names = assign_names_beside(&tools, &["shop_example_com_pay"]);
+        assert_unique(&tools, &names, &["shop_example_com_pay"]);
+        assert!(names.iter().all(Option::is_some), "distinct tools each have a name: {names:?}");
+    }
+
+    #[test]
+    fn names_near_the_length_rule_are_unique() {
+        let victim = Site::parse("shop.example.com").unwrap();
+        let attacker = Site::parse("shop-example.com").unwrap();
+        // 17 characters of identifier and `_`, so the tool's plain name has 60 and its
+        // suffixed one is shortened to 55 characters and 8 hex digits.
+        let tool = "p".repeat(43);
+        let suffixed = assign_names(&[(&victim, &tool), (&attacker, &tool)])[0].clone().unwrap();
+        assert_eq!(suffixed.len(), MAX_NAME_LEN);
+        // A tool whose plain name is exactly the victim's shortened suffixed name.
+        let crafted = suffixed.strip_prefix("shop_example_com_").unwrap();
+        let tools = [(&victim, tool.as_str()), (&attacker, tool.as_str()), (&attacker, crafted)];
+        let names = assign_names(&tools);
+        assert_unique(&tools, &names, &[]);
+        assert!(names.iter().all(Option::is_some), "{names:?}");
+        // Long names whose first 55 characters agree, on hosts of one identifier.
+        let long = ["q".repeat(60), format!("{}r", "q".repeat(59)), format!("{}.r", "q".repeat(58))];
+        let tools: Vec<(&Site, &str)> = [&victim, &attacker]
+            .into_iter()
+            .flat_map(|site| long.iter().map(move |tool| (site, tool.as_str())))
+            .collect();
+        let names = assign_names(&tools);
+        assert_unique(&tools, &names, &[]);
+        assert!(names.iter().all(Option::is_some), "{names:?}");
+    }
+
+    #[test]
+    fn the_same_tool_twice_is_not_offered() {
+        let site = Site::parse("example.com").unwrap();
+        let other = Site::parse("example.org").unwrap();
+        let tools = [(&site, "pay"), (&site, "pay"), (&other, "pay")];
+        let names = assign_names(&tools);
+        assert_eq!(names, [None, None, Some("example_org_pay".to_owned())]);
+        assert_unique(&tools, &names, &[]);
     }
 }

@@ -127,10 +127,20 @@ pub fn check_password(password: &str) -> Result<(), &'static str> {
     }
 }
 
-/// Why a time zone is refused, if it is: it must be an IANA name.
+/// Why a time zone is refused, if it is: it must name a zone of the IANA database as the
+/// platform bundles it (the same names on every host). The host's zoneinfo directory holds
+/// files that are no zone, which a lookup there finds all the same: `localtime` (whatever zone
+/// the host runs in), `posixrules` (a template), `posix/…` and `right/…` (copies, the latter
+/// counting leap seconds); and `Factory` and `Etc/Unknown` are placeholders for "no zone set".
+/// Every place a user's zone is set (sign-up, the account page, the API) goes through here.
 pub fn check_time_zone(name: &str) -> Result<(), &'static str> {
-    let is_name = !name.is_empty() && !name.contains([',', '<']) && jiff::tz::TimeZone::get(name).is_ok();
-    if is_name { Ok(()) } else { Err("an IANA time zone such as Pacific/Auckland") }
+    let placeholder = ["Factory", "Etc/Unknown"].iter().any(|zone| zone.eq_ignore_ascii_case(name));
+    let is_zone = !name.is_empty()
+        && !name.contains([',', '<'])
+        && !placeholder
+        && jiff::tz::TimeZoneDatabase::bundled().get(name).is_ok()
+        && jiff::tz::TimeZone::get(name).is_ok();
+    if is_zone { Ok(()) } else { Err("an IANA time zone such as Pacific/Auckland") }
 }
 
 #[cfg(test)]
@@ -163,6 +173,19 @@ mod tests {
         assert!(normalize_email("ana\0@example.com").unwrap_err().contains("NUL"));
         assert!(check_password("short").is_err() && check_password("long enough!").is_ok());
         assert!(check_time_zone("Pacific/Chatham").is_ok() && check_time_zone("Mars/Base").is_err());
+    }
+
+    // Regression: names the host's zoneinfo directory holds but that are no zone were taken as
+    // a user's zone (`localtime` is whatever zone the host runs in).
+    #[test]
+    fn only_zones_are_time_zones() {
+        for zone in ["UTC", "Pacific/Auckland", "america/new_york", "Asia/Calcutta", "Etc/GMT+5", "Europe/Kyiv"] {
+            assert_eq!(check_time_zone(zone), Ok(()), "{zone}");
+        }
+        let not_zones = ["localtime", "Factory", "factory", "posixrules", "Etc/Unknown", "posix/Europe/Berlin"];
+        for name in not_zones.into_iter().chain(["right/UTC", "zone.tab", "tzdata.zi", "", "EST5EDT,M3.2.0,M11.1.0"]) {
+            assert!(check_time_zone(name).is_err(), "{name}");
+        }
         assert!(same_secret("abc", "abc") && !same_secret("abc", "abd") && !same_secret("abc", "ab"));
         assert_eq!(token_hash("x").len(), 64);
         assert_ne!(new_token("s_").unwrap(), new_token("s_").unwrap());

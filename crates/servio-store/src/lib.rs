@@ -64,7 +64,7 @@ pub use mcp_sessions::{McpSession, McpSessions};
 pub use ops::{Heard, JobGauges, Operations, PoolUse, Pruned, Readiness};
 pub use sites::{FetchedManifest, SiteRecord, Sites, Version, VersionSummary};
 pub use text::{NUL_STORED_AS, clipped, logged_arguments, storable};
-pub use vault::{Approval, ListedEntry, Sealer, StartedConnect, Vault, VaultEntry};
+pub use vault::{Approval, CurrentEntry, ListedEntry, Sealer, StartedConnect, Vault, VaultEntry};
 
 /// Everything the platform stores: every domain's part. A consumer that needs only some takes
 /// those (`&dyn Jobs`, `Arc<dyn CallLog>`); a `&dyn Store` gives any of them.

@@ -27,6 +27,19 @@ pub struct VaultEntry {
     pub kept_version: Option<i64>,
 }
 
+/// One site of a user's vault with the id of its site's current version, read in one statement
+/// from the row whose text is `entry.site.manifest`: a view that diffs that text names the
+/// version it diffs, never one saved since.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct CurrentEntry {
+    /// The entry.
+    #[sqlx(flatten)]
+    pub entry: VaultEntry,
+    /// The id of the version whose text is `entry.site.manifest`; `None` when the site has no
+    /// stored version.
+    pub version: Option<i64>,
+}
+
 /// One site of a user's vault as a listing shows it: its versions by id, no text (a manifest may
 /// be megabytes, and a listing is asked for on every page).
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -142,6 +155,9 @@ pub trait Vault: Send + Sync {
     async fn vault(&self, user_id: i64) -> Result<Vec<SiteRecord>>;
     /// One site of a user's vault; `None` when it is not theirs.
     async fn vault_entry(&self, user_id: i64, site_id: i64) -> Result<Option<VaultEntry>>;
+    /// [`Vault::vault_entry`] with the id of the site's current version, the text and the id
+    /// read from one row of `site_versions`, so they always belong together.
+    async fn current_entry(&self, user_id: i64, site_id: i64) -> Result<Option<CurrentEntry>>;
     /// The id of the site at `origin` (as stored: `https://host[:port]`) when it is in the
     /// user's vault, so that adding it again is refused before its manifest is fetched.
     async fn vault_site_at(&self, user_id: i64, origin: &str) -> Result<Option<i64>>;
@@ -255,6 +271,21 @@ impl Vault for Database {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn vault_entry(&self, user_id: i64, site_id: i64) -> Result<Option<VaultEntry>> {
         fetch!(&self.pool, fetch_optional(concat!(entries_of_user!(), " AND v.site_id = $2"), user_id, site_id))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn current_entry(&self, user_id: i64, site_id: i64) -> Result<Option<CurrentEntry>> {
+        // The current version's row is joined once, and both its text and its id come from it.
+        let sql = "SELECT s.id, s.origin, s.manifest_url, COALESCE(cur.manifest, '') AS manifest, s.etag,
+                          s.last_modified, s.fetched_at, s.stale_error, s.refresh_failures, s.retry_at,
+                          v.credential,
+                          (SELECT sv.manifest FROM site_versions sv WHERE sv.id = v.approved_version) AS approved_manifest,
+                          v.approved_version, v.kept_version, cur.id AS version
+                   FROM vault v JOIN sites s ON s.id = v.site_id
+                   LEFT JOIN site_versions cur
+                          ON cur.id = (SELECT max(sv.id) FROM site_versions sv WHERE sv.site_id = s.id)
+                   WHERE v.user_id = $1 AND v.site_id = $2";
+        fetch!(&self.pool, fetch_optional(sql, user_id, site_id))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

@@ -1665,3 +1665,22 @@ async fn each_write_tells_what_it_changed_for_whom() {
         assert_eq!(take(), [Change::Access(ana), Change::Catalogue(ana)], "{name}: the account gone");
     }
 }
+
+#[tokio::test]
+async fn the_current_entry_names_the_version_of_its_text() {
+    for Backend { name, store, .. } in backends().await {
+        let ivy = store.create_user("ivy@example.com", "h", "UTC", 0).await.unwrap();
+        let fetched = |manifest| fetched_manifest("https://pair.example", "https://pair.example/servio.json", manifest);
+        let site = store.save_site(&fetched("v1"), 10).await.unwrap();
+        store.add_to_vault(ivy.id, site.id, 11).await.unwrap();
+        assert_eq!(store.current_entry(ivy.id + 1, site.id).await.unwrap(), None, "{name}: not theirs");
+        for (at, text) in [(20, "v2"), (21, "v3")] {
+            store.save_site(&fetched(text), at).await.unwrap();
+            let current = store.current_entry(ivy.id, site.id).await.unwrap().unwrap();
+            let version = current.version.expect("a stored version");
+            assert_eq!(current.entry.site.manifest, text, "{name}");
+            assert_eq!(store.version_text(site.id, version).await.unwrap().as_deref(), Some(text), "{name}");
+            assert_eq!(current.entry, store.vault_entry(ivy.id, site.id).await.unwrap().unwrap(), "{name}");
+        }
+    }
+}

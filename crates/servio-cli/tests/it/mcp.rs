@@ -131,7 +131,8 @@ impl Platform {
     /// both carry a hash suffix).
     fn expected_names(&self, tool: &str) -> Vec<String> {
         let sites: Vec<_> = self.origins.iter().map(|o| servio_manifest::Site::parse(o).unwrap()).collect();
-        servio_manifest::address::assign_names(&[(&sites[0], tool), (&sites[1], tool)])
+        let names = servio_manifest::address::assign_names(&[(&sites[0], tool), (&sites[1], tool)]);
+        names.into_iter().map(|name| name.expect("each tool is offered")).collect()
     }
 
     async fn remove_second_site(&self, token: &str) {

@@ -29,7 +29,7 @@ pub const PAGES: &[(&str, &str, bool)] = &[
     ("POST", "/vault/{id}/approve", true),
     ("POST", "/vault/{id}/refresh", true),
     ("POST", "/vault/{id}/credential", true),
-    ("GET", "/vault/{id}/connect", true),
+    ("POST", "/vault/{id}/connect", true),
     ("GET", "/oauth/callback", true),
     ("GET", "/directory", false),
     ("GET", "/dashboard", true),

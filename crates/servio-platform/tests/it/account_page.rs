@@ -122,3 +122,43 @@ async fn guessing_the_current_password_is_throttled() {
     let throttled = me.post("/account/password", &right).await;
     assert_eq!(throttled.status, StatusCode::TOO_MANY_REQUESTS, "{name}: even the right one waits");
 }
+
+// Regression: `localtime`, `Factory` and `posixrules` were taken as a user's time zone (the
+// host's zoneinfo directory holds them, but they are no zone): refused wherever a zone is set,
+// and not offered.
+#[tokio::test]
+async fn names_that_are_no_zone_are_refused_wherever_a_zone_is_set() {
+    use reqwest::Method;
+    use servio_platform::testing::sign_up_body;
+
+    for (name, server) in common::servers(None).await {
+        let email = format!("zones-{name}@example.com");
+        let page = PageSession::sign_up(&server, &email, "UTC").await;
+        let program = server.sign_up(&format!("zones-api-{name}@example.com")).await;
+        for zone in ["localtime", "Factory", "posixrules"] {
+            let label = format!("{name}: {zone}");
+            let body = sign_up_body(&format!("zone-{zone}-{name}@example.com"), zone);
+            let (status, answer, _) =
+                server.send(&common::Browser::default(), Method::POST, "/api/signup", Some(body)).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{label}: {answer}");
+            assert!(answer["error"].as_str().unwrap().contains("`time_zone`"), "{label}: {answer}");
+            let form = [("email", email.as_str()), ("password", common::PASSWORD), ("time_zone", zone)];
+            let signed_up = request(&page_client(), "POST", &format!("{}/signup", server.base), None, &form).await;
+            assert_eq!(
+                (signed_up.status, signed_up.cookie),
+                (StatusCode::BAD_REQUEST, None),
+                "{label}: the sign-up form"
+            );
+            let (status, answer, _) = server
+                .send(&program, Method::PUT, "/api/me/time_zone", Some(serde_json::json!({ "time_zone": zone })))
+                .await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{label}: {answer}");
+            let refused = page.post("/account/time_zone", &[("time_zone", zone)]).await;
+            assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{label}: the account page");
+            let account = page.get("/account").await;
+            assert!(!account.html.contains(&format!("<option>{zone}</option>")), "{label}: offered");
+        }
+        let account = page.get("/account").await;
+        assert!(account.html.contains("<option selected>UTC</option>"), "{name}: the zone is unchanged");
+    }
+}

@@ -385,3 +385,60 @@ async fn a_tool_call_redirected_to_another_origin_sends_nothing_there() {
         site.site.set_misbehaviour(tool_path, None);
     }
 }
+
+// Regression: the site's view read the text it diffs and the version id it names in two
+// queries, so a refresh saving a version between them paired the older changes with the newer
+// id, and approving that id approved changes the user never saw.
+#[tokio::test]
+async fn the_version_shown_is_the_version_diffed() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let (demo, servers) = common::demo_and_servers("demo-token").await;
+    for (name, server) in servers {
+        let (who, id) = with_fresh_site(&server, &demo, "demo-token", "shown-diffed", name).await;
+        let store = &server.state.store;
+        let record = store.site(id).await.unwrap().unwrap();
+        let original: Value = serde_json::from_str(&record.manifest).unwrap();
+        let saving = AtomicBool::new(true);
+        // Refreshes landing one after another, each with one new tool named after its round.
+        let saver = async {
+            for round in 0..150 {
+                let mut manifest = original.clone();
+                let tool = json!({ "name": format!("round{round}"), "description": "d", "input_schema": { "type": "object" } });
+                manifest["tools"].as_array_mut().unwrap().push(tool);
+                let text = manifest.to_string();
+                let fetched = servio_store::FetchedManifest {
+                    origin: &record.origin,
+                    manifest_url: &record.manifest_url,
+                    manifest: &text,
+                    etag: None,
+                    last_modified: None,
+                };
+                store.save_site(&fetched, record.fetched_at + round).await.unwrap();
+                tokio::task::yield_now().await;
+            }
+            saving.store(false, Ordering::SeqCst);
+        };
+        let reader = async {
+            let mut views = 0;
+            while saving.load(Ordering::SeqCst) || views == 0 {
+                let (status, shown, _) = server.send(&who, Method::GET, &format!("/api/vault/{id}"), None).await;
+                if status == StatusCode::SERVICE_UNAVAILABLE {
+                    continue; // the manifest checks are busy: ask again
+                }
+                assert_eq!(status, StatusCode::OK, "{name}: {shown}");
+                let pending = &shown["site"]["pending"];
+                let Some(version) = pending["version"].as_i64() else { panic!("{name}: {shown}") };
+                let text = store.version_text(id, version).await.unwrap().unwrap();
+                let tools: Value = serde_json::from_str::<Value>(&text).unwrap()["tools"].clone();
+                let names: Vec<&str> = tools.as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+                for new in pending["new_tools"].as_array().unwrap() {
+                    let new = new.as_str().unwrap();
+                    assert!(names.contains(&new), "{name}: version {version} shown, whose text has no tool {new}");
+                }
+                views += 1;
+            }
+        };
+        tokio::join!(saver, reader);
+    }
+}

@@ -8,7 +8,7 @@ use servio_collector::plan::Planner;
 use servio_demo_site::{DemoAuth, LocalCa, Site, SiteConfig, serve_https_on};
 
 use crate::common;
-use common::{csrf, request};
+use common::{Page, csrf, request};
 
 #[tokio::test]
 async fn sign_up_add_the_demo_site_and_see_its_page() {
@@ -256,7 +256,15 @@ async fn connect_with_oauth(
     let page = request(http, "GET", &url(&site_path), Some(&cookie), &[]).await;
     assert!(page.html.contains("Connect with OAuth") && page.html.contains("No token stored"), "{name}");
 
-    let to_site = request(http, "GET", &url(&format!("{site_path}/connect")), Some(&cookie), &[]).await;
+    // Regression: a GET started a Connect, so a cross-site link could start one. It is a form
+    // posted with the CSRF token; a GET, or a post without the token, starts nothing.
+    let connect = url(&format!("{site_path}/connect"));
+    let linked = request(http, "GET", &connect, Some(&cookie), &[]).await;
+    assert_eq!((linked.status, linked.location), (StatusCode::METHOD_NOT_ALLOWED, None), "{name}");
+    let forged = request(http, "POST", &connect, Some(&cookie), &[("csrf_token", "forged")]).await;
+    assert_eq!((forged.status, forged.location), (StatusCode::FORBIDDEN, None), "{name}");
+    assert!(page.html.contains(&format!(r#"<form method="post" action="{site_path}/connect">"#)), "{name}");
+    let to_site = start_connect(http, &server.base, &site_path, &cookie).await;
     let authorize: url::Url = to_site.location.expect("off to the site").parse().unwrap();
     assert!(authorize.as_str().starts_with(&format!("{origin}/oauth/authorize")), "{name}: {authorize}");
     let param = |k: &str| authorize.query_pairs().find(|(key, _)| key == k).map(|(_, v)| v.into_owned()).unwrap();
@@ -280,6 +288,14 @@ async fn connect_with_oauth(
     (cookie, site_path, back)
 }
 
+/// Starts "Connect" from the site page at `site_path` as its button does: a post with the page's
+/// CSRF token.
+async fn start_connect(http: &reqwest::Client, base: &str, site_path: &str, cookie: &str) -> Page {
+    let page = request(http, "GET", &format!("{base}{site_path}"), Some(cookie), &[]).await;
+    let token = csrf(&page.html);
+    request(http, "POST", &format!("{base}{site_path}/connect"), Some(cookie), &[("csrf_token", &token)]).await
+}
+
 /// "Connect": OAuth 2.0 with PKCE through the platform's callback, against the demo site's own
 /// authorization server; the tokens end up sealed as the site's credential.
 #[tokio::test]
@@ -301,12 +317,8 @@ async fn connect_a_site_with_oauth() {
         // Someone else's session cannot finish this user's attempt.
         let other_form = [("email", "intruder@example.com"), ("password", common::PASSWORD), ("time_zone", "UTC")];
         let intruder = request(&demo.http, "POST", &url("/signup"), None, &other_form).await.cookie.unwrap();
-        let authorize: url::Url = request(&demo.http, "GET", &url(&format!("{site_path}/connect")), Some(&cookie), &[])
-            .await
-            .location
-            .unwrap()
-            .parse()
-            .unwrap();
+        let authorize: url::Url =
+            start_connect(&demo.http, &server.base, &site_path, &cookie).await.location.unwrap().parse().unwrap();
         let state = authorize.query_pairs().find(|(k, _)| k == "state").unwrap().1.into_owned();
         let stolen =
             request(&demo.http, "GET", &url(&format!("/oauth/callback?code=x&state={state}")), Some(&intruder), &[])
@@ -352,9 +364,9 @@ async fn wider_scopes_wait_for_approval_and_connect_asks_for_the_approved_ones()
         assert_eq!(refreshed, servio_platform::refresh::Outcome::Changed, "{name}");
 
         let scope_asked = |cookie: String, site_path: String| {
-            let (http, url) = (demo.http.clone(), format!("{}{site_path}/connect", server.base));
+            let (http, base) = (demo.http.clone(), server.base.clone());
             async move {
-                let to_site = request(&http, "GET", &url, Some(&cookie), &[]).await;
+                let to_site = start_connect(&http, &base, &site_path, &cookie).await;
                 let authorize: url::Url = to_site.location.expect("off to the site").parse().unwrap();
                 authorize.query_pairs().find(|(k, _)| k == "scope").map(|(_, v)| v.into_owned()).unwrap_or_default()
             }

@@ -485,3 +485,45 @@ async fn a_period_refused_for_want_of_a_token_is_collected_once_one_is_given() {
         assert_eq!(series.len(), 2, "{name}");
     }
 }
+
+// Regression: a manifest whose `server.url` the address guard refuses was added, and every
+// call and collection failed later; it is refused when the site is added, with the guard's
+// reason, by the API and by the page's form, and nothing is stored.
+#[tokio::test]
+async fn a_manifest_whose_endpoints_the_guard_refuses_is_not_added() {
+    use servio_client::guard::{Guard, Policy};
+    use servio_client::{Client, ClientConfig};
+
+    let ca = LocalCa::generate(&[]).unwrap();
+    let demo = common::demo_site(&ca, "demo-token").await;
+    // The public guard, letting through only the loopback addresses the demo site stands on.
+    let allowed = vec!["127.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()];
+    let guard = Guard { policy: Policy::Public, allowed };
+    let roots = ca.ca_pem.clone().into_bytes();
+    let public = |state: &mut servio_platform::AppState| {
+        let config =
+            ClientConfig { guard: guard.clone(), extra_roots_pem: Some(roots.clone()), ..ClientConfig::default() };
+        state.client = Client::new(config).unwrap();
+    };
+    for (name, server) in common::servers_with(Some(&ca.ca_pem), public).await {
+        demo.site.set_server_url(Some("https://10.1.2.3/api/servio"));
+        let ana = server.sign_up(&common::email("ana", "guarded", name)).await;
+        let body = json!({ "url": demo.origin, "token": "demo-token" });
+        let (status, refused, _) = server.send(&ana, Method::POST, "/api/vault", Some(body.clone())).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {refused}");
+        let error = refused["error"].as_str().unwrap();
+        assert!(error.contains("server.url") && error.contains("10.1.2.3 is"), "{name}: {error}");
+        let (_, vault, _) = server.send(&ana, Method::GET, "/api/vault", None).await;
+        assert_eq!(vault["sites"], json!([]), "{name}: nothing was stored");
+
+        let page = common::PageSession::sign_up(&server, &common::email("bea", "guarded", name), "UTC").await;
+        let added = page.post("/vault", &[("url", &demo.origin), ("token", "demo-token")]).await;
+        assert!(added.html.contains("10.1.2.3 is"), "{name}: {}", added.html);
+        assert!(!page.get("/vault").await.html.contains(&demo.origin), "{name}: nothing was stored");
+
+        // The same site with an endpoint the guard lets through is added.
+        demo.site.set_server_url(None);
+        let (status, added, _) = server.send(&ana, Method::POST, "/api/vault", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{name}: {added}");
+    }
+}

@@ -34,7 +34,9 @@ pub fn router() -> Router<AppState> {
 pub(crate) fn zones() -> &'static [String] {
     static ZONES: OnceLock<Vec<String>> = OnceLock::new();
     ZONES.get_or_init(|| {
-        let mut zones: Vec<String> = jiff::tz::db().available().map(|name| name.as_str().to_owned()).collect();
+        // Only what a user may choose: the host's database also names files that are no zone.
+        let names = jiff::tz::db().available().map(|name| name.as_str().to_owned());
+        let mut zones: Vec<String> = names.filter(|name| crate::accounts::check_time_zone(name).is_ok()).collect();
         zones.sort();
         zones.dedup();
         zones

@@ -34,7 +34,8 @@ async fn list(api: Api) -> Result<Json<SiteList>, ApiError> {
 /// Add a site by URL: discovered, validated, refused with its report when invalid
 #[utoipa::path(post, path = "/api/vault", request_body = AddSite, responses(
     (status = 201, description = "Added", body = SiteAnswer),
-    (status = 400, description = "Not a URL the platform may fetch, or a bad token", body = ErrorBody),
+    (status = 400, description = "Not a URL the platform may fetch, a manifest whose `server.url` or OAuth \
+                                  endpoints the address guard refuses (nothing is stored), or a bad token", body = ErrorBody),
     (status = 409, description = "The site is in the vault already (nothing was fetched), or the vault holds as many sites as one user may (`--max-sites`)", body = ErrorBody),
     (status = 422, description = "No valid manifest there: `error`, and `report` for an invalid one", body = ErrorBody),
     (status = 429, description = "The site's manifest was fetched as often as the platform fetches one site's \
@@ -49,8 +50,7 @@ async fn add(api: Api, JsonBody(form): JsonBody<AddSite>) -> Result<Response, Ap
 /// One site: report, tools, brief, pending changes
 #[utoipa::path(get, path = "/api/vault/{id}", responses((status = 200, description = "The site", body = SiteAnswer)))]
 async fn show(api: Api, Id(id): Id) -> Result<Json<SiteAnswer>, ApiError> {
-    let entry = service::entry(&api.state, api.user.id, id).await?;
-    Ok(Json(SiteAnswer { site: service::view_of(&api.state, &entry).await? }))
+    Ok(Json(SiteAnswer { site: service::view(&api.state, api.user.id, id).await? }))
 }
 
 /// Take a site out of the vault
@@ -98,8 +98,8 @@ async fn keep(api: Api, Id(id): Id, JsonBody(form): JsonBody<Decision>) -> Resul
 }
 
 async fn decide(api: Api, id: i64, form: Decision, verdict: Verdict) -> Result<Json<SiteAnswer>, ApiError> {
-    let entry = service::decide(&api.state, api.user.id, id, form.version, verdict).await?;
-    Ok(Json(SiteAnswer { site: service::view_of(&api.state, &entry).await? }))
+    service::decide(&api.state, api.user.id, id, form.version, verdict).await?;
+    Ok(Json(SiteAnswer { site: service::view(&api.state, api.user.id, id).await? }))
 }
 
 /// Every version of the manifest with what changed

@@ -15,6 +15,7 @@ use crate::AppState;
 use crate::auth::{PageForm, PageUser};
 use crate::error::ApiError;
 use crate::params::{Id, Params};
+use crate::routes::accounts::pages::NoFields;
 use crate::routes::dashboard::pages::{last_error, status_line};
 use crate::routes::pages::{Layout, render, table, timestamp};
 use crate::shared::today::Today;
@@ -28,7 +29,9 @@ pub fn router() -> Router<AppState> {
         ("/vault/{id}/{action}", post(act)),
         ("/vault/{id}/credential", post(credential)),
         ("/vault/{id}/backfill", post(backfill)),
-        ("/vault/{id}/connect", get(connect)),
+        // A POST with the CSRF token: a Connect started by a cross-site link (a GET) would
+        // have started one for a site the user never asked to connect. GET answers 405.
+        ("/vault/{id}/connect", post(connect)),
         ("/oauth/callback", get(oauth_callback)),
     ])
 }
@@ -271,9 +274,8 @@ async fn site_page(
     Id(id): Id,
     Query(query): Query<SiteQuery>,
 ) -> Result<Response, ApiError> {
-    let entry = service::entry(&state, user.user.id, id).await?;
+    let view = service::view(&state, user.user.id, id).await?;
     let versions = service::versions(&state, user.user.id, id).await.map(|list| list.versions).unwrap_or_default();
-    let view = service::view_of(&state, &entry).await?;
     let today = Today::of(&user.user)?;
     let tried = state.store.attempts(user.user.id, id, ATTEMPTS_READ).await?;
     let brief = view.report.report().brief.as_ref();
@@ -393,7 +395,8 @@ async fn credential(
 }
 
 /// Starts "Connect": a fresh PKCE start for this user and site, then off to the site.
-async fn connect(State(state): State<AppState>, user: PageUser, Id(id): Id) -> Result<Redirect, ApiError> {
+async fn connect(State(state): State<AppState>, Id(id): Id, posted: PageForm<NoFields>) -> Result<Redirect, ApiError> {
+    let user = posted.user;
     let entry = service::entry(&state, user.user.id, id).await?;
     // The approved manifest names the endpoints: a new `authorization_url` or `token_url`
     // waits for the user's approval like any other change of endpoint.

@@ -457,10 +457,13 @@ pub(crate) async fn entry_view(
     Ok(view)
 }
 
-/// [`entry_view`] against the site's current version, read from the store.
-pub(crate) async fn view_of(state: &AppState, entry: &VaultEntry) -> Result<SiteView, ApiError> {
-    let version = current_version_id(state, entry.site.id).await?;
-    entry_view(state, entry, version).await
+/// The user's vault site `id` as [`entry_view`] shows it, against the site's current version:
+/// the text it diffs and the version id it names are read in one statement, from one row, so
+/// approving the version shown approves the changes shown (read apart, a refresh saving a
+/// version between the two reads paired the older text with the newer id).
+pub(crate) async fn view(state: &AppState, user_id: i64, id: i64) -> Result<SiteView, ApiError> {
+    let current = state.store.current_entry(user_id, id).await?.ok_or(ApiError::NotFound)?;
+    entry_view(state, &current.entry, current.version).await
 }
 
 /// The id of the site's current version, without its text.
@@ -592,6 +595,9 @@ pub(crate) async fn add_site(
             "report": to_json(found.url.as_str(), &checked.report),
         })));
     }
+    if let Some(manifest) = checked.report.manifest.as_ref() {
+        refuse_unreachable(state, manifest).await?;
+    }
     let credential = token.map(|token| SiteCredential::Token(token.to_owned()));
     let record =
         state.credentials().add_site(&fetched, user_id, credential.as_ref(), (now(), state.quotas.sites)).await?;
@@ -599,6 +605,24 @@ pub(crate) async fn add_site(
         queue_first_collection(state, user_id, record.id).await;
     }
     Ok(site_view(&record, checked, &record.manifest_url, token.is_some()))
+}
+
+/// Refuses a manifest whose endpoints (`server.url`, and OAuth's `authorization_url` and
+/// `token_url`) the address guard refuses, with the guard's reason: added anyway, every call,
+/// collection and Connect would fail later, after the site was stored.
+async fn refuse_unreachable(state: &AppState, manifest: &servio_manifest::Manifest) -> Result<(), ApiError> {
+    let mut endpoints = vec![("server.url", &manifest.server_url)];
+    if let servio_manifest::Auth::OAuth2 { authorization_url, token_url, .. } = &manifest.auth {
+        endpoints.extend([("auth.authorization_url", authorization_url), ("auth.token_url", token_url)]);
+    }
+    for (field, url) in endpoints {
+        if let Err(error) = state.client.check_reachable(url).await {
+            return Err(ApiError::BadRequest(format!(
+                "the manifest's {field} ({url}) is refused: {error}; nothing was added"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// What a site added twice is, in the `409` that refuses it ("… is already taken"), as the
@@ -627,13 +651,12 @@ pub(crate) async fn refresh(state: &AppState, user_id: i64, id: i64) -> Result<R
     let before = entry(state, user_id, id).await?;
     state.throttle.site_refresh(before.site.id)?;
     let outcome = crate::refresh::refresh_requested(state, &before.site).await?;
-    let after = entry(state, user_id, id).await?;
     let refresh = match outcome {
         crate::refresh::Outcome::Unchanged => RefreshView::Unchanged,
         crate::refresh::Outcome::Changed => RefreshView::Changed,
         crate::refresh::Outcome::Stale(reason) => RefreshView::Stale { reason },
     };
-    Ok(RefreshAnswer { refresh, site: view_of(state, &after).await? })
+    Ok(RefreshAnswer { refresh, site: view(state, user_id, id).await? })
 }
 
 /// Which version an approval names.
