@@ -235,11 +235,14 @@ pub(crate) async fn lease_jobs(pool: &PgPool, lease: &JobLease<'_>) -> Result<Ve
     //
     // The same statement makes the lease's plan a generic one, for this transaction only: with
     // its values at hand the planner made a custom plan on every lease (about 1 ms, as long as
-    // the lease itself), and the generic plan is the same plan.
+    // the lease itself), and the generic plan is the same plan. Without its values the planner
+    // expects a batch of every user's jobs and a cost past JIT's thresholds, so JIT is off for
+    // the transaction too: compiling the generic plan cost 1.3 s a lease among 200,000 jobs
+    // (`bench/leases.sh`).
     let mut tx = pool.begin().await?;
     sqlx::query(
         "SELECT pg_advisory_xact_lock($1, hashtext(current_schema())),
-                set_config('plan_cache_mode', 'force_generic_plan', true)",
+                set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true)",
     )
     .bind(LEASE_LOCK)
     .execute(&mut *tx)
