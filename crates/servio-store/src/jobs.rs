@@ -232,34 +232,6 @@ macro_rules! bind_lease {
 }
 pub(crate) use bind_lease;
 
-/// The part of a lease's query, shared by both stores, that turns its seeds into whole
-/// periods: `seeds` (user_id, site_id, period_key, place: the lease's order) must precede it;
-/// it defines `taken`, the periods of the seeds in their order for as long as the due jobs
-/// (`due_s`, a condition on `s`) of the periods before stay under the lease's limit (`$4`).
-/// So a lease takes every job of a period at once (metrics that share a call are asked in one)
-/// and at most one period's other jobs past its limit: counting seeds alone, 64 seeds of an
-/// eleven-metric backlog leased 704 jobs, a worker's room for 64 calls held eleven times over.
-pub(crate) fn whole_periods(due_s: &str) -> String {
-    format!(
-        "periods AS (
-             SELECT user_id, site_id, period_key, min(place) AS first FROM seeds
-             GROUP BY user_id, site_id, period_key
-         ),
-         sized AS (
-             SELECT p.user_id, p.site_id, p.period_key, p.first,
-                    (SELECT count(*) FROM jobs s
-                     WHERE s.user_id = p.user_id AND s.site_id = p.site_id AND s.period_key = p.period_key
-                       AND {due_s}) AS size
-             FROM periods p
-         ),
-         taken AS (
-             SELECT user_id, site_id, period_key FROM (
-                 SELECT user_id, site_id, period_key, sum(size) OVER (ORDER BY first) - size AS before FROM sized
-             ) t WHERE before < $4
-         )"
-    )
-}
-
 /// Jobs: scheduled collections shared by many workers.
 #[async_trait]
 pub trait Jobs: Send + Sync {

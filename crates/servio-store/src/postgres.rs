@@ -151,22 +151,30 @@ pub(crate) async fn enqueue_jobs(pool: &PgPool, jobs: &[NewJob<'_>], now: i64) -
 pub(crate) async fn lease_jobs(pool: &PgPool, lease: &JobLease<'_>) -> Result<Vec<Job>> {
     // Fair turns: `users` steps through the users with pending jobs (one index descent each,
     // a loose index scan), `candidates` reads at most a batch of each one's due jobs, scheduled
-    // before backfills and soonest first, and numbers them per user (`turn`); the batch is then
+    // before backfills and soonest first, and numbers them per user (`turn`); `seeds` are then
     // every user's scheduled jobs turn by turn, then their backfills turn by turn, each turn's
-    // users from the one after `after_user` round (see `JobLease::after_user`). So one user's
-    // backlog costs a lease one batch of reads, and another user's due jobs wait a turn at most.
-    // `ranked` keeps twice a batch, in order, before the rows are locked: room for the rows a
-    // concurrent leaser is taking (skipped), and few enough rows that they are found by their
-    // key (unlimited, the planner scanned the whole table to join them: 60 ms a lease).
-    // SKIP LOCKED: rows another leaser is taking right now are passed over, not waited
-    // for; the outer UPDATE then re-checks them under the row lock it holds. A lease changes
-    // no indexed column (unlike SQLite's, it leaves `not_before`), so that with the room the
-    // table's fill factor leaves it is a HOT update: no index entry written. Leases step over
-    // the jobs others hold (a few hundred at most), which costs less (BENCHMARKS.md).
-    // The seeds' periods are taken whole while the jobs before stay under the limit
-    // (`jobs::whole_periods`), their due jobs that no one holds, so that metrics sharing a call
-    // are in one batch (found through the unique index, which leads with the user, site and
-    // period key).
+    // users from the one after `after_user` round (see `JobLease::after_user`), a batch at most.
+    // So one user's backlog costs a lease one batch of reads, and another user's due jobs wait a
+    // turn at most.
+    //
+    // `taken` turns the seeds into whole periods, as `sqlite::whole_periods` does, but
+    // it reads each period once and stops at the limit: it walks the seeds' periods in their
+    // order, locks each one's due jobs (through the unique index, which leads with the user,
+    // site and period key), and `rank()` numbers every job with one more than the jobs of the
+    // periods before it, so `rank <= limit` keeps the periods that start under the limit, whole.
+    // That condition on a rank that only grows ends the walk (a run condition): the periods
+    // past the limit are neither read nor locked, but for the first job of the next one. (It
+    // counted the due jobs of every seed's period, twice, then read the periods taken again
+    // and locked every seed besides: 40% of a lease's buffers went to periods past the limit.)
+    // The seeds themselves are not locked: leasers take turns (below), so no other leaser is
+    // taking them, and a period whose jobs are all skipped counts for nothing.
+    //
+    // SKIP LOCKED: rows another transaction is changing right now are passed over, not waited
+    // for. A lease changes no indexed column (unlike SQLite's, it leaves `not_before`), so
+    // that with the room the table's fill factor leaves it is a HOT update: no index entry
+    // written. Leases step over the jobs others hold (a few hundred at most), which costs less
+    // (BENCHMARKS.md). The rows locked are updated by their physical address (`ctid`, stable
+    // while the lock is held): no second descent of the primary key per job.
     let (users, only) = match lease.only {
         // Collecting one vault entry now: its user only.
         Some(_) => ("SELECT $6::BIGINT AS user_id", "AND j.site_id = $7"),
@@ -183,42 +191,39 @@ pub(crate) async fn lease_jobs(pool: &PgPool, lease: &JobLease<'_>) -> Result<Ve
         ),
     };
     let (due_j, due_s) = (crate::jobs::due("j"), crate::jobs::due("s"));
-    let whole_periods = crate::jobs::whole_periods(&due_s);
     let sql = format!(
         "WITH users AS ({users}),
          candidates AS (
-             SELECT c.id, c.user_id, c.kind,
+             SELECT c.user_id, c.site_id, c.period_key, c.kind,
                     row_number() OVER (PARTITION BY c.user_id ORDER BY c.kind, c.not_before, c.id) AS turn
              FROM users u CROSS JOIN LATERAL (
-                 SELECT j.id, j.user_id, j.kind, j.not_before FROM jobs j
+                 SELECT j.id, j.user_id, j.site_id, j.period_key, j.kind, j.not_before FROM jobs j
                  WHERE j.user_id = u.user_id AND {due_j} {only}
                  ORDER BY j.kind, j.not_before, j.id LIMIT $4
              ) c
          ),
-         ranked AS (
-             SELECT id, user_id, kind, turn FROM candidates
-             ORDER BY kind, turn, user_id <= $5, user_id LIMIT 2 * $4
-         ),
-         locked AS (
-             SELECT j.id, j.user_id, j.site_id, j.period_key, c.kind, c.turn, c.user_id <= $5 AS wrapped
-             FROM ranked c JOIN jobs j ON j.id = c.id
-             WHERE {due_j}
-             ORDER BY c.kind, c.turn, c.user_id <= $5, c.user_id LIMIT $4
-             FOR UPDATE OF j SKIP LOCKED
-         ),
          seeds AS (
-             SELECT user_id, site_id, period_key, row_number() OVER (ORDER BY kind, turn, wrapped, user_id) AS place
-             FROM locked
+             SELECT user_id, site_id, period_key,
+                    row_number() OVER (ORDER BY kind, turn, user_id <= $5, user_id) AS place
+             FROM candidates ORDER BY kind, turn, user_id <= $5, user_id LIMIT $4
          ),
-         {whole_periods},
-         chosen AS (
-             SELECT s.id FROM taken x
-             JOIN jobs s ON s.user_id = x.user_id AND s.site_id = x.site_id AND s.period_key = x.period_key
-             WHERE {due_s}
-             FOR UPDATE OF s SKIP LOCKED
+         periods AS (
+             SELECT user_id, site_id, period_key, min(place) AS first FROM seeds
+             GROUP BY user_id, site_id, period_key
+         ),
+         taken AS (
+             SELECT ctid FROM (
+                 SELECT s.ctid, rank() OVER (ORDER BY p.first) AS ordinal
+                 FROM (SELECT * FROM periods ORDER BY first) p CROSS JOIN LATERAL (
+                     SELECT s.ctid FROM jobs s
+                     WHERE s.user_id = p.user_id AND s.site_id = p.site_id AND s.period_key = p.period_key
+                       AND {due_s}
+                     FOR UPDATE SKIP LOCKED
+                 ) s
+             ) t WHERE ordinal <= $4
          )
          UPDATE jobs SET fence = fence + 1, lease_owner = $1, lease_expires = $2, updated_at = $3
-         WHERE id IN (SELECT id FROM chosen)
+         WHERE ctid = ANY(ARRAY(SELECT ctid FROM taken))
          RETURNING {JOB_COLUMNS}"
     );
     // Only constant texts are formatted in; every value is bound.
@@ -227,11 +232,21 @@ pub(crate) async fn lease_jobs(pool: &PgPool, lease: &JobLease<'_>) -> Result<Ve
     // once would all rank the same jobs first and, skipping each other's, come away with part
     // of a batch or nothing. One at a time, each ranks what the last one left (a lease takes a
     // few milliseconds: hundreds of batches a second, more than sites answer).
+    //
+    // The same statement makes the lease's plan a generic one, for this transaction only: with
+    // its values at hand the planner made a custom plan on every lease (about 1 ms, as long as
+    // the lease itself), and the generic plan is the same plan. Without its values the planner
+    // expects a batch of every user's jobs and a cost past JIT's thresholds, so JIT is off for
+    // the transaction too: compiling the generic plan cost 1.3 s a lease among 200,000 jobs
+    // (`bench/leases.sh`).
     let mut tx = pool.begin().await?;
-    sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))")
-        .bind(LEASE_LOCK)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock($1, hashtext(current_schema())),
+                set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true)",
+    )
+    .bind(LEASE_LOCK)
+    .execute(&mut *tx)
+    .await?;
     let jobs = query.fetch_all(&mut *tx).await?;
     tx.commit().await?;
     Ok(jobs)
