@@ -21,7 +21,7 @@ use servio_manifest::period::Granularity;
 use servio_store::{Attempt, AttemptOutcome};
 
 use super::chart::Chart;
-use super::service::{Dashboard, MetricData, dashboard_data};
+use super::service::{Change, Dashboard, MetricData, dashboard_data};
 use crate::AppState;
 use crate::auth::PageUser;
 use crate::error::ApiError;
@@ -281,20 +281,32 @@ fn missing(metric: &MetricData, attempts: &[Attempt], today: &Today) -> Option<S
     })
 }
 
+/// How a change reads (§8): a change of exactly zero is "no change"; a ratio given in percent
+/// changes by points (`+2.1 pts`), not by a percent of a percent; anything else by its percent
+/// of the earlier value, or by its amount when that was 0.
+fn change_text(c: &Change, key: &str, unit: Option<&str>) -> String {
+    if c.change == 0.0 {
+        return format!("no change against {}", c.against);
+    }
+    let arrow = if c.change > 0.0 { "▲" } else { "▼" };
+    let in_percent = unit.is_some_and(|u| matches!(u.trim().to_ascii_lowercase().as_str(), "%" | "percent" | "pct"));
+    let ratio = servio_manifest::additivity::additivity(key, unit) == servio_manifest::additivity::Additivity::Ratio;
+    match c.percent {
+        _ if ratio && in_percent => format!("{arrow} {:+} pts against {}", c.change, c.against),
+        Some(percent) => format!("{arrow} {percent:+.1}% against {}", c.against),
+        None => {
+            let sign = if c.change > 0.0 { "+" } else { "" };
+            format!("{arrow} {sign}{} against {}", format::amount(c.change, unit), c.against)
+        }
+    }
+}
+
 /// The line of one metric of the dashboard data.
 fn site_line(metric: &MetricData, attempts: &[Attempt], today: &Today, range: u32) -> SiteLine {
     let unit = metric.unit.as_deref();
-    let change = metric.change.as_ref().map(|c| {
-        let arrow = if c.change >= 0.0 { "▲" } else { "▼" };
-        match c.percent {
-            Some(percent) => format!("{arrow} {percent:+.1}% against {}", c.against),
-            None => {
-                let sign = if c.change >= 0.0 { "+" } else { "" };
-                format!("{arrow} {sign}{} against {}", format::amount(c.change, unit), c.against)
-            }
-        }
-    });
+    let change = metric.change.as_ref().map(|c| change_text(c, &metric.key, unit));
     let rising = metric.change.as_ref().is_some_and(|c| c.change >= 0.0);
+    let unchanged = metric.change.as_ref().is_some_and(|c| c.change == 0.0);
     let series = series(metric, today, range);
     let chart = Chart { periods: &series.periods, values: &series.values, comparison: &series.comparison, unit };
     SiteLine {
@@ -303,7 +315,11 @@ fn site_line(metric: &MetricData, attempts: &[Attempt], today: &Today, range: u3
         period: metric.latest.as_ref().map(|l| l.period.clone()).unwrap_or_default(),
         latest: metric.latest.as_ref().map(|l| format::amount(l.value, unit)),
         change,
-        change_class: if rising { "ok" } else { "warning" },
+        change_class: match (unchanged, rising) {
+            (true, _) => "muted",
+            (false, true) => "ok",
+            (false, false) => "warning",
+        },
         chart: chart.svg(),
         to_date: to_date(metric, today),
         missing: missing(metric, attempts, today),
@@ -493,6 +509,29 @@ mod tests {
             raw: None,
             retry_at: None,
         }
+    }
+
+    /// Issue 42, point 9: a zero change read "▲ +0.0%", and a rate in percent changed by a
+    /// percent of a percent.
+    #[test]
+    fn changes_read_as_no_change_points_or_percent() {
+        let change = |change: f64, percent: Option<f64>| Change { against: "2026-09-03".into(), change, percent };
+        assert_eq!(
+            change_text(&change(0.0, Some(0.0)), "sales.revenue.daily", Some("USD")),
+            "no change against 2026-09-03"
+        );
+        assert_eq!(
+            change_text(&change(2.1, Some(5.4)), "web.bounce.daily", Some("%")),
+            "▲ +2.1 pts against 2026-09-03"
+        );
+        assert_eq!(
+            change_text(&change(-1.5, Some(-3.0)), "web.bounce.daily", Some("percent")),
+            "▼ -1.5 pts against 2026-09-03"
+        );
+        assert_eq!(
+            change_text(&change(20.0, Some(20.0)), "sales.revenue.daily", Some("USD")),
+            "▲ +20.0% against 2026-09-03"
+        );
     }
 
     /// Issue 42, point 6: "Month to date 73 percent" summed a bounce rate; the spec's own
