@@ -332,7 +332,11 @@ impl ManifestCache {
     /// The report of `text` as served by the site at `origin`, checked now (off the async
     /// threads) unless checked before.
     pub async fn text(&self, origin: &str, text: &str, wait: Wait) -> Result<Arc<CheckedText>, Busy> {
-        let key = text_key(origin, text);
+        self.text_under(text_key(origin, text), origin, text, wait).await
+    }
+
+    /// [`ManifestCache::text`] with its key worked out already (a digest of megabytes).
+    async fn text_under(&self, key: TextKey, origin: &str, text: &str, wait: Wait) -> Result<Arc<CheckedText>, Busy> {
         if let Some(found) = self.texts.get(&key).await {
             return Ok(found);
         }
@@ -371,8 +375,9 @@ impl ManifestCache {
             return Ok(Some(found));
         }
         let Some(text) = load.await.map_err(VersionError::Load)? else { return Ok(None) };
-        let checked = self.text(origin, &text, wait).await.map_err(VersionError::Busy)?;
-        self.versions.insert(version_id, text_key(origin, &text)).await;
+        let key = text_key(origin, &text);
+        let checked = self.text_under(key, origin, &text, wait).await.map_err(VersionError::Busy)?;
+        self.versions.insert(version_id, key).await;
         Ok(Some(checked))
     }
 

@@ -51,6 +51,14 @@ impl Via {
         }
     }
 
+    /// The caller's scope: a browser session's is [`Scope::Account`].
+    pub fn scope(&self) -> Scope {
+        match self {
+            Via::ApiToken { grant, .. } => grant.scope,
+            Via::Session { .. } => Scope::Account,
+        }
+    }
+
     /// What the caller may do: a browser session everything, a token what it grants.
     pub fn grant(&self) -> Grant {
         match self {
@@ -186,7 +194,7 @@ impl FromRequestParts<AppState> for Caller {
         let caller = resolve(state, presented).await?.ok_or(ApiError::Unauthorized)?;
         let route = parts.extensions.get::<axum::extract::MatchedPath>().map_or("", |matched| matched.as_str());
         let needed = crate::scopes::needed(&parts.method, route);
-        let granted = caller.via.grant().scope;
+        let granted = caller.via.scope();
         if !granted.covers(needed) {
             return Err(ApiError::Scope { needed, granted });
         }

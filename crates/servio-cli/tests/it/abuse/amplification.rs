@@ -10,7 +10,6 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use serde_json::{Value, json};
 use servio_demo_site::DemoAuth;
-use servio_platform::accounts::{decoy_hash, new_token, token_hash};
 
 use super::harness::{Backend, Demo, Platform, SITE_TOKEN, User, within};
 
@@ -32,22 +31,10 @@ fn manifest_fetches(site: &Demo) -> usize {
 /// `count` users made through the store (sign-up is limited per address), each with an API token.
 async fn users(platform: &Platform, label: &str, count: usize) -> Vec<User> {
     let store = platform.store().await;
-    let now = servio_platform::now();
     let mut all = Vec::new();
     for n in 0..count {
         let email = format!("{label}-{n}-{}@example.com", platform.backend.name());
-        let user = store.create_user(&email, decoy_hash(), "UTC", now).await.unwrap();
-        let token = new_token("servio_").unwrap();
-        store
-            .create_api_token(
-                user.id,
-                "abuse",
-                &token_hash(&token),
-                &servio_store::Grant::all_sites(servio_store::Scope::Account),
-                (now, 100),
-            )
-            .await
-            .unwrap();
+        let (_, token) = super::harness::stored_user(&*store, &email).await;
         all.push(User { email, cookie: String::new(), token });
     }
     all

@@ -391,23 +391,10 @@ async fn http_call(platform: &Platform, token: &str, name: &str, args: &Value) -
 /// [`LOGGERS`] users who keep their calls' arguments, made through the store (sign-up is rate
 /// limited per address): their ids and API tokens.
 async fn loggers(store: &dyn servio_store::Store, backend: &str) -> Vec<(i64, String)> {
-    use servio_platform::accounts::{decoy_hash, new_token, token_hash};
-    let now = servio_platform::now();
     let mut users = Vec::new();
     for n in 0..LOGGERS {
         let email = format!("logger-{n}-{backend}@example.com");
-        let user = store.create_user(&email, decoy_hash(), "UTC", now).await.unwrap();
-        let token = new_token("servio_").unwrap();
-        store
-            .create_api_token(
-                user.id,
-                "abuse",
-                &token_hash(&token),
-                &servio_store::Grant::all_sites(servio_store::Scope::Account),
-                (now, 100),
-            )
-            .await
-            .unwrap();
+        let (user, token) = super::harness::stored_user(store, &email).await;
         store.set_log_arguments(user.id, true).await.unwrap();
         users.push((user.id, token));
     }

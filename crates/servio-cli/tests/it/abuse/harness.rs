@@ -399,3 +399,15 @@ pub fn drawn(n: usize, alphabet: &[u8]) -> String {
         })
         .collect()
 }
+
+/// A user made through `store` as `email` (sign-up is limited per address), with an `account`
+/// API token, as the tests act as a user's owner: the stored user and the token.
+pub async fn stored_user(store: &dyn servio_store::Store, email: &str) -> (servio_store::User, String) {
+    use servio_platform::accounts::{decoy_hash, new_token, token_hash};
+    let now = servio_platform::now();
+    let user = store.create_user(email, decoy_hash(), "UTC", now).await.unwrap();
+    let token = new_token("servio_").unwrap();
+    let grant = servio_store::Grant::all_sites(servio_store::Scope::Account);
+    store.create_api_token(user.id, "abuse", &token_hash(&token), &grant, (now, 100)).await.unwrap();
+    (user, token)
+}

@@ -10,7 +10,6 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use servio_demo_site::DemoAuth;
-use servio_platform::accounts::{decoy_hash, new_token, token_hash};
 use servio_store::testing::daily_slot;
 
 use super::harness::{Backend, Demo, Platform, SITE_TOKEN, User, WithMetrics, start_site, within};
@@ -41,18 +40,7 @@ async fn users_of_site(platform: &Platform, site: &Demo, who: &str, count: usize
     let mut users = Vec::new();
     for n in 0..count {
         let email = format!("many-{n}-{}@example.com", platform.backend.name());
-        let user = store.create_user(&email, decoy_hash(), "UTC", now).await.unwrap();
-        let token = new_token("servio_").unwrap();
-        store
-            .create_api_token(
-                user.id,
-                "abuse",
-                &token_hash(&token),
-                &servio_store::Grant::all_sites(servio_store::Scope::Account),
-                (now, 100),
-            )
-            .await
-            .unwrap();
+        let (user, token) = super::harness::stored_user(&*store, &email).await;
         store.add_to_vault(user.id, site_id, now).await.unwrap();
         users.push((user.id, token));
     }
