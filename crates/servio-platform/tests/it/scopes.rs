@@ -131,6 +131,11 @@ async fn a_token_limited_to_a_site_reaches_only_its_tools() {
             .send(&owner, Method::POST, "/api/tokens", Some(json!({ "name": "x", "sites": [one, 999_999] })))
             .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: a site not in the vault: {answer}");
+        let many: Vec<i64> = std::iter::repeat_n(one, 101).collect();
+        let (status, answer, _) =
+            server.send(&owner, Method::POST, "/api/tokens", Some(json!({ "name": "x", "sites": many }))).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: 101 sites: {answer}");
+        assert!(answer["error"].as_str().unwrap_or_default().contains("1 to 100 ids"), "{name}: {answer}");
 
         let limited = bearer(&token(&server, &owner, "ai", Some(vec![one])).await);
         let (_, all, _) = server.send(&owner, Method::GET, "/api/tools", None).await;
