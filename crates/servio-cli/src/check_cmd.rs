@@ -133,6 +133,14 @@ fn plural(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
+/// The lints' codes as a range, `W001 to W011`, from the catalogue.
+fn lint_range() -> String {
+    let mut lints = Code::ALL.iter().filter(|code| code.severity() == Severity::Warning);
+    let first = lints.next().map_or("", |code| code.as_str());
+    let last = lints.next_back().map_or(first, |code| code.as_str());
+    format!("{first} to {last}")
+}
+
 fn allowed_codes(names: &[String]) -> Result<Vec<Code>, Failure> {
     names
         .iter()
@@ -142,7 +150,8 @@ fn allowed_codes(names: &[String]) -> Result<Vec<Code>, Failure> {
                 Err(Failure(anyhow!("{code} is not a lint: only W codes can be allowed, errors always count")))
             }
             None => Err(Failure(anyhow!(
-                "unknown rule {name:?}: `servio explain` lists nothing by that name; lints are W001 to W010"
+                "unknown rule {name:?}: `servio explain` lists nothing by that name; lints are {}",
+                lint_range()
             ))),
         })
         .collect()

@@ -63,6 +63,11 @@ impl Unapproved {
         self.diff.needs_approval() || self.brief_changed
     }
 
+    /// What the vault list and the dashboard say of these changes.
+    pub fn waiting(&self) -> Waiting {
+        Waiting { needs_approval: self.needs_approval(), hidden_text: !self.diff.hidden_text.is_empty() }
+    }
+
     /// One line per change, for people.
     pub fn lines(&self) -> Vec<String> {
         let mut lines = self.diff.lines();
@@ -71,6 +76,17 @@ impl Unapproved {
         }
         lines
     }
+}
+
+/// What the vault list and the dashboard say of a site's changes: whether they wait for the
+/// user's approval, and whether their text holds characters a person does not see
+/// (interpretation §9).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Waiting {
+    /// The changes need approval before they act for the user.
+    pub needs_approval: bool,
+    /// The changed text holds hidden characters ([`servio_manifest::hidden`]).
+    pub hidden_text: bool,
 }
 
 /// The `brief` member as JSON, for comparing two versions.

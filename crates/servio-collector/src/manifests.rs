@@ -36,6 +36,7 @@ use serde_json::Value;
 use servio_manifest::schema::{ArgumentError, ArgumentValidator, UnusableSchema};
 use servio_manifest::{Abandon, Brief, CheckOptions, Diagnostic, Manifest, Report, Site};
 
+use crate::approval::Waiting;
 use crate::fair::{FairPermits, current_owner};
 
 /// How checks run: how many at once, how long a request waits for its turn, how many bytes of
@@ -246,7 +247,7 @@ pub struct ManifestCache {
     /// The key of each stored version's text met so far.
     versions: moka::future::Cache<i64, TextKey>,
     /// Whether the changes from the first version to the second wait for approval.
-    verdicts: moka::future::Cache<(i64, i64), bool>,
+    verdicts: moka::future::Cache<(i64, i64), Waiting>,
 }
 
 impl Default for ManifestCache {
@@ -381,14 +382,14 @@ impl ManifestCache {
         Ok(Some(checked))
     }
 
-    /// Whether the changes from version `approved` to version `latest` wait for approval, as
-    /// `judge` says the first time the pair is met (the same two texts always give the same
-    /// answer).
+    /// Whether the changes from version `approved` to version `latest` wait for approval, and
+    /// whether they carry hidden text, as `judge` says the first time the pair is met (the same
+    /// two texts always give the same answer).
     pub async fn waiting<E>(
         &self,
         (approved, latest): (i64, i64),
-        judge: impl Future<Output = Result<bool, E>>,
-    ) -> Result<bool, E> {
+        judge: impl Future<Output = Result<Waiting, E>>,
+    ) -> Result<Waiting, E> {
         if let Some(known) = self.verdicts.get(&(approved, latest)).await {
             return Ok(known);
         }

@@ -175,6 +175,10 @@ rules! {
 
         /// A metric key's period segment contradicts its granularity.
         MetricKeyGranularity = "W010", "metric-key-granularity", metric_key_granularity;
+
+        /// A string or member name holds characters a person does not see (tag characters,
+        /// bidirectional controls, zero-width characters).
+        HiddenText = "W011", "hidden-text", hidden_text;
     }
 }
 

@@ -86,7 +86,7 @@ fn render_one(
     let start = d.span.start.clamp(line_span.start, line_span.end);
     let end = if d.span.end <= line_span.end { d.span.end.max(d.span.start + 1) } else { d.span.start + 1 };
     let end = end.min(line_span.end).max(start);
-    let shown = Excerpt::around(bytes, line_span, Span::new(start, end));
+    let shown = Excerpt::around(bytes, line_span, Span::new(start, end)).visible();
     let level = match d.severity {
         Severity::Error => Level::ERROR,
         Severity::Warning => Level::WARNING,
@@ -123,6 +123,24 @@ impl Excerpt {
         let to = char_start(bytes, (mark_end + CONTEXT_BYTES).min(line.end)).max(from);
         let text = String::from_utf8_lossy(&bytes[from..to]).into_owned();
         Excerpt { text, mark: (mark.start - from)..(mark_end.min(to).max(mark.start) - from) }
+    }
+
+    /// The excerpt with every character a person does not see (tag characters, bidirectional
+    /// controls, zero-width characters) drawn as `�`, as rustc draws bidirectional controls:
+    /// printed as they are, they would hide text or reorder the line on the terminal, and the
+    /// message (W011) says what they are.
+    fn visible(self) -> Excerpt {
+        use servio_manifest::hidden::is_hidden;
+        if !self.text.contains(is_hidden) {
+            return self;
+        }
+        let drawn = |c: char| if is_hidden(c) { '\u{FFFD}' } else { c };
+        // An offset moves by what the characters before it grow or shrink.
+        let moved = |offset: usize| {
+            self.text.char_indices().take_while(|(i, _)| *i < offset).map(|(_, c)| drawn(c).len_utf8()).sum()
+        };
+        let mark = moved(self.mark.start)..moved(self.mark.end);
+        Excerpt { text: self.text.chars().map(drawn).collect(), mark }
     }
 }
 
@@ -177,5 +195,35 @@ fn paint(style: Style, color: &str, text: &str) -> String {
     match style {
         Style::Color => format!("{color}{text}\x1b[0m"),
         Style::Plain => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A line holding hidden characters is drawn with `�` in their place and the underline
+    /// still under the string (interpretation §9): printed raw, a right-to-left override turns
+    /// the rest of the terminal line around and tag characters hide what they spell.
+    #[test]
+    fn hidden_characters_are_drawn_visibly_and_the_underline_stays_in_place() {
+        let spelled = servio_manifest::hidden::in_tags("obey");
+        let source = format!(
+            "{{\"name\": \"S\", \"version\": \"1.0.0\", \"server\": {{\"url\": \"https://s.example/api\"}}, \"auth\": {{\"type\": \"bearer\"}}, \"tools\": [{{\"name\": \"s.doIt\", \"description\": \"Do it for the user, and say what was done.{spelled}\\u202e\", \"input_schema\": {{\"type\": \"object\"}}}}]}}"
+        );
+        let source = source.replace("\\u202e", "\u{202E}");
+        let report = servio_manifest::check(source.as_bytes(), &servio_manifest::CheckOptions::default());
+        let shown = render("m.json", source.as_bytes(), &report, Style::Plain, false);
+        assert!(shown.contains("W011"), "{shown}");
+        assert!(!shown.contains(servio_manifest::hidden::is_hidden), "{shown:?}");
+        assert!(shown.contains("done.�����\""), "{shown}");
+        let lines: Vec<&str> = shown.lines().collect();
+        let at = lines.iter().position(|line| line.contains("done.")).unwrap();
+        let (text, carets) = (lines[at], lines[at + 1]);
+        let column = |line: &str, byte: usize| line[..byte].chars().count();
+        let opening = text.find("\"Do it").unwrap();
+        assert_eq!(column(carets, carets.find('^').unwrap()), column(text, opening), "{shown}");
+        let closing = text.find("�����\"").unwrap() + "�����\"".len();
+        assert_eq!(column(carets, carets.len()), column(text, closing), "the underline ends with the string: {shown}");
     }
 }

@@ -8,6 +8,7 @@
 
 pub(crate) mod default_valid;
 pub(crate) mod description_vague;
+pub(crate) mod hidden_text;
 pub(crate) mod metric_key_granularity;
 pub(crate) mod prefixed_name_length;
 pub(crate) mod property_description;

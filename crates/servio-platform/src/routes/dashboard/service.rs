@@ -207,6 +207,8 @@ pub struct SiteAttention {
     pub site: SiteData,
     /// Whether changes wait for the user's approval (the approved version acts meanwhile).
     pub changes_waiting: bool,
+    /// Whether those changes hold characters a person does not see (the site page shows them).
+    pub hidden_text: bool,
     /// Why the brief of the manifest acting for the user is ignored, so that none of its metrics
     /// are collected; empty when it is not.
     pub brief_errors: Vec<BriefError>,
@@ -431,12 +433,14 @@ async fn attention(
     for (entry, checked) in entries {
         let site = (entry.site.id, entry.site.origin.as_str());
         let version = versions.get(&entry.site.id).copied();
-        let changes_waiting = changes_waiting(state, site, entry.approved_version, version, entry.kept_version).await?;
+        let waiting = changes_waiting(state, site, entry.approved_version, version, entry.kept_version).await?;
         let brief_errors: Vec<BriefError> = checked.brief_errors.iter().map(BriefError::from).collect();
-        if changes_waiting || !brief_errors.is_empty() {
+        if waiting.needs_approval || !brief_errors.is_empty() {
             let site = &entry.site;
             let site = SiteData { id: site.id, origin: site.origin.clone(), name: checked.manifest.name.clone() };
-            attention.push(SiteAttention { site, changes_waiting, brief_errors });
+            let (changes_waiting, hidden_text) =
+                (waiting.needs_approval, waiting.needs_approval && waiting.hidden_text);
+            attention.push(SiteAttention { site, changes_waiting, hidden_text, brief_errors });
         }
     }
     Ok(attention)

@@ -142,6 +142,8 @@ struct ApprovalCard {
     brief_changed: bool,
     /// Name, version number, description.
     other: Vec<String>,
+    /// Where the changes hold characters a person does not see, and what they are.
+    hidden_text: Vec<String>,
 }
 
 /// The site's collection: its status in words, its last error, how many jobs are still to do
@@ -197,6 +199,7 @@ impl SitePage {
                 version,
                 kept: pending.kept,
                 other: pending.other,
+                hidden_text: pending.hidden_text,
                 tools: pending.tools,
                 endpoints: pending.endpoints,
                 brief_changed: pending.brief_changed,

@@ -9,13 +9,14 @@ use serde_json::{Value, json};
 use servio_client::DiscoveryError;
 use servio_collector::manifests::{CheckedManifest, CheckedText, VersionError, Wait};
 use servio_manifest::diff::{TextPart, ToolChange, words};
+use servio_manifest::hidden;
 use servio_manifest::report_json::to_json;
 use servio_manifest::{Report, Site};
 use servio_store::{Approval, SiteRecord, VaultEntry, Version};
 use std::sync::Arc;
 use utoipa::ToSchema;
 
-use crate::approval::{Unapproved, acting_manifest, still_offered};
+use crate::approval::{Unapproved, Waiting, acting_manifest, still_offered};
 use crate::error::ApiError;
 use crate::shared::discovered::{discover, fetched_manifest, stored_origin};
 use crate::{AppState, now};
@@ -54,6 +55,9 @@ pub struct SiteSummary {
     /// Whether changes of the site wait for the user's approval (and were not set aside with
     /// "keep the approved version").
     pub changes_waiting: bool,
+    /// Whether those changes hold characters a person does not see (Unicode tag characters,
+    /// bidirectional controls, zero-width characters): the site page shows what they are.
+    pub hidden_text: bool,
     /// Whether the brief of the manifest acting for the user is `used`, `ignored` or `absent`.
     #[schema(value_type = String)]
     pub brief: &'static str,
@@ -170,6 +174,9 @@ pub struct PendingView {
     pub brief_changed: bool,
     /// The other changes (name, version number, description), as "what: before → after".
     pub other: Vec<String>,
+    /// Where the changed text holds characters a person does not see, and what they spell or
+    /// are, as "where: what" (tag characters decoded, the others by code point and name).
+    pub hidden_text: Vec<String>,
     /// Each changed tool, with its description's word diff and its schema's changes by pointer.
     pub tools: Vec<ToolChangeView>,
 }
@@ -258,7 +265,54 @@ impl ToolChangeView {
     }
 }
 
+/// A run of text as a page draws it: `hidden` runs describe characters a person would not see
+/// (tag characters decoded to what they spell, the others named), shown marked in their place.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ShownPiece {
+    /// The text, or the description of what is hidden.
+    pub text: String,
+    /// Whether this describes hidden characters.
+    pub hidden: bool,
+}
+
+impl ShownPiece {
+    /// `text` in runs a page draws, hidden characters described where they are.
+    pub fn all(text: &str) -> Vec<ShownPiece> {
+        hidden::pieces(text)
+            .into_iter()
+            .map(|piece| match piece {
+                hidden::Piece::Shown(text) => ShownPiece { text: text.to_owned(), hidden: false },
+                hidden::Piece::Hidden(what) => ShownPiece { text: what, hidden: true },
+            })
+            .collect()
+    }
+}
+
+impl ToolView {
+    /// The description in runs a page draws.
+    pub fn description_pieces(&self) -> Vec<ShownPiece> {
+        ShownPiece::all(&self.description)
+    }
+}
+
+impl SchemaChangeView {
+    /// The value before, as compact JSON in runs a page draws.
+    pub fn before_pieces(&self) -> Option<Vec<ShownPiece>> {
+        self.before.as_ref().map(|value| ShownPiece::all(&value.to_string()))
+    }
+
+    /// The value after, as compact JSON in runs a page draws.
+    pub fn after_pieces(&self) -> Option<Vec<ShownPiece>> {
+        self.after.as_ref().map(|value| ShownPiece::all(&value.to_string()))
+    }
+}
+
 impl TextPartView {
+    /// The words in runs a page draws.
+    pub fn pieces(&self) -> Vec<ShownPiece> {
+        ShownPiece::all(&self.text)
+    }
+
     fn of(part: TextPart) -> TextPartView {
         match part {
             TextPart::Same(text) => TextPartView { op: "same", text },
@@ -452,6 +506,7 @@ pub(crate) async fn entry_view(
         endpoints: pending.diff.endpoints.clone(),
         brief_changed: pending.brief_changed,
         other: pending.diff.other.clone(),
+        hidden_text: pending.diff.hidden_text.clone(),
         tools: pending.diff.tools.iter().map(|change| ToolChangeView::of(change, latest)).collect(),
     });
     Ok(view)
@@ -472,21 +527,21 @@ async fn current_version_id(state: &AppState, site_id: i64) -> Result<Option<i64
     Ok(versions.first().map(|version| version.id))
 }
 
-/// Whether changes of the site wait for the user: changes that need approval from the version
-/// they approved (`None`: none, they act on the current one) to the site's current version
-/// `version`, not set aside with "keep the approved version" (`kept`). Kept per pair of
-/// versions: the vault list and the dashboard ask on every request, and read no text after the
-/// first time.
+/// Whether changes of the site wait for the user, and whether they hold hidden text: changes
+/// that need approval from the version they approved (`None`: none, they act on the current
+/// one) to the site's current version `version`, not set aside with "keep the approved version"
+/// (`kept`). Kept per pair of versions: the vault list and the dashboard ask on every request,
+/// and read no text after the first time.
 pub(crate) async fn changes_waiting(
     state: &AppState,
     (site_id, origin): (i64, &str),
     approved: Option<i64>,
     version: Option<i64>,
     kept: Option<i64>,
-) -> Result<bool, ApiError> {
-    let (Some(approved), Some(version)) = (approved, version) else { return Ok(false) };
+) -> Result<Waiting, ApiError> {
+    let (Some(approved), Some(version)) = (approved, version) else { return Ok(Waiting::default()) };
     if approved == version || kept == Some(version) {
-        return Ok(false);
+        return Ok(Waiting::default());
     }
     let judge = async {
         let (old, new) = (version_text(state, site_id, approved).await?, version_text(state, site_id, version).await?);
@@ -496,9 +551,9 @@ pub(crate) async fn changes_waiting(
         let verdict = manifests.run(Wait::Bounded, move || {
             let (old_manifest, new_manifest) =
                 (old_checked.report.manifest.as_ref(), new_checked.report.manifest.as_ref());
-            Unapproved::of((&old, old_manifest), (&new, new_manifest)).needs_approval()
+            Unapproved::of((&old, old_manifest), (&new, new_manifest)).waiting()
         });
-        Ok::<bool, ApiError>(verdict.await?)
+        Ok::<Waiting, ApiError>(verdict.await?)
     };
     state.collector.manifests().waiting((approved, version), judge).await
 }
@@ -542,7 +597,7 @@ pub(crate) async fn list(state: &AppState, user_id: i64) -> Result<SiteList, Api
         let acting = version_report(state, site, entry.acting_version()).await?;
         let latest = version_report(state, site, entry.version).await?;
         let (approved, kept) = (entry.approved_version, entry.kept_version);
-        let changes_waiting = changes_waiting(state, site, approved, Some(entry.version), kept).await?;
+        let waiting = changes_waiting(state, site, approved, Some(entry.version), kept).await?;
         let report = &acting.report;
         let latest = latest.report.manifest.as_ref();
         let offered =
@@ -553,7 +608,8 @@ pub(crate) async fn list(state: &AppState, user_id: i64) -> Result<SiteList, Api
             tools: report.manifest.as_ref().map_or(0, offered),
             origin: entry.origin,
             stale_error: entry.stale_error,
-            changes_waiting,
+            changes_waiting: waiting.needs_approval,
+            hidden_text: waiting.needs_approval && waiting.hidden_text,
             brief: report.brief_status.as_str(),
             brief_errors: BriefError::of(report),
         });

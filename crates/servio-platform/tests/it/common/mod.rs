@@ -222,12 +222,24 @@ pub async fn messages(response: reqwest::Response) -> Vec<Value> {
 
 /// The names of the tools MCP lists to the owner of `token`, in a session of its own.
 pub async fn mcp_tool_names(server: &Server, token: &str) -> Vec<String> {
+    mcp_tools(server, token).await.iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
+}
+
+/// The descriptions of the tools `tools/list` offers over MCP with `token`.
+pub async fn mcp_tool_descriptions(server: &Server, token: &str) -> Vec<String> {
+    mcp_tools(server, token).await.iter().map(|tool| tool["description"].as_str().unwrap().to_owned()).collect()
+}
+
+/// The tools `tools/list` offers over MCP with `token`, as listed.
+async fn mcp_tools(server: &Server, token: &str) -> Vec<Value> {
     let session = open_session(server, token).await;
     let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
     let response = mcp(server, Method::POST, token, Some(&session)).json(&list).send().await.unwrap();
-    let answer = messages(response).await.into_iter().find(|m| m["id"] == 2).expect("an answer to tools/list");
-    let tools = answer["result"]["tools"].as_array().unwrap_or_else(|| panic!("{answer}")).iter();
-    tools.map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
+    let mut answer = messages(response).await.into_iter().find(|m| m["id"] == 2).expect("an answer to tools/list");
+    match answer["result"]["tools"].take() {
+        Value::Array(tools) => tools,
+        _ => panic!("{answer}"),
+    }
 }
 
 /// A request to `/mcp` with `token`, on `session` when given, accepting both answer types.
