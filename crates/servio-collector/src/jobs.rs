@@ -120,6 +120,11 @@ impl DueSlot {
     }
 }
 
+/// How far back a credential saved collects again the periods refused before it: the longest
+/// backfill the site page offers (400 days), so what a backfill asked for and the credential's
+/// absence refused is filled without asking again.
+pub const REFUSED_WINDOW_DAYS: i64 = 400;
+
 /// Whether the user asked for the periods (collect-now, a backfill, a credential saved), or the
 /// scheduler plans them: a period the user asks for is tried again when it has no value,
 /// whatever its earlier failures (§8, 2026-12-07); the scheduler leaves a period that ended.
@@ -231,11 +236,25 @@ impl Collector {
     /// saved) rather than at the next planning round, so the next lease of any worker collects
     /// them; a latest period without a value is tried again whatever its earlier failures (one
     /// refused for want of a credential, say). Returns how many jobs are new or pending again.
+    ///
+    /// Older periods refused for good (for want of a credential, or any refusal: see
+    /// [`servio_store::Jobs::revive_refused_jobs`]) whose start lies within
+    /// [`REFUSED_WINDOW_DAYS`] are pending again too, each as the kind of job it was (a backfill's
+    /// after everyone's scheduled periods): a credential saved fills what it was missing for.
     pub async fn plan_entry(&self, user: &User, entry: &VaultEntry, now: Timestamp) -> Result<u64, Error> {
         let Some(checked) = self.acting(entry, Wait::Bounded).await? else { return Ok(0) };
         let Some(brief) = &checked.brief else { return Ok(0) };
         let planned = plan_entry(self, user, entry.site.id, brief, (&mut Planner::new(now), Asked::ByUser)).await?;
-        Ok(enqueue(self, &planned, (now, Asked::ByUser)).await?)
+        let mut added = enqueue(self, &planned, (now, Asked::ByUser)).await?;
+        let since = now.as_second().saturating_sub(REFUSED_WINDOW_DAYS * 86_400);
+        let deadline = now.checked_add(DEADLINE).unwrap_or(Timestamp::MAX).as_second();
+        let revived =
+            self.store.revive_refused_jobs(user.id, entry.site.id, since, (now.as_second(), deadline)).await?;
+        if revived > 0 {
+            added += revived;
+            self.queued.notify_one();
+        }
+        Ok(added)
     }
 
     /// Queues a backfill: a job, due `now`, for every period of every metric of the brief

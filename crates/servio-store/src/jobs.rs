@@ -271,6 +271,19 @@ pub trait Jobs: Send + Sync {
     /// for again (collect-now, a backfill) is tried again whatever its earlier failures (§8,
     /// 2026-12-07). Returns how many.
     async fn revive_jobs(&self, jobs: &[NewJob<'_>], now: i64) -> Result<u64>;
+    /// Makes pending again, due at `now` until `deadline`, the jobs of the user's vault site
+    /// `site_id` whose period starts at or after `since` and that ended refused: their period's
+    /// latest attempt failed for good (a `401` or `403`, no credential, a renewal refused, or
+    /// any other refusal: a site may hide what it refuses behind a `404`), not dropped for a
+    /// value that is not a number. What a credential saved asks for (§8, 2026-12-07). Returns
+    /// how many.
+    async fn revive_refused_jobs(
+        &self,
+        user_id: i64,
+        site_id: i64,
+        since: i64,
+        (now, deadline): (i64, i64),
+    ) -> Result<u64>;
     /// Hands back the pending jobs leased to `owner` (a process that stops): their leases end
     /// and they are due at `now`, so another worker leases them at once, and their fences move
     /// on, so a late result of `owner`'s is fenced out. Returns how many.
@@ -410,6 +423,27 @@ impl Jobs for Database {
             }
             tx.commit().await?;
             Ok(revived)
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn revive_refused_jobs(
+        &self,
+        user_id: i64,
+        site_id: i64,
+        since: i64,
+        (now, deadline): (i64, i64),
+    ) -> Result<u64> {
+        let sql = "UPDATE jobs SET state = 'pending', not_before = $4, deadline = $5, lease_owner = NULL,
+                       lease_expires = NULL, fence = fence + 1, updated_at = $4
+                   WHERE user_id = $1 AND site_id = $2 AND state = 'failed' AND period_start >= $3
+                     AND (SELECT a.outcome FROM collection_attempts a
+                          WHERE a.user_id = jobs.user_id AND a.site_id = jobs.site_id
+                            AND a.metric_key = jobs.metric_key AND a.period_key = jobs.period_key
+                          ORDER BY a.id DESC LIMIT 1) = 'failed'";
+        on!(&self.pool, |pool| {
+            let done = bind!(sqlx::query(sql), user_id, site_id, since, now, deadline).execute(pool).await?;
+            Ok(done.rows_affected())
         })
     }
 

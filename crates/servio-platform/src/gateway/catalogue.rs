@@ -131,13 +131,17 @@ impl Weight for UserContext {
 
 /// What a call needs of `user`: kept, or read and kept.
 pub(super) async fn context(state: &AppState, user: &User) -> Result<Arc<UserContext>, ApiError> {
-    if let Some(kept) = state.gateway.kept(user.id) {
+    context_of(state, user.id).await
+}
+
+async fn context_of(state: &AppState, user_id: i64) -> Result<Arc<UserContext>, ApiError> {
+    if let Some(kept) = state.gateway.kept(user_id) {
         return Ok(kept);
     }
-    let catalogue = Arc::new(read_catalogue(state, user).await?);
-    let log_arguments = state.store.log_arguments(user.id).await?;
+    let catalogue = Arc::new(read_catalogue(state, user_id).await?);
+    let log_arguments = state.store.log_arguments(user_id).await?;
     let context = Arc::new(UserContext { catalogue, log_arguments });
-    state.gateway.keep(user.id, context.clone());
+    state.gateway.keep(user_id, context.clone());
     Ok(context)
 }
 
@@ -145,11 +149,16 @@ pub(super) async fn context(state: &AppState, user: &User) -> Result<Arc<UserCon
 /// tools stay held back until the user approves them).
 /// Refused with [`ApiError::ChecksBusy`] when its manifests cannot be checked now.
 pub async fn catalogue(state: &AppState, user: &User) -> Result<Arc<Catalogue>, ApiError> {
-    Ok(context(state, user).await?.catalogue.clone())
+    catalogue_of(state, user.id).await
 }
 
-async fn read_catalogue(state: &AppState, user: &User) -> Result<Catalogue, ApiError> {
-    let entries = state.store.vault_entries(user.id).await?;
+/// [`catalogue`] of the user `user_id`.
+pub async fn catalogue_of(state: &AppState, user_id: i64) -> Result<Arc<Catalogue>, ApiError> {
+    Ok(context_of(state, user_id).await?.catalogue.clone())
+}
+
+async fn read_catalogue(state: &AppState, user_id: i64) -> Result<Catalogue, ApiError> {
+    let entries = state.store.vault_entries(user_id).await?;
     let mut sites = Vec::with_capacity(entries.len());
     for entry in entries {
         match state.collector.acting(&entry, Wait::Bounded).await? {

@@ -26,7 +26,7 @@ mod log;
 
 pub use call::{Failure, call};
 use catalogue::UserContext;
-pub use catalogue::{CONTEXT_TTL, Catalogue, CatalogueTool, DEFAULT_CATALOGUE_BYTES, catalogue};
+pub use catalogue::{CONTEXT_TTL, Catalogue, CatalogueTool, DEFAULT_CATALOGUE_BYTES, catalogue, catalogue_of};
 use log::LogQueue;
 pub use log::{Asked, QueueBounds, admit_asked, log_asked, most_logged};
 

@@ -455,32 +455,54 @@ async fn a_period_refused_for_want_of_a_token_is_collected_once_one_is_given() {
         let (status, refused, _) = server.send(&ana, Method::POST, &collect, None).await;
         assert_eq!(status, StatusCode::OK, "{name}: {refused}");
         assert!(refused["failed"].as_u64().unwrap_or_default() > 0, "{name}: refused without a token: {refused}");
-
-        let (status, answer, _) = server
-            .send(&ana, Method::PUT, &format!("/api/vault/{id}/credential"), Some(json!({ "token": "demo" })))
-            .await;
-        assert!(status.is_success(), "{name}: {answer}");
-        let (status, collected, _) = server.send(&ana, Method::POST, &collect, None).await;
-        assert_eq!(status, StatusCode::OK, "{name}: {collected}");
-        assert!(collected["stored"].as_u64().unwrap_or_default() > 0, "{name}: collected again: {collected}");
-
-        // A backfill over the refused period and the days before it fills every one of them.
+        // A backfill of the three days before, refused too.
         let zone = jiff::tz::TimeZone::get("Pacific/Auckland").unwrap();
         let latest =
             servio_collector::plan::latest_due(servio_manifest::Granularity::Day, &zone, jiff::Timestamp::now())
                 .unwrap()
                 .start_date;
-        let first = latest.checked_sub(jiff::ToSpan::days(2)).unwrap();
-        let range = json!({ "from": first.to_string(), "to": latest.to_string() });
+        let day = |back: i64| latest.checked_sub(jiff::ToSpan::days(back)).unwrap().to_string();
         let path = format!("/api/vault/{id}/backfill");
-        let (status, summary, _) = server.with_worker(server.send(&ana, Method::POST, &path, Some(range))).await;
-        assert_eq!(status, StatusCode::OK, "{name}: {summary}");
+        let earlier = json!({ "from": day(5), "to": day(3) });
+        let (status, summary, _) = server.with_worker(server.send(&ana, Method::POST, &path, Some(earlier))).await;
+        assert_eq!((status, summary["stored"].as_u64()), (StatusCode::OK, Some(0)), "{name}: {summary}");
         let user_id = ana.user_id.unwrap();
         let keys = [(id, "sales.revenue.daily"), (id, "sales.orders.daily")];
+
+        let (status, answer, _) = server
+            .send(&ana, Method::PUT, &format!("/api/vault/{id}/credential"), Some(json!({ "token": "demo" })))
+            .await;
+        assert!(status.is_success(), "{name}: {answer}");
+        // Saving it collects again, without asking, what its absence refused: the backfill's
+        // days and the latest one.
+        let filled = async {
+            for _ in 0..200 {
+                let series = server.state.store.values_of(user_id, &keys, 0).await.unwrap();
+                if series.len() == 2 && series.iter().all(|s| s.points.len() >= 4) {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        };
+        server.with_worker(filled).await;
+        let series = server.state.store.values_of(user_id, &keys, 0).await.unwrap();
+        assert_eq!(series.len(), 2, "{name}: {series:?}");
+        for series in &series {
+            let dates: Vec<&str> = series.points.iter().map(|(_, date, _)| date.as_str()).collect();
+            assert_eq!(dates, [day(5), day(4), day(3), day(0)], "{name}: {}", series.metric_key);
+        }
+        let (status, collected, _) = server.send(&ana, Method::POST, &collect, None).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {collected}");
+        assert_eq!(collected["failed"], 0, "{name}: nothing is refused now: {collected}");
+
+        // A backfill over the refused period and the days before it fills every one of them.
+        let range = json!({ "from": day(5), "to": day(0) });
+        let (status, summary, _) = server.with_worker(server.send(&ana, Method::POST, &path, Some(range))).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {summary}");
         let series = server.state.store.values_of(user_id, &keys, 0).await.unwrap();
         for series in &series {
             let dates: Vec<&str> = series.points.iter().map(|(_, date, _)| date.as_str()).collect();
-            assert_eq!(dates.len(), 3, "{name}: {}: {dates:?}", series.metric_key);
+            assert_eq!(dates.len(), 6, "{name}: {}: {dates:?}", series.metric_key);
         }
         assert_eq!(series.len(), 2, "{name}");
     }
@@ -525,5 +547,43 @@ async fn a_manifest_whose_endpoints_the_guard_refuses_is_not_added() {
         demo.site.set_server_url(None);
         let (status, added, _) = server.send(&ana, Method::POST, "/api/vault", Some(body)).await;
         assert_eq!(status, StatusCode::CREATED, "{name}: {added}");
+    }
+}
+
+/// Issue 42, point 2 (§4): the site page names each tool as AI clients see it. Two tools of one
+/// site whose names map to one prefixed name (`shop.getSalesSummary`, `shop_getSalesSummary`)
+/// are offered under two names, one suffixed; the page showed the unsuffixed name for both.
+#[tokio::test]
+async fn the_site_page_names_tools_as_the_catalogue_offers_them() {
+    let (demo, servers) = common::demo_and_servers("demo").await;
+    demo.site.edit_manifest(Some(std::sync::Arc::new(|manifest: &mut serde_json::Value| {
+        let tools = manifest["tools"].as_array_mut().unwrap();
+        let mut twin = tools.iter().find(|t| t["name"] == "shop.getSalesSummary").unwrap().clone();
+        twin["name"] = "shop_getSalesSummary".into();
+        tools.push(twin);
+    })));
+    for (name, server) in servers {
+        let (who, id) = server.sign_up_with_site(&common::email("ana", "twins", name), &demo.origin, "demo").await;
+        let (_, offered, _) = server.send(&who, Method::GET, "/api/tools", None).await;
+        let offered: Vec<(String, String)> = offered["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["tool"].as_str().unwrap().to_owned(), t["name"].as_str().unwrap().to_owned()))
+            .collect();
+        let (_, shown, _) = server.send(&who, Method::GET, &format!("/api/vault/{id}"), None).await;
+        let shown: Vec<(String, String)> = shown["site"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["name"].as_str().unwrap().to_owned(), t["prefixed_name"].as_str().unwrap().to_owned()))
+            .collect();
+        assert_eq!(shown, offered, "{name}");
+        let twins: Vec<&String> =
+            shown.iter().filter(|(tool, _)| tool.ends_with("getSalesSummary")).map(|(_, named)| named).collect();
+        assert_eq!(twins.len(), 2, "{name}: {shown:?}");
+        assert_ne!(twins[0], twins[1], "{name}: one name for two tools");
+        let page = server.page(&who, &format!("/vault/{id}")).await;
+        assert!(page.contains(&format!("<code>{}</code>", twins[1])), "{name}: the page shows the suffixed name");
     }
 }

@@ -516,9 +516,20 @@ pub(crate) async fn entry_view(
 /// the text it diffs and the version id it names are read in one statement, from one row, so
 /// approving the version shown approves the changes shown (read apart, a refresh saving a
 /// version between the two reads paired the older text with the newer id).
+///
+/// Each tool is named as the user's AI clients see it: a tool whose prefixed name collides with
+/// another in the user's catalogue carries its suffix here too (§4).
 pub(crate) async fn view(state: &AppState, user_id: i64, id: i64) -> Result<SiteView, ApiError> {
     let current = state.store.current_entry(user_id, id).await?.ok_or(ApiError::NotFound)?;
-    entry_view(state, &current.entry, current.version).await
+    let mut view = entry_view(state, &current.entry, current.version).await?;
+    let catalogue = crate::gateway::catalogue_of(state, user_id).await?;
+    for tool in &mut view.tools {
+        let offered = catalogue.tools().iter().find(|offered| offered.site_id == id && offered.tool == tool.name);
+        if let Some(offered) = offered {
+            tool.prefixed_name = Some(offered.name.clone());
+        }
+    }
+    Ok(view)
 }
 
 /// The id of the site's current version, without its text.
