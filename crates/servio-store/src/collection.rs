@@ -340,14 +340,34 @@ pub(crate) fn series(rows: Vec<(i64, String, i64, String, f64, String)>) -> Vec<
 /// zone it was collected in: its instants become the new ones).
 /// Binds: user, site, metric key, granularity, period start, period end, start date, value,
 /// raw, collected at, period key, source.
-const STORE_VALUE: &str = "INSERT INTO metric_values
-         (user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at,
-          period_key, source)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-     ON CONFLICT (user_id, site_id, metric_key, period_key) DO UPDATE SET
-         value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at,
-         granularity = excluded.granularity, period_start = excluded.period_start, period_end = excluded.period_end,
-         start_date = excluded.start_date, source = excluded.source";
+const STORE_VALUE: &str = concat!(
+    "INSERT INTO metric_values ",
+    value_columns!(),
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ",
+    replace_value!()
+);
+
+/// The columns a value is written with, in the order [`STORE_VALUE`] binds them.
+macro_rules! value_columns {
+    () => {
+        "(user_id, site_id, metric_key, granularity, period_start, period_end, start_date, value, raw, collected_at,
+          period_key, source)"
+    };
+}
+pub(crate) use value_columns;
+
+/// What a new value of a slot does to the one stored under its period key: replaces every
+/// column but the slot's. The one text of the value upsert: the single write ([`STORE_VALUE`])
+/// and PostgreSQL's batched job completion both end with it.
+macro_rules! replace_value {
+    () => {
+        "ON CONFLICT (user_id, site_id, metric_key, period_key) DO UPDATE SET
+             value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at,
+             granularity = excluded.granularity, period_start = excluded.period_start,
+             period_end = excluded.period_end, start_date = excluded.start_date, source = excluded.source"
+    };
+}
+pub(crate) use replace_value;
 
 /// Deletes an hour value of a slot stored before period keys (see `Slot::legacy_key`), which a
 /// new value of that hour replaces. Binds: user, site, metric key, legacy key.

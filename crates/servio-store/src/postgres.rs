@@ -270,7 +270,7 @@ pub(crate) async fn complete_jobs(pool: &PgPool, completions: &[Completion<'_>],
     let reasons: Vec<Option<Cow<'_, str>>> = attempts.iter().map(|a| storable_opt(a.and_then(|a| a.reason))).collect();
     let raws: Vec<Option<Cow<'_, str>>> = attempts.iter().map(|a| storable_opt(a.and_then(|a| a.raw))).collect();
     let sources: Vec<Option<Cow<'_, str>>> = completions.iter().map(|c| storable_opt(c.result.source())).collect();
-    let matched: Vec<(i64, i64)> = sqlx::query_as(
+    let matched: Vec<(i64, i64)> = sqlx::query_as(concat!(
         "WITH c AS (
              SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[], $5::DOUBLE PRECISION[],
                                   $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::BIGINT[], $11::DOUBLE PRECISION[],
@@ -284,16 +284,21 @@ pub(crate) async fn complete_jobs(pool: &PgPool, completions: &[Completion<'_>],
              FROM c WHERE j.id = c.id AND j.fence = c.fence
              RETURNING j.id, j.fence, j.user_id, j.site_id, j.metric_key, j.granularity, j.start_date, j.period_key
          ),
+         legacy AS (
+             DELETE FROM metric_values m USING done d JOIN c ON (c.id, c.fence) = (d.id, d.fence)
+             WHERE c.value IS NOT NULL AND d.granularity = 'hour' AND m.user_id = d.user_id
+               AND m.site_id = d.site_id AND m.metric_key = d.metric_key
+               AND m.period_key = d.start_date || '@' || c.period_start
+         ),
          stored AS (
-             INSERT INTO metric_values (user_id, site_id, metric_key, granularity, period_start, period_end,
-                                        start_date, value, raw, collected_at, period_key, source)
+             INSERT INTO metric_values ",
+        crate::collection::value_columns!(),
+        "
              SELECT d.user_id, d.site_id, d.metric_key, d.granularity, c.period_start, c.period_end,
                     d.start_date, c.value, c.raw, $10, d.period_key, c.source
-             FROM done d JOIN c ON (c.id, c.fence) = (d.id, d.fence) WHERE c.value IS NOT NULL
-             ON CONFLICT (user_id, site_id, metric_key, period_key) DO UPDATE SET
-                 value = excluded.value, raw = excluded.raw, collected_at = excluded.collected_at,
-                 granularity = excluded.granularity, period_start = excluded.period_start,
-                 period_end = excluded.period_end, start_date = excluded.start_date, source = excluded.source
+             FROM done d JOIN c ON (c.id, c.fence) = (d.id, d.fence) WHERE c.value IS NOT NULL ",
+        crate::collection::replace_value!(),
+        "
          ),
          logged AS (
              INSERT INTO collection_attempts (user_id, site_id, metric_key, period_start, start_date,
@@ -303,7 +308,7 @@ pub(crate) async fn complete_jobs(pool: &PgPool, completions: &[Completion<'_>],
              FROM done d JOIN c ON (c.id, c.fence) = (d.id, d.fence) WHERE c.outcome IS NOT NULL ORDER BY c.n
          )
          SELECT id, fence FROM done",
-    )
+    ))
     .bind(completions.iter().map(|c| c.job.id).collect::<Vec<i64>>())
     .bind(completions.iter().map(|c| c.job.fence).collect::<Vec<i64>>())
     .bind(completions.iter().map(|c| c.result.state().as_str()).collect::<Vec<&str>>())
@@ -315,9 +320,9 @@ pub(crate) async fn complete_jobs(pool: &PgPool, completions: &[Completion<'_>],
     .bind(attempts.iter().map(|a| a.and_then(|a| a.retry_at)).collect::<Vec<Option<i64>>>())
     .bind(now)
     .bind(completions.iter().map(|c| c.duration_ms).collect::<Vec<Option<f64>>>())
-    // The period as collected: a job resolves its key in the user's zone when it is done. (An
-    // hour value from before period keys is not deleted here, as `store_value_on` does: a job
-    // is planned only for a slot it does not settle.)
+    // The period as collected: a job resolves its key in the user's zone when it is done; an
+    // hour value from before period keys at its instant is replaced (`legacy`), as
+    // `store_value_on` replaces it.
     .bind(completions.iter().map(|c| c.job.period.start).collect::<Vec<i64>>())
     .bind(completions.iter().map(|c| c.job.period.end).collect::<Vec<i64>>())
     .bind(sources.iter().map(Option::as_deref).collect::<Vec<Option<&str>>>())

@@ -1265,6 +1265,18 @@ async fn an_hour_value_from_before_keys_is_replaced_by_its_hour() {
         store.record_result(&keyed, &CollectionResult::Stored { value: 2.0, raw: "2", source: None }, 6).await.unwrap();
         let values = store.values(user, site, "visits.hourly", 0..i64::MAX).await.unwrap();
         assert_eq!(values.iter().map(|v| v.value).collect::<Vec<_>>(), [2.0], "{name}: replaced, not beside it");
+
+        // Issue 43, point 3: a job's completion replaces it too, on both backends (PostgreSQL's
+        // batched completion kept the old value beside the new one).
+        let next = Slot { period_start: 7_200, period_end: 10_800, period_key: "1970-01-01@7200", ..hour.clone() };
+        store.store_values(&[(next.clone(), 3.0, "3")], 5).await.unwrap();
+        let keyed = Slot { period_key: "1970-01-01T02", ..next };
+        assert_eq!(store.enqueue_jobs(&[scheduled(keyed, 0, 1_000)], 6).await.unwrap(), 1, "{name}");
+        let jobs = store.lease_jobs(&lease("w", 10, 30, 10)).await.unwrap();
+        assert_eq!(jobs.len(), 1, "{name}");
+        assert_eq!(store.complete_jobs(&[stored(&jobs[0], 4.0, "4")], 11).await.unwrap(), [true], "{name}");
+        let values = store.values(user, site, "visits.hourly", 7_200..10_800).await.unwrap();
+        assert_eq!(values.iter().map(|v| v.value).collect::<Vec<_>>(), [4.0], "{name}: replaced, not beside it");
     }
 }
 
