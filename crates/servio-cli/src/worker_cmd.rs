@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use servio_collector::{Collector, Credentials, WorkerConfig};
-use servio_platform::notices::{announce, notices_of};
+use servio_platform::notices::Notices;
 
 use crate::cli::WorkerArgs;
 use crate::platform::{KeyFile, backend, check_key};
@@ -30,14 +30,10 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
         let oauth = platform.oauth("http://127.0.0.1:8080".into())?;
         let store: Arc<dyn servio_store::Store> = Arc::from(store);
         // What this worker's writes change (new values, renewed OAuth tokens) is what the
-        // platform's processes must not keep showing or using. Held weakly: the store holds
-        // the hook.
-        let announcing = Arc::downgrade(&store);
-        store.on_change(Box::new(move |changes| {
-            if let Some(store) = announcing.upgrade() {
-                announce(store, notices_of("worker", changes));
-            }
-        }));
+        // platform's processes must not keep showing or using: told by the platform's one
+        // ordered path (held for as long as the worker runs).
+        let notices = Arc::new(Notices::of_process("worker"));
+        notices.hear_store(store.clone());
         let credentials = Credentials::new(store.clone(), client.clone(), Arc::new(secrets), Arc::new(oauth));
         let collector = Collector::with_checks(store.clone(), client, Arc::new(credentials), platform.checks.config())
             .with_in_flight(args.calls.in_flight());

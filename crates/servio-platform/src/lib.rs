@@ -171,11 +171,12 @@ impl AppState {
         let figures = Arc::new(routes::dashboard::cache::FiguresCache::figures(cache_bytes.figures));
         let stale = figures.clone();
         notices.on_change(move |change| stale.forget(change));
-        // API tokens revoked here or in another process are not reused from what is kept.
+        // API tokens revoked here or in another process are not reused from what is kept, nor
+        // is the user each one keeps once their row changed (time zone, password).
         let tokens = Arc::<auth::TokenCache>::default();
         let revoked = tokens.clone();
         notices.on_change(move |change| match change {
-            Some(notices::Change::Access(user_id)) => revoked.forget_user(user_id),
+            Some(notices::Change::Access(user_id) | notices::Change::Context(user_id)) => revoked.forget_user(user_id),
             None => revoked.forget_all(),
             Some(_) => {}
         });

@@ -6,8 +6,9 @@
 //!
 //! The changes come from the store: each write that changes such state tells its
 //! [`Change`]s once it committed ([`Notices::hear_store`]), so that no route, job or refresh
-//! has one to remember. A worker, which has no platform state, announces the changes of its
-//! store with [`announce`] and [`notices_of`].
+//! has one to remember. A worker, which keeps nothing of users, hears its store the same way
+//! (`Notices::of_process("worker")`), so its changes reach the other processes by the same
+//! ordered path.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -42,12 +43,20 @@ type ChangeHook = Box<dyn Fn(Option<Change>) + Send + Sync>;
 
 impl Default for Notices {
     fn default() -> Notices {
+        Notices::of_process("platform")
+    }
+}
+
+impl Notices {
+    /// The notice bus of a process of `kind` (`platform`, `worker`): its name in its notices is
+    /// `kind` and a suffix of its own.
+    pub fn of_process(kind: &str) -> Notices {
         Notices {
             changes: broadcast::channel(256).0,
             announcer: OnceLock::new(),
             queue: OnceLock::new(),
             overflowed: Arc::default(),
-            id: servio_collector::process_owner("platform"),
+            id: servio_collector::process_owner(kind),
             hooks: RwLock::default(),
         }
     }
@@ -105,13 +114,6 @@ pub fn notices_of(sender: &str, changes: &[Change]) -> Vec<String> {
         notices.extend(batched_notices(sender, run[0].word(), &users));
     }
     notices
-}
-
-/// Sends `notices` to the other processes sharing `store`, in the background and in order. A
-/// notice that fails is logged: the others see the change when what they keep expires.
-pub fn announce(store: Arc<dyn Operations>, notices: Vec<String>) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-    runtime.spawn(async move { announce_now(store.as_ref(), notices).await });
 }
 
 /// Sends `notices` through `store`, in order, logging those that fail.

@@ -245,6 +245,7 @@ pub trait Accounts: Send + Sync {
     /// pass the limit signs out the session least recently used); returns how many.
     async fn trim_sessions(&self, user_id: i64, keep: i64) -> Result<u64>;
     /// Replaces the user's password hash.
+    /// Tells [`Change::Context`].
     async fn set_password_hash(&self, user_id: i64, password_hash: &str) -> Result<()>;
     /// Deletes the user and, by cascade, everything that is theirs: sessions, API tokens, vault
     /// entries with their credentials, values, attempts, jobs, calls, claims and listings.
@@ -385,7 +386,10 @@ impl Accounts for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn set_password_hash(&self, user_id: i64, password_hash: &str) -> Result<()> {
-        self.set_user_text("UPDATE users SET password_hash = $1 WHERE id = $2", password_hash, user_id).await
+        self.set_user_text("UPDATE users SET password_hash = $1 WHERE id = $2", password_hash, user_id).await?;
+        // What is kept of the user (with each API token) holds their row.
+        self.hooks.tell(&[Change::Context(user_id)]);
+        Ok(())
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

@@ -11,7 +11,8 @@ pub enum Change {
     /// Their catalogue: a site added to or taken out of their vault, a site's manifest saved
     /// anew, an approval, the account deleted.
     Catalogue(i64),
-    /// What their calls are made with: a credential, the call log's setting, the time zone.
+    /// What their calls are made with and what they are shown of their account: a credential,
+    /// the call log's setting, the time zone, the password, a version kept against a change.
     Context(i64),
     /// New values.
     Values(i64),

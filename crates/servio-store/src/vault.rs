@@ -180,6 +180,7 @@ pub trait Vault: Send + Sync {
     async fn approve(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval>;
     /// Keeps the user's approved manifest and stops offering the changes up to `version_id`,
     /// the site's current version (guarded as [`Vault::approve`]), until the site changes again.
+    /// Tells [`Change::Context`] when kept.
     async fn keep_approved(&self, user_id: i64, site_id: i64, version_id: i64) -> Result<Approval>;
     /// Approves `judged`, a text of the site's manifest whose change from `previous` needs no
     /// approval, for every user whose approved manifest is `previous` (exactly these texts,
@@ -367,7 +368,11 @@ impl Vault for Database {
         let sql = "UPDATE vault SET kept_version = $3
                    WHERE user_id = $1 AND site_id = $2
                      AND $3 = (SELECT max(id) FROM site_versions WHERE site_id = $2)";
-        self.decide(sql, user_id, site_id, version_id).await
+        let decided = self.decide(sql, user_id, site_id, version_id).await?;
+        // What acts for the user is the same, but what they are shown of it (the vault list,
+        // the dashboard's attention) is not.
+        self.hooks.tell_if(decided == Approval::Done, &[Change::Context(user_id)]);
+        Ok(decided)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

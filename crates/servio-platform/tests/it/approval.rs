@@ -507,3 +507,23 @@ async fn tool_description(server: &Server, who: &Browser, origin: &str, tool: &s
     let found = tools["tools"].as_array().unwrap().iter().find(|t| t["tool"] == tool && t["origin"] == origin);
     found.and_then(|t| t["description"].as_str()).unwrap_or_else(|| panic!("no {tool} in {tools}")).to_owned()
 }
+
+/// Issue 43, point 2: keeping the approved version tells its change. The dashboard keeps its
+/// answer (attention included) until a change of its user: keeping sent none, so the banner
+/// asking to review the changes stayed for the cache's life after the user set them aside.
+#[tokio::test]
+async fn keeping_the_approved_version_clears_the_dashboards_attention_at_once() {
+    let (demo, servers) = common::demo_and_servers("demo-token").await;
+    for (name, server) in servers {
+        let (who, id) = with_fresh_site(&server, &demo, "demo-token", "kept", name).await;
+        edit_tools(&demo.site, |tools| tools.push(discount_tool()));
+        let site = refresh(&server, &who, id).await;
+        let (_, dashboard, _) = server.send(&who, Method::GET, "/api/dashboard", None).await;
+        assert_eq!(dashboard["attention"][0]["changes_waiting"], true, "{name}: {dashboard}");
+        let keep = json!({ "version": site["pending"]["version"] });
+        let (status, kept, _) = server.send(&who, Method::POST, &format!("/api/vault/{id}/keep"), Some(keep)).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {kept}");
+        let (_, dashboard, _) = server.send(&who, Method::GET, "/api/dashboard", None).await;
+        assert_eq!(dashboard["attention"], json!([]), "{name}: set aside, nothing waits: {dashboard}");
+    }
+}

@@ -101,18 +101,26 @@ async fn a_change_made_through_one_process_reaches_the_mcp_stream_held_by_anothe
     assert_eq!(heard.ok(), Some(true), "the holder's stream heard the change; it got: {seen:?}");
 }
 
+/// Values stored through one process (a real collection there, not a notice sent by hand:
+/// issue 43, point 2) drop the dashboard another keeps.
 #[tokio::test]
 async fn values_stored_through_one_process_drop_the_dashboard_another_keeps() {
     let Some(url) = shared_database() else { return };
-    let [keeper, collector] = two_processes(&url).await;
-    let (user_id, token) = user_and_token(&keeper, "dee-processes@example.com").await;
-    let dashboard = keeper.http.get(format!("{}/api/dashboard", keeper.base)).bearer_auth(&token).send().await.unwrap();
-    assert_eq!(dashboard.status(), StatusCode::OK);
+    let ca = servio_demo_site::LocalCa::generate(&[]).unwrap();
+    let demo = common::demo_site(&ca, "dee").await;
+    let [keeper, collector] = two_processes_trusting(&url, Some(&ca.ca_pem)).await;
+    let (dee, id) = keeper.sign_up_with_site("dee-processes@example.com", &demo.origin, "dee").await;
+    let user_id = dee.user_id.unwrap();
+    let (status, _, _) = keeper.send(&dee, Method::GET, "/api/dashboard", None).await;
+    assert_eq!(status, StatusCode::OK);
     let days = servio_platform::routes::dashboard::service::DEFAULT_DAYS;
     assert!(keeper.state.dashboards.get(user_id, &days).is_some(), "kept after the first answer");
 
-    // What the collector's hook does after a commit that stored values for the user.
-    collector.state.notices.told(&[servio_store::Change::Values(user_id)]);
+    // Collected now through the other process: its store tells the values, its notices
+    // announce them.
+    let (status, collected, _) = collector.send(&dee, Method::POST, &format!("/api/vault/{id}/collect"), None).await;
+    assert_eq!((status, collected["failed"].as_u64()), (StatusCode::OK, Some(0)), "{collected}");
+    assert!(collected["stored"].as_u64().unwrap_or_default() > 0, "{collected}");
     let started = std::time::Instant::now();
     while keeper.state.dashboards.get(user_id, &days).is_some() {
         assert!(started.elapsed() < Duration::from_secs(10), "the keeper still keeps the old dashboard");

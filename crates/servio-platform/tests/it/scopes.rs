@@ -153,3 +153,34 @@ async fn a_token_limited_to_a_site_reaches_only_its_tools() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: every site's figures: {answer}");
     }
 }
+
+/// Issue 43, point 2: each write tells its change. A token's user is kept with the token, so
+/// a password or time zone changed by a session was not seen through the token until the kept
+/// entry expired: the old password still confirmed an account token's requests, and the
+/// dashboard it read was of the old zone.
+#[tokio::test]
+async fn a_token_sees_its_users_new_password_and_zone_at_once() {
+    for (name, server) in common::servers(None).await {
+        let ana = server.sign_up(&common::email("ana", "kept-user", name)).await;
+        let account = bearer(&token(&server, &ana, "account", None).await);
+        let (status, shown, _) = server.send(&account, Method::GET, "/api/dashboard", None).await;
+        assert_eq!((status, shown["time_zone"].as_str()), (StatusCode::OK, Some("Pacific/Auckland")), "{name}");
+
+        let zone = json!({ "time_zone": "Europe/Lisbon" });
+        let (status, body, _) = server.send(&ana, Method::PUT, "/api/me/time_zone", Some(zone)).await;
+        assert!(status.is_success(), "{name}: {body}");
+        let (_, shown, _) = server.send(&account, Method::GET, "/api/dashboard", None).await;
+        assert_eq!(shown["time_zone"], "Europe/Lisbon", "{name}: the token's kept user has the new zone");
+
+        let new_password = "a new password, long enough";
+        let change = json!({ "current_password": PASSWORD, "new_password": new_password });
+        let (status, body, _) = server.send(&ana, Method::PUT, "/api/me/password", Some(change)).await;
+        assert!(status.is_success(), "{name}: {body}");
+        let again = json!({ "current_password": PASSWORD, "new_password": "yet another long password" });
+        let (status, refused, _) = server.send(&account, Method::PUT, "/api/me/password", Some(again)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: the old password no longer confirms: {refused}");
+        let right = json!({ "current_password": new_password, "new_password": "yet another long password" });
+        let (status, body, _) = server.send(&account, Method::PUT, "/api/me/password", Some(right)).await;
+        assert!(status.is_success(), "{name}: {body}");
+    }
+}
