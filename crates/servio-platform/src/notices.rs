@@ -212,6 +212,12 @@ impl Notices {
     pub fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.changes.subscribe()
     }
+
+    /// How many MCP streams listen now: what a test waits on before it makes a change a
+    /// stream must hear, rather than sleeping and hoping.
+    pub fn listeners(&self) -> usize {
+        self.changes.receiver_count()
+    }
 }
 
 /// Applies what the other processes sharing the database announce, until the store stops

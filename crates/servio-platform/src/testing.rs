@@ -82,6 +82,17 @@ pub async fn servers_with(ca_pem: Option<&str>, configure: impl Fn(&mut AppState
 }
 
 impl Server {
+    /// Waits until more than `before` MCP streams listen to this platform's notices (a session
+    /// subscribes once it heard `notifications/initialized`, after that was answered); panics
+    /// after 10 s.
+    pub async fn wait_for_listeners(&self, before: usize) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.state.notices.listeners() <= before {
+            assert!(std::time::Instant::now() < deadline, "no MCP stream started listening");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
     /// [`with_worker`] on this platform.
     pub async fn with_worker<T>(&self, work: impl std::future::Future<Output = T>) -> T {
         with_worker(&self.state, work).await

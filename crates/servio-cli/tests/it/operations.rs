@@ -194,7 +194,12 @@ async fn sigterm_under_load_loses_no_acknowledged_call_and_leaves_no_job_leased(
             }
         }));
     }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Until the clients are well under way: some calls answered, more in flight.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while acknowledged.load(Ordering::Relaxed) < 20 {
+        assert!(std::time::Instant::now() < deadline, "the clients' calls were not answered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let before_signal = acknowledged.load(Ordering::Relaxed);
     serve.terminate();
     let status = serve.exit(Duration::from_secs(30)).await;

@@ -79,11 +79,7 @@ async fn a_change_made_through_one_process_reaches_the_mcp_stream_held_by_anothe
     let Some(url) = shared_database() else { return };
     let [holder, changer] = two_processes(&url).await;
     let (user_id, token) = user_and_token(&holder, "cai-processes@example.com").await;
-    let session = common::open_session(&holder, &token).await;
-    let mut stream = common::mcp(&holder, Method::GET, &token, Some(&session)).send().await.unwrap();
-    assert_eq!(stream.status(), StatusCode::OK);
-    // Let the session hear `notifications/initialized` and subscribe to changes.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut stream = common::listen(&holder, &token).await;
 
     // What a vault change on the other process does (adding, removing or approving a site).
     changer.state.notices.told(&[servio_store::Change::Catalogue(user_id)]);

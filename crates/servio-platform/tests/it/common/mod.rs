@@ -274,11 +274,12 @@ pub async fn open_session(server: &Server, token: &str) -> String {
 /// Opens an MCP session for `token` with its event stream (`GET`), once the session has
 /// subscribed to changes.
 pub async fn listen(server: &Server, token: &str) -> reqwest::Response {
+    let before = server.state.notices.listeners();
     let session = open_session(server, token).await;
     let stream = mcp(server, Method::GET, token, Some(&session)).send().await.unwrap();
     assert_eq!(stream.status(), StatusCode::OK);
-    // Let the session hear `notifications/initialized` and subscribe to changes.
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    // The session hears `notifications/initialized` after answering it, then subscribes.
+    server.wait_for_listeners(before).await;
     stream
 }
 
