@@ -352,9 +352,9 @@ pub struct CheckPoolArgs {
 
 impl CheckPoolArgs {
     /// The collector's settings for these flags.
-    pub fn config(&self) -> servio_collector::CheckConfig {
-        let default = servio_collector::CheckConfig::default();
-        servio_collector::CheckConfig {
+    pub fn config(&self) -> servio_core::CheckConfig {
+        let default = servio_core::CheckConfig::default();
+        servio_core::CheckConfig {
             concurrency: self.check_concurrency.map_or(default.concurrency, |n| usize::try_from(n).unwrap_or(1)),
             wait: std::time::Duration::from_secs(self.check_wait),
             cache_bytes: self.check_cache_bytes,

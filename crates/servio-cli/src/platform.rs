@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use servio_client::{Client, ClientConfig, Policy};
-use servio_collector::credentials::OAuthConfig;
-use servio_collector::secrets::Secrets;
+use servio_core::credentials::OAuthConfig;
+use servio_core::secrets::Secrets;
 
 use crate::cli::PlatformArgs;
 
@@ -79,12 +79,12 @@ impl PlatformArgs {
 }
 
 /// Refuses `secrets` when they are not the key `store`'s credentials were sealed with
-/// (`servio_collector::key_check`), saying what to do; keeps the key's check value in a
+/// (`servio_core::key_check`), saying what to do; keeps the key's check value in a
 /// database that has none.
 pub async fn check_key(store: &dyn servio_store::Store, secrets: &Secrets) -> anyhow::Result<()> {
-    match servio_collector::key_check::check_key(store, secrets, servio_collector::now()).await {
+    match servio_core::key_check::check_key(store, secrets, servio_core::now()).await {
         Ok(_) => Ok(()),
-        Err(error @ servio_collector::Error::KeyMismatch) => Err(anyhow::anyhow!(
+        Err(error @ servio_core::Error::KeyMismatch) => Err(anyhow::anyhow!(
             "{error}\nhelp: start it with the key this database was used with before (SERVIO_SECRET_KEY, or \
              secret.key in the --data-dir of the process that first used it), or give it a database of its own \
              (--database-url)"

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use servio_collector::{Collector, Credentials, WorkerConfig};
+use servio_collector::{Collector, WorkerConfig};
+use servio_core::Credentials;
 use servio_platform::notices::Notices;
 
 use crate::cli::WorkerArgs;

@@ -20,8 +20,8 @@ use servio_manifest::{Metric, ValuePath};
 use servio_store::{CollectionResult, SiteRecord, User};
 
 use crate::Collector;
-use crate::credentials::Retried;
-use crate::manifests::{CheckedManifest, Refusal, Wait};
+use servio_core::credentials::Retried;
+use servio_core::manifests::{CheckedManifest, Refusal, Wait};
 
 /// What one collection came to.
 #[derive(Debug, Clone, PartialEq)]
@@ -255,7 +255,7 @@ pub fn retry_deadline(period: &Period) -> Option<jiff::Timestamp> {
 
 impl Collector {
     /// Calls `tool` with `args`, checked by its compiled validator off the async threads
-    /// ([`crate::ManifestCache::validate`]); a tool the manifest lacks, or whose schema cannot
+    /// ([`servio_core::ManifestCache::validate`]); a tool the manifest lacks, or whose schema cannot
     /// be used, fails with the reason.
     async fn call_tool(
         &self,
@@ -280,7 +280,7 @@ impl Collector {
 
     /// Calls a tool with its arguments and the user's credential, once for every metric that
     /// shares the call; writes nothing. A `401` to an OAuth token renews it once and calls
-    /// again ([`crate::Credentials::send_with_renewal`]).
+    /// again ([`servio_core::Credentials::send_with_renewal`]).
     #[tracing::instrument(
         level = "debug",
         name = "collection",

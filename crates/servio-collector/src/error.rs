@@ -1,12 +1,10 @@
 //! The collector's one error type: what failed, with the failure it came from kept as its
 //! source, and a [`kind`](Error::kind) for callers that answer differently per kind.
 
-use std::path::PathBuf;
-
 use servio_manifest::PeriodError;
 use servio_store::StoreError;
 
-/// Why collecting, a credential or the sealing key failed.
+/// Why collecting failed (a credential or the sealing key through [`Error::Core`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -54,51 +52,12 @@ pub enum Error {
     /// The manifest acting for the user has no valid brief.
     #[error("this site has no valid brief: there is nothing to collect")]
     NoBrief,
-    /// The stored credential was sealed with another key, or altered.
-    #[error("the stored credential cannot be opened with this platform's key")]
-    Unopenable,
-    /// The OAuth tokens came without a refresh token, so the access token cannot be renewed.
-    #[error("the site gave no refresh token")]
-    NoRefreshToken,
-    /// The acting manifest does not use OAuth 2.0 (any more).
-    #[error("the manifest no longer uses OAuth 2.0")]
-    NotOAuth,
-    /// The platform's public URL makes no OAuth callback URL.
-    #[error("the public URL {0:?} does not make a callback URL")]
-    CallbackUrl(String),
-    /// The authorization server did not renew the access token.
-    #[error("renewing the OAuth token failed")]
-    Renewal(#[source] servio_client::oauth::OAuthError),
-    /// The sealing key is not 64 hex digits.
-    #[error("the secret key must be 64 hex digits (32 bytes)")]
-    KeyFormat,
-    /// The key file could not be read or written.
-    #[error("{action} the key file {}", path.display())]
-    KeyFile {
-        /// `reading` or `writing`.
-        action: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The key file's content is not a key.
-    #[error("the key file {} does not hold a key", path.display())]
-    KeyFileFormat {
-        /// The file.
-        path: PathBuf,
-    },
-    /// The system gave no randomness for a new key.
-    #[error("no randomness for a new key")]
-    Randomness(#[source] std::io::Error),
-    /// The key cannot open the database's check value (or, in a database from before check
-    /// values, its oldest credential): the database's credentials were sealed with another.
-    #[error("the secret key does not match this database's: its credentials were sealed with another key")]
-    KeyMismatch,
+    /// A credential, the sealing key or the store failed in the core.
+    #[error(transparent)]
+    Core(#[from] servio_core::Error),
     /// Every manifest check was taken for longer than a request waits.
     #[error(transparent)]
-    Busy(#[from] crate::manifests::Busy),
+    Busy(#[from] servio_core::Busy),
 }
 
 /// What kind of failure an [`Error`] is, for callers that answer differently.
@@ -119,7 +78,7 @@ pub enum ErrorKind {
     TooLarge,
     /// A backfill would pass the user's limit in flight: it may be asked again later.
     AtLimit,
-    /// The platform is busy checking manifests: try again after the [`crate::manifests::Busy`]'s
+    /// The platform is busy checking manifests: try again after the [`servio_core::Busy`]'s
     /// `retry_after`.
     Busy,
 }
@@ -133,13 +92,11 @@ impl Error {
             Error::TooManyPeriods { .. } => ErrorKind::TooLarge,
             Error::BackfillsInFlight { .. } => ErrorKind::AtLimit,
             Error::Zone { .. } | Error::Period(_) => ErrorKind::Period,
-            Error::Unopenable | Error::NoRefreshToken | Error::NotOAuth | Error::Renewal(_) => ErrorKind::Credential,
-            Error::CallbackUrl(_)
-            | Error::KeyFormat
-            | Error::KeyFile { .. }
-            | Error::KeyFileFormat { .. }
-            | Error::Randomness(_)
-            | Error::KeyMismatch => ErrorKind::Configuration,
+            Error::Core(error) => match error.kind() {
+                servio_core::ErrorKind::Store => ErrorKind::Store,
+                servio_core::ErrorKind::Credential => ErrorKind::Credential,
+                _ => ErrorKind::Configuration,
+            },
             Error::Busy(_) => ErrorKind::Busy,
         }
     }
@@ -150,12 +107,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_chain_says_each_cause_once() {
-        let error = Error::KeyFile {
+    fn a_core_failure_keeps_its_kind_and_says_each_cause_once() {
+        let error = Error::from(servio_core::Error::KeyFile {
             action: "reading",
-            path: PathBuf::from("secret.key"),
+            path: std::path::PathBuf::from("secret.key"),
             source: std::io::Error::other("permission denied"),
-        };
+        });
         assert_eq!(servio_client::error_chain(&error), "reading the key file secret.key: permission denied");
         assert_eq!(error.kind(), ErrorKind::Configuration);
         let store = Error::Store(StoreError::Conflict("that email"));

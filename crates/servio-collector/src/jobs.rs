@@ -24,9 +24,9 @@ use tracing::Instrument;
 
 use crate::calls::{MAX_IN_FLIGHT, at_most};
 use crate::collect::{Bearer, DEADLINE, Reading, Summary, ToolAsk, args_of, shared_calls};
-use crate::manifests::{CheckedManifest, Wait};
 use crate::plan::{Planner, due_periods_at_most, next_retry, periods_between, settle_delay};
 use crate::{Collector, Error};
+use servio_core::manifests::{CheckedManifest, Wait};
 
 /// How a worker works.
 #[derive(Debug, Clone)]
@@ -968,7 +968,7 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
             let context = contexts[&(user_id, site_id)].clone();
             let task = call(collector.clone(), context, group, (permit, ahead), results.clone(), cut.clone());
             // Its argument validations take the user's turn in the shared check pool.
-            tokio::spawn(crate::fair::owned_by(Some(user_id), task).in_current_span());
+            tokio::spawn(servio_core::fair::owned_by(Some(user_id), task).in_current_span());
         }
     }
     // Unblocks the leaser if it waits to hand over a batch, and drops that batch.
@@ -1194,10 +1194,10 @@ mod tests {
     use servio_store::{JobLease, NewJob, Store};
 
     use super::*;
-    use crate::Credentials;
     use crate::collect::{CollectionOutcome, Reading};
-    use crate::credentials::OAuthConfig;
-    use crate::secrets::Secrets;
+    use servio_core::Credentials;
+    use servio_core::credentials::OAuthConfig;
+    use servio_core::secrets::Secrets;
 
     fn collector(store: Arc<dyn Store>) -> Collector {
         let client = Client::new(ClientConfig::default()).unwrap();

@@ -4,7 +4,8 @@
 //! ```no_run
 //! # async fn example(store: std::sync::Arc<dyn servio_store::Store>, client: servio_client::Client) {
 //! use std::sync::Arc;
-//! use servio_collector::{Collector, Credentials, WorkerConfig, credentials::OAuthConfig, secrets::Secrets};
+//! use servio_collector::{Collector, WorkerConfig};
+//! use servio_core::{Credentials, credentials::OAuthConfig, secrets::Secrets};
 //!
 //! let secrets = Arc::new(Secrets::from_key(&[7; 32]));
 //! let credentials = Credentials::new(store.clone(), client.clone(), secrets, Arc::new(OAuthConfig::default()));
@@ -19,25 +20,16 @@
 //! - [`collect`]: one collection ([`collect::Reading`]); [`jobs`]: collection as jobs shared
 //!   by many processes (`servio worker`, `servio serve`'s scheduler), backfills queued and
 //!   waited for included.
-//! - [`credentials`]: the [`Credentials`] service, the one place credentials are sealed, stored,
-//!   opened and their OAuth tokens renewed (with the 401-renew-once rule); [`secrets`]: the
-//!   sealing key; [`key_check`]: whether a key is the one the database's credentials need.
-//! - [`manifests`]: the one cache of checked manifests, shared with the gateway and dashboard,
-//!   its checks served to users in turn ([`fair`]); [`approval`]: which manifest acts for a user.
+//! - It calls sites with the credentials, and reads the manifests that act for each user, of
+//!   `servio-core` (the `Credentials` service, the manifest cache, approval).
 //! - [`Error`]: the crate's one error type.
 #![deny(missing_docs)]
 
-pub mod approval;
 mod calls;
 pub mod collect;
-pub mod credentials;
 pub mod error;
-pub mod fair;
 pub mod jobs;
-pub mod key_check;
-pub mod manifests;
 pub mod plan;
-pub mod secrets;
 
 /// A lease owner's name for this process: `prefix`, the process id and four random bytes, so
 /// that processes on different machines with the same id never share a name (a stopping
@@ -50,21 +42,15 @@ pub fn process_owner(prefix: &str) -> String {
     format!("{prefix}-{}-{suffix}", std::process::id())
 }
 
-/// Seconds since the Unix epoch: the clock of the store's timestamps, for the collector and the
-/// platform alike.
-pub fn now() -> i64 {
-    jiff::Timestamp::now().as_second()
-}
-
 use std::sync::Arc;
 
 use servio_client::Client;
+use servio_core::manifests::{self, CheckConfig, ManifestCache};
+use servio_core::{Credentials, approval};
 use servio_store::Store;
 
-pub use credentials::Credentials;
 pub use error::{Error, ErrorKind};
 pub use jobs::{BackfillLimits, Backfilled, WorkerConfig};
-pub use manifests::{Busy, CheckConfig, ManifestCache};
 
 /// Collects: what `servio worker` runs, and what the platform's collect-now, backfill and
 /// scheduler call. Cloning is cheap (shared parts).

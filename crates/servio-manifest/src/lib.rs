@@ -219,7 +219,7 @@ pub fn check_or_abandon(source: &[u8], options: &CheckOptions) -> Result<Report,
     let mut pattern_steps = schema::PatternSteps::of_a_check(options.abandon.clone());
     let validate::Validated { manifest, tools } =
         validate::validate(&document, options.site.as_ref(), &mut errors, &mut warnings, &mut pattern_steps);
-    lints::hidden_text::check(&document, &mut warnings);
+    lints::hidden_text::check(&document, &options.abandon, &mut warnings);
     let mut brief_errors = Vec::new();
     let (brief_status, brief) = match document.get("brief") {
         None => (BriefStatus::Absent, None),

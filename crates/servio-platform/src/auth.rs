@@ -162,7 +162,7 @@ pub async fn resolve(state: &AppState, presented: Presented<'_>) -> Result<Optio
     let caller = resolve_presented(state, presented).await?;
     if let Some(caller) = &caller {
         // The shared check pool serves this request in its user's turn.
-        servio_collector::fair::set_owner(caller.user.id);
+        servio_core::fair::set_owner(caller.user.id);
     }
     Ok(caller)
 }

@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 use servio_client::oauth::{OAuthSite, StartedAuthorization};
-pub use servio_collector::credentials::{OAuthConfig, oauth_site};
+pub use servio_core::credentials::{OAuthConfig, oauth_site};
 use servio_store::StartedConnect;
 
 use crate::AppState;

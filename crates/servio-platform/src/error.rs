@@ -43,7 +43,7 @@ pub enum ApiError {
     Busy,
     /// Every manifest check was taken for longer than a request waits.
     #[error("{0}")]
-    ChecksBusy(servio_collector::Busy),
+    ChecksBusy(servio_core::Busy),
     /// An API token asked for what its scope does not grant (interpretation §10).
     #[error("{}", scope_message(*needed, *granted))]
     Scope {
@@ -97,6 +97,7 @@ impl From<servio_collector::Error> for ApiError {
     fn from(error: servio_collector::Error) -> ApiError {
         match error {
             servio_collector::Error::Store(error) => ApiError::from(error),
+            servio_collector::Error::Core(error) => ApiError::from(error),
             servio_collector::Error::Busy(busy) => ApiError::ChecksBusy(busy),
             error if error.kind() == servio_collector::ErrorKind::NothingToCollect => {
                 ApiError::BadRequest(error.to_string())
@@ -108,8 +109,17 @@ impl From<servio_collector::Error> for ApiError {
     }
 }
 
-impl From<servio_collector::Busy> for ApiError {
-    fn from(busy: servio_collector::Busy) -> ApiError {
+impl From<servio_core::Error> for ApiError {
+    fn from(error: servio_core::Error) -> ApiError {
+        match error {
+            servio_core::Error::Store(error) => ApiError::from(error),
+            error => ApiError::Internal(Box::new(error)),
+        }
+    }
+}
+
+impl From<servio_core::Busy> for ApiError {
+    fn from(busy: servio_core::Busy) -> ApiError {
         ApiError::ChecksBusy(busy)
     }
 }

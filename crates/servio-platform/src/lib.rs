@@ -35,9 +35,10 @@ pub mod upkeep;
 use std::sync::Arc;
 
 use axum::Router;
-pub use servio_collector::approval;
-use servio_collector::secrets::Secrets;
-use servio_collector::{Collector, Credentials};
+use servio_collector::Collector;
+use servio_core::Credentials;
+pub use servio_core::approval;
+use servio_core::secrets::Secrets;
 use servio_store::Store;
 
 /// What every handler can reach.
@@ -124,14 +125,7 @@ impl AppState {
         secrets: Secrets,
         oauth: connect::OAuthConfig,
     ) -> AppState {
-        AppState::with_limits(
-            store,
-            client,
-            secrets,
-            oauth,
-            servio_collector::CheckConfig::default(),
-            CacheBytes::default(),
-        )
+        AppState::with_limits(store, client, secrets, oauth, servio_core::CheckConfig::default(), CacheBytes::default())
     }
 
     /// [`AppState::new`], checking manifests and validating arguments as `checks` says (how
@@ -142,7 +136,7 @@ impl AppState {
         client: servio_client::Client,
         secrets: Secrets,
         oauth: connect::OAuthConfig,
-        checks: servio_collector::CheckConfig,
+        checks: servio_core::CheckConfig,
         cache_bytes: CacheBytes,
     ) -> AppState {
         let oauth = Arc::new(oauth);
@@ -225,12 +219,12 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Runs each request in a scope of its own, whose user [`auth::resolve`] names once known: the
-/// shared check pool serves users in turn by it ([`servio_collector::fair`]).
+/// shared check pool serves users in turn by it ([`servio_core::fair`]).
 async fn owned_by_caller(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
-    servio_collector::fair::owned_by(None, next.run(request)).await
+    servio_core::fair::owned_by(None, next.run(request)).await
 }
 
-pub use servio_collector::now;
+pub use servio_core::now;
 
 /// The platform's listener with Nagle's algorithm off on every connection: MCP answers are
 /// server-sent events written in several pieces, and Nagle's algorithm with the client's

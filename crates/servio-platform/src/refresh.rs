@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use servio_client::discovery::{Discovered, Refreshed};
-use servio_collector::Busy;
-use servio_collector::manifests::Wait;
+use servio_core::Busy;
+use servio_core::manifests::Wait;
 use servio_store::{SiteRecord, StoreError};
 use url::Url;
 

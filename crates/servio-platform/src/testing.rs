@@ -8,8 +8,8 @@ use std::sync::Arc;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use servio_client::{Client, ClientConfig};
-use servio_collector::credentials::OAuthConfig;
-use servio_collector::secrets::Secrets;
+use servio_core::credentials::OAuthConfig;
+use servio_core::secrets::Secrets;
 use servio_store::Store;
 
 use crate::{AppState, router};
@@ -275,7 +275,7 @@ pub async fn seed_collections(
     for (i, name) in seed.zones.iter().enumerate() {
         let user = store.create_user(&format!("seed-{i}@example.com"), "not a hash", name, 0).await?;
         store.add_to_vault(user.id, site.id, 0).await?;
-        let sealed = secrets.seal(seed.token.as_bytes(), &servio_collector::secrets::credential_aad(user.id, site.id));
+        let sealed = secrets.seal(seed.token.as_bytes(), &servio_core::secrets::credential_aad(user.id, site.id));
         store.set_credential(user.id, site.id, Some(&sealed)).await?;
         let tz = zone(name)?;
         // Two days back in the user's zone is due everywhere (a day's end plus an hour).

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use servio_collector::credentials::Credential;
+use servio_core::credentials::Credential;
 use servio_demo_site::LocalCa;
 use servio_store::Change;
 

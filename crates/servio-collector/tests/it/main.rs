@@ -5,4 +5,3 @@ mod collect;
 mod common;
 mod credentials;
 mod in_flight;
-mod key_check;

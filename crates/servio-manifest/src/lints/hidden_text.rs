@@ -20,11 +20,20 @@ crate::rules::fixture_test!("hidden_text.json", HiddenText);
 /// How much of what a run spells a warning quotes: enough to read its intent.
 const QUOTED: usize = 120;
 
-/// Warns at every string and member name of `document` that holds hidden characters.
-pub(crate) fn check(document: &Value, warnings: &mut Vec<Diagnostic>) {
+/// How many values the walk looks at between two looks at its [`crate::Abandon`].
+const BETWEEN_LOOKS: usize = 4096;
+
+/// Warns at every string and member name of `document` that holds hidden characters; stops
+/// early once `abandon` is set (the check is given up then, and its warnings with it).
+pub(crate) fn check(document: &Value, abandon: &crate::Abandon, warnings: &mut Vec<Diagnostic>) {
     // An explicit stack: nesting is bounded by the parser, but not by much.
     let mut stack = vec![(Pointer::root(), document)];
+    let mut seen = 0usize;
     while let Some((at, value)) = stack.pop() {
+        seen += 1;
+        if seen.is_multiple_of(BETWEEN_LOOKS) && abandon.is_set() {
+            return;
+        }
         match value {
             Value::String(text) => {
                 if let Some(what) = hidden::summary(text) {

@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use serde_json::Value;
 use servio_client::CallError;
-use servio_collector::credentials::{Renewal, Retried};
-use servio_collector::manifests::{CheckedManifest, Refusal, Wait};
+use servio_core::credentials::{Renewal, Retried};
+use servio_core::manifests::{CheckedManifest, Refusal, Wait};
 use servio_manifest::schema::ArgumentError;
 use servio_store::{Grant, ToolCall, User, VaultEntry};
 
@@ -44,7 +44,7 @@ pub enum Failure {
     UnusableSchema(String),
     /// No manifest check or argument validation was free for as long as a call waits: try
     /// again after its `retry_after`.
-    Busy(servio_collector::Busy),
+    Busy(servio_core::Busy),
     /// The user made more gateway calls, or logged more bytes with them, than the limits let
     /// through (`ThrottleConfig::gateway_calls_per_user`, `gateway_log_bytes_per_user`):
     /// nothing was done or logged.
@@ -228,7 +228,7 @@ async fn call_found(
     // In the user's turn in the shared check pool: an MCP call runs in rmcp's task, outside the
     // request's scope.
     let validation = state.collector.manifests().validate(parsed, index, args, Wait::Bounded);
-    match servio_collector::fair::owned_by(Some(user.id), validation).await {
+    match servio_core::fair::owned_by(Some(user.id), validation).await {
         Ok(()) => {}
         Err(Refusal::Unusable(reason)) => return Err(Failure::UnusableSchema(reason)),
         Err(Refusal::Invalid(problems)) => return Err(Failure::InvalidArguments(problems)),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use servio_collector::manifests::{CheckedManifest, Wait};
+use servio_core::manifests::{CheckedManifest, Wait};
 use servio_manifest::Site;
 use servio_store::{User, VaultEntry};
 

@@ -3,7 +3,7 @@
 //!
 //! The MCP endpoint ([`crate::mcp`]), `servio mcp` and the HTTP API (`/api/tools`) all go
 //! through [`catalogue()`] and [`call()`]. Checked manifests and compiled argument validators come
-//! from the collector's [`servio_collector::ManifestCache`] (by site and manifest text), so a
+//! from the collector's [`servio_core::ManifestCache`] (by site and manifest text), so a
 //! call costs no parse and no schema compilation; each
 //! user's catalogue and log setting are kept for [`CONTEXT_TTL`] (dropped at once when this
 //! process changes them, so only another process's change can take that long to show), at most

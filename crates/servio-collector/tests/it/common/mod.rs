@@ -5,9 +5,10 @@
 use std::sync::Arc;
 
 use servio_client::{Client, ClientConfig};
-use servio_collector::credentials::{Credential, OAuthConfig};
-use servio_collector::secrets::Secrets;
-use servio_collector::{Collector, Credentials};
+use servio_collector::Collector;
+use servio_core::Credentials;
+use servio_core::credentials::{Credential, OAuthConfig};
+use servio_core::secrets::Secrets;
 use servio_store::{FetchedManifest, Store, User, VaultEntry};
 
 /// The demo site over HTTPS on a loopback port of its own, with bearer authentication.

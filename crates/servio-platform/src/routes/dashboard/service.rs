@@ -10,8 +10,8 @@ use std::sync::Arc;
 use jiff::civil::Date;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use servio_collector::manifests::{CheckedManifest, Wait};
 use servio_collector::plan::Planner;
+use servio_core::manifests::{CheckedManifest, Wait};
 use servio_store::VaultEntry;
 use utoipa::ToSchema;
 

@@ -120,7 +120,7 @@ pub(crate) async fn health(state: &AppState, user_id: i64, id: i64, window: &Win
 
 /// The metric keys of the site's current manifest's brief, in order.
 async fn brief_keys(state: &AppState, site: &servio_store::SiteRecord) -> Result<Vec<String>, ApiError> {
-    let wait = servio_collector::manifests::Wait::Bounded;
+    let wait = servio_core::manifests::Wait::Bounded;
     let checked = state.collector.manifests().get(&site.origin, &site.manifest, wait).await?;
     let brief = checked.as_ref().and_then(|checked| checked.brief.as_ref());
     Ok(brief.map(|brief| brief.metrics.iter().map(|m| m.key.clone()).collect()).unwrap_or_default())

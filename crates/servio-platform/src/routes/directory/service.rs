@@ -174,7 +174,7 @@ pub(crate) async fn verify_claim(state: &AppState, user_id: i64, id: i64) -> Res
         .map_err(|e| ApiError::Unprocessable(json!({ "error": e.to_string() })))?;
     let fetched = fetched_manifest(&claim.origin, &found)?;
     let manifests = state.collector.manifests();
-    let checked = manifests.text(&claim.origin, fetched.manifest, servio_collector::manifests::Wait::Bounded).await?;
+    let checked = manifests.text(&claim.origin, fetched.manifest, servio_core::manifests::Wait::Bounded).await?;
     let report = &checked.report;
     let Some(manifest) = &report.manifest else {
         return Err(ApiError::Unprocessable(

@@ -403,7 +403,7 @@ async fn connect(State(state): State<AppState>, Id(id): Id, posted: PageForm<NoF
     let entry = service::entry(&state, user.user.id, id).await?;
     // The approved manifest names the endpoints: a new `authorization_url` or `token_url`
     // waits for the user's approval like any other change of endpoint.
-    let acting = state.collector.acting(&entry, servio_collector::manifests::Wait::Bounded).await?;
+    let acting = state.collector.acting(&entry, servio_core::manifests::Wait::Bounded).await?;
     let site =
         match acting.as_ref().and_then(|m| crate::connect::oauth_site(&state.oauth, &entry.site.origin, &m.manifest)) {
             Some(site) => site.map_err(ApiError::internal)?,
@@ -437,7 +437,7 @@ async fn oauth_callback(
     let tokens = servio_client::oauth::finish(&state.client, &started.site, started.pending, &callback)
         .await
         .map_err(|error| ApiError::BadRequest(error.to_string()))?;
-    let credential = servio_collector::credentials::Credential::OAuth(tokens);
+    let credential = servio_core::credentials::Credential::OAuth(tokens);
     let stored = state.credentials().set_credential(user.user.id, started.site_id, &credential).await?;
     if !stored {
         return Err(ApiError::NotFound);

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 use servio_client::DiscoveryError;
-use servio_collector::manifests::{CheckedManifest, CheckedText, VersionError, Wait};
+use servio_core::manifests::{CheckedManifest, CheckedText, VersionError, Wait};
 use servio_manifest::diff::{TextPart, ToolChange, words};
 use servio_manifest::hidden;
 use servio_manifest::report_json::to_json;
@@ -20,7 +20,7 @@ use crate::approval::{Unapproved, Waiting, acting_manifest, still_offered};
 use crate::error::ApiError;
 use crate::shared::discovered::{discover, fetched_manifest, stored_origin};
 use crate::{AppState, now};
-use servio_collector::credentials::Credential as SiteCredential;
+use servio_core::credentials::Credential as SiteCredential;
 
 /// A site to add.
 #[derive(Debug, Deserialize, ToSchema)]

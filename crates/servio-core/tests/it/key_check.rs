@@ -2,9 +2,9 @@
 //! another key than the one its database's credentials were sealed with started, then failed
 //! every job with a misleading "renewing the OAuth token failed".
 
-use servio_collector::key_check::{KeyCheck, check_key};
-use servio_collector::secrets::{Secrets, credential_aad};
-use servio_collector::{Error, now};
+use servio_core::key_check::{KeyCheck, check_key};
+use servio_core::secrets::{Secrets, credential_aad};
+use servio_core::{Error, now};
 use servio_store::FetchedManifest;
 
 fn key(byte: u8) -> Secrets {
