@@ -52,6 +52,10 @@ pub enum ApiError {
         /// The token's.
         granted: servio_store::Scope,
     },
+    /// Signed in, but this way of asking may not do this (an `account` token asked for with an
+    /// API token); says what to do instead.
+    #[error("{0}")]
+    Forbidden(String),
     /// Not there, or not yours (the two are not told apart).
     #[error("not found")]
     NotFound,
@@ -160,7 +164,9 @@ impl ApiError {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized | ApiError::WrongCredentials => StatusCode::UNAUTHORIZED,
-            ApiError::Csrf | ApiError::CrossSite | ApiError::Scope { .. } => StatusCode::FORBIDDEN,
+            ApiError::Csrf | ApiError::CrossSite | ApiError::Scope { .. } | ApiError::Forbidden(_) => {
+                StatusCode::FORBIDDEN
+            }
             ApiError::TooManyRequests { .. } | ApiError::TooSoon { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Busy | ApiError::ChecksBusy(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::NotFound => StatusCode::NOT_FOUND,

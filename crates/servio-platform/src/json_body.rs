@@ -74,6 +74,54 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     })
 }
 
+/// Reads an integer field of a body as JSON writes integers: `81705`, never `81705.0` or
+/// `8.1705e4`, and within 64 bits: `#[serde(deserialize_with = "crate::json_body::integer")]`.
+/// JSON Schema counts `81705.0` as an integer, so a client built from the OpenAPI document may
+/// send one; serde's own refusal ("invalid type: floating point") did not say what to write
+/// instead, and this one does.
+pub fn integer<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    deserializer.deserialize_i64(Integer)
+}
+
+/// [`integer`] for each item of an optional list (left out or `null`: `None`).
+pub fn integers<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<i64>>, D::Error> {
+    #[derive(serde::Deserialize)]
+    struct Item(#[serde(deserialize_with = "integer")] i64);
+    let list: Option<Vec<Item>> = serde::Deserialize::deserialize(deserializer)?;
+    Ok(list.map(|items| items.into_iter().map(|Item(value)| value).collect()))
+}
+
+/// The visitor of [`integer`].
+struct Integer;
+
+impl serde::de::Visitor<'_> for Integer {
+    type Value = i64;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("an integer")
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<i64, E> {
+        Ok(value)
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<i64, E> {
+        i64::try_from(value).map_err(|_| E::custom(format_args!("{value} is past the largest integer, {}", i64::MAX)))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<i64, E> {
+        // Whole and within 64 bits: say how to write it; `as` cannot overflow below 2^63.
+        let whole = value.fract() == 0.0 && value.abs() < 9.2e18;
+        Err(match whole {
+            true => E::custom(format_args!(
+                "{value:?} is not an integer as this API reads one: write integers without a fraction or exponent ({})",
+                value as i64
+            )),
+            false => E::custom(format_args!("{value:?} is not an integer: an integer is expected here")),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +168,45 @@ mod tests {
         ];
         for (body, want) in cases {
             assert_eq!(error_of(body), want, "{body:?}");
+        }
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Decision {
+        #[serde(deserialize_with = "integer")]
+        version: i64,
+        #[serde(default, deserialize_with = "integers")]
+        sites: Option<Vec<i64>>,
+    }
+
+    /// Regression (issue 42, point 10): `{"version": 81705.0}` is an integer to JSON Schema, and
+    /// was refused as "invalid type: floating point" without saying what to write.
+    #[test]
+    fn integers_are_read_as_integers_and_a_float_is_refused_saying_so() {
+        let decision: Decision = parse(br#"{"version": 81705, "sites": [1, 2]}"#).unwrap();
+        assert_eq!((decision.version, decision.sites), (81705, Some(vec![1, 2])));
+        assert_eq!(parse::<Decision>(br#"{"version": -3, "sites": null}"#).unwrap().sites, None);
+        let cases = [
+            (
+                r#"{"version": 81705.0}"#,
+                "81705.0 is not an integer as this API reads one: write integers without a fraction or exponent (81705)",
+            ),
+            (
+                r#"{"version": 8e4}"#,
+                "80000.0 is not an integer as this API reads one: write integers without a fraction or exponent (80000)",
+            ),
+            (r#"{"version": 1.5}"#, "1.5 is not an integer: an integer is expected here"),
+            (
+                r#"{"version": 9223372036854775808}"#,
+                "9223372036854775808 is past the largest integer, 9223372036854775807",
+            ),
+            (r#"{"version": 1, "sites": [2.0]}"#, "2.0 is not an integer as this API reads one"),
+            (r#"{"version": "1"}"#, "invalid type: string \"1\", expected an integer"),
+        ];
+        for (body, want) in cases {
+            let refused = parse::<Decision>(body.as_bytes()).unwrap_err().to_string();
+            assert!(refused.starts_with("the body is JSON but not what this route takes: "), "{body}: {refused}");
+            assert!(refused.contains(want), "{body}: {refused}");
         }
     }
 }

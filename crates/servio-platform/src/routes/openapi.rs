@@ -8,8 +8,9 @@ use std::sync::LazyLock;
 use axum::http::Method;
 use axum::http::header;
 use axum::response::IntoResponse;
+use utoipa::openapi::header::Header;
 use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn};
-use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 use utoipa::openapi::security::{
     ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
@@ -55,7 +56,7 @@ impl Modify for SecuritySchemes {
 /// or `{name}` has that parameter, and `{id}` may answer `404` (not there, not yours, or not a
 /// 64-bit integer: [`crate::params::Params`]); a route that reads a JSON body may refuse it
 /// (`400`, `413`, `415`: [`crate::json_body::JsonBody`]), and one with query parameters may
-/// refuse them (`400`).
+/// refuse them (`400`). A `429` or `503` refusal says when to try again (`Retry-After`).
 struct Conventions;
 
 impl Modify for Conventions {
@@ -94,7 +95,8 @@ impl Modify for Conventions {
                     refusal(operation, "403", forbidden);
                 }
                 if path.contains("{id}") {
-                    parameter(operation, "id", Type::Integer, "The id of what the path names, as its list gives it");
+                    let description = "The id of what the path names, as its list gives it";
+                    parameter(operation, ("id", Type::Integer, None), description);
                     refusal(operation, "404", "Not there, not yours, or not an id");
                 }
                 if operation.request_body.is_some() {
@@ -115,15 +117,33 @@ impl Modify for Conventions {
                     );
                 }
                 if path.contains("{name}") {
-                    parameter(
-                        operation,
-                        "name",
-                        Type::String,
-                        "The tool's prefixed name, as `GET /api/tools` lists it",
-                    );
+                    // A NUL is refused (`400`) before the catalogue is looked at.
+                    let description = "The tool's prefixed name, as `GET /api/tools` lists it (without NUL)";
+                    parameter(operation, ("name", Type::String, Some(r"^[^\x00]+$")), description);
                 }
+                retry_after(operation);
             }
         }
+    }
+}
+
+/// Says `Retry-After` on each refusal in the API's error body that passes with time (`429`,
+/// `503`): [`crate::error::ApiError::retry_after`] and the gateway's refusals always send it.
+fn retry_after(operation: &mut Operation) {
+    let is_error_body = |response: &Response| {
+        response.content.values().any(|content| {
+            matches!(content, RefOr::T(content) if content.schema == Some(RefOr::Ref(Ref::from_schema_name("ErrorBody"))))
+        })
+    };
+    for (status, response) in operation.responses.responses.iter_mut() {
+        let RefOr::T(response) = response else { continue };
+        if !matches!(status.as_str(), "429" | "503") || !is_error_body(response) {
+            continue;
+        }
+        let schema = ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1));
+        let mut header = Header::new(schema);
+        header.description = Some("Seconds to wait before trying again".into());
+        response.headers.insert("Retry-After".into(), RefOr::T(header));
     }
 }
 
@@ -153,8 +173,8 @@ fn refusal(operation: &mut Operation, status: &str, description: &str) {
     operation.responses.responses.entry(status.to_owned()).or_insert(RefOr::T(response));
 }
 
-/// Adds a required path parameter.
-fn parameter(operation: &mut Operation, name: &str, kind: Type, description: &str) {
+/// Adds a required path parameter: its name, type and pattern.
+fn parameter(operation: &mut Operation, (name, kind, pattern): (&str, Type, Option<&str>), description: &str) {
     // An id is read as an `i64`; anything else names nothing (`404`).
     let format = (kind == Type::Integer).then_some(SchemaFormat::KnownFormat(KnownFormat::Int64));
     let parameter = ParameterBuilder::new()
@@ -162,7 +182,7 @@ fn parameter(operation: &mut Operation, name: &str, kind: Type, description: &st
         .parameter_in(ParameterIn::Path)
         .required(Required::True)
         .description(Some(description))
-        .schema(Some(ObjectBuilder::new().schema_type(kind).format(format)))
+        .schema(Some(ObjectBuilder::new().schema_type(kind).format(format).pattern(pattern)))
         .build();
     operation.parameters.get_or_insert_with(Vec::new).push(RefOr::T(parameter));
 }

@@ -104,7 +104,7 @@ async fn an_ai_token_calls_tools_and_cannot_approve_or_mint() {
         let account = bearer(&token(&server, &owner, "account", None).await);
         let body = json!({ "name": "acct 2", "scope": "account", "password": PASSWORD });
         let (status, answer, _) = server.send(&account, Method::POST, "/api/tokens", Some(body)).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: an account token makes no account token: {answer}");
+        assert_eq!(status, StatusCode::FORBIDDEN, "{name}: an account token makes no account token: {answer}");
         let (status, answer, _) =
             server.send(&account, Method::POST, "/api/tokens", Some(json!({ "name": "x" }))).await;
         assert_eq!(status, StatusCode::CREATED, "{name}: {answer}");

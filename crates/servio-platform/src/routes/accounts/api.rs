@@ -55,7 +55,8 @@ enum Refused {
     Busy(ErrorBody),
 }
 
-/// How a route that checks the current password refuses before checking it.
+/// How a route that checks the current password refuses before checking it (a password change,
+/// an account deletion, an `account` token).
 #[derive(utoipa::IntoResponses)]
 #[expect(dead_code, reason = "documents responses that ApiError makes")]
 enum PasswordRefused {
@@ -134,8 +135,10 @@ async fn list_tokens(api: Api) -> Result<Json<TokenList>, ApiError> {
 #[utoipa::path(post, path = "/api/tokens", request_body = NewToken, responses(
     (status = 201, description = "The token, shown this once", body = IssuedToken),
     (status = 400, description = "A bad name, a site not in the vault, or a wrong password for an `account` token", body = ErrorBody),
-    (status = 403, description = "An `account` token asked for by anything but a signed-in session", body = ErrorBody),
+    (status = 403, description = "An `account` token asked for with an API token (only a signed-in session makes one), \
+                                  or an API token whose scope does not reach this route", body = ErrorBody),
     (status = 409, description = "As many tokens as one user may have (100 by default): revoke one first", body = ErrorBody),
+    PasswordRefused,
 ))]
 async fn create_token(api: Api, JsonBody(form): JsonBody<NewToken>) -> Result<Response, ApiError> {
     let issued = service::issue_token(&api.state, (&api.user, &api.via), &form).await?;

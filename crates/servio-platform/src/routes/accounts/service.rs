@@ -69,10 +69,13 @@ pub struct SessionView {
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct SignUp {
     /// The email to sign in with.
+    #[schema(format = Email, max_length = 254)]
     pub email: String,
-    /// At least 10 characters.
+    /// 10 to 1024 characters.
+    #[schema(min_length = 10, max_length = 1024)]
     pub password: String,
     /// An IANA time zone, such as `Europe/Berlin`.
+    #[schema(min_length = 1)]
     pub time_zone: String,
 }
 
@@ -80,6 +83,7 @@ pub struct SignUp {
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct SignIn {
     /// The email signed up with.
+    #[schema(format = Email)]
     pub email: String,
     /// The password.
     pub password: String,
@@ -89,23 +93,26 @@ pub struct SignIn {
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 pub struct TimeZone {
     /// An IANA time zone, such as `Pacific/Auckland`.
+    #[schema(min_length = 1)]
     pub time_zone: String,
 }
 
 /// A name for a new API token.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct NewToken {
-    /// 1 to 100 characters, to tell tokens apart.
-    #[schema(min_length = 1, max_length = 100)]
+    /// 1 to 100 characters, to tell tokens apart: not only spaces (surrounding ones are
+    /// trimmed), without NUL.
+    #[schema(min_length = 1, max_length = 100, pattern = r"^[^\x00]*[^\s\x00][^\x00]*$")]
     pub name: String,
     /// What the token may do: `ai` (the default: list and call the approved tools, read the
     /// figures), `read` (the figures only) or `account` (the account API as well; made only from
     /// a signed-in session, with `password`).
     #[serde(default)]
     pub scope: TokenScope,
-    /// The vault sites (by id) the token is limited to; every site when left out.
-    #[serde(default)]
-    #[schema(max_items = 100)]
+    /// The vault sites (by id) the token is limited to, 1 to 100 of them; every site when left
+    /// out.
+    #[serde(default, deserialize_with = "crate::json_body::integers")]
+    #[schema(min_items = 1, max_items = 100)]
     pub sites: Option<Vec<i64>>,
     /// The account's password, required for an `account` token.
     #[serde(default)]
@@ -386,11 +393,18 @@ pub(crate) async fn issue_token(
     let sites = token_sites(state, user.id, form.sites.as_deref()).await?;
     if form.scope == TokenScope::Account {
         if !matches!(via, Via::Session { .. }) {
-            return Err(bad("scope", "`ai` or `read` here: an `account` token is made only from a signed-in session"));
+            return Err(ApiError::Forbidden(
+                "an `account` token is made only from a signed-in session: ask for `ai` or `read` here".into(),
+            ));
         }
         let password = form.password.as_deref().filter(|p| !p.is_empty());
         let password = password.ok_or_else(|| bad("password", "your password, to make an `account` token"))?;
-        confirm_password(state, user, password).await.map_err(|_| bad("password", "your current password"))?;
+        // Only a wrong password is one: past the account's checks (`429`) or with none free
+        // (`503`), the refusal says so, and when to try again.
+        confirm_password(state, user, password).await.map_err(|error| match error {
+            ApiError::BadRequest(_) => bad("password", "your current password"),
+            other => other,
+        })?;
     }
     let grant = Grant { scope: form.scope.into(), sites };
     let token = new_token("svt_").map_err(ApiError::internal)?;
@@ -502,7 +516,8 @@ async fn end_api_tokens(
 pub struct PasswordChange {
     /// The password now.
     pub current_password: String,
-    /// The new password, at least 10 characters.
+    /// The new password, 10 to 1024 characters.
+    #[schema(min_length = 10, max_length = 1024)]
     pub new_password: String,
     /// Also revoke every API token (whoever knew the old password may have made one); by
     /// default they keep working, and the answer lists them.

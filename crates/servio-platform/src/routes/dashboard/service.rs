@@ -25,8 +25,11 @@ use crate::shared::trend::{Trend, comparison_start, trend};
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct Range {
     /// The first date, `YYYY-MM-DD`, from 1970-01-01 to 2999-12-31.
+    #[schema(format = Date, pattern = r"^(19[7-9][0-9]|2[0-9]{3})-[0-9]{2}-[0-9]{2}$")]
     pub from: String,
-    /// The last date, at most 400 days after `from`, from 1970-01-01 to 2999-12-31.
+    /// The last date, on or after `from` and at most 400 days later, from 1970-01-01 to
+    /// 2999-12-31.
+    #[schema(format = Date, pattern = r"^(19[7-9][0-9]|2[0-9]{3})-[0-9]{2}-[0-9]{2}$")]
     pub to: String,
 }
 

@@ -30,8 +30,9 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct SearchQuery {
-    /// Words to find in names, descriptions and tools.
+    /// Words to find in names, descriptions and tools (without NUL).
     #[serde(default)]
+    #[param(pattern = r"^[^\x00]*$")]
     pub q: String,
 }
 

@@ -18,7 +18,9 @@ use crate::{AppState, now};
 /// An origin to claim.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct NewClaim {
-    /// The site's URL or host name (`https://` is assumed); its origin is claimed.
+    /// The site's URL or host name (`https://` is assumed); its origin is claimed. Not empty,
+    /// without NUL.
+    #[schema(min_length = 1, pattern = r"^[^\x00]*[^\s\x00][^\x00]*$")]
     pub url: String,
 }
 
@@ -112,6 +114,9 @@ fn new_verification_token() -> Result<String, ApiError> {
 /// Claims the origin of `url` for a user.
 pub(crate) async fn create_claim(state: &AppState, user_id: i64, url: &str) -> Result<servio_store::Claim, ApiError> {
     let url = url.trim();
+    if url.is_empty() {
+        return Err(ApiError::BadRequest(crate::routes::vault::service::EMPTY_URL.into()));
+    }
     let url = if url.contains("://") { url.to_owned() } else { format!("https://{url}") };
     let origin = origin_of(&url).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let origin = origin.as_str().trim_end_matches('/');

@@ -88,6 +88,7 @@ fn failure_response(failure: &Failure) -> Response {
 #[into_params(parameter_in = Query)]
 struct Page {
     /// How many calls, newest first (1 to 200, 100 unless given).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<i64>,
     /// Only calls older than this one: the `next_before` of the page before.
     before: Option<i64>,

@@ -43,6 +43,10 @@ async fn list(api: Api) -> Result<Json<SiteList>, ApiError> {
      body = ErrorBody),
 ))]
 async fn add(api: Api, JsonBody(form): JsonBody<AddSite>) -> Result<Response, ApiError> {
+    // The page's form sends an empty field for "no token"; the API leaves the member out.
+    if form.token.as_deref().is_some_and(|token| token.trim().is_empty()) {
+        return Err(ApiError::BadRequest("`token` must not be empty: leave it out for a site that needs none".into()));
+    }
     let site = service::add_site(&api.state, api.user.id, &form.url, form.token.as_deref()).await?;
     Ok((StatusCode::CREATED, Json(SiteAnswer { site })).into_response())
 }

@@ -25,9 +25,12 @@ use servio_core::credentials::Credential as SiteCredential;
 /// A site to add.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct AddSite {
-    /// The site's URL or host name (`https://` is assumed).
+    /// The site's URL or host name (`https://` is assumed): not empty, without NUL.
+    #[schema(min_length = 1, pattern = r"^[^\x00]*[^\s\x00][^\x00]*$")]
     pub url: String,
-    /// A bearer token for the site, stored encrypted.
+    /// A bearer token for the site, stored encrypted: as [`BearerToken::token`]; left out (or
+    /// `null`) for a site that needs none.
+    #[schema(min_length = 1, max_length = 8192, pattern = r"^[ -~]*[!-~][ -~]*$")]
     pub token: Option<String>,
 }
 
@@ -35,7 +38,9 @@ pub struct AddSite {
 #[derive(Debug, Deserialize, ToSchema)]
 #[schema(as = Credential)]
 pub struct BearerToken {
-    /// The token, as the site gave it (at most 8 KiB).
+    /// The token, as the site gave it: printable ASCII (what an `Authorization` header carries),
+    /// not only spaces (surrounding ones are trimmed), at most 8 KiB.
+    #[schema(min_length = 1, max_length = 8192, pattern = r"^[ -~]*[!-~][ -~]*$")]
     pub token: String,
 }
 
@@ -644,6 +649,9 @@ pub(crate) async fn add_site(
 ) -> Result<SiteView, ApiError> {
     let token = token.map(checked_token).transpose()?.flatten();
     let url = url.trim();
+    if url.is_empty() {
+        return Err(ApiError::BadRequest(EMPTY_URL.into()));
+    }
     let url = if url.contains("://") { url.to_owned() } else { format!("https://{url}") };
     // The site is known from the URL: one the user has is refused as the store would refuse
     // it, before a fetch that could only end there (a flood of these once fetched for each).
@@ -692,6 +700,9 @@ async fn refuse_unreachable(state: &AppState, manifest: &servio_manifest::Manife
     Ok(())
 }
 
+/// The refusal of an empty (or blank) URL, before anything is looked up or fetched.
+pub(crate) const EMPTY_URL: &str = "`url` must not be empty: give the site's URL or host name, such as example.com";
+
 /// What a site added twice is, in the `409` that refuses it ("… is already taken"), as the
 /// store says it when two adds race past the check before the fetch.
 const IN_VAULT: &str = "this site in your vault";
@@ -730,7 +741,10 @@ pub(crate) async fn refresh(state: &AppState, user_id: i64, id: i64) -> Result<R
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct Decision {
     /// The id of the version approved (or kept against): the site's current one, as the site's
-    /// `pending.version` and the versions list give it.
+    /// `pending.version` and the versions list give it. An integer written as one (`81705`;
+    /// `81705.0` is refused).
+    #[serde(deserialize_with = "crate::json_body::integer")]
+    #[schema(minimum = 1)]
     pub version: i64,
 }
 
