@@ -58,6 +58,28 @@ pub fn trend(current: f64, previous: Option<f64>) -> Trend {
     }
 }
 
+/// How a change reads (§8), wherever it is shown: a change of exactly zero is "no change"; a
+/// ratio given in percent changes by points (`+2.1 pts`), not by a percent of a percent;
+/// anything else by its percent of the earlier value, or by its amount when that was 0.
+/// `percent` is `None` when the earlier value was 0.
+pub fn change_words(change: f64, percent: Option<f64>, against: &str, key: &str, unit: Option<&str>) -> String {
+    use servio_manifest::additivity::{Additivity, additivity};
+    if change == 0.0 {
+        return format!("no change against {against}");
+    }
+    let arrow = if change > 0.0 { "▲" } else { "▼" };
+    let in_percent = unit.is_some_and(|u| matches!(u.trim().to_ascii_lowercase().as_str(), "%" | "percent" | "pct"));
+    let ratio = additivity(key, unit) == Additivity::Ratio;
+    match percent {
+        _ if ratio && in_percent => format!("{arrow} {change:+} pts against {against}"),
+        Some(percent) => format!("{arrow} {percent:+.1}% against {against}"),
+        None => {
+            let sign = if change > 0.0 { "+" } else { "" };
+            format!("{arrow} {sign}{} against {against}", super::format::amount(change, unit))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
