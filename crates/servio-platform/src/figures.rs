@@ -1,8 +1,9 @@
-//! The audited figures, for AI clients: every metric collected for a user, and one metric's
-//! periods over a range, each with what it was read from (the zone, the tool, the resolved
-//! arguments, the `valuePath`), the comparison the dashboard shows (§8) and why the periods
-//! without a value have none. MCP serves them as resources, as the read-only tool
-//! [`TOOL_NAME`] and in the `morning_briefing` prompt (see [`crate::mcp`]).
+//! The audited figures: every metric collected for a user, and one metric's view ([`view`]):
+//! its periods over a window, each with what it was read from (the zone, the tool, the
+//! resolved arguments, the `valuePath`), the comparison (§8), the to-date totals and why the
+//! periods without a value have none. The dashboard shows the views; MCP serves them as
+//! resources, as the read-only tool [`TOOL_NAME`], in the `morning_briefing` prompt and in the
+//! App (see [`crate::mcp`]).
 //!
 //! A metric's address is `servio://metrics/{site}/{metric}`, where `{site}` is the site's host
 //! (and `:port` when not the default) and `{metric}` the brief's key; `?from=&to=` (local

@@ -110,6 +110,18 @@ mod tests {
         assert_eq!(trend(50.0, Some(-100.0)), Trend::Relative { change: 150.0, percent: 150.0 });
     }
 
+    /// Issue 42, point 9: a zero change read "▲ +0.0%", and a rate in percent changed by a
+    /// percent of a percent; every surface words a change here.
+    #[test]
+    fn changes_read_as_no_change_points_or_percent() {
+        let words = |change, percent, key, unit| change_words(change, percent, "2026-09-03", key, Some(unit));
+        assert_eq!(words(0.0, Some(0.0), "sales.revenue.daily", "USD"), "no change against 2026-09-03");
+        assert_eq!(words(2.1, Some(5.4), "web.bounce.daily", "%"), "▲ +2.1 pts against 2026-09-03");
+        assert_eq!(words(-1.5, Some(-3.0), "web.bounce.daily", "percent"), "▼ -1.5 pts against 2026-09-03");
+        assert_eq!(words(20.0, Some(20.0), "sales.revenue.daily", "USD"), "▲ +20.0% against 2026-09-03");
+        assert_eq!(words(12.5, None, "sales.revenue.daily", "USD"), "▲ +$12.50 against 2026-09-03");
+    }
+
     /// The walk-through found a change like `-138.1400000000001` on the dashboard's API: the
     /// change is the exact difference of the two figures, the percentage two places.
     #[test]

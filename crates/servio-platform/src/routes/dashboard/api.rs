@@ -84,12 +84,13 @@ async fn collect(api: Api, Id(id): Id) -> Result<Json<CollectSummary>, ApiError>
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct Window {
-    /// Days of values, 1 to 400 (default 62).
+    /// Days of periods, 1 to 400 (default 28), ending at each metric's latest due period: the
+    /// page's window (N days, N / 7 weeks or N / 30 months, two at least, or the hours of N days).
     #[param(minimum = 1, maximum = 400)]
     days: Option<u32>,
 }
 
-/// Every metric with its recent values (?days=N), the latest and its trend, and the slots they share
+/// Every metric's view over ?days=N (values and sources, latest and change, to-date totals, reasons) and the slots they share
 #[utoipa::path(get, path = "/api/dashboard", params(Window), responses(
     (status = 200, description = "The dashboard data, with an ETag", body = Dashboard),
     (status = 304, description = "Not modified since the ETag sent in If-None-Match"),

@@ -1,11 +1,13 @@
-//! The morning dashboard as a page. Per metric: the latest value formatted for its unit, the
-//! change against the comparison period only when that was collected (§8), week- and
-//! month-to-date totals for daily metrics, a chart of the chosen range (7, 28, 90 or 365 days)
-//! with its comparison periods as a second line, and, when the latest due period is missing,
-//! why and what happens next. Per site, a line of collection status; the full collection log is
-//! a page of its own. A canonical key collected from several sites is one card: each site's
-//! line, then their total or why there is none. The cards are made from the same typed
-//! [`Dashboard`] that `GET /api/dashboard` serves.
+//! The morning dashboard as a page. Per metric, its view ([`crate::figures::view`], the one the
+//! API and MCP serve too): the latest value formatted for its unit, the change against the
+//! comparison period only when that was collected (§8), week- and month-to-date totals for
+//! amounts per day, a chart of the chosen range (7, 28, 90 or 365 days of periods ending at the
+//! latest due one) with its comparison periods as a second line, and, when the latest due
+//! period is missing, why (its latest attempt's reason) and what happens next. Per site, a line
+//! of collection status with this week's periods without a value; the full collection log is a
+//! page of its own. A canonical key collected from several sites is one card: each site's line,
+//! then their total or why there is none. The cards are made from the same typed [`Dashboard`]
+//! that `GET /api/dashboard` serves.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

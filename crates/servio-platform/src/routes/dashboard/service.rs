@@ -1,8 +1,9 @@
 //! What the collection routes do, for the API and the dashboard page alike: a backfill of a
 //! date range for one vault site, collect-now, and the dashboard data (every metric with its
-//! recent values, the latest one, and its trend against the comparison period of §8, only when
-//! that period was collected), and the slots they share (canonical keys from several sites in
-//! one slot with a total, see [`super::slots`]).
+//! view over the window, [`crate::figures::view`]: its values, the latest one, its change
+//! against the comparison period of §8, only when that period was collected, its to-date
+//! totals and the reasons of its periods without a value), and the slots they share (canonical
+//! keys from several sites in one slot with a total, see [`super::slots`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
