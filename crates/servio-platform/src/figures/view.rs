@@ -3,7 +3,9 @@
 //! week- and month-to-date totals, the reason each period without a value has none (its latest
 //! attempt's), and this week's periods that ended without a value. Computed here once, by
 //! [`view`], and served as it is by the dashboard page, `GET /api/dashboard`, the MCP
-//! resources, the `servio_metrics` tool, the `morning_briefing` prompt and the MCP App.
+//! resources, the `servio_metrics` tool, the `morning_briefing` prompt and the MCP App. One
+//! metric's view is two indexed reads ([`view`]); a dashboard's views are two reads for all its
+//! metrics ([`views`]); both feed the same pure computation.
 //!
 //! A window of N days is the periods of those days ending at the latest due period
 //! ([`Window::Last`]): N days, N / 7 weeks or N / 30 months (two at least), or the hours of N
@@ -186,9 +188,31 @@ fn periods(granularity: Granularity, window: Window, due: &Period, today: &Today
     Ok(periods)
 }
 
+/// What a view of one metric reads: its window's periods, its latest due period, and the
+/// period starts to read (the window with its comparison periods, the month and the week so
+/// far, up to now).
+struct Reach {
+    periods: Vec<Period>,
+    due: Period,
+    starts: std::ops::Range<i64>,
+}
+
+fn reach(found: &MetricRef, window: &Window, today: &Today) -> Result<Reach, FiguresError> {
+    let granularity = found.metric.granularity;
+    let due = latest_due(granularity, today)?;
+    let periods = periods(granularity, *window, &due, today)?;
+    let month = today.date.first_of_month();
+    let week = today.date.checked_sub(WEEK_DAYS.days()).unwrap_or(month);
+    let since_day = servio_manifest::period::resolve(Granularity::Day, month.min(week), 0, &today.zone)
+        .map_or(today.now.as_second(), |p| p.start.as_second());
+    let first_start = periods.first().map_or(due.start.as_second(), |p| p.start.as_second());
+    let since = first_start.min(since_day) - COMPARISON_REACH_SECONDS - ZONE_ROOM_SECONDS;
+    let until = periods.last().map_or(0, |p| p.end.as_second()).max(today.now.as_second()) + ZONE_ROOM_SECONDS;
+    Ok(Reach { periods, due, starts: since..until })
+}
+
 /// The view of `found` for user `user_id` over `window`, as of `today`: two indexed reads (the
-/// values and the periods without one, from the window's comparison periods, or the month's or
-/// week's start, to now).
+/// values and the periods without one).
 pub(crate) async fn view(
     state: &AppState,
     user_id: i64,
@@ -196,33 +220,20 @@ pub(crate) async fn view(
     found: &MetricRef,
     window: &Window,
 ) -> Result<MetricView, FiguresError> {
-    let metric = &found.metric;
-    let granularity = metric.granularity;
-    let due = latest_due(granularity, today)?;
-    let periods = periods(granularity, *window, &due, today)?;
-    // What is read: the window with its comparison periods, the month and the week so far.
-    let month = today.date.first_of_month();
-    let week = today.date.checked_sub(WEEK_DAYS.days()).unwrap_or(month);
-    let since_date = month.min(week);
-    let since_day = servio_manifest::period::resolve(Granularity::Day, since_date, 0, &today.zone)
-        .map_or(today.now.as_second(), |p| p.start.as_second());
-    let first_start = periods.first().map_or(due.start.as_second(), |p| p.start.as_second());
-    let since = first_start.min(since_day) - COMPARISON_REACH_SECONDS - ZONE_ROOM_SECONDS;
-    let until = periods.last().map_or(0, |p| p.end.as_second()).max(today.now.as_second()) + ZONE_ROOM_SECONDS;
-    let starts = since..until;
+    let Reach { periods, due, starts } = reach(found, window, today)?;
+    let key = &found.metric.key;
     // Both at once: on SQLite, two of the pool's readers.
     let (values, unfilled) = tokio::try_join!(
-        state.store.values(user_id, found.site_id, &metric.key, starts.clone()),
-        state.store.unfilled_periods(user_id, found.site_id, &metric.key, starts),
+        state.store.values(user_id, found.site_id, key, starts.clone()),
+        state.store.unfilled_periods(user_id, found.site_id, key, starts),
     )
     .map_err(ApiError::from)?;
     Ok(compute(found, &periods, &due, today, &values, &unfilled))
 }
 
-/// How many metrics' views are read at once (each two indexed reads).
-const VIEWS_AT_ONCE: usize = 8;
-
-/// The views of `metrics` over `window`, in their order, a few read at once.
+/// The views of `metrics` over `window`, in their order, from two reads for them all (one
+/// read a metric was most of a dashboard's request): the values and the periods without one
+/// of every (site, metric) from the earliest period any of them reads.
 pub(crate) async fn views(
     state: &AppState,
     user_id: i64,
@@ -230,15 +241,41 @@ pub(crate) async fn views(
     metrics: &[MetricRef],
     window: &Window,
 ) -> Result<Vec<MetricView>, FiguresError> {
-    use futures_util::{StreamExt, TryStreamExt};
-    // Made in a loop, not by a closure, and boxed: a stream mapped by a closure over borrowed
-    // metrics is not `Send` for every lifetime, as the handlers that await it must be.
-    let mut reads: Vec<futures_util::future::BoxFuture<'_, Result<MetricView, FiguresError>>> =
-        Vec::with_capacity(metrics.len());
-    for found in metrics {
-        reads.push(Box::pin(view(state, user_id, today, found, window)));
+    let reaches: Vec<Reach> = metrics.iter().map(|found| reach(found, window, today)).collect::<Result<_, _>>()?;
+    let (Some(since), Some(until)) =
+        (reaches.iter().map(|r| r.starts.start).min(), reaches.iter().map(|r| r.starts.end).max())
+    else {
+        return Ok(Vec::new());
+    };
+    let mut sites: Vec<i64> = metrics.iter().map(|found| found.site_id).collect();
+    let mut keys: Vec<&str> = metrics.iter().map(|found| found.metric.key.as_str()).collect();
+    sites.sort_unstable();
+    sites.dedup();
+    keys.sort_unstable();
+    keys.dedup();
+    let (values, unfilled) = tokio::try_join!(
+        state.store.values_in(user_id, &sites, &keys, since..until),
+        state.store.unfilled_in(user_id, &sites, &keys, since..until),
+    )
+    .map_err(ApiError::from)?;
+    let mut values_of: HashMap<(i64, String), Vec<StoredValue>> = HashMap::new();
+    for found in values {
+        values_of.entry((found.site_id, found.value.metric_key.clone())).or_default().push(found.value);
     }
-    futures_util::stream::iter(reads).buffered(VIEWS_AT_ONCE).try_collect().await
+    let mut unfilled_of: HashMap<(i64, String), Vec<UnfilledPeriod>> = HashMap::new();
+    for found in unfilled {
+        unfilled_of.entry((found.site_id, found.metric_key)).or_default().push(found.period);
+    }
+    Ok(metrics
+        .iter()
+        .zip(&reaches)
+        .map(|(found, reach)| {
+            let at = (found.site_id, found.metric.key.clone());
+            let values = values_of.get(&at).map_or(&[][..], Vec::as_slice);
+            let unfilled = unfilled_of.get(&at).map_or(&[][..], Vec::as_slice);
+            compute(found, &reach.periods, &reach.due, today, values, unfilled)
+        })
+        .collect())
 }
 
 /// The view, from what was read: pure, so that every surface shows the same.
