@@ -28,7 +28,7 @@ use crate::shared::trend::{Trend, change_words, comparison_start, trend};
 
 pub mod view;
 
-pub use view::{MetricView, Window};
+pub use view::{MetricView, ViewSummary, Window};
 
 /// The tool that answers with the figures.
 pub const TOOL_NAME: &str = "servio_metrics";
@@ -129,7 +129,7 @@ pub struct Listed {
 
 impl Listed {
     /// The entry of `found`, with what its view says of its latest period.
-    pub fn of(found: &MetricRef, view: &MetricView) -> Listed {
+    pub fn of(found: &MetricRef, view: &ViewSummary) -> Listed {
         Listed {
             metric: MetricInfo::from(found),
             uri: found.uri(),

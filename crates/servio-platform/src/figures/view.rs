@@ -29,7 +29,8 @@ use crate::shared::decimal::round_to_operands;
 use crate::shared::format;
 use crate::shared::today::Today;
 
-/// The window shown unless another is asked for, in days: the dashboard's, the API's and MCP's.
+/// The window shown unless another is asked for, in days: the page's and MCP's (the API's
+/// `?days=` keeps its default of 62, with the same meaning).
 pub const DEFAULT_DAYS: u32 = 28;
 /// How far before a window its comparison periods reach (a month, for `month`).
 const COMPARISON_REACH_SECONDS: i64 = 32 * 24 * 3600;
@@ -82,6 +83,71 @@ pub struct MetricView {
     pub(crate) points: Vec<(i64, String, f64)>,
 }
 
+/// A metric's view without each period's figure, as the dashboard and the lists serve it: the
+/// window's values are the dashboard's `values`, each one's source is in the metric's resource;
+/// the newest keeps its figure (source and comparison). Everything else is the view's own.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ViewSummary {
+    /// The first period's start date.
+    pub from: String,
+    /// The last period's start date: the latest due period's, unless a range ended earlier.
+    pub to: String,
+    /// How many periods the window holds (with a value or not).
+    pub window: usize,
+    /// What each period is compared with (§8).
+    #[schema(value_type = String)]
+    pub compared_with: &'static str,
+    /// The newest period with a value, with its source and its comparison (the card's change).
+    pub latest: Option<Figure>,
+    /// The periods of the window tried without a value, oldest first, each with its latest
+    /// attempt's outcome and reason.
+    pub unfilled: Vec<Unfilled>,
+    /// Week- and month-to-date totals (only for an amount per day, §8).
+    pub to_date: Vec<ToDate>,
+    /// Why the latest due period has no value, and what happens next, when it has none.
+    pub missing: Option<String>,
+    /// This week's periods whose latest attempt ended without a value.
+    pub this_week: ThisWeek,
+    #[serde(skip)]
+    pub(crate) chart: Vec<ChartPoint>,
+    #[serde(skip)]
+    pub(crate) points: Vec<(i64, String, f64)>,
+}
+
+impl From<MetricView> for ViewSummary {
+    fn from(mut view: MetricView) -> ViewSummary {
+        ViewSummary {
+            latest: view.periods.pop(),
+            from: view.from,
+            to: view.to,
+            window: view.window,
+            compared_with: view.compared_with,
+            unfilled: view.unfilled,
+            to_date: view.to_date,
+            missing: view.missing,
+            this_week: view.this_week,
+            chart: view.chart,
+            points: view.points,
+        }
+    }
+}
+
+impl ViewSummary {
+    /// The newest period with a value, for the list.
+    pub fn latest_figure(&self) -> Option<LatestFigure> {
+        self.latest.as_ref().map(|figure| LatestFigure {
+            period: figure.period.clone(),
+            value: figure.value,
+            change: figure.comparison.text.clone(),
+        })
+    }
+
+    /// The newest value's comparison, when it has a change.
+    pub fn change(&self) -> Option<&Comparison> {
+        self.latest.as_ref().map(|figure| &figure.comparison).filter(|c| c.change.is_some())
+    }
+}
+
 /// A week- or month-to-date total.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ToDate {
@@ -128,27 +194,6 @@ pub(crate) struct ChartPoint {
     pub(crate) period: String,
     pub(crate) value: Option<f64>,
     pub(crate) comparison: Option<f64>,
-}
-
-impl MetricView {
-    /// The newest period with a value.
-    pub fn latest(&self) -> Option<&Figure> {
-        self.periods.last()
-    }
-
-    /// The newest period with a value, for the list.
-    pub fn latest_figure(&self) -> Option<LatestFigure> {
-        self.latest().map(|figure| LatestFigure {
-            period: figure.period.clone(),
-            value: figure.value,
-            change: figure.comparison.text.clone(),
-        })
-    }
-
-    /// The newest value's comparison, when it has a change.
-    pub fn change(&self) -> Option<&Comparison> {
-        self.latest().map(|figure| &figure.comparison).filter(|c| c.change.is_some())
-    }
 }
 
 /// The latest due period of `granularity` for `today`'s user.
@@ -231,16 +276,17 @@ pub(crate) async fn view(
     Ok(compute(found, &periods, &due, today, &values, &unfilled))
 }
 
-/// The views of `metrics` over `window`, in their order, from two reads for them all (one
-/// read a metric was most of a dashboard's request): the values and the periods without one
-/// of every (site, metric) from the earliest period any of them reads.
+/// The views of `metrics` over `window`, in their order, as summaries (each metric's figures
+/// dropped once it is summed up: a year of fifty metrics is 20,000 of them), from two reads
+/// for them all (one read a metric was most of a dashboard's request): the values and the
+/// periods without one of every (site, metric) from the earliest period any of them reads.
 pub(crate) async fn views(
     state: &AppState,
     user_id: i64,
     today: &Today,
     metrics: &[MetricRef],
     window: &Window,
-) -> Result<Vec<MetricView>, FiguresError> {
+) -> Result<Vec<ViewSummary>, FiguresError> {
     let reaches: Vec<Reach> = metrics.iter().map(|found| reach(found, window, today)).collect::<Result<_, _>>()?;
     let (Some(since), Some(until)) =
         (reaches.iter().map(|r| r.starts.start).min(), reaches.iter().map(|r| r.starts.end).max())
@@ -271,9 +317,9 @@ pub(crate) async fn views(
         .zip(&reaches)
         .map(|(found, reach)| {
             let at = (found.site_id, found.metric.key.clone());
-            let values = values_of.get(&at).map_or(&[][..], Vec::as_slice);
-            let unfilled = unfilled_of.get(&at).map_or(&[][..], Vec::as_slice);
-            compute(found, &reach.periods, &reach.due, today, values, unfilled)
+            let values = values_of.remove(&at).unwrap_or_default();
+            let unfilled = unfilled_of.remove(&at).unwrap_or_default();
+            ViewSummary::from(compute(found, &reach.periods, &reach.due, today, &values, &unfilled))
         })
         .collect())
 }

@@ -289,7 +289,7 @@ async fn default_views(
     state: &AppState,
     user: &User,
     metrics: &[MetricRef],
-) -> Result<Vec<figures::MetricView>, McpError> {
+) -> Result<Vec<figures::ViewSummary>, McpError> {
     let today = Today::of(user).map_err(|e| mcp_error(e.into(), user))?;
     let window = figures::Window::Last(figures::view::DEFAULT_DAYS);
     figures::view::views(state, user.id, &today, metrics, &window).await.map_err(|e| mcp_error(e, user))
@@ -297,7 +297,7 @@ async fn default_views(
 
 /// One metric in the briefing: its view's latest figure, change, to-date totals and the
 /// reason its latest due period has no value, in the dashboard's words.
-fn briefing_line(found: &MetricRef, view: &figures::MetricView) -> String {
+fn briefing_line(found: &MetricRef, view: &figures::ViewSummary) -> String {
     let unit = found.metric.unit.as_deref();
     let head = format!("- {} ({}, {})", found.title(), found.metric.key, found.origin);
     let mut tail = String::new();
@@ -307,7 +307,7 @@ fn briefing_line(found: &MetricRef, view: &figures::MetricView) -> String {
     if let Some(missing) = &view.missing {
         tail.push_str(&format!(" {missing}"));
     }
-    let Some(latest) = view.latest() else {
+    let Some(latest) = &view.latest else {
         return format!(
             "{head}: no value collected from {} to {}.{tail} Resource: {}",
             view.from,

@@ -367,11 +367,10 @@ struct Seen {
 }
 
 impl Seen {
-    /// From a view as JSON (the API's `view`, a resource, the tool's answer), amounts in `unit`.
-    fn of_view(view: &Value, unit: Option<&str>) -> Seen {
+    /// From a view as JSON, amounts in `unit`: its `periods` (a resource's, the tool's; the
+    /// API's `values`), each with `period` and `value`, and its latest figure.
+    fn of_view(view: &Value, periods: &[Value], latest: &Value, unit: Option<&str>) -> Seen {
         use servio_platform::shared::format::amount;
-        let periods = view["periods"].as_array().unwrap();
-        let latest = periods.last().unwrap();
         let text = |value: &Value| value.as_str().unwrap_or_else(|| panic!("a text: {value} in {view}")).to_owned();
         Seen {
             latest: format!("{} {}", amount(latest["value"].as_f64().unwrap(), unit), text(&latest["period"])),
@@ -453,11 +452,11 @@ async fn one_view_of_a_metric_on_all_six_surfaces() {
         let metric = dashboard["metrics"].as_array().unwrap().iter().find(|m| m["key"] == "sales.revenue.daily");
         let metric = metric.unwrap_or_else(|| panic!("{name}: {dashboard}")).clone();
         let view = metric["view"].clone();
-        let seen = Seen::of_view(&view, usd);
+        let values = metric["values"].as_array().unwrap().clone();
+        let seen = Seen::of_view(&view, &values, &view["latest"], usd);
         // 28 periods ending at the latest due one: 27 values and the due day without one.
         assert_eq!((view["from"].as_str(), view["to"].as_str()), (Some(&*day(27)), Some(&*day(0))), "{name}");
         assert_eq!((view["window"].as_u64(), seen.values.len()), (Some(28), 27), "{name}: {view}");
-        assert_eq!(metric["values"].as_array().unwrap().len(), 27, "{name}: the window's values");
         assert_eq!(metric["change"]["text"], json!(seen.change), "{name}");
         let unfilled = view["unfilled"].as_array().unwrap();
         assert_eq!(unfilled.len(), 1, "{name}: {view}");
@@ -469,7 +468,7 @@ async fn one_view_of_a_metric_on_all_six_surfaces() {
         for total in view["to_date"].as_array().unwrap() {
             assert!(total["total"].as_f64().is_some(), "{name}: {total}");
         }
-        assert!(view["periods"][0]["value_path"].is_string(), "{name}: each value's source: {view}");
+        assert!(view["latest"]["value_path"].is_string(), "{name}: the latest value's source: {view}");
 
         // 2. The page.
         let page = server
@@ -497,16 +496,20 @@ async fn one_view_of_a_metric_on_all_six_surfaces() {
         let called = call(&server, &token, args).await;
         let answer = &called["result"]["structuredContent"];
         for (surface, figures) in [("resource", &resource), ("tool", answer)] {
-            for field in
-                ["from", "to", "window", "compared_with", "periods", "unfilled", "to_date", "missing", "this_week"]
-            {
+            for field in ["from", "to", "window", "compared_with", "unfilled", "to_date", "missing", "this_week"] {
                 assert_eq!(figures[field], view[field], "{name}: the {surface}'s {field} is the API's");
             }
+            let periods = figures["periods"].as_array().unwrap();
+            assert_eq!(periods.last(), Some(&view["latest"]), "{name}: the {surface}'s latest figure is the API's");
+            let values: Vec<Value> =
+                periods.iter().map(|p| json!({ "period": p["period"], "value": p["value"] })).collect();
+            assert_eq!(values, metric["values"].as_array().unwrap().clone(), "{name}: the {surface}'s values");
+            assert_eq!(Seen::of_view(figures, periods, periods.last().unwrap(), usd), seen, "{name}: {surface}");
         }
         let listed = call(&server, &token, json!({})).await;
         let listed = listed["result"]["structuredContent"]["metrics"].as_array().unwrap().clone();
         let entry = listed.iter().find(|m| m["metric"] == "sales.revenue.daily").unwrap();
-        let latest = view["periods"].as_array().unwrap().last().unwrap();
+        let latest = &view["latest"];
         assert_eq!(
             entry["latest"],
             json!({ "period": latest["period"], "value": latest["value"], "change": seen.change }),

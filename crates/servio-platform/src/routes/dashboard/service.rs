@@ -20,7 +20,7 @@ use super::slots::{SiteMetric, Slot, slots};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::figures::view::views;
-use crate::figures::{FiguresError, MetricRef, MetricView, Window};
+use crate::figures::{FiguresError, MetricRef, ViewSummary, Window};
 use crate::routes::vault::service::{BriefError, changes_waiting};
 use crate::shared::today::Today;
 
@@ -181,9 +181,10 @@ pub(crate) async fn collect_now(
     })
 }
 
-/// How many days the API's dashboard shows unless asked (`?days=`): the page's and MCP's
-/// window too.
-pub const DEFAULT_DAYS: u32 = crate::figures::view::DEFAULT_DAYS;
+/// How many days of periods the API's dashboard shows unless asked (`?days=`), as it always
+/// has; the page and MCP show [`crate::figures::view::DEFAULT_DAYS`] unless asked, with the
+/// same meaning of a window (N days of periods ending at the latest due period).
+pub const DEFAULT_DAYS: u32 = 62;
 /// The furthest back it reaches: a year's chart with its comparison periods.
 pub const MAX_DAYS: u32 = 400;
 
@@ -239,9 +240,10 @@ pub struct MetricData {
     /// oldest first.
     pub values: Vec<Point>,
     /// The metric's view over the window, as the page, MCP's resources, tool, prompt and App
-    /// show it: each value with its source and comparison, the reasons of the periods without
-    /// one (their latest attempt's), the to-date totals and this week's periods without a value.
-    pub view: MetricView,
+    /// show it: the latest value with its source and comparison, the reasons of the periods
+    /// without one (their latest attempt's), the to-date totals and this week's periods without
+    /// a value (each value's source is in the metric's MCP resource, over the same window).
+    pub view: ViewSummary,
 }
 
 /// The site of a metric.
@@ -388,8 +390,8 @@ pub(crate) async fn dashboard_data(
 
 /// A metric's entry of the dashboard data: its view, and the fields the API has always had,
 /// read from it.
-fn metric_data((found, view): (MetricRef, MetricView)) -> MetricData {
-    let latest = view.latest().map(|figure| Latest {
+fn metric_data((found, view): (MetricRef, ViewSummary)) -> MetricData {
+    let latest = view.latest.as_ref().map(|figure| Latest {
         period: figure.period.clone(),
         value: figure.value,
         raw: figure.raw.copy(),
