@@ -1,8 +1,9 @@
-//! The audited figures, for AI clients: every metric collected for a user, and one metric's
-//! periods over a range, each with what it was read from (the zone, the tool, the resolved
-//! arguments, the `valuePath`), the comparison the dashboard shows (§8) and why the periods
-//! without a value have none. MCP serves them as resources, as the read-only tool
-//! [`TOOL_NAME`] and in the `morning_briefing` prompt (see [`crate::mcp`]).
+//! The audited figures: every metric collected for a user, and one metric's view ([`view`]):
+//! its periods over a window, each with what it was read from (the zone, the tool, the
+//! resolved arguments, the `valuePath`), the comparison (§8), the to-date totals and why the
+//! periods without a value have none. The dashboard shows the views; MCP serves them as
+//! resources, as the read-only tool [`TOOL_NAME`], in the `morning_briefing` prompt and in the
+//! App (see [`crate::mcp`]).
 //!
 //! A metric's address is `servio://metrics/{site}/{metric}`, where `{site}` is the site's host
 //! (and `:port` when not the default) and `{metric}` the brief's key; `?from=&to=` (local
@@ -15,13 +16,19 @@ use jiff::tz::TimeZone;
 use serde::Serialize;
 use serde_json::Value;
 use servio_manifest::Metric;
-use servio_manifest::period::{Granularity, Period};
+use servio_manifest::period::{self, Granularity, Period};
 use servio_store::{AttemptOutcome, StoredValue, UnfilledPeriod, User};
+use utoipa::ToSchema;
 
 use crate::AppState;
 use crate::error::ApiError;
 use crate::routes::dashboard::service::{Range, Raw, dates};
-use crate::shared::trend::{Trend, comparison_start, trend};
+use crate::shared::today::Today;
+use crate::shared::trend::{Trend, change_words, comparison_start, trend};
+
+pub mod view;
+
+pub use view::{MetricView, ViewSummary, Window};
 
 /// The tool that answers with the figures.
 pub const TOOL_NAME: &str = "servio_metrics";
@@ -71,9 +78,10 @@ impl MetricRef {
     }
 }
 
-/// One entry of the list of metrics.
+/// What names a metric: its site and its brief's declaration, as the list, a resource and the
+/// tool's answers all give it.
 #[derive(Debug, Serialize)]
-pub struct Listed {
+pub struct MetricInfo {
     /// The site's host and port.
     pub site: String,
     /// The site's origin.
@@ -88,13 +96,11 @@ pub struct Listed {
     pub unit: Option<String>,
     /// `hour`, `day`, `week` or `month`.
     pub granularity: &'static str,
-    /// The metric's resource.
-    pub uri: String,
 }
 
-impl From<&MetricRef> for Listed {
-    fn from(found: &MetricRef) -> Listed {
-        Listed {
+impl From<&MetricRef> for MetricInfo {
+    fn from(found: &MetricRef) -> MetricInfo {
+        MetricInfo {
             site: found.site.clone(),
             origin: found.origin.clone(),
             site_name: found.site_name.clone(),
@@ -102,13 +108,39 @@ impl From<&MetricRef> for Listed {
             label: servio_manifest::brief::canonical_label(&found.metric.key),
             unit: found.metric.unit.clone(),
             granularity: found.metric.granularity.as_str(),
+        }
+    }
+}
+
+/// One entry of the list of metrics: the metric, its resource, and its latest figure in the
+/// default window (the view's, [`view::view`]).
+#[derive(Debug, Serialize)]
+pub struct Listed {
+    /// The metric.
+    #[serde(flatten)]
+    pub metric: MetricInfo,
+    /// The metric's resource.
+    pub uri: String,
+    /// The newest period with a value in the default window, with its change.
+    pub latest: Option<view::LatestFigure>,
+    /// Why the latest due period has no value, when it has none.
+    pub missing: Option<String>,
+}
+
+impl Listed {
+    /// The entry of `found`, with what its view says of its latest period.
+    pub fn of(found: &MetricRef, view: &ViewSummary) -> Listed {
+        Listed {
+            metric: MetricInfo::from(found),
             uri: found.uri(),
+            latest: view.latest_figure(),
+            missing: view.missing.clone(),
         }
     }
 }
 
 /// The host and port of `origin` (`shop.example`, `localhost:8443`): its address's `{site}`.
-fn authority(origin: &str) -> &str {
+pub(crate) fn authority(origin: &str) -> &str {
     origin.split_once("://").map_or(origin, |(_, rest)| rest).trim_end_matches('/')
 }
 
@@ -198,26 +230,20 @@ pub fn find<'a>(metrics: &'a [MetricRef], ask: &Ask) -> Result<&'a MetricRef, Fi
     })
 }
 
-/// One metric's periods over a range.
+/// One metric's view over a range, as a resource and the tool give it.
 #[derive(Debug, Serialize)]
 pub struct History {
-    /// Its address, with the range asked for.
+    /// Its address, with the range asked for (the metric's own address is `uri` in the list).
     pub uri: String,
     /// The metric.
     #[serde(flatten)]
-    pub listed: Listed,
+    pub metric: MetricInfo,
     /// The user's zone now, in which `from` and `to` are read.
     pub time_zone: String,
-    /// The first period's start date.
-    pub from: String,
-    /// The last period's start date.
-    pub to: String,
-    /// What each period is compared with (§8).
-    pub compared_with: &'static str,
-    /// The periods with a value, oldest first.
-    pub periods: Vec<Figure>,
-    /// The periods tried without a value, oldest first, each with why.
-    pub unfilled: Vec<Unfilled>,
+    /// The periods, their comparisons, the to-date totals and the reasons: the one view of the
+    /// metric the dashboard shows too.
+    #[serde(flatten)]
+    pub view: MetricView,
     /// How to read it.
     pub note: &'static str,
 }
@@ -226,10 +252,12 @@ pub struct History {
 const NOTE: &str = "Each value is the number the site's tool answered at value_path, for the period \
     in time_zone, collected at collected_at; raw is that answer's value as the site wrote it. A \
     period in neither periods nor unfilled was not collected (yet). A comparison is made only \
-    against a period that was collected; otherwise it says why not.";
+    against a period that was collected; otherwise it says why not. The window is the periods \
+    from `from` to `to`, ending at the latest due period unless a range was asked for; these are \
+    the figures, changes, totals and reasons the user's dashboard shows.";
 
 /// A period with its value, and where the value comes from.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Figure {
     /// The period's key: its start date (and hour, for `hour`).
     pub period: String,
@@ -242,12 +270,14 @@ pub struct Figure {
     /// The value.
     pub value: f64,
     /// The value as the site sent it: a number or a string.
+    #[schema(schema_with = Raw::schema)]
     pub raw: Raw,
     /// When it was collected (UTC).
     pub collected_at: String,
     /// The tool called, unprefixed.
     pub tool: Option<String>,
     /// The arguments it was called with, placeholders filled.
+    #[schema(value_type = Option<Object>)]
     pub arguments: Option<Value>,
     /// Where the number was in the answer.
     pub value_path: Option<String>,
@@ -256,33 +286,38 @@ pub struct Figure {
 }
 
 /// A period against its comparison period (§8).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Comparison {
     /// The comparison period's key.
     pub period: Option<String>,
     /// Its value, when it was collected.
     pub value: Option<f64>,
-    /// The difference, when there is a value to compare with.
+    /// The difference, when there is a value to compare with (in points for a rate in percent).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub change: Option<f64>,
     /// The difference in percent, unless the earlier value is 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub percent: Option<f64>,
+    /// The change in words, as the dashboard shows it: "no change against 2026-12-01",
+    /// "▲ +2.1 pts against …" for a rate in percent, "▲ +20.0% against …" otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
     /// Why there is nothing to compare with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
 /// A period tried without a value.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Unfilled {
     /// The period's key.
     pub period: String,
     /// Its first instant (UTC).
     pub period_start: String,
     /// `dropped` (the answer held no number), `failed` (for good) or `retrying`.
+    #[schema(value_type = String)]
     pub outcome: &'static str,
-    /// Why, as the collection log says.
+    /// Why, as the period's latest attempt says.
     pub reason: String,
     /// When it was last tried (UTC).
     pub attempted_at: String,
@@ -293,71 +328,34 @@ pub struct Unfilled {
 
 /// How many days an hour's range may span (others, 400: [`dates`]).
 const MAX_HOUR_SPAN_DAYS: i64 = 31;
-/// How far before a range its comparison periods reach (a month, for `month`).
-const COMPARISON_REACH_SECONDS: i64 = 32 * 24 * 3600;
-/// How far the same local period may lie from where the user's zone now puts it, when it was
-/// collected in another zone (offsets differ by 26 hours at most).
-const ZONE_ROOM_SECONDS: i64 = 27 * 3600;
 
-/// The periods of `found` that `ask` wants, for `user`.
+/// The view of `found` that `ask` wants, for `user`: the default window (the periods of
+/// [`view::DEFAULT_DAYS`] days ending at the latest due period, as the dashboard shows) unless a
+/// range is asked for.
 pub async fn history(state: &AppState, user: &User, found: &MetricRef, ask: &Ask) -> Result<History, FiguresError> {
-    let zone = servio_manifest::period::zone(&user.time_zone).map_err(ApiError::internal)?;
-    let granularity = found.metric.granularity;
-    let (from, to) = range(ask, granularity, &zone)?;
-    let resolve = |granularity, date| {
-        servio_manifest::period::resolve(granularity, date, 0, &zone)
-            .map_err(|e| FiguresError::Invalid(format!("{date}: {e:?}")))
-    };
-    // From the comparison periods before the range to its last period's end (the day's, for
-    // hours), with a day's room either side for values collected in another zone: what is read
-    // grows with the range, not with everything collected since.
-    let since = resolve(granularity, from)?.start.as_second() - COMPARISON_REACH_SECONDS;
-    let last = if granularity == Granularity::Hour { Granularity::Day } else { granularity };
-    let until = resolve(last, to)?.end.as_second() + ZONE_ROOM_SECONDS;
-    let starts = since - ZONE_ROOM_SECONDS..until;
-    // Both at once: on SQLite, two of the pool's readers.
-    let (values, unfilled) = tokio::try_join!(
-        state.store.values(user.id, found.site_id, &found.metric.key, starts.clone()),
-        state.store.unfilled_periods(user.id, found.site_id, &found.metric.key, starts),
-    )
-    .map_err(ApiError::from)?;
-    let (from_text, to_text) = (from.to_string(), to.to_string());
-    let in_range = |date: &str| (from_text.as_str()..=to_text.as_str()).contains(&date);
-    let by_key: HashMap<&str, &StoredValue> = values.iter().map(|v| (v.period.key.as_str(), v)).collect();
-    let why_not: HashMap<String, &UnfilledPeriod> = unfilled.iter().map(|u| (unfilled_key(u), u)).collect();
-    let periods = values
-        .iter()
-        .filter(|v| in_range(&v.period.start_date))
-        .map(|v| figure(v, granularity, &zone, (&by_key, &why_not)))
-        .collect();
-    let unfilled = unfilled.iter().filter(|u| in_range(&u.start_date)).map(unfilled_of).collect();
+    let today = Today::of(user)?;
+    let window = window(ask, found.metric.granularity, &today)?;
+    let view = view::view(state, user.id, &today, found, &window).await?;
     Ok(History {
         uri: ask.uri(found),
-        listed: Listed::from(found),
+        metric: MetricInfo::from(found),
         time_zone: user.time_zone.clone(),
-        from: from_text,
-        to: to_text,
-        compared_with: compared_with(granularity),
-        periods,
-        unfilled,
+        view,
         note: NOTE,
     })
 }
 
-/// The dates asked for, checked as a backfill's are (`YYYY-MM-DD` from 1970 to 2999, `to` at
-/// most 400 days after `from`), and an hour's range at most [`MAX_HOUR_SPAN_DAYS`]: by default
-/// the recent periods (two days of hours, four weeks of days, twelve weeks, twelve months) up
-/// to today in `zone`.
-fn range(ask: &Ask, granularity: Granularity, zone: &TimeZone) -> Result<(Date, Date), FiguresError> {
+/// The window `ask` names: without dates, the default one; with one or both, those dates,
+/// checked as a backfill's are (`YYYY-MM-DD` from 1970 to 2999, `to` at most 400 days after
+/// `from`), and an hour's range at most [`MAX_HOUR_SPAN_DAYS`]. A missing `to` is the latest
+/// due period's date, a missing `from` as far before `to` as the default window reaches.
+fn window(ask: &Ask, granularity: Granularity, today: &Today) -> Result<Window, FiguresError> {
+    if ask.from.is_none() && ask.to.is_none() {
+        return Ok(Window::Last(view::DEFAULT_DAYS));
+    }
     let to = match &ask.to {
         Some(text) => text.clone(),
-        None => jiff::Timestamp::now().to_zoned_datetime(zone.clone()).date().to_string(),
-    };
-    let back = match granularity {
-        Granularity::Hour => 1,
-        Granularity::Day => 27,
-        Granularity::Week => 7 * 12,
-        Granularity::Month => 366,
+        None => view::latest_due(granularity, today)?.start_date.to_string(),
     };
     let from = match &ask.from {
         Some(text) => text.clone(),
@@ -365,7 +363,7 @@ fn range(ask: &Ask, granularity: Granularity, zone: &TimeZone) -> Result<(Date, 
         None => to
             .parse::<Date>()
             .ok()
-            .and_then(|to| to.checked_sub(jiff::Span::new().days(back)).ok())
+            .and_then(|to| view::first_date(granularity, to, view::DEFAULT_DAYS))
             .map_or_else(|| to.clone(), |from| from.to_string()),
     };
     let (from, to) = dates(&Range { from, to }).map_err(|error| FiguresError::Invalid(error.to_string()))?;
@@ -374,7 +372,7 @@ fn range(ask: &Ask, granularity: Granularity, zone: &TimeZone) -> Result<(Date, 
             "`to` must be at most {MAX_HOUR_SPAN_DAYS} days after `from` for a metric by the hour"
         )));
     }
-    Ok((from, to))
+    Ok(Window::Dates(from, to))
 }
 
 fn compared_with(granularity: Granularity) -> &'static str {
@@ -400,19 +398,19 @@ fn instant(seconds: i64, zone: Option<&TimeZone>) -> String {
     }
 }
 
+/// The values read by key, and the periods tried without a value by key: what a comparison
+/// looks among.
 type Known<'a> = (&'a HashMap<&'a str, &'a StoredValue>, &'a HashMap<String, &'a UnfilledPeriod>);
 
 /// A stored value as a figure, with its comparison among the values and unfilled periods known.
-fn figure(value: &StoredValue, granularity: Granularity, user_zone: &TimeZone, known: Known<'_>) -> Figure {
+fn figure(value: &StoredValue, metric: &Metric, user_zone: &TimeZone, known: Known<'_>) -> Figure {
     let mut source = source_of(value);
     let zone_name = source.get("time_zone").and_then(Value::as_str).map(str::to_owned);
-    let zone = zone_name.as_deref().and_then(|name| servio_manifest::period::zone(name).ok());
+    let zone = zone_name.as_deref().and_then(|name| period::zone(name).ok());
     let text = |name: &str| source.get(name).and_then(Value::as_str).map(str::to_owned);
     let (tool, value_path) = (text("tool"), text("value_path"));
     let arguments = source.remove("arguments");
-    // The period as collected: resolved in its zone (the user's, for values from before the
-    // zone was kept) from its key.
-    let period = Period::from_key(granularity, &value.period.key, zone.as_ref().unwrap_or(user_zone));
+    let period = Period::from_key(metric.granularity, &value.period.key, zone.as_ref().unwrap_or(user_zone));
     Figure {
         period: value.period.key.clone(),
         period_start: instant(value.period.start, zone.as_ref()),
@@ -424,30 +422,36 @@ fn figure(value: &StoredValue, granularity: Granularity, user_zone: &TimeZone, k
         tool,
         arguments,
         value_path,
-        comparison: comparison(value.value, period.as_ref(), known),
+        comparison: comparison(value.value, period.as_ref(), metric, known),
     }
 }
 
+/// The key of the period `period` is compared with (§8).
+fn comparison_key(period: &Period) -> Option<String> {
+    let (date, hour) = comparison_start(period).ok()?;
+    Some(match period.granularity {
+        Granularity::Hour => format!("{date}T{hour:02}"),
+        _ => date.to_string(),
+    })
+}
+
 /// A value against its comparison period, when that was collected; otherwise why not.
-fn comparison(current: f64, period: Option<&Period>, (values, unfilled): Known<'_>) -> Comparison {
-    let key = period.and_then(|period| {
-        let (date, hour) = comparison_start(period).ok()?;
-        Some(match period.granularity {
-            Granularity::Hour => format!("{date}T{hour:02}"),
-            _ => date.to_string(),
-        })
-    });
+fn comparison(current: f64, period: Option<&Period>, metric: &Metric, (values, unfilled): Known<'_>) -> Comparison {
     let none = |period: Option<String>, reason: String| Comparison {
         period,
         value: None,
         change: None,
         percent: None,
+        text: None,
         reason: Some(reason),
     };
-    let Some(key) = key else {
+    let Some(key) = period.and_then(comparison_key) else {
         return none(None, "the period could not be resolved to find the one before it".to_owned());
     };
     let previous = values.get(key.as_str()).map(|found| found.value);
+    let words = |change: f64, percent: Option<f64>| {
+        Some(change_words(change, percent, &key, &metric.key, metric.unit.as_deref()))
+    };
     match trend(current, previous) {
         Trend::None => {
             let reason = match unfilled.get(&key) {
@@ -457,6 +461,7 @@ fn comparison(current: f64, period: Option<&Period>, (values, unfilled): Known<'
             none(Some(key), reason)
         }
         Trend::Absolute(change) => Comparison {
+            text: words(change, None),
             period: Some(key),
             value: previous,
             change: Some(change),
@@ -464,6 +469,7 @@ fn comparison(current: f64, period: Option<&Period>, (values, unfilled): Known<'
             reason: Some("the earlier value is 0: no percentage".to_owned()),
         },
         Trend::Relative { change, percent } => Comparison {
+            text: words(change, Some(percent)),
             period: Some(key),
             value: previous,
             change: Some(change),

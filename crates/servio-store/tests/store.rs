@@ -402,6 +402,16 @@ async fn one_value_per_slot_and_every_attempt_logged() {
         let found: Vec<_> = unfilled.iter().map(|u| (u.period_start, u.outcome, u.reason.as_deref())).collect();
         assert_eq!(found, [(87_400, AttemptOutcome::Dropped, Some("the value is null"))], "{name}");
         assert!(store.unfilled_periods(hal.id, site.id, "sales.revenue.daily", 0..87_400).await.unwrap().is_empty());
+        // The same, read for several sites and metrics at once (the dashboard's views).
+        let keys = ["sales.revenue.daily", "sales.orders.daily"];
+        let all = store.values_in(hal.id, &[site.id, site.id + 1000], &keys, 0..i64::MAX).await.unwrap();
+        assert_eq!(all.iter().map(|v| (v.site_id, &v.value)).collect::<Vec<_>>(), [(site.id, &values[0])], "{name}");
+        assert!(store.values_in(hal.id, &[site.id], &keys, 2_000..i64::MAX).await.unwrap().is_empty(), "{name}");
+        let all = store.unfilled_in(hal.id, &[site.id], &keys, 0..i64::MAX).await.unwrap();
+        let found: Vec<_> = all.iter().map(|u| (u.site_id, u.metric_key.as_str(), &u.period)).collect();
+        assert_eq!(found, [(site.id, "sales.revenue.daily", &unfilled[0])], "{name}");
+        assert!(store.unfilled_in(hal.id, &[site.id], &keys, 0..87_400).await.unwrap().is_empty(), "{name}");
+        assert!(store.unfilled_in(hal.id, &[], &keys, 0..i64::MAX).await.unwrap().is_empty(), "{name}");
     }
 }
 

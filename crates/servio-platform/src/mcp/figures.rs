@@ -15,6 +15,7 @@ use servio_store::User;
 
 use crate::AppState;
 use crate::figures::{self, Ask, Figure, FiguresError, History, Listed, MetricRef, TOOL_NAME};
+use crate::shared::today::Today;
 
 /// The prompt that assembles the morning's briefing.
 pub const PROMPT_NAME: &str = "morning_briefing";
@@ -164,8 +165,9 @@ pub fn tool() -> Tool {
     });
     let Value::Object(schema) = schema else { unreachable!("an object literal") };
     let description = "Your audited figures from Servio. Without arguments: which metrics you have \
-        (site, metric, unit, granularity). With site and metric (and optionally from and to): that \
-        metric's periods, each with its value exactly as collected, the site's raw answer, when it \
+        (site, metric, unit, granularity), each with its latest value and change. With site and metric \
+        (and optionally from and to; by default the 28 days ending at the latest due period, as on \
+        the dashboard): that metric's periods, each with its value exactly as collected, the site's raw answer, when it \
         was collected, the tool, arguments and value_path it was read with, and the comparison with \
         the earlier period; periods without a value say why. Quote these numbers rather than \
         calling the site's tools and reading their answers yourself.";
@@ -194,7 +196,9 @@ pub async fn call_tool(state: &AppState, user: &User, args: &Value) -> Result<Ca
     }
     match (text("site"), text("metric")) {
         (None, None) => {
-            let listed: Vec<Listed> = metrics(state, user).await?.iter().map(Listed::from).collect();
+            let metrics = metrics(state, user).await?;
+            let views = default_views(state, user, &metrics).await?;
+            let listed: Vec<Listed> = metrics.iter().zip(&views).map(|(found, view)| Listed::of(found, view)).collect();
             with_cards(state, user, None, CallToolResult::structured(json!({ "metrics": listed }))).await
         }
         (Some(site), Some(metric)) => {
@@ -272,53 +276,60 @@ pub async fn get_prompt(state: &AppState, user: &User, name: &str) -> Result<Get
     if metrics.is_empty() {
         lines.push("No metrics are collected for me yet: say so.".to_owned());
     }
-    for found in &metrics {
-        let ask = Ask { site: found.origin.clone(), metric: found.metric.key.clone(), ..Ask::default() };
-        let history = figures::history(state, user, found, &ask).await.map_err(|e| mcp_error(e, user))?;
-        lines.push(briefing_line(found, &history));
+    let views = default_views(state, user, &metrics).await?;
+    for (found, view) in metrics.iter().zip(&views) {
+        lines.push(briefing_line(found, view));
     }
     let message = PromptMessage::new_text(Role::User, lines.join("\n\n"));
     Ok(GetPromptResult::new(vec![message]).with_description("This morning's figures, with their sources"))
 }
 
-/// One metric in the briefing.
-fn briefing_line(found: &MetricRef, history: &History) -> String {
+/// Every metric's view over the default window, the dashboard's (a few at once).
+async fn default_views(
+    state: &AppState,
+    user: &User,
+    metrics: &[MetricRef],
+) -> Result<Vec<figures::ViewSummary>, McpError> {
+    let today = Today::of(user).map_err(|e| mcp_error(e.into(), user))?;
+    let window = figures::Window::Last(figures::view::DEFAULT_DAYS);
+    figures::view::views(state, user.id, &today, metrics, &window).await.map_err(|e| mcp_error(e, user))
+}
+
+/// One metric in the briefing: its view's latest figure, change, to-date totals and the
+/// reason its latest due period has no value, in the dashboard's words.
+fn briefing_line(found: &MetricRef, view: &figures::ViewSummary) -> String {
     let unit = found.metric.unit.as_deref();
     let head = format!("- {} ({}, {})", found.title(), found.metric.key, found.origin);
-    let Some(latest) = history.periods.last() else {
-        let why = history
-            .unfilled
-            .last()
-            .map(|u| format!("; the latest try, for {}, was {}: {}", u.period, u.outcome, u.reason))
-            .unwrap_or_default();
-        return format!("{head}: no value collected from {} to {}{why}.", history.from, history.to);
+    let mut tail = String::new();
+    for total in &view.to_date {
+        tail.push_str(&format!(" {}.", total.text));
+    }
+    if let Some(missing) = &view.missing {
+        tail.push_str(&format!(" {missing}"));
+    }
+    let Some(latest) = &view.latest else {
+        return format!(
+            "{head}: no value collected from {} to {}.{tail} Resource: {}",
+            view.from,
+            view.to,
+            found.uri()
+        );
     };
     format!(
-        "{head}: {} for {}. {} Source: {}. Resource: {}",
+        "{head}: {} for {}. {}{tail} Source: {}. Resource: {}",
         crate::shared::format::amount(latest.value, unit),
         latest.period,
-        comparison_sentence(latest, history.compared_with, unit),
+        comparison_sentence(latest, view.compared_with),
         source_sentence(latest),
-        history.uri,
+        found.uri(),
     )
 }
 
-fn comparison_sentence(figure: &Figure, compared_with: &str, unit: Option<&str>) -> String {
+fn comparison_sentence(figure: &Figure, compared_with: &str) -> String {
     let against = &figure.comparison;
-    let period = against.period.as_deref().unwrap_or("the earlier period");
-    match (against.value, against.change, against.percent) {
-        (Some(previous), Some(change), Some(percent)) => format!(
-            "Against {compared_with} ({period}: {}): {}{} ({percent:+}%).",
-            crate::shared::format::amount(previous, unit),
-            if change >= 0.0 { "+" } else { "" },
-            crate::shared::format::amount(change, unit),
-        ),
-        (Some(_), Some(change), None) => format!(
-            "Against {compared_with} ({period}: 0): {}{}.",
-            if change >= 0.0 { "+" } else { "" },
-            crate::shared::format::amount(change, unit)
-        ),
-        _ => format!("No comparison: {}.", against.reason.as_deref().unwrap_or("nothing to compare with")),
+    match &against.text {
+        Some(text) => format!("Against {compared_with}: {text}."),
+        None => format!("No comparison: {}.", against.reason.as_deref().unwrap_or("nothing to compare with")),
     }
 }
 

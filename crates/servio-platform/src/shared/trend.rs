@@ -58,6 +58,28 @@ pub fn trend(current: f64, previous: Option<f64>) -> Trend {
     }
 }
 
+/// How a change reads (§8), wherever it is shown: a change of exactly zero is "no change"; a
+/// ratio given in percent changes by points (`+2.1 pts`), not by a percent of a percent;
+/// anything else by its percent of the earlier value, or by its amount when that was 0.
+/// `percent` is `None` when the earlier value was 0.
+pub fn change_words(change: f64, percent: Option<f64>, against: &str, key: &str, unit: Option<&str>) -> String {
+    use servio_manifest::additivity::{Additivity, additivity};
+    if change == 0.0 {
+        return format!("no change against {against}");
+    }
+    let arrow = if change > 0.0 { "▲" } else { "▼" };
+    let in_percent = unit.is_some_and(|u| matches!(u.trim().to_ascii_lowercase().as_str(), "%" | "percent" | "pct"));
+    let ratio = additivity(key, unit) == Additivity::Ratio;
+    match percent {
+        _ if ratio && in_percent => format!("{arrow} {change:+} pts against {against}"),
+        Some(percent) => format!("{arrow} {percent:+.1}% against {against}"),
+        None => {
+            let sign = if change > 0.0 { "+" } else { "" };
+            format!("{arrow} {sign}{} against {against}", super::format::amount(change, unit))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +108,18 @@ mod tests {
         assert_eq!(trend(120.0, Some(0.0)), Trend::Absolute(120.0));
         assert_eq!(trend(120.0, Some(100.0)), Trend::Relative { change: 20.0, percent: 20.0 });
         assert_eq!(trend(50.0, Some(-100.0)), Trend::Relative { change: 150.0, percent: 150.0 });
+    }
+
+    /// Issue 42, point 9: a zero change read "▲ +0.0%", and a rate in percent changed by a
+    /// percent of a percent; every surface words a change here.
+    #[test]
+    fn changes_read_as_no_change_points_or_percent() {
+        let words = |change, percent, key, unit| change_words(change, percent, "2026-09-03", key, Some(unit));
+        assert_eq!(words(0.0, Some(0.0), "sales.revenue.daily", "USD"), "no change against 2026-09-03");
+        assert_eq!(words(2.1, Some(5.4), "web.bounce.daily", "%"), "▲ +2.1 pts against 2026-09-03");
+        assert_eq!(words(-1.5, Some(-3.0), "web.bounce.daily", "percent"), "▼ -1.5 pts against 2026-09-03");
+        assert_eq!(words(20.0, Some(20.0), "sales.revenue.daily", "USD"), "▲ +20.0% against 2026-09-03");
+        assert_eq!(words(12.5, None, "sales.revenue.daily", "USD"), "▲ +$12.50 against 2026-09-03");
     }
 
     /// The walk-through found a change like `-138.1400000000001` on the dashboard's API: the

@@ -464,3 +464,79 @@ async fn the_document_says_how_long_a_backfill_waits() {
         assert!(said.contains(&waited), "{status}: {said:?} does not say {waited}");
     }
 }
+
+/// Issue 42, point 8: a card showed "2026-12-06 not collected: 401" while the period's latest
+/// attempt had found "49.0%", no number; and "58 dropped this week" counted a sixty-day
+/// backfill's attempts made this week. The reason shown is the latest attempt's for the period
+/// named, however many attempts came after it; the week's count is of this week's periods,
+/// each once. Here the latest due day failed with a 401, then a backfill of sixty days (each
+/// period tried five times, the due day first) dropped every period for "49.0%".
+#[tokio::test]
+async fn the_reason_shown_is_the_latest_attempts_and_the_week_counts_its_periods() {
+    use servio_store::CollectionResult;
+    let ca = LocalCa::generate(&[]).unwrap();
+    let common::DemoSite { origin, .. } = &common::demo_site(&ca, "demo").await;
+    let zone = jiff::tz::TimeZone::get("Pacific/Auckland").unwrap();
+    let now = jiff::Timestamp::now();
+    let today = now.to_zoned_datetime(zone.clone()).date();
+    let due = latest_due_in_auckland();
+    let days: Vec<String> = (0..60).map(|n| due.checked_sub(jiff::ToSpan::days(n)).unwrap().to_string()).collect();
+    let week_start = today.checked_sub(jiff::ToSpan::days(7)).unwrap().to_string();
+    let this_week = days.iter().filter(|date| **date >= week_start).count();
+    let not_a_number = "valuePath data.totals.revenue: the string \"49.0%\" is not a number";
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let kim = server.sign_up(&format!("kim-reasons-{name}@example.com")).await;
+        let id = server.add_site(&kim, origin, "demo").await;
+        let user = kim.user_id.unwrap();
+        let slot = |metric: &'static str, date: &String| {
+            let day =
+                servio_manifest::period::resolve(servio_manifest::Granularity::Day, date.parse().unwrap(), 0, &zone);
+            let day = day.unwrap();
+            let span = (day.start.as_second(), day.end.as_second());
+            (metric, span, date.clone())
+        };
+        let record =
+            |(metric, span, date): (&'static str, (i64, i64), String), result: CollectionResult<'static>, at| {
+                let store = &server.state.store;
+                async move {
+                    let slot = servio_store::testing::daily_slot(user, id, metric, span, &date);
+                    store.record_result(&slot, &result, at).await.unwrap();
+                }
+            };
+        let at = now.as_second() - 7200;
+        record(slot("sales.revenue.daily", &days[0]), CollectionResult::Failed { reason: "the tool answered 401" }, at)
+            .await;
+        let mut at = at + 1;
+        for date in &days {
+            for metric in ["sales.revenue.daily", "sales.orders.daily"] {
+                for _ in 0..4 {
+                    let retry =
+                        CollectionResult::Retry { reason: "the tool answered 503", retry_at: None, not_before: None };
+                    record(slot(metric, date), retry, at).await;
+                    at += 1;
+                }
+                let dropped = CollectionResult::Dropped { reason: not_a_number, raw: Some("\"49.0%\"") };
+                record(slot(metric, date), dropped, at).await;
+                at += 1;
+            }
+        }
+
+        let page = server
+            .http
+            .get(format!("{}/dashboard", server.base))
+            .header("cookie", kim.cookie.clone().unwrap())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+            .replace("&#34;", "\"")
+            .replace("&quot;", "\"");
+        let reason = format!("{} not collected: {not_a_number}.", days[0]);
+        assert!(page.contains(&reason), "{name}: {reason:?} on the card: {page}");
+        assert!(!page.contains("answered 401"), "{name}: an earlier attempt's reason on the page: {page}");
+        let counted = format!("{} dropped this week", 2 * this_week);
+        assert!(page.contains(&counted), "{name}: {counted:?}, not the backfill's periods: {page}");
+    }
+}

@@ -5,6 +5,7 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use servio_demo_site::Misbehaviour;
 use servio_demo_site::site::{daily_figures, dollars};
 use std::time::Duration;
 
@@ -351,5 +352,186 @@ async fn a_read_after_new_values_has_them() {
         let twice = format!("{uri}&from=2026-08-20");
         let refused = ask(&server, &token, "resources/read", json!({ "uri": twice })).await;
         assert_eq!(refused["error"]["code"], -32602, "{name}: {refused}");
+    }
+}
+
+/// What a surface shows of a metric's view, in the words people read: the latest figure, its
+/// change, the to-date totals, why the latest due period has no value, and each period's value.
+#[derive(Debug, PartialEq)]
+struct Seen {
+    latest: String,
+    change: String,
+    to_date: Vec<String>,
+    missing: String,
+    values: Vec<String>,
+}
+
+impl Seen {
+    /// From a view as JSON, amounts in `unit`: its `periods` (a resource's, the tool's; the
+    /// API's `values`), each with `period` and `value`, and its latest figure.
+    fn of_view(view: &Value, periods: &[Value], latest: &Value, unit: Option<&str>) -> Seen {
+        use servio_platform::shared::format::amount;
+        let text = |value: &Value| value.as_str().unwrap_or_else(|| panic!("a text: {value} in {view}")).to_owned();
+        Seen {
+            latest: format!("{} {}", amount(latest["value"].as_f64().unwrap(), unit), text(&latest["period"])),
+            change: text(&latest["comparison"]["text"]),
+            to_date: view["to_date"].as_array().unwrap().iter().map(|t| text(&t["text"])).collect(),
+            missing: text(&view["missing"]),
+            values: periods
+                .iter()
+                .map(|p| format!("{}: {}", text(&p["period"]), amount(p["value"].as_f64().unwrap(), unit)))
+                .collect(),
+        }
+    }
+
+    /// From a card as the page and the MCP App render it.
+    fn of_card(card: &str) -> Seen {
+        let unescape = |text: &str| {
+            text.replace("&#34;", "\"")
+                .replace("&quot;", "\"")
+                .replace("&#39;", "'")
+                .replace("&#x27;", "'")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&")
+        };
+        let between = |text: &str, open: &str, close: &str| -> Vec<String> {
+            text.split(open).skip(1).filter_map(|s| s.split(close).next()).map(unescape).collect()
+        };
+        let one = |open: &str, close: &str| {
+            between(card, open, close).pop().unwrap_or_else(|| panic!("no {open} in the card: {card}"))
+        };
+        let figure = one("<p class=\"figure\">", "</p>").replace("<span class=\"muted\">", "").replace("</span>", "");
+        let change = ["ok", "warning", "muted"]
+            .iter()
+            .find_map(|class| between(card, &format!("<p class=\"{class}\">"), "</p>").pop())
+            .unwrap_or_default();
+        let to_date = between(&one("<p class=\"to-date\">", "</p>"), "<span>", "</span>");
+        // A point's title: "2026-12-01: $1,234.56 (comparison period: …)".
+        let values = between(card, "<title>", "</title>")
+            .into_iter()
+            .map(|title| title.split(" (").next().unwrap().to_owned())
+            .collect();
+        Seen { latest: figure, change, to_date, missing: one("<p class=\"warning missing\">", "</p>"), values }
+    }
+}
+
+/// The card of `label` among rendered cards (a card of one site holds no other `div`).
+fn card_of(html: &str, label: &str) -> String {
+    let heading = format!("<h2>{label}</h2>");
+    let card = html.split("<div class=\"card\">").find(|card| card.contains(&heading));
+    let card = card.unwrap_or_else(|| panic!("no card {label} in {html}"));
+    card.split("</div>").next().unwrap().to_owned()
+}
+
+/// Issue 42, point 9 (§8, 2026-12-07): `/api/dashboard?days=28` and the resource's default
+/// ended today (27 values) while the page showed 28 ending at the latest due period, and the
+/// to-date totals and the reasons were on the page only. One view of a metric serves the page,
+/// `/api/dashboard`, the resource, `servio_metrics`, the prompt and the MCP App: for revenue
+/// over the default window, all six show the same periods, values, change, totals and reason.
+#[tokio::test]
+async fn one_view_of_a_metric_on_all_six_surfaces() {
+    let (demo, servers) = common::demo_and_servers("six-surfaces").await;
+    let auckland = jiff::tz::TimeZone::get("Pacific/Auckland").unwrap();
+    let due = servio_collector::plan::latest_due(servio_manifest::Granularity::Day, &auckland, jiff::Timestamp::now());
+    let due = due.unwrap().start_date;
+    let day = |n: i64| due.checked_sub(jiff::ToSpan::days(n)).unwrap().to_string();
+    let summary = "/api/servio/tools/shop.getSalesSummary";
+    let usd = Some("USD");
+    for (name, server) in servers {
+        let (ana, site, token) = common::ana_with_token(&server, &demo, "six-surfaces", name).await;
+        // The latest due day's answer is no number; the 34 days before it are collected.
+        demo.site.set_misbehaviour(summary, Some(Misbehaviour::Totals("\"49.0%\"".into())));
+        backfill(&server, &ana, site, (&day(0), &day(0))).await;
+        demo.site.set_misbehaviour(summary, None);
+        backfill(&server, &ana, site, (&day(34), &day(1))).await;
+
+        // 1. The API, over the page's default window.
+        let (status, dashboard, _) = server.send(&ana, Method::GET, "/api/dashboard?days=28", None).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {dashboard}");
+        let metric = dashboard["metrics"].as_array().unwrap().iter().find(|m| m["key"] == "sales.revenue.daily");
+        let metric = metric.unwrap_or_else(|| panic!("{name}: {dashboard}")).clone();
+        let view = metric["view"].clone();
+        let values = metric["values"].as_array().unwrap().clone();
+        let seen = Seen::of_view(&view, &values, &view["latest"], usd);
+        // 28 periods ending at the latest due one: 27 values and the due day without one.
+        assert_eq!((view["from"].as_str(), view["to"].as_str()), (Some(&*day(27)), Some(&*day(0))), "{name}");
+        assert_eq!((view["window"].as_u64(), seen.values.len()), (Some(28), 27), "{name}: {view}");
+        assert_eq!(metric["change"]["text"], json!(seen.change), "{name}");
+        let unfilled = view["unfilled"].as_array().unwrap();
+        assert_eq!(unfilled.len(), 1, "{name}: {view}");
+        assert_eq!(unfilled[0]["period"], json!(day(0)), "{name}");
+        let reason = unfilled[0]["reason"].as_str().unwrap().to_owned();
+        assert!(reason.contains("49.0%"), "{name}: {reason}");
+        assert_eq!(seen.missing, format!("{} not collected: {reason}.", day(0)), "{name}");
+        assert!(!seen.to_date.is_empty() || due.day() == 1, "{name}: revenue is an amount per day: {view}");
+        for total in view["to_date"].as_array().unwrap() {
+            assert!(total["total"].as_f64().is_some(), "{name}: {total}");
+        }
+        assert!(view["latest"]["value_path"].is_string(), "{name}: the latest value's source: {view}");
+
+        // 2. The page.
+        let page = server
+            .http
+            .get(format!("{}/dashboard", server.base))
+            .header("cookie", ana.cookie.clone().unwrap())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let page_card = card_of(&page, "Revenue");
+        assert_eq!(Seen::of_card(&page_card), seen, "{name}: the page shows the API's view");
+
+        // 3. The resource, by default.
+        let uri = format!("servio://metrics/{}/sales.revenue.daily", site_of(&demo.origin));
+        let read = ask(&server, &token, "resources/read", json!({ "uri": uri })).await;
+        let text = read["result"]["contents"][0]["text"].as_str().unwrap_or_else(|| panic!("{name}: {read}"));
+        let resource: Value = serde_json::from_str(text).unwrap();
+        // One "uri" (the duplicate key parsed as the last of the two).
+        assert_eq!(text.matches("\"uri\":").count(), 1, "{name}: {text}");
+        // 4. The tool, by default and in its list.
+        let args = json!({ "site": demo.origin, "metric": "sales.revenue.daily" });
+        let called = call(&server, &token, args).await;
+        let answer = &called["result"]["structuredContent"];
+        for (surface, figures) in [("resource", &resource), ("tool", answer)] {
+            for field in ["from", "to", "window", "compared_with", "unfilled", "to_date", "missing", "this_week"] {
+                assert_eq!(figures[field], view[field], "{name}: the {surface}'s {field} is the API's");
+            }
+            let periods = figures["periods"].as_array().unwrap();
+            assert_eq!(periods.last(), Some(&view["latest"]), "{name}: the {surface}'s latest figure is the API's");
+            let values: Vec<Value> =
+                periods.iter().map(|p| json!({ "period": p["period"], "value": p["value"] })).collect();
+            assert_eq!(values, metric["values"].as_array().unwrap().clone(), "{name}: the {surface}'s values");
+            assert_eq!(Seen::of_view(figures, periods, periods.last().unwrap(), usd), seen, "{name}: {surface}");
+        }
+        let listed = call(&server, &token, json!({})).await;
+        let listed = listed["result"]["structuredContent"]["metrics"].as_array().unwrap().clone();
+        let entry = listed.iter().find(|m| m["metric"] == "sales.revenue.daily").unwrap();
+        let latest = &view["latest"];
+        assert_eq!(
+            entry["latest"],
+            json!({ "period": latest["period"], "value": latest["value"], "change": seen.change }),
+            "{name}: the list gives the latest value"
+        );
+        assert_eq!(entry["missing"], json!(seen.missing), "{name}");
+
+        // 5. The prompt.
+        let briefing = ask(&server, &token, "prompts/get", json!({ "name": "morning_briefing" })).await;
+        let briefing = briefing["result"]["messages"][0]["content"]["text"].as_str().unwrap().to_owned();
+        let line =
+            briefing.lines().find(|l| l.contains("(sales.revenue.daily,")).unwrap_or_else(|| panic!("{briefing}"));
+        let (latest_value, latest_period) = seen.latest.rsplit_once(' ').unwrap();
+        assert!(line.contains(&format!("{latest_value} for {latest_period}.")), "{name}: {line}");
+        for said in std::iter::once(&seen.change).chain(&seen.to_date).chain([&seen.missing]) {
+            assert!(line.contains(said.as_str()), "{name}: {said:?} in the briefing: {line}");
+        }
+
+        // 6. The MCP App: the tool's result brings the card the page shows.
+        let cards = called["result"]["_meta"]["io.servio/cards"].as_str().unwrap_or_else(|| panic!("{called}"));
+        let app_card = card_of(cards, "Revenue");
+        assert_eq!(app_card, page_card, "{name}: the App's card is the page's");
+        assert_eq!(Seen::of_card(&app_card), seen, "{name}");
     }
 }

@@ -84,12 +84,14 @@ async fn collect(api: Api, Id(id): Id) -> Result<Json<CollectSummary>, ApiError>
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct Window {
-    /// Days of values, 1 to 400 (default 62).
+    /// Days of periods, 1 to 400 (default 62), ending at each metric's latest due period, as
+    /// the page's range and MCP's window: N days, N / 7 weeks or N / 30 months (two at least),
+    /// or the hours of N days.
     #[param(minimum = 1, maximum = 400)]
     days: Option<u32>,
 }
 
-/// Every metric with its recent values (?days=N), the latest and its trend, and the slots they share
+/// Every metric's view over ?days=N (values and sources, latest and change, to-date totals, reasons) and the slots they share
 #[utoipa::path(get, path = "/api/dashboard", params(Window), responses(
     (status = 200, description = "The dashboard data, with an ETag", body = Dashboard),
     (status = 304, description = "Not modified since the ETag sent in If-None-Match"),
@@ -107,10 +109,10 @@ async fn dashboard(
     let days = window.days.unwrap_or(service::DEFAULT_DAYS);
     let render = || async {
         let data = service::dashboard_data(&api.state, &api.user, days).await?;
-        // Sized for the answer at once (some 40 bytes a value, a few hundred a metric): grown
-        // from nothing, a 140 KB answer was copied a dozen times over.
+        // Sized for the answer at once (some 40 bytes a value, a kilobyte or two a metric with
+        // its view): grown from nothing, a 140 KB answer was copied a dozen times over.
         let values: usize = data.metrics.iter().map(|metric| metric.values.len()).sum();
-        let mut body = Vec::with_capacity(48 * values + 512 * data.metrics.len() + 1024);
+        let mut body = Vec::with_capacity(48 * values + 2048 * data.metrics.len() + 1024);
         serde_json::to_writer(&mut body, &data).map_err(ApiError::internal)?;
         Ok::<_, ApiError>(body)
     };

@@ -1,8 +1,9 @@
 //! What the collection routes do, for the API and the dashboard page alike: a backfill of a
 //! date range for one vault site, collect-now, and the dashboard data (every metric with its
-//! recent values, the latest one, and its trend against the comparison period of §8, only when
-//! that period was collected), and the slots they share (canonical keys from several sites in
-//! one slot with a total, see [`super::slots`]).
+//! view over the window, [`crate::figures::view`]: its values, the latest one, its change
+//! against the comparison period of §8, only when that period was collected, its to-date
+//! totals and the reasons of its periods without a value), and the slots they share (canonical
+//! keys from several sites in one slot with a total, see [`super::slots`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,8 +19,10 @@ use utoipa::ToSchema;
 use super::slots::{SiteMetric, Slot, slots};
 use crate::AppState;
 use crate::error::ApiError;
+use crate::figures::view::views;
+use crate::figures::{FiguresError, MetricRef, ViewSummary, Window};
 use crate::routes::vault::service::{BriefError, changes_waiting};
-use crate::shared::trend::{Trend, comparison_start, trend};
+use crate::shared::today::Today;
 
 /// A range of dates to collect.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -181,7 +184,9 @@ pub(crate) async fn collect_now(
     })
 }
 
-/// How many days back the API's dashboard reaches unless asked (`?days=`).
+/// How many days of periods the API's dashboard shows unless asked (`?days=`), as it always
+/// has; the page and MCP show [`crate::figures::view::DEFAULT_DAYS`] unless asked, with the
+/// same meaning of a window (N days of periods ending at the latest due period).
 pub const DEFAULT_DAYS: u32 = 62;
 /// The furthest back it reaches: a year's chart with its comparison periods.
 pub const MAX_DAYS: u32 = 400;
@@ -232,12 +237,18 @@ pub struct MetricData {
     /// `hour`, `day`, `week` or `month`.
     #[schema(value_type = String)]
     pub granularity: &'static str,
-    /// The newest value.
+    /// The newest value in the window.
     pub latest: Option<Latest>,
     /// Against the comparison period of §8, only when that was collected.
     pub change: Option<Change>,
-    /// Recent values, oldest first.
+    /// The window's values (the periods of `?days=` days ending at the latest due period),
+    /// oldest first.
     pub values: Vec<Point>,
+    /// The metric's view over the window, as the page, MCP's resources, tool, prompt and App
+    /// show it: the latest value with its source and comparison, the reasons of the periods
+    /// without one (their latest attempt's), the to-date totals and this week's periods without
+    /// a value (each value's source is in the metric's MCP resource, over the same window).
+    pub view: ViewSummary,
 }
 
 /// The site of a metric.
@@ -254,7 +265,7 @@ pub struct SiteData {
 /// The newest value of a metric.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Latest {
-    /// The period's first local date.
+    /// The period's key: its first local date (and hour, for `hour`).
     pub period: String,
     /// The value.
     pub value: f64,
@@ -268,11 +279,14 @@ pub struct Latest {
 pub struct Change {
     /// The comparison period's first local date.
     pub against: String,
-    /// The difference.
+    /// The difference (in points for a rate in percent).
     pub change: f64,
     /// The difference in percent; absent when the previous value is 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub percent: Option<f64>,
+    /// The change in words, as every surface shows it ("no change against …", "▲ +2.1 pts
+    /// against …", "▼ -3.5% against …").
+    pub text: String,
 }
 
 /// The value as the site sent it, kept for audit: the store keeps the JSON text found at the
@@ -290,7 +304,7 @@ pub enum Raw {
 
 impl Raw {
     /// Its schema: a number or a string (§7 reads a value from nothing else).
-    fn schema() -> utoipa::openapi::Object {
+    pub(crate) fn schema() -> utoipa::openapi::Object {
         use utoipa::openapi::schema::{SchemaType, Type};
         let types = SchemaType::from_iter([Type::Number, Type::String]);
         utoipa::openapi::ObjectBuilder::new().schema_type(types).build()
@@ -298,6 +312,14 @@ impl Raw {
 
     pub(crate) fn from_stored(text: &str) -> Raw {
         RawValue::from_string(text.to_owned()).map_or_else(|_| Raw::Text(text.to_owned()), Raw::Json)
+    }
+
+    /// The same text again.
+    fn copy(&self) -> Raw {
+        match self {
+            Raw::Json(json) => Raw::from_stored(json.get()),
+            Raw::Text(text) => Raw::Text(text.clone()),
+        }
     }
 }
 
@@ -317,7 +339,8 @@ async fn acting_checked(state: &AppState, entry: &VaultEntry) -> Result<Option<A
     Ok(state.collector.acting(entry, Wait::Bounded).await?)
 }
 
-/// The dashboard data of `user`, with the values of the last `days` days.
+/// The dashboard data of `user`: each metric's view over the periods of the last `days` days
+/// ending at its latest due period ([`crate::figures::view`], the one every surface shows).
 pub(crate) async fn dashboard_data(
     state: &AppState,
     user: &servio_store::User,
@@ -326,9 +349,7 @@ pub(crate) async fn dashboard_data(
     if !(1..=MAX_DAYS).contains(&days) {
         return Err(ApiError::BadRequest(format!("`days` must be from 1 to {MAX_DAYS}")));
     }
-    let zone = servio_manifest::period::zone(&user.time_zone).map_err(ApiError::internal)?;
-    let since = crate::now() - i64::from(days) * 24 * 3600;
-    let mut checked = Vec::new();
+    let today = Today::of(user)?;
     let mut entries: Vec<(VaultEntry, Arc<CheckedManifest>)> = Vec::new();
     for entry in state.store.vault_entries(user.id).await? {
         if let Some(acting) = acting_checked(state, &entry).await? {
@@ -336,89 +357,66 @@ pub(crate) async fn dashboard_data(
         }
     }
     let attention = attention(state, user.id, &entries).await?;
-    for (entry, acting) in entries {
-        if acting.brief.is_some() {
-            checked.push((entry.site, acting));
-        }
-    }
-    // Every metric's recent values in one query: one query per metric was most of a request.
-    let pairs: Vec<(i64, &str)> = checked
+    let found: Vec<MetricRef> = entries
         .iter()
-        .flat_map(|(site, valid)| {
-            valid.brief.iter().flat_map(|brief| &brief.metrics).map(move |metric| (site.id, metric.key.as_str()))
+        .flat_map(|(entry, acting)| {
+            acting.brief.iter().flat_map(|brief| &brief.metrics).map(|metric| MetricRef {
+                site: crate::figures::authority(&entry.site.origin).to_owned(),
+                origin: entry.site.origin.clone(),
+                site_id: entry.site.id,
+                site_name: acting.manifest.name.clone(),
+                metric: metric.clone(),
+            })
         })
         .collect();
-    let mut recent: HashMap<(i64, String), servio_store::Series> = HashMap::new();
-    for series in state.store.values_of(user.id, &pairs, since).await? {
-        recent.insert((series.site_id, series.metric_key.clone()), series);
-    }
-    let mut series = Vec::with_capacity(pairs.len());
-    for (site, valid) in &checked {
-        for metric in valid.brief.iter().flat_map(|brief| &brief.metrics) {
-            let found = recent.remove(&(site.id, metric.key.clone()));
-            let change = match &found {
-                Some(found) => change(found, metric.granularity, &zone)?,
-                None => None,
-            };
-            series.push((site, valid, metric, found, change));
-        }
-    }
+    let window = Window::Last(days);
+    let views = views(state, user.id, &today, &found, &window).await.map_err(|error| match error {
+        FiguresError::Api(error) => error,
+        other => ApiError::internal(other),
+    })?;
     // The slots read the values where they are; the metrics then take them.
-    let for_slots: Vec<SiteMetric> = series
+    let for_slots: Vec<SiteMetric> = found
         .iter()
-        .map(|(site, valid, metric, found, _)| SiteMetric {
-            site_id: site.id,
-            site_name: valid.manifest.name.clone(),
-            key: metric.key.clone(),
-            unit: metric.unit.clone(),
-            granularity: metric.granularity.as_str().to_owned(),
-            values: found.as_ref().map_or(&[][..], |found| &found.points),
+        .zip(&views)
+        .map(|(metric, view)| SiteMetric {
+            site_id: metric.site_id,
+            site_name: metric.site_name.clone(),
+            key: metric.metric.key.clone(),
+            unit: metric.metric.unit.clone(),
+            granularity: metric.metric.granularity.as_str().to_owned(),
+            values: &view.points,
         })
         .collect();
     let slots = slots(&for_slots);
     drop(for_slots);
-    let metrics = series
-        .into_iter()
-        .map(|(site, valid, metric, found, change)| {
-            let (points, latest_raw) = found.map_or_else(Default::default, |found| (found.points, found.latest_raw));
-            let latest = points.last().map(|(_, date, value)| Latest {
-                period: date.clone(),
-                value: *value,
-                raw: Raw::from_stored(&latest_raw),
-            });
-            MetricData {
-                site: SiteData { id: site.id, origin: site.origin.clone(), name: valid.manifest.name.clone() },
-                key: metric.key.clone(),
-                label: servio_manifest::brief::canonical_label(&metric.key),
-                unit: metric.unit.clone(),
-                granularity: metric.granularity.as_str(),
-                latest,
-                change,
-                values: points.into_iter().map(|(_, period, value)| Point { period, value }).collect(),
-            }
-        })
-        .collect();
+    let metrics = found.into_iter().zip(views).map(metric_data).collect();
     Ok(Dashboard { time_zone: user.time_zone.clone(), metrics, slots, attention })
 }
 
-/// The change of the newest value of `series` against its comparison period (§8), when that
-/// period was collected.
-fn change(
-    series: &servio_store::Series,
-    granularity: servio_manifest::period::Granularity,
-    zone: &jiff::tz::TimeZone,
-) -> Result<Option<Change>, ApiError> {
-    let Some((_, latest_date, latest)) = series.points.last() else { return Ok(None) };
-    let date: Date = latest_date.parse().map_err(ApiError::internal)?;
-    let period = servio_manifest::period::resolve(granularity, date, 0, zone).map_err(ApiError::internal)?;
-    let (compare_date, _) = comparison_start(&period).map_err(ApiError::internal)?;
-    let against = compare_date.to_string();
-    let previous = series.points.iter().find(|(_, date, _)| *date == against).map(|(_, _, value)| *value);
-    Ok(match trend(*latest, previous) {
-        Trend::None => None,
-        Trend::Absolute(change) => Some(Change { against, change, percent: None }),
-        Trend::Relative { change, percent } => Some(Change { against, change, percent: Some(percent) }),
-    })
+/// A metric's entry of the dashboard data: its view, and the fields the API has always had,
+/// read from it.
+fn metric_data((found, view): (MetricRef, ViewSummary)) -> MetricData {
+    let latest = view.latest.as_ref().map(|figure| Latest {
+        period: figure.period.clone(),
+        value: figure.value,
+        raw: figure.raw.copy(),
+    });
+    let change = view.change().and_then(|c| {
+        Some(Change { against: c.period.clone()?, change: c.change?, percent: c.percent, text: c.text.clone()? })
+    });
+    let values = view.points.iter().map(|(_, period, value)| Point { period: period.clone(), value: *value }).collect();
+    let metric = found.metric;
+    MetricData {
+        site: SiteData { id: found.site_id, origin: found.origin, name: found.site_name },
+        label: servio_manifest::brief::canonical_label(&metric.key),
+        key: metric.key,
+        unit: metric.unit,
+        granularity: metric.granularity.as_str(),
+        latest,
+        change,
+        values,
+        view,
+    }
 }
 
 /// The sites of `entries` (each with its acting manifest, checked) that need the user: changes
