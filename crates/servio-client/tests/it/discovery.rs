@@ -207,6 +207,25 @@ async fn limits_hold_while_streaming_and_after_decompression() {
     }
     let error = client.get_json(&url("/slow"), HeaderMap::new()).await.unwrap_err();
     assert!(matches!(error, ClientError::Timeout(_)), "{error}");
+
+    // The defaults (interpretation §1, the budget's row): a manifest of 8 MiB is read, one byte
+    // more is refused, and each fetch may take 10 s (the setting the slow fetch above shows
+    // bounding the whole request; not waited for here).
+    const EIGHT_MIB: usize = 8 * 1024 * 1024;
+    let sized = |bytes: usize| {
+        let body = format!("\"{}\"", " ".repeat(bytes - 2));
+        move || async move { ([(header::CONTENT_TYPE, "application/json")], body).into_response() }
+    };
+    let app = Router::new().route("/8mib", get(sized(EIGHT_MIB))).route("/8mib-and-1", get(sized(EIGHT_MIB + 1)));
+    let server = site(&ca, "127.0.0.1", app).await;
+    let defaulted = self::client(&ca, |_| {});
+    let url = |path: &str| format!("{}{path}", origin(&server)).parse().unwrap();
+    let read = defaulted.get_json(&url("/8mib"), HeaderMap::new()).await.unwrap();
+    assert_eq!(read.body.len(), EIGHT_MIB);
+    let error = defaulted.get_json(&url("/8mib-and-1"), HeaderMap::new()).await.unwrap_err();
+    assert!(matches!(error, ClientError::TooLarge { limit: EIGHT_MIB }), "{error}");
+    let defaults = ClientConfig::default().fetch_limits();
+    assert_eq!((defaults.max_body, defaults.timeout), (EIGHT_MIB, Duration::from_secs(10)));
 }
 
 #[tokio::test]

@@ -156,3 +156,48 @@ async fn a_burst_of_adds_and_verifications_of_one_site_stays_within_its_budget()
         }
     }
 }
+
+/// Issue 41, "bounded by design": testing a manifest at its URL ("test your manifest") fetches
+/// it, and spends the site's fetches as adding it does. Five tests of one site's URL with a
+/// budget of [`BUDGET`] fetch it that many times; the others are `429` saying so, before any
+/// fetch, and a pasted manifest, which fetches nothing, is still checked.
+#[tokio::test]
+async fn testing_a_manifest_at_its_url_spends_the_sites_fetches() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let tested = common::demo_site(&ca, "tested").await;
+    let budget = |state: &mut servio_platform::AppState| {
+        let limits =
+            servio_platform::throttle::ThrottleConfig { manifest_fetches_per_site: BUDGET, ..Default::default() };
+        state.throttle = std::sync::Arc::new(servio_platform::throttle::Throttle::new(&limits));
+    };
+    for (name, server) in common::servers_with(Some(&ca.ca_pem), budget).await {
+        let me = common::PageSession::sign_up(&server, &format!("tester-fetches-{name}@example.com"), "UTC").await;
+        let form = |field: &'static str, value: &str| {
+            vec![("date", "2026-12-01".to_owned()), ("time_zone", "UTC".to_owned()), (field, value.to_owned())]
+        };
+        let post = |fields: Vec<(&'static str, String)>| {
+            let me = &me;
+            async move {
+                let pairs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                me.post("/check", &pairs).await
+            }
+        };
+        tested.site.record_requests();
+        let mut statuses = Vec::new();
+        for _ in 0..5 {
+            let checked = post(form("url", &tested.origin)).await;
+            if checked.status == StatusCode::TOO_MANY_REQUESTS {
+                assert!(checked.html.contains("fetched 3 times in the last minute"), "{name}: {}", checked.html);
+            } else {
+                assert!(checked.html.contains(">Valid</span>"), "{name}: {} {}", checked.status, checked.html);
+            }
+            statuses.push(checked.status);
+        }
+        assert_eq!(manifest_fetches(&tested), BUDGET as usize, "{name}: {statuses:?}");
+        let refused = statuses.iter().filter(|status| **status == StatusCode::TOO_MANY_REQUESTS).count();
+        assert_eq!(refused, 5 - BUDGET as usize, "{name}: every test past the budget is a 429: {statuses:?}");
+        // The user's own limit of tests (10 at once) is not what refused them.
+        let pasted = post(form("manifest", "{}")).await;
+        assert_eq!(pasted.status, StatusCode::OK, "{name}: {}", pasted.html);
+    }
+}

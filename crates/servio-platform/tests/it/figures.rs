@@ -199,6 +199,53 @@ async fn the_metrics_tool_and_the_briefing_give_the_same_figures() {
     }
 }
 
+/// Issue 41, "bounded by design": a metric resource's range is bounded before anything is
+/// read. A daily metric's 400 days are read and 401 refused; an hourly metric's 31 days are
+/// read and 32 refused (744 periods, not 9,600); dates before 1970-01-01 or after 2999-12-31
+/// are refused. Each refusal is invalid params (-32602) saying which bound.
+#[tokio::test]
+async fn a_metric_resources_range_is_bounded_in_days_and_dates() {
+    let ca = servio_demo_site::LocalCa::generate(&[]).unwrap();
+    let demo = common::demo_site(&ca, "ranges").await;
+    demo.site.edit_manifest(Some(std::sync::Arc::new(|manifest: &mut Value| {
+        let mut hourly = manifest["brief"]["metrics"][0].clone();
+        hourly["key"] = json!("sales.revenue.hourly");
+        hourly["granularity"] = json!("hour");
+        manifest["brief"]["metrics"].as_array_mut().unwrap().push(hourly);
+    })));
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        let (_, _, token) = common::ana_with_token(&server, &demo, "ranges", name).await;
+        let metric = |key: &str| format!("servio://metrics/{}/{key}", site_of(&demo.origin));
+        let (daily, hourly) = (metric("sales.revenue.daily"), metric("sales.revenue.hourly"));
+        let read = |uri: String| {
+            let token = token.clone();
+            let server = &server;
+            async move { ask(server, &token, "resources/read", json!({ "uri": uri })).await }
+        };
+        for (uri, from, to, periods) in
+            [(&daily, "2025-01-01", "2026-02-05", 401), (&hourly, "2026-01-01", "2026-02-01", 32 * 24)]
+        {
+            let answer = read(format!("{uri}?from={from}&to={to}")).await;
+            let text = answer["result"]["contents"][0]["text"].as_str().unwrap_or_else(|| panic!("{name}: {answer}"));
+            let figures: Value = serde_json::from_str(text).unwrap();
+            let listed =
+                figures["periods"].as_array().map_or(0, Vec::len) + figures["unfilled"].as_array().map_or(0, Vec::len);
+            assert!(listed <= periods, "{name}: {uri} {from}..{to}: {listed} periods");
+        }
+        for (uri, from, to, said) in [
+            (&daily, "2025-01-01", "2026-02-06", "at most 400 days"),
+            (&hourly, "2026-01-01", "2026-02-02", "at most 31 days after `from` for a metric by the hour"),
+            (&daily, "1969-12-31", "1970-01-01", "must be from 1970-01-01 to 2999-12-31"),
+            (&hourly, "2999-12-31", "3000-01-01", "must be from 1970-01-01 to 2999-12-31"),
+        ] {
+            let answer = read(format!("{uri}?from={from}&to={to}")).await;
+            assert_eq!(answer["error"]["code"], -32602, "{name}: {uri} {from}..{to}: {answer}");
+            let message = answer["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains(said), "{name}: {uri} {from}..{to}: {message}");
+        }
+    }
+}
+
 /// A new value reaches a listen stream that watches the metric (2026-07-28) and a session
 /// subscribed to it (before), and no other user's.
 #[tokio::test]

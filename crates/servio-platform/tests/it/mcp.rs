@@ -344,6 +344,70 @@ async fn batches_are_answered_in_a_2025_03_26_session() {
     }
 }
 
+/// Issue 41, "bounded by design": a batch holds at most 8 MiB of answers together. Twelve calls
+/// of a tool whose every answer is 1 MiB at the site (more as MCP carries it): those that fit
+/// are answered, the next one's answer does not fit and is an error saying so, and those left
+/// are not run (the site never hears them), each answered with an error saying why.
+#[tokio::test]
+async fn a_batchs_answers_past_8_mib_leave_an_error_for_each_request_left() {
+    const ANSWER: usize = 1024 * 1024;
+    const CALLS: usize = 12;
+    let (demo, servers) = common::demo_and_servers("batch-bytes").await;
+    demo.site.set_misbehaviour(
+        "/api/servio/tools/shop.getSalesSummary",
+        Some(servio_demo_site::Misbehaviour::HugeBody(ANSWER)),
+    );
+    for (name, server) in servers {
+        let (_, _, token) = common::ana_with_token(&server, &demo, "batch-bytes", name).await;
+        let post = || {
+            server
+                .http
+                .post(format!("{}/mcp", server.base))
+                .bearer_auth(&token)
+                .header("accept", "application/json, text/event-stream")
+        };
+        let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": { "name": "old", "version": "0" } } });
+        let opened = post().json(&initialize).send().await.unwrap();
+        assert_eq!(opened.status(), StatusCode::OK, "{name}");
+        let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+        let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        post().header("mcp-session-id", &session).json(&initialized).send().await.unwrap();
+        let listed = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+        let listed = messages(post().header("mcp-session-id", &session).json(&listed).send().await.unwrap()).await;
+        let tools = listed[0]["result"]["tools"].as_array().unwrap_or_else(|| panic!("{name}: {listed:?}"));
+        let sales =
+            tools.iter().filter_map(|tool| tool["name"].as_str()).find(|tool| tool.ends_with("shop_getSalesSummary"));
+        let sales = sales.unwrap_or_else(|| panic!("{name}: {tools:?}")).to_owned();
+
+        demo.site.record_requests();
+        let arguments = json!({ "from": "2026-08-20", "to": "2026-08-20" });
+        let calls: Vec<Value> = (10..10 + CALLS)
+            .map(|id| json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": sales, "arguments": arguments } }))
+            .collect();
+        let answer = post().header("mcp-session-id", &session).json(&calls).send().await.unwrap();
+        assert_eq!(answer.status(), StatusCode::OK, "{name}");
+        let body = answer.bytes().await.unwrap();
+        assert!(body.len() < 8 * 1024 * 1024 + 64 * 1024, "{name}: {} bytes of answers", body.len());
+        let answers: Vec<Value> = serde_json::from_slice(&body).unwrap();
+        let ids: Vec<Value> = answers.iter().map(|answer| answer["id"].clone()).collect();
+        assert_eq!(ids, (10..10 + CALLS).map(|id| json!(id)).collect::<Vec<_>>(), "{name}: one answer each, in order");
+        // Answered while they fit, then one whose answer did not, then the rest not run.
+        let whole = answers.iter().take_while(|answer| answer["result"].is_object()).count();
+        assert!(whole >= 2, "{name}: {whole} answered");
+        let cut = answers[whole]["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(cut, "the batch's answers passed 8388608 bytes", "{name}: {}", answers[whole]);
+        assert!(whole + 1 < CALLS, "{name}: no request was left");
+        for left in &answers[whole + 1..] {
+            let said = left["error"]["message"].as_str().unwrap_or_default();
+            assert_eq!(said, "not run: the batch's answers passed 8388608 bytes", "{name}: {left}");
+        }
+        let called =
+            demo.site.requests().iter().filter(|seen| seen.path == "/api/servio/tools/shop.getSalesSummary").count();
+        assert_eq!(called, whole + 1, "{name}: the requests left were not run");
+    }
+}
+
 /// A user's `subscriptions/listen` streams are bounded like their sessions (100 by default):
 /// each holds a connection and a task. The next is refused with the limit, another user's are
 /// not counted, and once streams close their places are free again.

@@ -587,3 +587,89 @@ async fn the_site_page_names_tools_as_the_catalogue_offers_them() {
         assert!(page.contains(&format!("<code>{}</code>", twins[1])), "{name}: the page shows the suffixed name");
     }
 }
+
+/// Manifest requests being answered at once, and the most there were, across the sites of the
+/// test below; each request waits for a permit of `gate`.
+struct HeldFetches {
+    now: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+    gate: tokio::sync::Semaphore,
+}
+
+/// Issue 41, "bounded by design": a round of the periodic refresh fetches at most 4 manifests
+/// at once (`Schedule::at_once`), and the round comes every 10 minutes, of 100 sites at most,
+/// by default. Ten held sites are due, each at a server of its own that holds every request
+/// until the test lets it go: four are asked, and no fifth while they are held; let go, the
+/// round refreshes all ten, never more than four at once.
+#[tokio::test]
+async fn a_refresh_round_fetches_at_most_4_manifests_at_once() {
+    use std::sync::atomic::Ordering::SeqCst;
+
+    use axum::response::IntoResponse;
+    use servio_platform::refresh::{Round, Schedule, run_once};
+
+    let defaults = Schedule::default();
+    assert_eq!((defaults.tick.as_secs(), defaults.batch, defaults.at_once), (600, 100, 4));
+    const SITES: usize = 10;
+    let ca = LocalCa::generate(&[]).unwrap();
+    let held = std::sync::Arc::new(HeldFetches {
+        now: Default::default(),
+        most: Default::default(),
+        gate: tokio::sync::Semaphore::new(0),
+    });
+    let mut origins = Vec::new();
+    let mut running = Vec::new();
+    for _ in 0..SITES {
+        let held = held.clone();
+        let answer = move || async move {
+            let at_once = held.now.fetch_add(1, SeqCst) + 1;
+            held.most.fetch_max(at_once, SeqCst);
+            held.gate.acquire().await.unwrap().forget();
+            held.now.fetch_sub(1, SeqCst);
+            ([(axum::http::header::CONTENT_TYPE, "application/json")], "{}").into_response()
+        };
+        let app = axum::Router::new().route("/.well-known/servio.json", axum::routing::get(answer));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        origins.push(format!("https://localhost:{}", listener.local_addr().unwrap().port()));
+        running.push(serve_https_on(listener, &ca, app).await.unwrap());
+    }
+    for (name, server) in common::servers(Some(&ca.ca_pem)).await {
+        assert_eq!(server.state.refresh, defaults, "{name}: the platform's schedule is the default");
+        let ana = server.sign_up(&format!("ana-at-once-{name}@example.com")).await;
+        let (store, user) = (&server.state.store, ana.user_id.unwrap());
+        let now = servio_platform::now();
+        for (n, origin) in origins.iter().enumerate() {
+            let manifest_url = format!("{origin}/.well-known/servio.json");
+            let fetched = servio_store::FetchedManifest {
+                origin,
+                manifest_url: &manifest_url,
+                manifest: "{}",
+                etag: None,
+                last_modified: None,
+            };
+            store.add_site(&fetched, user, None, now - 3 * 86_400 - n as i64, 100).await.unwrap();
+        }
+        held.most.store(0, SeqCst);
+        let state = server.state.clone();
+        let round = tokio::spawn(async move { run_once(&state).await.unwrap() });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while held.now.load(SeqCst) < 4 {
+            assert!(std::time::Instant::now() < deadline, "{name}: {} fetches at once", held.now.load(SeqCst));
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        // A fifth while four are held would be past the bound: given a moment to show up (the
+        // test does not need it to pass, only to see a fifth that comes).
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(held.now.load(SeqCst), 4, "{name}: fetches at once while four are held");
+        held.gate.add_permits(SITES);
+        let round = round.await.unwrap();
+        // Each asked once (`{}` is no valid manifest: each is stale now, which is not the point).
+        let asked = Round { unchanged: 0, changed: 0, stale: 0, ..round };
+        assert_eq!(
+            (round.unchanged + round.changed + round.stale, asked),
+            (SITES, Round::default()),
+            "{name}: {round:?}"
+        );
+        assert_eq!(held.most.load(SeqCst), 4, "{name}: the most manifest fetches at once");
+    }
+}

@@ -79,7 +79,10 @@ async fn drained(platform: &Platform, user: &User, site_id: i64, bound: Duration
 const REFUSAL_GROWTH_KIB: u64 = 16 * 1024;
 
 /// Finding 4: 401 days of [`HOURLY_METRICS`] hourly metrics, 962,400 periods, refused within a
-/// second, saying so, the process's peak memory up by less than [`REFUSAL_GROWTH_KIB`].
+/// second, saying so, the process's peak memory up by less than [`REFUSAL_GROWTH_KIB`]. The
+/// range's own bounds (issue 41, "bounded by design"): 400 days are taken and 401 refused, and
+/// so are dates before 1970-01-01 or after 2999-12-31, queued or waited for, even where no
+/// period would be queued.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backfill_far_over_the_limit_is_refused_before_its_periods_are_built() {
     let site = site_with(hourly).await;
@@ -104,6 +107,28 @@ async fn a_backfill_far_over_the_limit_is_refused_before_its_periods_are_built()
         let said = refused["error"].as_str().unwrap_or_default();
         assert!(said.contains("962400") && said.contains("10000"), "{name}: {said}");
         assert!(growth < REFUSAL_GROWTH_KIB, "{name}: refusing it grew the process by {} MiB", growth / 1024);
+
+        // The range's own bounds, each refused whatever the periods come to: these ranges are
+        // in the future, where no period is due (nothing would be queued), so only the bound
+        // on days or on dates refuses them.
+        for query in ["", "?queue=true"] {
+            let path = format!("/api/vault/{site_id}/backfill{query}");
+            let (status, taken) = platform
+                .send(&user, Method::POST, &path, Some(json!({ "from": "2990-01-01", "to": "2991-02-05" })))
+                .await;
+            assert!(status == 200 || status == 202, "{name}{query}: 400 days are taken: {status} {taken}");
+            for (from, to, said) in [
+                ("2990-01-01", "2991-02-06", "at most 400 days later"),
+                ("2999-12-31", "3000-01-01", "`to` \"3000-01-01\" must be from 1970-01-01 to 2999-12-31"),
+                ("1969-12-31", "1970-01-01", "`from` \"1969-12-31\" must be from 1970-01-01 to 2999-12-31"),
+            ] {
+                let (status, refused) =
+                    platform.send(&user, Method::POST, &path, Some(json!({ "from": from, "to": to }))).await;
+                assert_eq!(status, 400, "{name}{query}: {from}..{to}: {refused}");
+                let error = refused["error"].as_str().unwrap_or_default();
+                assert!(error.contains(said), "{name}{query}: {from}..{to}: {error}");
+            }
+        }
     }
 }
 

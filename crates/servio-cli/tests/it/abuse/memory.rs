@@ -208,3 +208,97 @@ async fn catalogues_of_many_users_stay_within_the_cache_bound() {
         assert!(cache_count(&platform, "catalogue", "miss").await >= LISTERS as u64, "{}", backend.name());
     }
 }
+
+/// The figures cache's bound in the test below: a few users' figures, not all of them.
+const FIGURES_BOUND: u64 = 32 * 1024;
+const FIGURE_READERS: usize = 10;
+/// Days of values each reader has, read as four resources of ten days.
+const FIGURE_DAYS: i64 = 40;
+
+/// The value of the gauge `servio_cache_bytes{cache="figures"}` at `/metrics`.
+async fn figures_bytes(platform: &WithMetrics) -> u64 {
+    let text = platform.metrics_text().await;
+    let wanted = "servio_cache_bytes{cache=\"figures\"} ";
+    text.lines().find_map(|line| line.strip_prefix(wanted)).map_or(0, |n| n.trim().parse::<f64>().unwrap() as u64)
+}
+
+/// A `resources/read` of `uri` (MCP 2026-07-28) with `token`: the resource's text.
+async fn read_resource(platform: &Platform, token: &str, uri: &str) -> String {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": { "uri": uri, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": { "name": "abuse", "version": "0" } } } });
+    let response = platform
+        .http
+        .post(format!("{}/mcp", platform.url))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "resources/read")
+        .header("mcp-name", uri)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    let json = text.lines().filter_map(|line| line.strip_prefix("data:")).next().unwrap_or(&text).trim().to_owned();
+    let answer: Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{uri}: {e}: {text}"));
+    let read = answer["result"]["contents"][0]["text"].as_str();
+    read.unwrap_or_else(|| panic!("{uri}: {answer}")).to_owned()
+}
+
+/// Issue 41, "bounded by design": the figure resources MCP served are kept within
+/// `--figures-cache-bytes`. [`FIGURE_READERS`] users each read four resources of ten days of
+/// their values, several times the bound in all: what is kept (`servio_cache_bytes`) never
+/// passes the bound and something is kept; a resource read twice in a row is a hit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn figures_of_many_users_stay_within_the_cache_bound() {
+    let site = start_site(SITE_TOKEN, DemoAuth::Bearer).await;
+    let bound = FIGURES_BOUND.to_string();
+    for backend in Backend::all().await {
+        let name = backend.name();
+        let platform = WithMetrics::start(&backend, &site, &["--figures-cache-bytes", &bound]).await;
+        let (_, site_id, users) = users_of_site(&platform, &site, "figures", FIGURE_READERS).await;
+        let store = platform.store().await;
+        let today = jiff::Timestamp::now().as_second() / 86_400;
+        let days: Vec<(i64, String)> = (1..=FIGURE_DAYS)
+            .map(|back| {
+                let start = (today - back) * 86_400;
+                let date =
+                    jiff::Timestamp::from_second(start).unwrap().to_zoned_datetime(jiff::tz::TimeZone::UTC).date();
+                (start, date.to_string())
+            })
+            .collect();
+        for (user_id, _) in &users {
+            let values: Vec<_> = days
+                .iter()
+                .map(|(start, date)| {
+                    let slot = daily_slot(*user_id, site_id, "sales.revenue.daily", (*start, start + 86_400), date);
+                    (slot, 1234.5, "seeded")
+                })
+                .collect();
+            store.store_values(&values, servio_platform::now()).await.unwrap();
+        }
+        let metric = format!("servio://metrics/{}/sales.revenue.daily", site.origin.trim_start_matches("https://"));
+        // The cache serves: a resource read twice in a row is a hit the second time.
+        let first = format!("{metric}?from={}&to={}", days[9].1, days[0].1);
+        read_resource(&platform, &users[0].1, &first).await;
+        let hits = cache_count(&platform, "figures", "hit").await;
+        read_resource(&platform, &users[0].1, &first).await;
+        assert_eq!(cache_count(&platform, "figures", "hit").await, hits + 1, "{name}: read again, not a hit");
+        let (mut rendered, mut most) = (0, 0);
+        for (_, token) in &users {
+            for window in days.chunks(10) {
+                let (to, from) = (&window[0].1, &window[window.len() - 1].1);
+                rendered +=
+                    read_resource(&platform, token, &format!("{metric}?from={from}&to={to}")).await.len() as u64;
+                let kept = figures_bytes(&platform).await;
+                assert!(kept <= FIGURES_BOUND, "{name}: {kept} bytes of figures kept, bound {FIGURES_BOUND}");
+                most = most.max(kept);
+            }
+        }
+        eprintln!("{name}: {rendered} bytes of figures read, at most {most} kept (bound {FIGURES_BOUND})");
+        assert!(rendered > 4 * FIGURES_BOUND, "{name}: only {rendered} bytes read, not past the bound");
+        assert!(most > 0, "{name}: nothing was kept");
+    }
+}
