@@ -940,7 +940,8 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
     let grace = config.grace;
     // The collector's room, which collect-now takes its calls' room in too.
     let room = collector.calls.clone();
-    let ahead = Arc::new(Semaphore::new(in_flight.saturating_add(config.batch.clamp(1, MAX_IN_FLIGHT))));
+    let ahead_size = in_flight.saturating_add(config.batch.clamp(1, MAX_IN_FLIGHT));
+    let ahead = Arc::new(Semaphore::new(ahead_size));
     let cut = CancellationToken::new();
     // Room for a whole group: results queue while a commit is made, so calls go on meanwhile
     // and the next commit takes them all (with room for only `in_flight`, calls waited and
@@ -948,7 +949,7 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
     let (results, received) = mpsc::channel::<Done>(COMMIT_GROUP);
     let committer = tokio::spawn(commit_results(collector.clone(), received, total).in_current_span());
     let (leased, mut batches) = mpsc::channel::<Leased>(1);
-    let leaser = lease_batches(collector.clone(), config, stop.clone(), ahead, leased);
+    let leaser = lease_batches(collector.clone(), config, stop.clone(), (ahead, ahead_size), leased);
     let leaser = tokio::spawn(leaser.in_current_span());
     let mut stopping = stop.clone();
     'batches: while let Some(Leased { jobs, contexts, mut held }) = batches.recv().await {
@@ -962,7 +963,8 @@ async fn work(collector: Collector, config: WorkerConfig, stop: watch::Receiver<
             if *stop.borrow() {
                 break 'batches;
             }
-            // A lease takes whole periods, so it may hold a few jobs more than its room ahead.
+            // The leaser took a permit for each job (or the whole room, for a period larger
+            // than it).
             let Some(ahead) = held.split(group.len().min(held.num_permits())) else { break 'batches };
             let (user_id, site_id) = (group[0].user_id, group[0].site_id);
             let context = contexts[&(user_id, site_id)].clone();
@@ -994,13 +996,13 @@ async fn lease_batches(
     collector: Collector,
     config: WorkerConfig,
     mut stop: watch::Receiver<bool>,
-    ahead: Arc<Semaphore>,
+    (ahead, ahead_size): (Arc<Semaphore>, usize),
     leased: mpsc::Sender<Leased>,
 ) {
     let want = u32::try_from(config.batch.max(1)).unwrap_or(u32::MAX);
     let mut after_user = 0;
     while !*stop.borrow() {
-        let Some(held) = room_to_lease(&ahead, want, &mut stop).await else { break };
+        let Some(mut held) = room_to_lease(&ahead, want, &mut stop).await else { break };
         match lease_batch(&collector, &config, held.num_permits(), after_user).await {
             Ok((jobs, _)) if jobs.is_empty() && config.drain => break,
             Ok((jobs, _)) if jobs.is_empty() => {
@@ -1009,6 +1011,17 @@ async fn lease_batches(
             }
             Ok((jobs, contexts)) => {
                 after_user = servio_store::last_served(after_user, &jobs);
+                // A lease takes whole periods, so it may bring a few jobs more than the room
+                // it had: their room is taken before their calls, so the jobs held never pass
+                // `ahead_size` (the whole room, when one period holds more jobs than that).
+                let short = jobs.len().min(ahead_size).saturating_sub(held.num_permits());
+                if short > 0 {
+                    let more = tokio::select! {
+                        Ok(more) = ahead.clone().acquire_many_owned(u32::try_from(short).unwrap_or(u32::MAX)) => more,
+                        () = stopped(&mut stop) => break,
+                    };
+                    held.merge(more);
+                }
                 if leased.send(Leased { jobs, contexts, held }).await.is_err() {
                     break;
                 }
@@ -1215,6 +1228,37 @@ mod tests {
             source: None,
         };
         Resolution::Answered { answer: Box::new(answer), not_before: None, period: (0, 86_400) }
+    }
+
+    /// Issue 41 (budget row of `--in-flight` and `--batch-size`): a lease takes whole periods,
+    /// so a lease with room for 3 jobs of periods of 2 brings 4; the leaser takes the fourth's
+    /// room before handing the batch over, so the jobs held never pass the room. Before, the
+    /// batch held 3 permits for 4 jobs, one job more for each lease.
+    #[tokio::test]
+    async fn a_lease_of_whole_periods_takes_room_for_each_of_its_jobs() {
+        let store: Arc<dyn Store> = Arc::from(servio_store::testing::backends().await.remove(0).1);
+        let user = store.create_user("room@example.com", "h", "UTC", 0).await.unwrap();
+        let site = servio_store::testing::site(store.as_ref(), "https://room.example").await;
+        let dates: Vec<String> = (0..4).map(|day| format!("2026-04-0{}", day + 1)).collect();
+        let jobs: Vec<NewJob> = (0..8)
+            .map(|n| {
+                let slot = servio_store::testing::day_slot(user.id, site, n / 2, &dates[(n / 2) as usize]);
+                let metric_key = if n % 2 == 0 { "sales.revenue.daily" } else { "sales.orders.daily" };
+                let slot = servio_store::Slot { metric_key, ..slot };
+                NewJob { slot, not_before: 0, deadline: i64::MAX, kind: JobKind::Scheduled }
+            })
+            .collect();
+        assert_eq!(store.enqueue_jobs(&jobs, 0).await.unwrap(), 8);
+        let config = WorkerConfig { batch: 3, drain: true, ..WorkerConfig::new("room") };
+        let (_stop, stopped) = watch::channel(false);
+        let ahead = Arc::new(Semaphore::new(6));
+        let (leased, mut batches) = mpsc::channel(1);
+        let leaser = tokio::spawn(lease_batches(collector(store), config, stopped, (ahead.clone(), 6), leased));
+        let first = batches.recv().await.expect("a batch");
+        assert_eq!(first.jobs.len(), 4, "two whole periods for a room of three");
+        assert_eq!(first.held.num_permits(), 4, "a permit for each job leased");
+        drop(batches);
+        leaser.await.unwrap();
     }
 
     /// A group of results that the store refuses as a whole is committed result by result, so
