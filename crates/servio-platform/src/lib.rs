@@ -74,6 +74,9 @@ pub struct AppState {
     pub figures: Arc<routes::dashboard::cache::FiguresCache>,
     /// What one user may hold at once (tokens, claims, sessions).
     pub quotas: quotas::Quotas,
+    /// How long a backfill's request waits for the workers to try its periods before it answers
+    /// `202` ([`routes::dashboard::service::BACKFILL_WAIT`], what the API document says).
+    pub backfill_wait: std::time::Duration,
 }
 
 /// Whether the process is stopping: set once on SIGTERM, before the server stops accepting.
@@ -189,6 +192,7 @@ impl AppState {
             dashboards,
             figures,
             quotas: quotas::Quotas::default(),
+            backfill_wait: routes::dashboard::service::BACKFILL_WAIT,
         }
     }
 

@@ -540,3 +540,41 @@ async fn the_reason_shown_is_the_latest_attempts_and_the_week_counts_its_periods
         assert!(page.contains(&counted), "{name}: {counted:?}, not the backfill's periods: {page}");
     }
 }
+
+/// Issue 41 (budget row of a backfill that waits): the request waits for the workers as long
+/// as the platform says (30 s by default, 300 ms here), then answers `202` with what is queued
+/// and still to collect; the jobs go on, and the workers collect them afterwards.
+#[tokio::test]
+async fn a_backfill_past_its_wait_answers_202_and_its_jobs_go_on() {
+    let ca = LocalCa::generate(&[]).unwrap();
+    let demo = common::demo_site(&ca, "demo").await;
+    let short = |state: &mut servio_platform::AppState| state.backfill_wait = std::time::Duration::from_millis(300);
+    for (name, server) in common::servers_with(Some(&ca.ca_pem), short).await {
+        let ana = server.sign_up(&format!("ana-waits-{name}@example.com")).await;
+        let id = server.add_site(&ana, &demo.origin, "demo").await;
+        // No worker runs: nothing is collected within the wait.
+        let range = serde_json::json!({ "from": "2026-03-01", "to": "2026-03-03" });
+        let path = format!("/api/vault/{id}/backfill");
+        let started = std::time::Instant::now();
+        let (status, answer, _) = server.send(&ana, Method::POST, &path, Some(range)).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{name}: {answer}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "{name}: waited {:?}", started.elapsed());
+        // Three days of two metrics, and the site's first collection queued when it was added.
+        assert_eq!(answer["queued"].as_u64(), Some(6), "{name}: {answer}");
+        assert!(answer["pending"].as_i64() >= Some(6), "{name}: {answer}");
+        // The jobs go on: a worker collects them.
+        let progress = format!("/api/vault/{id}/jobs");
+        let collected = async {
+            loop {
+                let (_, left, _) = server.send(&ana, Method::GET, &progress, None).await;
+                if left["pending"] == 0 {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(30), server.with_worker(collected))
+            .await
+            .unwrap_or_else(|_| panic!("{name}: the jobs were not collected"));
+    }
+}

@@ -123,7 +123,7 @@ impl Backfill<'_> {
     /// itself, so its calls take their turn and the workers' room like any other's.
     pub(crate) async fn run(&self) -> Result<BackfillAnswer, ApiError> {
         let (entry, dates) = self.entry_and_dates().await?;
-        let done = self.state.collector.backfill(self.user, &entry, dates, BACKFILL_WAIT).await?;
+        let done = self.state.collector.backfill(self.user, &entry, dates, self.state.backfill_wait).await?;
         let progress = done.progress;
         if progress.untried > 0 {
             let pending = self.state.store.pending_jobs(self.user.id, self.id).await?;
