@@ -7,9 +7,9 @@
 use async_trait::async_trait;
 
 use crate::Result;
-use crate::database::{Backend, Conn, Database};
+use crate::database::{Conn, Database};
 use crate::text::{storable, storable_opt};
-use crate::{Change, SiteHealth, User, VaultEntry, postgres, sqlite};
+use crate::{Change, SiteHealth, User, VaultEntry};
 
 /// How a collection attempt ended, as the attempt log keeps it (stored as its lowercase name,
 /// the same text as before it was typed).
@@ -234,22 +234,6 @@ pub struct SiteUnfilled {
     pub period: UnfilledPeriod,
 }
 
-/// One metric's values from some time on, as the dashboard reads them: what it shows of each
-/// value, and the newest one's text as the site sent it (the one it shows). The other fields of
-/// a [`StoredValue`], read for each of a dashboard's 3,100 values, were a fifth of its query.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Series {
-    /// The site.
-    pub site_id: i64,
-    /// The metric.
-    pub metric_key: String,
-    /// Each value as (the period's first instant, its first local date, the number), oldest
-    /// first; never empty.
-    pub points: Vec<(i64, String, f64)>,
-    /// The newest value as the site sent it.
-    pub latest_raw: String,
-}
-
 /// One collection attempt, kept whatever happened.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct Attempt {
@@ -337,26 +321,6 @@ fn distinct_ids(pairs: &[(i64, i64)]) -> (Vec<i64>, Vec<i64>) {
         ids.dedup();
     }
     (users, sites)
-}
-
-/// What a backend's `values_of` returns.
-pub(crate) type SiteValues = Result<Vec<Series>>;
-
-/// Values as (site, metric key, period start, start date, value, raw), ordered by site, key
-/// and period start, as series: one per (site, key), with the newest value's raw text.
-pub(crate) fn series(rows: Vec<(i64, String, i64, String, f64, String)>) -> Vec<Series> {
-    let mut all: Vec<Series> = Vec::new();
-    for (site_id, metric_key, period_start, start_date, value, raw) in rows {
-        let point = (period_start, start_date, value);
-        match all.last_mut() {
-            Some(last) if last.site_id == site_id && last.metric_key == metric_key => {
-                last.points.push(point);
-                last.latest_raw = raw;
-            }
-            _ => all.push(Series { site_id, metric_key, points: vec![point], latest_raw: raw }),
-        }
-    }
-    all
 }
 
 /// Stores one value, replacing the value of its period key (the same local period, whatever
@@ -617,12 +581,6 @@ pub trait Collection: Send + Sync {
     /// where one durable commit per value would take minutes.
     /// Tells [`Change::Values`] of each user.
     async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<()>;
-    /// A user's values of several (site, metric key) pairs whose period starts at or after
-    /// `since`, one [`Series`] per pair that has any, ordered by site and key: the dashboard's
-    /// one query, where one query per metric cost more than the rest of a request.
-    /// FIXME(unused): the dashboard's metric views need each value's source and read
-    /// [`Collection::values_in`]; this packed read waits for a door that needs numbers only.
-    async fn values_of(&self, user_id: i64, metrics: &[(i64, &str)], since: i64) -> Result<Vec<Series>>;
 }
 
 #[async_trait]
@@ -664,12 +622,9 @@ impl Collection for Database {
         metric_key: &str,
         starts: std::ops::Range<i64>,
     ) -> Result<Vec<StoredValue>> {
-        let sql = "SELECT metric_key, granularity, period_start, period_end, start_date, period_key, value, raw, collected_at,
-                          source
-                   FROM metric_values
-                   WHERE user_id = $1 AND site_id = $2 AND metric_key = $3 AND period_start >= $4 AND period_start < $5
-                   ORDER BY period_start";
-        fetch!(&self.pool, fetch_all(sql, user_id, site_id, metric_key, starts.start, starts.end))
+        // The query of many metrics, for one: written once.
+        let found = self.values_in(user_id, &[site_id], &[metric_key], starts).await?;
+        Ok(found.into_iter().map(|one| one.value).collect())
     }
 
     #[tracing::instrument(level = "debug", skip(self))]
@@ -695,25 +650,9 @@ impl Collection for Database {
         metric_key: &str,
         starts: std::ops::Range<i64>,
     ) -> Result<Vec<UnfilledPeriod>> {
-        // Each period's latest attempt, unless the period has a value (of its key, or, for an
-        // attempt logged before keys, of its start).
-        let sql = "SELECT period_start, start_date, period_key, attempted_at, outcome, reason, retry_at
-                   FROM (
-                       SELECT a.*, row_number() OVER (PARTITION BY COALESCE(a.period_key, a.start_date || '@' || a.period_start)
-                                                      ORDER BY a.id DESC) AS newest
-                       FROM collection_attempts a
-                       WHERE a.user_id = $1 AND a.site_id = $2 AND a.metric_key = $3 AND a.period_start >= $4
-                         AND a.period_start < $5
-                   ) latest
-                   WHERE newest = 1 AND outcome <> 'stored' AND NOT EXISTS (
-                       SELECT 1 FROM metric_values v
-                       WHERE v.user_id = $1 AND v.site_id = $2 AND v.metric_key = $3
-                         AND (v.period_key = latest.period_key
-                              OR (latest.period_key IS NULL AND v.period_start = latest.period_start))
-                   )
-                   ORDER BY period_start LIMIT $6";
-        let limit = crate::UNFILLED_LIMIT;
-        fetch!(&self.pool, fetch_all(sql, user_id, site_id, metric_key, starts.start, starts.end, limit))
+        // The query of many metrics, for one: written once.
+        let found = self.unfilled_in(user_id, &[site_id], &[metric_key], starts).await?;
+        Ok(found.into_iter().map(|one| one.period).collect())
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(sites = sites.len(), keys = keys.len()))]
@@ -895,14 +834,6 @@ impl Collection for Database {
         result?;
         self.hooks.tell_each(Change::Values, values.iter().map(|(slot, _, _)| slot.user_id));
         Ok(())
-    }
-
-    #[tracing::instrument(level = "debug", skip_all, fields(metrics = metrics.len()))]
-    async fn values_of(&self, user_id: i64, metrics: &[(i64, &str)], since: i64) -> Result<Vec<Series>> {
-        match &self.pool {
-            Backend::Sqlite(pool) => sqlite::values_of(pool, user_id, metrics, since).await,
-            Backend::Postgres(pool) => postgres::values_of(pool, user_id, metrics, since).await,
-        }
     }
 }
 

@@ -9,7 +9,6 @@ use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 use tokio::sync::mpsc;
 
 use crate::Result;
-use crate::collection::{SiteValues, series};
 use crate::jobs::JOB_COLUMNS;
 use crate::text::storable_opt;
 use crate::{Completion, Heard, Job, JobLease, NewJob, Pruned};
@@ -71,27 +70,6 @@ pub(crate) async fn changes(pool: &PgPool, channel: &str) -> Result<mpsc::Receiv
         }
     });
     Ok(receiver)
-}
-
-/// The dashboard's one query: the pairs travel as two parallel arrays, unnested back into
-/// pairs, one index range per pair.
-pub(crate) async fn values_of(pool: &PgPool, user_id: i64, metrics: &[(i64, &str)], since: i64) -> SiteValues {
-    let sites: Vec<i64> = metrics.iter().map(|(site, _)| *site).collect();
-    let keys: Vec<String> = metrics.iter().map(|(_, key)| (*key).to_owned()).collect();
-    let rows = sqlx::query_as(
-        "SELECT v.site_id, v.metric_key, v.period_start, v.start_date, v.value, v.raw
-         FROM UNNEST($2::BIGINT[], $3::TEXT[]) AS w(site_id, metric_key)
-         JOIN metric_values v ON v.user_id = $1 AND v.site_id = w.site_id AND v.metric_key = w.metric_key
-         WHERE v.period_start >= $4
-         ORDER BY v.site_id, v.metric_key, v.period_start",
-    )
-    .bind(user_id)
-    .bind(&sites)
-    .bind(&keys)
-    .bind(since)
-    .fetch_all(pool)
-    .await?;
-    Ok(series(rows))
 }
 
 /// Listed sites matching every word as a prefix (`rust:* & forum:*`), best first.

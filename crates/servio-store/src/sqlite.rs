@@ -8,9 +8,9 @@ use std::str::FromStr;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
 use crate::Result;
-use crate::collection::{SiteValues, write_result_on};
+use crate::collection::write_result_on;
 use crate::jobs::JOB_COLUMNS;
-use crate::{Completion, Job, JobLease, NewJob, Series, StoreError};
+use crate::{Completion, Job, JobLease, NewJob, StoreError};
 
 /// Opens (creating when missing) the database at `url` and migrates it.
 pub(crate) async fn connect(url: &str) -> Result<SqlitePool> {
@@ -62,131 +62,6 @@ fn private_files(database: &std::path::Path) -> Result<()> {
 #[cfg(not(unix))]
 fn private_files(_database: &std::path::Path) -> Result<()> {
     Ok(())
-}
-
-/// The dashboard's one query: every metric's values since `since`, in one row.
-pub(crate) async fn values_of(pool: &SqlitePool, user_id: i64, metrics: &[(i64, &str)], since: i64) -> SiteValues {
-    if metrics.is_empty() {
-        return Ok(Vec::new());
-    }
-    // One row in all, a JSON array of [site, key, values, newest raw text] a metric: sqlx hands
-    // SQLite rows over one channel message each, which made 3,100 rows cost most of a request.
-    // A metric's values are one text, "start date number" each, comma-separated, the number a
-    // count of millionths or, after an `f`, `quote`'s text (as many digits as it takes to read
-    // back the same double). Most come ready-made from the index `metric_values_as_sent`
-    // (migration 0020): printing each value was half the query. The newest value's raw text is
-    // read once a metric, from the newest row.
-    //
-    // Two IN lists over the index's first columns let SQLite seek each (site, key)
-    // combination; combinations nobody asked for are dropped below.
-    let mut sites: Vec<i64> = metrics.iter().map(|(site, _)| *site).collect();
-    let mut keys: Vec<&str> = metrics.iter().map(|(_, key)| *key).collect();
-    sites.sort_unstable();
-    sites.dedup();
-    keys.sort_unstable();
-    keys.dedup();
-    let sql = values_sql(sites.len(), keys.len());
-    // Only `$N` marks and a constant are formatted in; every value is bound.
-    let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(user_id).bind(since);
-    for site in &sites {
-        query = query.bind(site);
-    }
-    for key in &keys {
-        query = query.bind(*key);
-    }
-    let packed: String = query.fetch_one(pool).await?;
-    let corrupt = |e: &dyn std::fmt::Display| StoreError::Corrupt(format!("packed values: {e}"));
-    let rows: Vec<(i64, String, &str, String)> = serde_json::from_str(&packed).map_err(|e| corrupt(&e))?;
-    let wanted: std::collections::HashSet<(i64, &str)> = metrics.iter().copied().collect();
-    let mut all = Vec::with_capacity(rows.len());
-    for (site_id, metric_key, sent, latest_raw) in rows {
-        if !wanted.contains(&(site_id, metric_key.as_str())) {
-            continue;
-        }
-        let mut points = points_as_sent(sent).map_err(|e| corrupt(&e))?;
-        // Aggregates keep no order of their own.
-        points.sort_by_key(|point| point.0);
-        all.push(Series { site_id, metric_key, points, latest_raw });
-    }
-    Ok(all)
-}
-
-/// `values_of`'s query for `sites` site ids and `keys` metric keys: the user is `$1`, the
-/// instant `$2`, then the sites and the keys.
-fn values_sql(sites: usize, keys: usize) -> String {
-    let marks = |from: usize, n: usize| (from..from + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
-    format!(
-        "SELECT json_group_array(json_array(site_id, metric_key, sent,
-                    (SELECT raw FROM metric_values r
-                     WHERE r.user_id = $1 AND r.site_id = g.site_id AND r.metric_key = g.metric_key
-                       AND r.period_start = g.newest)))
-         FROM (SELECT site_id, metric_key, max(period_start) AS newest,
-                      group_concat(coalesce({VALUE_AS_SENT},
-                                            period_start || ' ' || start_date || ' f' || quote(value)), ',') AS sent
-               FROM metric_values
-               WHERE user_id = $1 AND period_start >= $2 AND site_id IN ({}) AND metric_key IN ({})
-               GROUP BY site_id, metric_key) g",
-        marks(3, sites),
-        marks(3 + sites, keys)
-    )
-}
-
-/// A value as `metric_values_as_sent` holds it (`NULL` when the value is not a whole number of
-/// millionths): period start, start date and the count of millionths, space-separated. The
-/// migration that made the index (0020) repeats this text: SQLite reads an indexed
-/// expression's value from the index only where a query spells the same expression.
-pub(crate) const VALUE_AS_SENT: &str = "CASE WHEN CAST(round(value * 1000000.0) AS INTEGER) / 1000000.0 = value \
-    THEN period_start || ' ' || start_date || ' ' || CAST(round(value * 1000000.0) AS INTEGER) END";
-
-/// The values of one metric as `values_of`'s query sends them, comma-separated, each "start
-/// date millionths" or "start date f<quote's text>". Read in one pass over the bytes: some
-/// 3,000 values a render, where splitting and `str::parse` were a tenth of its time.
-fn points_as_sent(sent: &str) -> Result<Vec<(i64, String, f64)>, String> {
-    let bytes = sent.as_bytes();
-    let mut points = Vec::with_capacity(sent.len() / 24);
-    let mut at = 0;
-    loop {
-        let bad = || format!("value {:?}", sent[at..].split(',').next().unwrap_or_default());
-        let (start, after_start) =
-            whole_number(bytes, at).filter(|(_, end)| bytes.get(*end) == Some(&b' ')).ok_or_else(bad)?;
-        let date_len = bytes[after_start + 1..].iter().position(|b| *b == b' ').ok_or_else(bad)?;
-        let date = &sent[after_start + 1..after_start + 1 + date_len];
-        let number = after_start + 2 + date_len;
-        let (value, end) = if bytes.get(number) == Some(&b'f') {
-            let end = bytes[number..].iter().position(|b| *b == b',').map_or(bytes.len(), |len| number + len);
-            (sent[number + 1..end].parse().map_err(|_| bad())?, end)
-        } else {
-            // The same division SQLite checked, so the same double.
-            let (micros, end) = whole_number(bytes, number).ok_or_else(bad)?;
-            (micros as f64 / 1e6, end)
-        };
-        if end < bytes.len() && bytes[end] != b',' {
-            return Err(bad());
-        }
-        points.push((start, date.to_owned(), value));
-        if end == bytes.len() {
-            return Ok(points);
-        }
-        at = end + 1;
-    }
-}
-
-/// The whole number at `at` in `bytes` (decimal digits after an optional `-`, as SQLite prints
-/// an integer) and where it ends; `None` without a digit or past 64 bits.
-fn whole_number(bytes: &[u8], at: usize) -> Option<(i64, usize)> {
-    let negative = bytes.get(at) == Some(&b'-');
-    let first = at + usize::from(negative);
-    // Accumulated negative, so that i64::MIN reads too.
-    let mut value: i64 = 0;
-    let mut end = first;
-    while let Some(digit) = bytes.get(end).and_then(|b| b.checked_sub(b'0')).filter(|d| *d <= 9) {
-        value = value.checked_mul(10)?.checked_sub(i64::from(digit))?;
-        end += 1;
-    }
-    if end == first {
-        return None;
-    }
-    Some((if negative { value } else { value.checked_neg()? }, end))
 }
 
 /// Listed sites matching every word as a prefix (`"rust"* "forum"*`), best first.
@@ -354,9 +229,7 @@ pub(crate) async fn complete_jobs(pool: &SqlitePool, completions: &[Completion<'
 
 #[cfg(test)]
 mod tests {
-    use sqlx::Row;
-
-    use super::{MMAP_BYTES, connect, points_as_sent, values_sql};
+    use super::{MMAP_BYTES, connect};
 
     /// The budget's row for the embedded file: every connection maps at most 256 MiB of it.
     #[tokio::test]
@@ -367,64 +240,6 @@ mod tests {
             let mapped: i64 = sqlx::query_scalar("PRAGMA mmap_size").fetch_one(&pool).await.unwrap();
             assert_eq!(mapped, 268_435_456);
             assert_eq!(u64::try_from(mapped).unwrap(), MMAP_BYTES);
-        }
-    }
-
-    /// The dashboard's query reads the values from the index (migration 0020) rather than
-    /// evaluating each: it does so only while the query repeats the index's expression.
-    #[tokio::test]
-    async fn the_values_query_reads_the_numbers_the_index_holds() {
-        let pool = connect("sqlite::memory:").await.unwrap();
-        let sql = format!("EXPLAIN {}", values_sql(2, 3));
-        let steps = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_all(&pool).await.unwrap();
-        // EXPLAIN's columns: addr, opcode, p1, p2, p3, p4 (a function's name and arity), ...
-        let functions: Vec<String> = steps
-            .iter()
-            .filter(|step| step.get::<String, _>(1) == "Function")
-            .filter_map(|step| step.try_get::<String, _>(5).ok())
-            .collect();
-        assert!(functions.iter().any(|f| f.starts_with("quote")), "the other values are printed: {functions:?}");
-        assert!(!functions.iter().any(|f| f.starts_with("round")), "a value evaluated per row: {functions:?}");
-    }
-
-    /// The one value of `text`, as `points_as_sent` reads it.
-    fn point_as_sent(text: &str) -> Result<(i64, String, f64), String> {
-        let mut points = points_as_sent(text)?;
-        assert_eq!(points.len(), 1, "{text:?}");
-        Ok(points.remove(0))
-    }
-
-    #[test]
-    fn values_read_back_as_sent() {
-        let several = points_as_sent("0 1970-01-01 1,86400 1970-01-02 f2.5e-7,-5 d -1500000").unwrap();
-        assert_eq!(
-            several,
-            [(0, "1970-01-01".into(), 1e-6), (86_400, "1970-01-02".into(), 2.5e-7), (-5, "d".into(), -1.5)]
-        );
-        assert_eq!(point_as_sent("86400 1970-01-02 3969550000"), Ok((86_400, "1970-01-02".into(), 3969.55)));
-        assert_eq!(point_as_sent("-3600 1969-12-31 f1.0e+300"), Ok((-3600, "1969-12-31".into(), 1e300)));
-        assert_eq!(point_as_sent("0 1970-01-01 f0.1234567891"), Ok((0, "1970-01-01".into(), 0.1234567891)));
-        let extremes = ["-9223372036854775808 d 9223372036854775807", "9223372036854775807 d -9223372036854775808"];
-        assert_eq!(point_as_sent(extremes[0]).map(|p| p.0), Ok(i64::MIN));
-        assert_eq!(point_as_sent(extremes[1]).map(|p| p.2), Ok(i64::MIN as f64 / 1e6));
-        for bad in [
-            "",
-            "0 1970-01-01",
-            "x 1970-01-01 1",
-            "0 1970-01-01 fx",
-            "0 1970-01-01 1.5",
-            "0 1970-01-01 +1",
-            "0 1970-01-01 -",
-            "9223372036854775808 d 1",
-            "0 d 99999999999999999999",
-            "0 1970-01-01 1,",
-            ",0 1970-01-01 1",
-            "0 1970-01-01 1 ",
-            "0 1970-01-01 1x",
-            "0 1970-01-01 f1.5x",
-            "-0x 1970-01-01 1",
-        ] {
-            assert!(point_as_sent(bad).is_err(), "{bad:?}");
         }
     }
 }

@@ -472,11 +472,11 @@ async fn many_values_are_stored_in_one_go() {
     }
 }
 
-/// The dashboard's one query: only the pairs asked for, from `since`, oldest first per pair,
-/// every double read back as `values` reads it (SQLite packs them as millionths or text), and
-/// the newest value's raw text.
+/// The dashboard's one query of values: every (site, key) combination asked for, from the
+/// range's start, ordered by site, key and start, every double read back exactly, each with
+/// its raw text.
 #[tokio::test]
-async fn values_of_several_metrics_in_one_query() {
+async fn values_in_several_metrics_in_one_query() {
     for Backend { name, store, .. } in backends().await {
         let jo = store.create_user("jo@example.com", "h", "UTC", 0).await.unwrap();
         let mut sites = Vec::new();
@@ -499,10 +499,12 @@ async fn values_of_several_metrics_in_one_query() {
             }
         }
         store.store_values(&values, 3).await.unwrap();
-        let got = store.values_of(jo.id, &[(sites[0], "a.one"), (sites[1], "b.raw")], 86_400).await.unwrap();
+        let got = store.values_in(jo.id, &[sites[0], sites[1]], &["a.one", "b.raw"], 86_400..i64::MAX).await.unwrap();
+        let wanted = [(sites[0], "a.one"), (sites[1], "b.raw")];
+        let got: Vec<_> = got.iter().filter(|v| wanted.contains(&(v.site_id, v.value.metric_key.as_str()))).collect();
         let shape: Vec<(i64, &str, i64, u64)> = got
             .iter()
-            .flat_map(|s| s.points.iter().map(|p| (s.site_id, s.metric_key.as_str(), p.0, p.2.to_bits())))
+            .map(|v| (v.site_id, v.value.metric_key.as_str(), v.value.period.start, v.value.value.to_bits()))
             .collect();
         // Exactly what asking pair by pair gives (SQLite itself keeps -0.0 as 0.0, either way).
         let mut want = Vec::new();
@@ -515,9 +517,9 @@ async fn values_of_several_metrics_in_one_query() {
         let exact: Vec<u64> = awkward[1..].iter().filter(|v| **v != 0.0).map(|v| v.to_bits()).collect();
         assert!(exact.iter().all(|bits| shape.iter().any(|s| s.3 == *bits)), "{name}: doubles read back exactly");
         assert_eq!(shape, want, "{name}");
-        assert_eq!((got[0].points[0].1.as_str(), got.len()), ("2026-09-02", 2), "{name}");
-        assert_eq!(got[0].latest_raw, raws[awkward.len() - 1], "{name}: the newest value's");
-        assert!(store.values_of(jo.id, &[], 0).await.unwrap().is_empty(), "{name}");
+        assert_eq!(got[0].value.period.start_date, "2026-09-02", "{name}");
+        assert_eq!(got[got.len() - 1].value.raw, raws[awkward.len() - 1], "{name}: each value's raw text");
+        assert!(store.values_in(jo.id, &[], &["a.one"], 0..i64::MAX).await.unwrap().is_empty(), "{name}");
     }
 }
 
@@ -1234,7 +1236,7 @@ async fn one_value_per_period_key_whatever_the_zone() {
             values.iter().map(|v| (v.period.start_date.as_str(), v.period.start, v.value)).collect();
         assert_eq!(got, [("2026-08-20", new_york.period_start, 2.0)], "{name}: replaced, with the new instants");
         assert_eq!(store.attempts(user, site, 10).await.unwrap().len(), 2, "{name}: the log keeps both");
-        let got = store.values_of(user, &[(site, "sales.revenue.daily")], 0).await.unwrap();
+        let got = store.values_in(user, &[site], &["sales.revenue.daily"], 0..i64::MAX).await.unwrap();
         assert_eq!(got.len(), 1, "{name}: the dashboard's query too");
 
         // A date dropped under one zone is settled under another.
