@@ -242,6 +242,7 @@ async fn clients_are_told_when_the_catalogue_changes() {
     let Some(python) = python() else { return };
     for how in ["/mcp", "/mcp 2026-07-28", "servio mcp", "servio mcp 2026-07-28"] {
         let platform = platform(servio_store::open("sqlite::memory:").await.unwrap()).await;
+        let listening = platform.state.notices.listeners();
         let steps = json!([{ "await_change": 20 }, { "list": true }]);
         let mut client = match how {
             "/mcp" => ScriptClient::http(&python, &format!("{}/mcp", platform.base), &platform.ana, &steps),
@@ -253,10 +254,14 @@ async fn clients_are_told_when_the_catalogue_changes() {
         };
         client.next().await; // hello
         assert_eq!(client.next().await, json!({ "waiting": true }), "{how}");
-        // Let the gateway hear `notifications/initialized` (answered 202 at once, handled
-        // after) and open the client's stream, or the listen stream be acknowledged, before the
-        // change: on a loaded CI machine the change could come first and go unheard.
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // The gateway hears `notifications/initialized` (answered 202 at once, handled after),
+        // or acknowledges the listen stream, and only then listens for changes: a change made
+        // before would go unheard. Wait until it listens.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while platform.state.notices.listeners() <= listening {
+            assert!(std::time::Instant::now() < deadline, "{how}: the gateway never listened for the client");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         platform.remove_second_site(&platform.ana).await;
         assert_eq!(client.next().await, json!({ "changed": true }), "{how}");
         let listed = client.next().await;

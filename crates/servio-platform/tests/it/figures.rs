@@ -262,6 +262,7 @@ async fn new_values_reach_the_streams_that_watch_the_metric() {
 
         // A session of the revisions before subscribes, and hears on its stream.
         let subscribe = json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": { "uri": uri } });
+        let listening = server.state.notices.listeners();
         let session = common::open_session(&server, &token).await;
         let answer = common::mcp(&server, Method::POST, &token, Some(&session)).json(&subscribe).send().await.unwrap();
         let answer = messages(answer).await;
@@ -273,8 +274,8 @@ async fn new_values_reach_the_streams_that_watch_the_metric() {
         assert_eq!(refused[0]["error"]["code"], -32002, "{name}: not his: {refused:?}");
         let mut events = common::mcp(&server, Method::GET, &token, Some(&session)).send().await.unwrap();
         assert_eq!(events.status(), StatusCode::OK, "{name}");
-        // Let the session hear `notifications/initialized` and start telling its stream.
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Both sessions heard `notifications/initialized` and listen.
+        server.wait_for_listeners(listening + 1).await;
 
         backfill(&server, &ana, site, ("2026-08-20", "2026-08-20")).await;
         let updated = "notifications/resources/updated";
