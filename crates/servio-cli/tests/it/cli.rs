@@ -132,13 +132,12 @@ fn fixture(code: servio_manifest::Code) -> String {
     format!("crates/servio-manifest/src/{folder}/{}.json", code.name().replace('-', "_"))
 }
 
-/// The manifest crate's fixture of each error and brief code (beside its rule, where the
-/// rule's own snapshot is) as `servio check` prints it for people and reports it in JSON: each
-/// raises its own code, and the rendered output is a snapshot.
+/// The manifest crate's fixture of each rule, errors, brief codes and lints alike (beside its
+/// rule, where the rule's own snapshot is), as `servio check` prints it for people and reports
+/// it in JSON: each raises its own code, and the rendered output is a snapshot.
 #[test]
 fn every_rule_has_a_fixture_that_raises_it() {
-    let errors = servio_manifest::Code::ALL.iter().filter(|code| code.severity() != servio_manifest::Severity::Warning);
-    for &code in errors {
+    for &code in servio_manifest::Code::ALL {
         let path = fixture(code);
         assert!(repo().join(&path).exists(), "no fixture for {code}");
         let json = servio(&["check", "--format", "json", &path]);
