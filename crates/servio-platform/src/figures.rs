@@ -113,7 +113,7 @@ impl From<&MetricRef> for MetricInfo {
 }
 
 /// One entry of the list of metrics: the metric, its resource, and its latest figure in the
-/// default window (the view's, [`view::view`]).
+/// default window (the view's, `view::view`).
 #[derive(Debug, Serialize)]
 pub struct Listed {
     /// The metric.

@@ -2,10 +2,10 @@
 //! with where it came from and its comparison, the change of the newest one worded once, the
 //! week- and month-to-date totals, the reason each period without a value has none (its latest
 //! attempt's), and this week's periods that ended without a value. Computed here once, by
-//! [`view`], and served as it is by the dashboard page, `GET /api/dashboard`, the MCP
+//! `view`, and served as it is by the dashboard page, `GET /api/dashboard`, the MCP
 //! resources, the `servio_metrics` tool, the `morning_briefing` prompt and the MCP App. One
-//! metric's view is two indexed reads ([`view`]); a dashboard's views are two reads for all its
-//! metrics ([`views`]); both feed the same pure computation.
+//! metric's view is two indexed reads (`view`); a dashboard's views are two reads for all its
+//! metrics (`views`); both feed the same pure computation.
 //!
 //! A window of N days is the periods of those days ending at the latest due period
 //! ([`Window::Last`]): N days, N / 7 weeks or N / 30 months (two at least), or the hours of N
