@@ -65,7 +65,8 @@ impl Unapproved {
 
     /// What the vault list and the dashboard say of these changes.
     pub fn waiting(&self) -> Waiting {
-        Waiting { needs_approval: self.needs_approval(), hidden_text: !self.diff.hidden_text.is_empty() }
+        let needs_approval = self.needs_approval();
+        Waiting { needs_approval, hidden_text: needs_approval && !self.diff.hidden_text.is_empty() }
     }
 
     /// One line per change, for people.
@@ -85,7 +86,8 @@ impl Unapproved {
 pub struct Waiting {
     /// The changes need approval before they act for the user.
     pub needs_approval: bool,
-    /// The changed text holds hidden characters ([`servio_manifest::hidden`]).
+    /// The changes waiting hold hidden characters ([`servio_manifest::hidden`]); false when
+    /// nothing waits.
     pub hidden_text: bool,
 }
 

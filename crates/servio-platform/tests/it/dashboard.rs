@@ -239,16 +239,7 @@ async fn a_zone_change_keeps_one_value_per_date() {
             assert_eq!(*value, cents as f64 / 100.0, "{name}: {date} keeps its value collected in Auckland");
         }
 
-        let page = server
-            .http
-            .get(format!("{}/dashboard", server.base))
-            .header("cookie", una.cookie.clone().unwrap())
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let page = server.page(&una, "/dashboard").await;
         let usd = Some("USD");
         let latest = revenue["latest"]["value"].as_f64().unwrap();
         let period = revenue["latest"]["period"].as_str().unwrap();
@@ -521,18 +512,7 @@ async fn the_reason_shown_is_the_latest_attempts_and_the_week_counts_its_periods
             }
         }
 
-        let page = server
-            .http
-            .get(format!("{}/dashboard", server.base))
-            .header("cookie", kim.cookie.clone().unwrap())
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-            .replace("&#34;", "\"")
-            .replace("&quot;", "\"");
+        let page = server.page(&kim, "/dashboard").await.replace("&#34;", "\"").replace("&quot;", "\"");
         let reason = format!("{} not collected: {not_a_number}.", days[0]);
         assert!(page.contains(&reason), "{name}: {reason:?} on the card: {page}");
         assert!(!page.contains("answered 401"), "{name}: an earlier attempt's reason on the page: {page}");

@@ -519,16 +519,7 @@ async fn one_view_of_a_metric_on_all_six_surfaces() {
         assert!(view["latest"]["value_path"].is_string(), "{name}: the latest value's source: {view}");
 
         // 2. The page.
-        let page = server
-            .http
-            .get(format!("{}/dashboard", server.base))
-            .header("cookie", ana.cookie.clone().unwrap())
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let page = server.page(&ana, "/dashboard").await;
         let page_card = card_of(&page, "Revenue");
         assert_eq!(Seen::of_card(&page_card), seen, "{name}: the page shows the API's view");
 

@@ -439,8 +439,7 @@ async fn attention(
         if waiting.needs_approval || !brief_errors.is_empty() {
             let site = &entry.site;
             let site = SiteData { id: site.id, origin: site.origin.clone(), name: checked.manifest.name.clone() };
-            let (changes_waiting, hidden_text) =
-                (waiting.needs_approval, waiting.needs_approval && waiting.hidden_text);
+            let (changes_waiting, hidden_text) = (waiting.needs_approval, waiting.hidden_text);
             attention.push(SiteAttention { site, changes_waiting, hidden_text, brief_errors });
         }
     }

@@ -625,7 +625,7 @@ pub(crate) async fn list(state: &AppState, user_id: i64) -> Result<SiteList, Api
             origin: entry.origin,
             stale_error: entry.stale_error,
             changes_waiting: waiting.needs_approval,
-            hidden_text: waiting.needs_approval && waiting.hidden_text,
+            hidden_text: waiting.hidden_text,
             brief: report.brief_status.as_str(),
             brief_errors: BriefError::of(report),
         });
