@@ -467,3 +467,72 @@ fn manifests_are_fetched_only_within_their_sites_budget() {
         broken.join("\n")
     );
 }
+
+/// The route module (feature folder, or file directly under `routes/`) a source file of the
+/// platform belongs to, or `None` outside `routes/`.
+fn route_module(relative: &Path) -> Option<String> {
+    let mut parts = relative.strip_prefix("routes").ok()?.components();
+    let first = parts.next()?.as_os_str().to_string_lossy().into_owned();
+    Some(first.trim_end_matches(".rs").to_owned())
+}
+
+/// The route modules a line of code names (`crate::routes::X`, or `super::super::X` inside a
+/// feature folder), comments aside.
+fn routes_named(line: &str, inside_folder: bool) -> Vec<String> {
+    let code = line.split("//").next().unwrap_or_default();
+    let mut named = Vec::new();
+    for prefix in ["crate::routes::", "super::super::"] {
+        if prefix == "super::super::" && !inside_folder {
+            continue;
+        }
+        for (at, _) in code.match_indices(prefix) {
+            let rest = &code[at + prefix.len()..];
+            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            named.push(name);
+        }
+    }
+    if code.contains("crate::routes") && named.is_empty() {
+        named.push(String::new());
+    }
+    named
+}
+
+/// One domain layer under every door (issue 43, point 1). In the platform, routes are thin
+/// adapters over `domain/` (with what pages share in `web/`): no route module imports another
+/// route module, no module outside `routes/` imports a route module (the composition root,
+/// `lib.rs` building the router, and `routes/mod.rs` and `routes/openapi.rs` composing the
+/// routes are the exceptions), and the domain layer knows nothing of HTTP (no `axum`).
+#[test]
+fn routes_are_adapters_over_one_domain_layer() {
+    let source = root().join("crates/servio-platform/src");
+    let composition = ["lib.rs", "routes/mod.rs", "routes/openapi.rs"].map(|file| source.join(file));
+    let mut broken = Vec::new();
+    for path in rust_files(&source).into_iter().filter(|path| !composition.contains(path)) {
+        let relative = path.strip_prefix(&source).expect("under src/").to_path_buf();
+        let own = route_module(&relative);
+        let inside_folder = own.is_some() && relative.components().count() > 2;
+        let in_domain = relative.starts_with("domain");
+        let text = std::fs::read_to_string(&path).expect("a readable source file");
+        for (number, line) in text.lines().enumerate() {
+            let at = format!("{}:{}: {}", shown(&path), number + 1, line.trim());
+            for named in routes_named(line, inside_folder) {
+                match &own {
+                    Some(own) if *own == named => {}
+                    Some(_) => broken.push(format!(
+                        "{at}\n    a route module importing another; move what both need to domain/ or web/"
+                    )),
+                    None => broken.push(format!(
+                        "{at}\n    a module outside routes/ importing a route; move what it needs to domain/ or web/"
+                    )),
+                }
+            }
+            let code = line.split("//").next().unwrap_or_default();
+            if in_domain && code.contains("axum") {
+                broken.push(format!(
+                    "{at}\n    the domain layer knows nothing of HTTP; take what the request says in the route"
+                ));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "the platform's layers:\n{}", broken.join("\n"));
+}

@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use serde_json::json;
 use servio_manifest::period::{Granularity, resolve, zone};
-use servio_platform::accounts::{new_token, token_hash};
+use servio_platform::domain::accounts::secrets::{new_token, token_hash};
 use servio_platform::router;
 use servio_store::FetchedManifest;
 use servio_store::testing::daily_slot;
@@ -99,7 +99,7 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
         Err(_) => 64,
     };
     let user = store
-        .create_user("bench@example.com", servio_platform::accounts::decoy_hash(), TIME_ZONE, now)
+        .create_user("bench@example.com", servio_platform::domain::accounts::secrets::decoy_hash(), TIME_ZONE, now)
         .await
         .map_err(|e| format!("creating the user (use a fresh DATA_DIR): {e}"))?;
     let mut others = Vec::new();
@@ -107,7 +107,7 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
     for n in 0..other_users {
         let email = format!("bench-{n}@example.com");
         let other = store
-            .create_user(&email, servio_platform::accounts::decoy_hash(), TIME_ZONE, now)
+            .create_user(&email, servio_platform::domain::accounts::secrets::decoy_hash(), TIME_ZONE, now)
             .await
             .map_err(|e| format!("creating {email}: {e}"))?;
         let token = new_token("servio_").map_err(|e| e.to_string())?;
@@ -208,7 +208,7 @@ async fn run(data_dir: &std::path::Path, addr: &str) -> Result<(), String> {
     let static_path = data_dir.join("dashboard.json");
     // The same platform with no dashboard kept: every request renders.
     let mut uncached = state.clone();
-    uncached.dashboards = Arc::new(servio_platform::routes::dashboard::cache::DashboardCache::new(0));
+    uncached.dashboards = Arc::new(servio_platform::cache::rendered::DashboardCache::new(0));
     let app = router(state).route_service("/static/dashboard.json", tower_http::services::ServeFile::new(&static_path));
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("listening on {addr}: {e}"))?;
     let base = format!("http://{}", listener.local_addr().map_err(|e| e.to_string())?);

@@ -58,7 +58,7 @@ async fn main() {
         .create_api_token(
             user.id,
             "bench",
-            &servio_platform::accounts::token_hash(token),
+            &servio_platform::domain::accounts::secrets::token_hash(token),
             &servio_store::Grant::all_sites(servio_store::Scope::Ai),
             (0, 1),
         )

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::de::DeserializeOwned;
 use servio_store::{Grant, Scope, User};
 
-use crate::accounts::{same_secret, token_hash};
+use crate::domain::accounts::secrets::{same_secret, token_hash};
 use crate::error::ApiError;
 use crate::{AppState, now};
 

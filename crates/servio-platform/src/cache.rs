@@ -6,6 +6,8 @@
 //! A bound by entry count bounds nothing when one entry is 1 KiB and the next 8 MiB; moka's
 //! weigher and TinyLFU admission keep the total under the bound and the useful entries in.
 
+pub mod rendered;
+
 use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;

@@ -63,7 +63,7 @@ pub async fn begin(state: &AppState, user_id: i64, site_id: i64, site: OAuthSite
     });
     let now = crate::now();
     let started = StartedConnect {
-        state_hash: crate::accounts::token_hash(pending.state()),
+        state_hash: crate::domain::accounts::secrets::token_hash(pending.state()),
         user_id,
         site_id,
         sealed: state.credentials().secrets().seal(kept.to_string().as_bytes(), &attempt_aad(user_id, site_id)),
@@ -77,7 +77,7 @@ pub async fn begin(state: &AppState, user_id: i64, site_id: i64, site: OAuthSite
 /// Takes the attempt of `user_id` whose `state` came back (each state is good once, for the
 /// user who started it, until it expires); `None` when there is no such attempt.
 pub async fn take(state: &AppState, user_id: i64, returned_state: &str) -> Result<Option<Started>, ConnectError> {
-    let hash = crate::accounts::token_hash(returned_state);
+    let hash = crate::domain::accounts::secrets::token_hash(returned_state);
     let Some(kept) = state.store.take_started_connect(&hash, user_id, crate::now()).await? else {
         return Ok(None);
     };

@@ -7,14 +7,12 @@
 //! without leaking internals.
 #![deny(missing_docs)]
 
-pub mod accounts;
 pub mod auth;
 pub mod cache;
 pub mod connect;
 pub mod connections;
+pub mod domain;
 pub mod error;
-pub mod figures;
-pub mod gateway;
 pub mod json_body;
 pub mod mcp;
 pub mod metrics;
@@ -31,6 +29,7 @@ pub mod text;
 pub mod throttle;
 pub mod trace;
 pub mod upkeep;
+pub mod web;
 
 use std::sync::Arc;
 
@@ -54,7 +53,7 @@ pub struct AppState {
     /// every site call goes through and the manifest cache the gateway and dashboard share.
     pub collector: Collector,
     /// The AI gateway's caches, call-log writer and change notices.
-    pub gateway: Arc<gateway::Gateway>,
+    pub gateway: Arc<domain::gateway::Gateway>,
     /// Change notices: told to what this process keeps, to MCP streams and to the other
     /// processes sharing the database.
     pub notices: Arc<notices::Notices>,
@@ -69,13 +68,13 @@ pub struct AppState {
     /// When manifests are refreshed, and how failed refreshes back off.
     pub refresh: refresh::Schedule,
     /// Rendered dashboards, kept until their user's data changes.
-    pub dashboards: Arc<routes::dashboard::cache::DashboardCache>,
+    pub dashboards: Arc<cache::rendered::DashboardCache>,
     /// The figure resources MCP served (their JSON), kept until their user's data changes.
-    pub figures: Arc<routes::dashboard::cache::FiguresCache>,
+    pub figures: Arc<cache::rendered::FiguresCache>,
     /// What one user may hold at once (tokens, claims, sessions).
     pub quotas: quotas::Quotas,
     /// How long a backfill's request waits for the workers to try its periods before it answers
-    /// `202` ([`routes::dashboard::service::BACKFILL_WAIT`], what the API document says).
+    /// `202` ([`domain::dashboard::BACKFILL_WAIT`], what the API document says).
     pub backfill_wait: std::time::Duration,
 }
 
@@ -116,7 +115,7 @@ pub struct CacheBytes {
 
 impl Default for CacheBytes {
     fn default() -> CacheBytes {
-        CacheBytes { dashboards: 64 << 20, catalogues: gateway::DEFAULT_CATALOGUE_BYTES, figures: 16 << 20 }
+        CacheBytes { dashboards: 64 << 20, catalogues: domain::gateway::DEFAULT_CATALOGUE_BYTES, figures: 16 << 20 }
     }
 }
 
@@ -157,15 +156,15 @@ impl AppState {
         notices.hear_store(collector.store().clone());
         // Each part that keeps something of a user hears the notices of that user, in this
         // order: the catalogue first, then the caches, then (in `Notices::apply`) MCP streams.
-        let gateway = Arc::new(gateway::Gateway::new(cache_bytes.catalogues));
+        let gateway = Arc::new(domain::gateway::Gateway::new(cache_bytes.catalogues));
         let kept = gateway.clone();
         notices.on_change(move |change| kept.drop_kept(change));
         // New values, here or (through the notices) in another process, make the user's kept
         // dashboards stale.
-        let dashboards = Arc::new(routes::dashboard::cache::DashboardCache::new(cache_bytes.dashboards));
+        let dashboards = Arc::new(cache::rendered::DashboardCache::new(cache_bytes.dashboards));
         let stale = dashboards.clone();
         notices.on_change(move |change| stale.forget(change));
-        let figures = Arc::new(routes::dashboard::cache::FiguresCache::figures(cache_bytes.figures));
+        let figures = Arc::new(cache::rendered::FiguresCache::figures(cache_bytes.figures));
         let stale = figures.clone();
         notices.on_change(move |change| stale.forget(change));
         // API tokens revoked here or in another process are not reused from what is kept, nor
@@ -192,7 +191,7 @@ impl AppState {
             dashboards,
             figures,
             quotas: quotas::Quotas::default(),
-            backfill_wait: routes::dashboard::service::BACKFILL_WAIT,
+            backfill_wait: domain::dashboard::BACKFILL_WAIT,
         }
     }
 

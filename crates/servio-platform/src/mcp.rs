@@ -38,8 +38,8 @@ use serde_json::{Value, json};
 use servio_store::User;
 
 use crate::AppState;
+use crate::domain::gateway::{self, Failure};
 use crate::error::ApiError;
-use crate::gateway::{self, Failure};
 
 /// The `/mcp` service, for `Router::nest_service`; `allowed_hosts` are the `Host` values
 /// accepted besides loopback (DNS-rebinding protection).
@@ -104,7 +104,7 @@ fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
 async fn require_user(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let token = bearer(request.headers());
     let holder = match token {
-        Some(token) => state.tokens.user(&state, &crate::accounts::token_hash(token)).await,
+        Some(token) => state.tokens.user(&state, &crate::domain::accounts::secrets::token_hash(token)).await,
         None => Ok(None),
     };
     match holder {
@@ -275,9 +275,9 @@ impl ServerHandler for McpGateway {
     ) -> Result<CallToolResponse, McpError> {
         let (user, token) = self.caller(&context.extensions)?;
         let args = Value::Object(request.arguments.unwrap_or_default());
-        if request.name == crate::figures::TOOL_NAME {
+        if request.name == crate::domain::figures::TOOL_NAME {
             Self::figures_reached(&context.extensions)?;
-            self.admit(&user, crate::figures::TOOL_NAME)?;
+            self.admit(&user, crate::domain::figures::TOOL_NAME)?;
             let started = (crate::now(), std::time::Instant::now());
             let result = figures::call_tool(&self.state, &user, &args).await;
             // A mistake in the arguments is a tool result with isError: logged as such.
@@ -289,7 +289,7 @@ impl ServerHandler for McpGateway {
                 Ok(_) => Ok(()),
                 Err(error) => Err(error.clone()),
             };
-            self.log_asked((&user, token), ("metrics", crate::figures::TOOL_NAME), started, &logged);
+            self.log_asked((&user, token), ("metrics", crate::domain::figures::TOOL_NAME), started, &logged);
             return result.map(Into::into);
         }
         let reach = Self::reach(&context.extensions);
@@ -377,7 +377,7 @@ impl ServerHandler for McpGateway {
         let limits = self.watching.limits();
         // Refused before the user's metrics are even read.
         watch::short_enough(&request.uri, limits)?;
-        let metrics = crate::figures::metrics(&self.state, &user).await.map_err(|error| {
+        let metrics = crate::domain::figures::metrics(&self.state, &user).await.map_err(|error| {
             tracing::error!(user_id = user.id, error = %servio_client::error_chain(&error), "reading the metrics to subscribe to failed");
             McpError::internal_error("the metrics could not be read", None)
         })?;
@@ -425,7 +425,7 @@ impl ServerHandler for McpGateway {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let Ok(user) = self.user(&context.extensions) else { return };
         let Some(parts) = context.extensions.get::<Parts>() else { return };
-        let Some(token) = bearer(&parts.headers).map(crate::accounts::token_hash) else { return };
+        let Some(token) = bearer(&parts.headers).map(crate::domain::accounts::secrets::token_hash) else { return };
         let session: Option<SessionId> =
             parts.headers.get("mcp-session-id").and_then(|id| id.to_str().ok()).map(SessionId::from);
         let mut changes = Changes::new(&self.state, user.id, token);
@@ -462,7 +462,7 @@ impl ServerHandler for McpGateway {
         let mut accepted = SubscriptionFilter::builder().tools_list_changed().build();
         let metrics = requested.resource_subscriptions.iter().flatten();
         let metrics: Vec<String> = metrics
-            .filter(|uri| crate::figures::Ask::from_uri(uri).is_ok())
+            .filter(|uri| crate::domain::figures::Ask::from_uri(uri).is_ok())
             .take(watch::MAX_SUBSCRIPTIONS)
             .cloned()
             .collect();
@@ -481,7 +481,7 @@ impl ServerHandler for McpGateway {
         let parts = request.extensions.get::<Parts>();
         let token = parts
             .and_then(|parts| bearer(&parts.headers))
-            .map(crate::accounts::token_hash)
+            .map(crate::domain::accounts::secrets::token_hash)
             .ok_or_else(|| McpError::internal_error("the request reached MCP without a token", None))?;
         // The filter's share of what the process watches, held until the stream ends. A filter
         // `watch::bound_listen` did not read (a body it could not make out, which the SDK read

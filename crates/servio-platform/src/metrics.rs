@@ -1,7 +1,7 @@
 //! The platform's metrics in the Prometheus text format (`/metrics`, served only on a listener
 //! of its own, `--metrics-addr`: the main listener is public, and the metrics tell outcomes
 //! such as sign-ins that are nobody's business there). Counters and histograms are recorded where things happen, through the
-//! `metrics` facade (requests here, gateway calls in [`crate::gateway`], manifest refreshes in
+//! `metrics` facade (requests here, gateway calls in [`crate::domain::gateway`], manifest refreshes in
 //! [`crate::refresh`], collections and token renewals in `servio_collector`); gauges of the
 //! database (jobs to do, the connection pool) are read from the store at each scrape.
 //!

@@ -195,7 +195,7 @@ async fn refresh_once(state: &AppState, site: &SiteRecord, wait: Wait) -> Result
         state.store.prune_versions(Some(site.id), state.retention.versions_per_site).await?;
     }
     if let Some(manifest) = &report.manifest {
-        crate::routes::directory::recheck_listing(state, record.id, &record.origin, manifest).await?;
+        crate::domain::directory::recheck_listing(state, record.id, &record.origin, manifest).await?;
     }
     Ok(if changed { Outcome::Changed } else { Outcome::Unchanged })
 }

@@ -75,7 +75,7 @@ pub struct ThrottleConfig {
     /// `None`: no limit (benchmarks).
     pub gateway_calls_per_user: Option<PerMinute>,
     /// Bytes of call-log entries per user: each call is charged, before it is made, the most
-    /// its entry can weigh ([`crate::gateway::most_logged`]). `None`: no limit.
+    /// its entry can weigh ([`crate::domain::gateway::most_logged`]). `None`: no limit.
     pub gateway_log_bytes_per_user: Option<PerMinute>,
 }
 

@@ -98,7 +98,7 @@ impl Platform {
     async fn user(&self, email: &str, sites: &[usize]) -> String {
         let user = self.state.store.create_user(email, "unused", "Pacific/Auckland", 0).await.unwrap();
         let token = format!("svt_test_{}", user.id);
-        let hash = servio_platform::accounts::token_hash(&token);
+        let hash = servio_platform::domain::accounts::secrets::token_hash(&token);
         self.state
             .store
             .create_api_token(

@@ -1,4 +1,4 @@
-//! The audited figures ([`crate::figures`]) in MCP's words: each metric a resource (and one
+//! The audited figures ([`crate::domain::figures`]) in MCP's words: each metric a resource (and one
 //! template for any range), the read-only tool [`TOOL_NAME`] for clients that only call tools,
 //! and the `morning_briefing` prompt.
 
@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use servio_store::User;
 
 use crate::AppState;
-use crate::figures::{self, Ask, Figure, FiguresError, History, Listed, MetricRef, TOOL_NAME};
+use crate::domain::figures::{self, Ask, Figure, FiguresError, History, Listed, MetricRef, TOOL_NAME};
 use crate::shared::today::Today;
 
 /// The prompt that assembles the morning's briefing.
@@ -89,7 +89,7 @@ fn view_resource() -> Resource {
 /// The view's HTML, with what it may reach (nothing: `connectDomains` and `resourceDomains`
 /// empty; the figures come with each result).
 fn read_view() -> Result<ReadResourceResult, McpError> {
-    let html = crate::routes::dashboard::pages::app_view_html()
+    let html = crate::web::cards::app_view_html()
         .map_err(|e| McpError::internal_error(format!("rendering the view: {e}"), None))?;
     let ui = json!({ "ui": { "csp": { "connectDomains": [], "resourceDomains": [] }, "prefersBorder": true } });
     let contents = ResourceContents::TextResourceContents {
@@ -232,7 +232,7 @@ async fn with_cards(
     only: Option<(i64, &str)>,
     mut result: CallToolResult,
 ) -> Result<CallToolResult, McpError> {
-    let cards = crate::routes::dashboard::pages::cards_html(state, user, only).await.map_err(|e| {
+    let cards = crate::web::cards::cards_html(state, user, only).await.map_err(|e| {
         tracing::error!(user_id = user.id, error = %servio_client::error_chain(&e), "rendering the cards of the metrics view failed");
         McpError::internal_error("the figures could not be read", None)
     })?;

@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use servio_store::User;
 
 use crate::AppState;
-use crate::figures::{Ask, FiguresError, MetricRef};
+use crate::domain::figures::{Ask, FiguresError, MetricRef};
 
 /// How many resources one session or listen stream may watch: every metric a user could have.
 pub(super) const MAX_SUBSCRIPTIONS: usize = 1000;
@@ -182,14 +182,16 @@ impl Drop for Share {
 pub(super) fn canonical(metrics: &[MetricRef], uri: &str, limits: WatchLimits) -> Result<String, McpError> {
     short_enough(uri, limits)?;
     let found =
-        Ask::from_uri(uri).and_then(|ask| crate::figures::find(metrics, &ask)).map_err(|error| match error {
-            FiguresError::Invalid(message) => McpError::invalid_params(message, None),
-            FiguresError::NotFound(message) => McpError::resource_not_found(message, Some(json!({ "uri": uri }))),
-            FiguresError::Api(error) => {
-                tracing::error!(error = %servio_client::error_chain(&error), "reading a metric to watch failed");
-                McpError::internal_error("the metrics could not be read", None)
-            }
-        })?;
+        Ask::from_uri(uri).and_then(|ask| crate::domain::figures::find(metrics, &ask)).map_err(
+            |error| match error {
+                FiguresError::Invalid(message) => McpError::invalid_params(message, None),
+                FiguresError::NotFound(message) => McpError::resource_not_found(message, Some(json!({ "uri": uri }))),
+                FiguresError::Api(error) => {
+                    tracing::error!(error = %servio_client::error_chain(&error), "reading a metric to watch failed");
+                    McpError::internal_error("the metrics could not be read", None)
+                }
+            },
+        )?;
     let canonical = found.uri();
     short_enough(&canonical, limits)?;
     Ok(canonical)
@@ -324,7 +326,7 @@ async fn watched(bounds: &ListenBounds, user: &User, asked: &[Value]) -> Result<
     for uri in asked.iter().filter_map(Value::as_str) {
         short_enough(uri, limits)?;
     }
-    let metrics = crate::figures::metrics(&bounds.state, user).await.map_err(|error| {
+    let metrics = crate::domain::figures::metrics(&bounds.state, user).await.map_err(|error| {
         tracing::error!(user_id = user.id, error = %servio_client::error_chain(&error), "reading the metrics a listen stream watches failed");
         McpError::internal_error("the metrics could not be read", None)
     })?;

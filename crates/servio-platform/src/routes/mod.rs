@@ -1,6 +1,8 @@
-//! Routes by feature. Each feature folder has a `service` (what the feature does, returning
-//! typed views), an `api` (the JSON routes, documented with `#[utoipa::path]`) and `pages`
-//! (askama templates over the same views); [`api()`] and [`pages()`] merge them.
+//! Routes by feature: thin adapters over the domain layer ([`crate::domain`]). Each feature
+//! folder has an `api` (the JSON routes, documented with `#[utoipa::path]`) and `pages`
+//! (askama templates over the domain's typed views, with what every page shares in
+//! [`crate::web`]); [`api()`] and [`pages()`] merge them. No route module imports another
+//! (the tidy test holds it).
 
 pub mod accounts;
 pub mod ai;
@@ -9,7 +11,7 @@ pub mod dashboard;
 pub mod directory;
 pub mod openapi;
 pub mod ops;
-pub mod pages;
+
 pub mod tools;
 pub mod vault;
 
@@ -29,6 +31,6 @@ pub fn api() -> OpenApiRouter<AppState> {
 pub fn pages() -> Router<AppState> {
     let features = [accounts::pages, vault::pages, dashboard::pages, directory::pages, ai::pages, check::pages];
     let pages = features.iter().fold(Router::new(), |pages, feature| pages.merge(feature()));
-    let pages = pages.fallback(pages::not_found).layer(axum::middleware::map_response(pages::html_errors));
-    pages::with_page_headers(pages)
+    let pages = pages.fallback(crate::web::not_found).layer(axum::middleware::map_response(crate::web::html_errors));
+    crate::web::with_page_headers(pages)
 }

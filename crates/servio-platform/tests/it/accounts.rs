@@ -367,7 +367,7 @@ async fn idle_sessions_end_and_are_purged() {
         server
             .state
             .store
-            .create_session(&servio_platform::accounts::token_hash(&token), &session, now - 8 * DAY)
+            .create_session(&servio_platform::domain::accounts::secrets::token_hash(&token), &session, now - 8 * DAY)
             .await
             .unwrap();
         let idle = Browser { cookie: Some(format!("__Host-servio_session={token}")), ..Browser::default() };

@@ -445,7 +445,7 @@ async fn backfill_dates_at_the_calendars_extremes_are_a_400() {
 /// how long, from the same constant.
 #[tokio::test]
 async fn the_document_says_how_long_a_backfill_waits() {
-    use servio_platform::routes::dashboard::service::BACKFILL_WAIT;
+    use servio_platform::domain::dashboard::BACKFILL_WAIT;
     let (_, server) = common::servers(None).await.remove(0);
     let (_, doc, _) = server.send(&common::Browser::default(), Method::GET, "/api/openapi.json", None).await;
     let answers = &doc["paths"]["/api/vault/{id}/backfill"]["post"]["responses"];

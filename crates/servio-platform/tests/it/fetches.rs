@@ -9,7 +9,7 @@ use futures_util::future::join_all;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use servio_demo_site::{LocalCa, LocalSite};
-use servio_platform::accounts::{decoy_hash, new_token, token_hash};
+use servio_platform::domain::accounts::secrets::{decoy_hash, new_token, token_hash};
 
 use crate::common::{self, Browser, Server};
 

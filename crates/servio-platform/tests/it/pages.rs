@@ -436,12 +436,12 @@ async fn gateway_calls_racing_on_an_expired_token_refresh_once() {
     for (name, server) in demo.servers().await {
         let (_, user, _) = demo.user(&server, name, "race").await;
         tokio::time::sleep(Duration::from_millis(5500)).await;
-        let catalogue = servio_platform::gateway::catalogue(&server.state, &user).await.unwrap();
+        let catalogue = servio_platform::domain::gateway::catalogue(&server.state, &user).await.unwrap();
         let tool = catalogue.tools().iter().find(|t| t.tool == "shop.getSalesSummary").unwrap().name.clone();
         let args = serde_json::json!({ "from": "2026-08-20", "to": "2026-08-20" });
         let everything = servio_store::Grant::all_sites(servio_store::Scope::Account);
-        let calls =
-            (0..12).map(|_| servio_platform::gateway::call(&server.state, (&user, None), &everything, &tool, &args));
+        let calls = (0..12)
+            .map(|_| servio_platform::domain::gateway::call(&server.state, (&user, None), &everything, &tool, &args));
         let results = futures_util::future::join_all(calls).await;
         for result in &results {
             let value = result.as_ref().unwrap_or_else(|e| panic!("{name}: {e}"));

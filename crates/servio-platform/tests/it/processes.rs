@@ -109,7 +109,7 @@ async fn values_stored_through_one_process_drop_the_dashboard_another_keeps() {
     let user_id = dee.user_id.unwrap();
     let (status, _, _) = keeper.send(&dee, Method::GET, "/api/dashboard", None).await;
     assert_eq!(status, StatusCode::OK);
-    let days = servio_platform::routes::dashboard::service::DEFAULT_DAYS;
+    let days = servio_platform::domain::dashboard::DEFAULT_DAYS;
     assert!(keeper.state.dashboards.get(user_id, &days).is_some(), "kept after the first answer");
 
     // Collected now through the other process: its store tells the values, its notices

@@ -290,7 +290,7 @@ fn api_paths_in_source() -> Vec<String> {
 /// another user reaches nothing of the first user's.
 #[tokio::test]
 async fn every_page_is_guarded() {
-    use servio_platform::routes::pages::PAGES;
+    use servio_platform::web::PAGES;
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     for (name, server) in common::servers(None).await {
         let first = server.sign_up(&format!("page-first-{name}@example.com")).await;

@@ -403,7 +403,7 @@ pub fn drawn(n: usize, alphabet: &[u8]) -> String {
 /// A user made through `store` as `email` (sign-up is limited per address), with an `account`
 /// API token, as the tests act as a user's owner: the stored user and the token.
 pub async fn stored_user(store: &dyn servio_store::Store, email: &str) -> (servio_store::User, String) {
-    use servio_platform::accounts::{decoy_hash, new_token, token_hash};
+    use servio_platform::domain::accounts::secrets::{decoy_hash, new_token, token_hash};
     let now = servio_platform::now();
     let user = store.create_user(email, decoy_hash(), "UTC", now).await.unwrap();
     let token = new_token("servio_").unwrap();

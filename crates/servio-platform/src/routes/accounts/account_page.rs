@@ -2,8 +2,6 @@
 //! last use and revocation, sessions with "sign out everywhere", password change and account
 //! deletion (both with the current password). A wrong password shows the page again, saying so.
 
-use std::sync::OnceLock;
-
 use askama::Template;
 use axum::Router;
 use axum::extract::{Path, Query, State};
@@ -12,14 +10,14 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use super::pages::NoFields;
-use super::service::{self, CurrentPassword, PasswordChange, SessionItem, TimeZone, TokenView, expired_cookie};
+use super::session::expired_cookie;
 use crate::AppState;
 use crate::auth::{PageForm, PageUser};
+use crate::domain::accounts::{self, CurrentPassword, PasswordChange, SessionItem, TimeZone, TokenView};
 use crate::error::ApiError;
 use crate::params::{Id, Params};
-use crate::routes::pages::{Layout, render};
 use crate::shared::today::Today;
+use crate::web::{Layout, NoFields, render, zones};
 
 /// The account page and its forms.
 pub fn router() -> Router<AppState> {
@@ -28,19 +26,6 @@ pub fn router() -> Router<AppState> {
         .route("/account/tokens/{id}/revoke", post(revoke_token))
         // Time zone, password, sign out everywhere, delete.
         .route("/account/{action}", post(act))
-}
-
-/// Every IANA zone the platform knows, sorted, read once.
-pub(crate) fn zones() -> &'static [String] {
-    static ZONES: OnceLock<Vec<String>> = OnceLock::new();
-    ZONES.get_or_init(|| {
-        // Only what a user may choose: the host's database also names files that are no zone.
-        let names = jiff::tz::db().available().map(|name| name.as_str().to_owned());
-        let mut zones: Vec<String> = names.filter(|name| crate::accounts::check_time_zone(name).is_ok()).collect();
-        zones.sort();
-        zones.dedup();
-        zones
-    })
 }
 
 struct TokenRow {
@@ -138,8 +123,8 @@ async fn account_data(
 ) -> Result<AccountPage, ApiError> {
     let today = Today::of(&user.user)?;
     let when = |seconds: i64| today.time(seconds);
-    let tokens = service::tokens(state, user.user.id).await?.tokens;
-    let sessions = service::sessions(state, user.user.id, &user.token_hash).await?;
+    let tokens = accounts::tokens(state, user.user.id).await?.tokens;
+    let sessions = accounts::sessions(state, user.user.id, &user.token_hash).await?;
     let (zone_error, password_error, delete_error) = match error {
         FormError::None => (None, None, None),
         FormError::Zone(message) => (Some(message), None, None),
@@ -182,9 +167,9 @@ fn token_row(token: TokenView, when: &impl Fn(i64) -> String) -> TokenRow {
 /// What a token may do, as the account page says it.
 fn token_may(token: &TokenView) -> String {
     let scope = match token.scope {
-        service::TokenScope::Read => "read: the figures only",
-        service::TokenScope::Ai => "ai: call your approved tools, read figures",
-        service::TokenScope::Account => "account: everything you can do signed in",
+        accounts::TokenScope::Read => "read: the figures only",
+        accounts::TokenScope::Ai => "ai: call your approved tools, read figures",
+        accounts::TokenScope::Account => "account: everything you can do signed in",
     };
     match &token.sites {
         Some(sites) => format!("{scope} (sites {})", sites.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
@@ -205,7 +190,7 @@ async fn revoke_token(
     Id(id): Id,
     posted: PageForm<NoFields>,
 ) -> Result<Response, ApiError> {
-    service::delete_token(&state, posted.user.user.id, id).await?;
+    accounts::delete_token(&state, posted.user.user.id, id).await?;
     Ok(done("revoked"))
 }
 
@@ -247,21 +232,21 @@ async fn act(
     let AccountForm { time_zone, current_password, new_password, .. } = form;
     let (done_to, failed): (Result<Response, ApiError>, fn(String) -> FormError) = match action {
         Action::TimeZone => (
-            service::set_time_zone(&state, user.user.id, TimeZone { time_zone }).await.map(|_| done("time_zone")),
+            accounts::set_time_zone(&state, user.user.id, TimeZone { time_zone }).await.map(|_| done("time_zone")),
             FormError::Zone,
         ),
         Action::Password => {
             let change = PasswordChange { current_password, new_password, revoke_api_tokens };
-            let changed = service::change_password(&state, &user.user, &user.token_hash, &change).await;
+            let changed = accounts::change_password(&state, &user.user, &user.token_hash, &change).await;
             let what = if revoke_api_tokens { "password_and_tokens" } else { "password" };
             (changed.map(|_| done(what)), FormError::Password)
         }
         Action::SignOutEverywhere => {
-            let ended = service::sign_out_everywhere(&state, user.user.id, revoke_api_tokens).await;
+            let ended = accounts::sign_out_everywhere(&state, user.user.id, revoke_api_tokens).await;
             (ended.map(|ended| signed_out(&signed_out_page(&ended))), |_| FormError::None)
         }
         Action::Delete => {
-            let deleted = service::delete_account(&state, &user.user, &CurrentPassword { current_password }).await;
+            let deleted = accounts::delete_account(&state, &user.user, &CurrentPassword { current_password }).await;
             (deleted.map(|()| signed_out("/signin?deleted=1")), FormError::Delete)
         }
     };
@@ -275,7 +260,7 @@ async fn act(
 
 /// The sign-in page after "sign out everywhere", saying how many API tokens still work (their
 /// names are not for a page without a session).
-fn signed_out_page(ended: &service::AccessEnded) -> String {
+fn signed_out_page(ended: &accounts::AccessEnded) -> String {
     format!("/signin?signed_out=everywhere&tokens_kept={}", ended.api_tokens_kept.len())
 }
 

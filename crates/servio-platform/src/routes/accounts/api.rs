@@ -9,12 +9,13 @@ use servio_store::User;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::service::{
-    self, AccessEnded, CurrentPassword, IssuedToken, NewToken, PasswordChange, RevokeTokens, SessionItem, SessionView,
-    SignIn, SignUp, TimeZone, TokenList, Visitor, expired_cookie,
-};
+use super::session::{Visitor, expired_cookie};
 use crate::AppState;
 use crate::auth::{Api, Caller, Via};
+use crate::domain::accounts::{
+    self, AccessEnded, CurrentPassword, IssuedToken, NewToken, PasswordChange, RevokeTokens, SessionItem, SessionView,
+    SignIn, SignUp, TimeZone, TokenList,
+};
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
 use crate::params::{Id, Params};
@@ -76,7 +77,7 @@ enum PasswordRefused {
     Refused,
 ))]
 async fn sign_up(visitor: Visitor, JsonBody(form): JsonBody<SignUp>) -> Result<Response, ApiError> {
-    let user = service::register(&visitor, &form).await?;
+    let user = visitor.register(&form).await?;
     let mut response = start_session(&visitor, &user).await?;
     *response.status_mut() = StatusCode::CREATED;
     Ok(response)
@@ -89,7 +90,7 @@ async fn sign_up(visitor: Visitor, JsonBody(form): JsonBody<SignUp>) -> Result<R
     Refused,
 ))]
 async fn sign_in(visitor: Visitor, JsonBody(form): JsonBody<SignIn>) -> Result<Response, ApiError> {
-    let user = service::authenticate(&visitor, &form).await?;
+    let user = visitor.authenticate(&form).await?;
     let mut response = start_session(&visitor, &user).await?;
     response.headers_mut().append(header::SET_COOKIE, visitor.known_device_cookie(&user)?);
     Ok(response)
@@ -122,13 +123,13 @@ async fn me(caller: Caller) -> Json<SessionView> {
     (status = 400, description = "Not an IANA time zone", body = ErrorBody),
 ))]
 async fn set_time_zone(api: Api, JsonBody(form): JsonBody<TimeZone>) -> Result<Json<TimeZone>, ApiError> {
-    service::set_time_zone(&api.state, api.user.id, form).await.map(Json)
+    accounts::set_time_zone(&api.state, api.user.id, form).await.map(Json)
 }
 
 /// The user's personal API tokens, without their secrets
 #[utoipa::path(get, path = "/api/tokens", responses((status = 200, description = "The tokens", body = TokenList)))]
 async fn list_tokens(api: Api) -> Result<Json<TokenList>, ApiError> {
-    service::tokens(&api.state, api.user.id).await.map(Json)
+    accounts::tokens(&api.state, api.user.id).await.map(Json)
 }
 
 /// Create a personal API token, shown once
@@ -141,14 +142,14 @@ async fn list_tokens(api: Api) -> Result<Json<TokenList>, ApiError> {
     PasswordRefused,
 ))]
 async fn create_token(api: Api, JsonBody(form): JsonBody<NewToken>) -> Result<Response, ApiError> {
-    let issued = service::issue_token(&api.state, (&api.user, &api.via), &form).await?;
+    let issued = accounts::issue_token(&api.state, (&api.user, &api.via), &form).await?;
     Ok((StatusCode::CREATED, Json(issued)).into_response())
 }
 
 /// Delete one of the user's API tokens
 #[utoipa::path(delete, path = "/api/tokens/{id}", responses((status = 204, description = "Deleted")))]
 async fn delete_token(api: Api, Id(id): Id) -> Result<StatusCode, ApiError> {
-    service::delete_token(&api.state, api.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
+    accounts::delete_token(&api.state, api.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
 }
 
 /// The hash of the session asking, if a session asks ("" for an API token).
@@ -166,7 +167,7 @@ fn session_hash(via: &Via) -> &str {
     PasswordRefused,
 ))]
 async fn change_password(api: Api, JsonBody(form): JsonBody<PasswordChange>) -> Result<Json<AccessEnded>, ApiError> {
-    service::change_password(&api.state, &api.user, session_hash(&api.via), &form).await.map(Json)
+    accounts::change_password(&api.state, &api.user, session_hash(&api.via), &form).await.map(Json)
 }
 
 /// Delete the account and everything of it (vault, credentials, values, tokens, sessions)
@@ -176,7 +177,7 @@ async fn change_password(api: Api, JsonBody(form): JsonBody<PasswordChange>) -> 
     PasswordRefused,
 ))]
 async fn delete_account(api: Api, JsonBody(form): JsonBody<CurrentPassword>) -> Result<Response, ApiError> {
-    service::delete_account(&api.state, &api.user, &form).await?;
+    accounts::delete_account(&api.state, &api.user, &form).await?;
     let mut response = StatusCode::NO_CONTENT.into_response();
     response.headers_mut().insert(header::SET_COOKIE, expired_cookie());
     Ok(response)
@@ -185,7 +186,7 @@ async fn delete_account(api: Api, JsonBody(form): JsonBody<CurrentPassword>) -> 
 /// The user's live sessions, newest first
 #[utoipa::path(get, path = "/api/sessions", responses((status = 200, description = "The sessions", body = Vec<SessionItem>)))]
 async fn list_sessions(api: Api) -> Result<Json<Vec<SessionItem>>, ApiError> {
-    service::sessions(&api.state, api.user.id, session_hash(&api.via)).await.map(Json)
+    accounts::sessions(&api.state, api.user.id, session_hash(&api.via)).await.map(Json)
 }
 
 /// Sign out everywhere: every session of the user ends, this one included; with `revoke_api_tokens=true` every API token too
@@ -196,7 +197,7 @@ async fn sign_out_everywhere(
     api: Api,
     Params(Query(revoke)): Params<Query<RevokeTokens>>,
 ) -> Result<Response, ApiError> {
-    let ended = service::sign_out_everywhere(&api.state, api.user.id, revoke.revoke_api_tokens).await?;
+    let ended = accounts::sign_out_everywhere(&api.state, api.user.id, revoke.revoke_api_tokens).await?;
     let mut response = Json(ended).into_response();
     response.headers_mut().insert(header::SET_COOKIE, expired_cookie());
     Ok(response)

@@ -1,11 +1,11 @@
 //! Accounts: sign-up, sign-in (a new session each time), sign-out, the caller's profile and
-//! time zone, and personal API tokens (shown once, stored hashed). [`service`] does the work
+//! time zone, and personal API tokens (shown once, stored hashed). [`crate::domain::accounts`] does the work
 //! and holds the typed views; [`api`](mod@api) and [`pages`](mod@pages) are its two faces.
 
 pub mod account_page;
 pub mod api;
 pub mod pages;
-pub mod service;
+pub mod session;
 
 use axum::http::{HeaderValue, header};
 use tower_http::set_header::SetResponseHeaderLayer;

@@ -8,11 +8,12 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use servio_store::User;
 
-use super::service::{self, SignIn, SignUp, Visitor, expired_cookie};
+use super::session::{Visitor, expired_cookie};
 use crate::AppState;
 use crate::auth::{PageForm, PageUser};
+use crate::domain::accounts::{SignIn, SignUp};
 use crate::error::ApiError;
-use crate::routes::pages::{Layout, render};
+use crate::web::{Layout, NoFields, render};
 
 /// The account pages.
 pub fn router() -> Router<AppState> {
@@ -21,7 +22,7 @@ pub fn router() -> Router<AppState> {
         .route("/signin", get(sign_in_page).post(sign_in))
         .route("/signup", post(sign_up))
         .route("/signout", post(sign_out))
-        .route("/assets/time-zone.js", get(crate::routes::pages::time_zone_js))
+        .route("/assets/time-zone.js", get(crate::web::time_zone_js))
 }
 
 async fn home(user: Option<PageUser>) -> Redirect {
@@ -42,7 +43,7 @@ struct SignInPage {
 
 impl SignInPage {
     fn new(error: Option<String>, notice: Option<&'static str>) -> SignInPage {
-        SignInPage { layout: Layout::of(None), error, notice, zones: super::account_page::zones() }
+        SignInPage { layout: Layout::of(None), error, notice, zones: crate::web::zones() }
     }
 }
 
@@ -87,7 +88,7 @@ fn with_session(cookie: HeaderValue, to: &str) -> Response {
 }
 
 async fn sign_in(visitor: Visitor, Form(form): Form<SignIn>) -> Response {
-    let user = service::authenticate(&visitor, &form).await;
+    let user = visitor.authenticate(&form).await;
     let device = user.as_ref().ok().map(|user| visitor.known_device_cookie(user));
     let mut response = into_session(&visitor, user).await;
     match device {
@@ -101,7 +102,7 @@ async fn sign_in(visitor: Visitor, Form(form): Form<SignIn>) -> Response {
 }
 
 async fn sign_up(visitor: Visitor, Form(form): Form<SignUp>) -> Response {
-    let user = service::register(&visitor, &form).await;
+    let user = visitor.register(&form).await;
     into_session(&visitor, user).await
 }
 
@@ -116,10 +117,6 @@ async fn into_session(visitor: &Visitor, user: Result<User, ApiError>) -> Respon
         Err(error) => error.into_response(),
     }
 }
-
-/// A form with no field but its CSRF token.
-#[derive(serde::Deserialize)]
-pub(crate) struct NoFields {}
 
 async fn sign_out(State(state): State<AppState>, posted: PageForm<NoFields>) -> Result<Response, ApiError> {
     state.store.delete_session(&posted.user.token_hash).await?;

@@ -1,6 +1,6 @@
 //! The "AI clients" page: how to connect an MCP client, a token for it (shown once), the
 //! catalogue it will see, and the gateway's call log with its argument setting. It renders the
-//! typed views of [`crate::routes::tools::service`] and [`crate::routes::accounts::service`].
+//! typed views of [`crate::domain::tools`] and [`crate::domain::accounts`].
 
 use askama::Template;
 use axum::Router;
@@ -11,10 +11,10 @@ use serde::Deserialize;
 
 use crate::AppState;
 use crate::auth::{PageForm, PageUser, Via};
+use crate::domain::accounts::{NewToken, TokenScope, issue_token};
+use crate::domain::tools::{CallView, CatalogueToolView, call_log, catalogue, set_log_arguments};
 use crate::error::ApiError;
-use crate::routes::accounts::service::{NewToken, TokenScope, issue_token};
-use crate::routes::pages::{Layout, render, table};
-use crate::routes::tools::service::{CallView, CatalogueToolView, call_log, catalogue, set_log_arguments};
+use crate::web::{Layout, render, table};
 
 /// The page's routes.
 pub fn pages() -> Router<AppState> {

@@ -3,6 +3,5 @@
 //! zone they choose. Throttled per user, as each check may fetch a URL.
 
 pub mod pages;
-pub mod service;
 
 pub use pages::router as pages;

@@ -7,13 +7,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::service::{self, CheckForm, Checked};
 use crate::AppState;
 use crate::auth::{PageForm, PageUser};
+use crate::domain::check::{self as domain, CheckForm, Checked};
 use crate::error::ApiError;
-use crate::routes::accounts::account_page::zones;
-use crate::routes::pages::{Layout, render};
 use crate::shared::today::Today;
+use crate::web::{Layout, render, zones};
 
 /// The page's routes.
 pub fn router() -> Router<AppState> {
@@ -43,7 +42,7 @@ async fn form_page(user: PageUser) -> Result<Response, ApiError> {
 
 async fn check(State(state): State<AppState>, posted: PageForm<CheckForm>) -> Response {
     let PageForm { user, form } = posted;
-    match service::check_manifest(&state, user.user.id, &form).await {
+    match domain::check_manifest(&state, user.user.id, &form).await {
         Ok(checked) => page(&user, form, None, Some(checked)),
         Err(ApiError::BadRequest(message)) => {
             let mut response = page(&user, form, Some(message), None);

@@ -9,11 +9,12 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::service::{
-    self, Backfill, BackfillAnswer, BackfillQueued, BackfillSummary, CollectSummary, Dashboard, JobProgress, Range,
-};
 use crate::AppState;
 use crate::auth::Api;
+use crate::domain::dashboard::{
+    self as domain, Backfill, BackfillAnswer, BackfillQueued, BackfillSummary, CollectSummary, Dashboard, JobProgress,
+    Range,
+};
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
 use crate::params::{Id, Params};
@@ -68,7 +69,7 @@ async fn backfill(
 /// How many of the site's collection jobs are still to do (a queued backfill's progress)
 #[utoipa::path(get, path = "/api/vault/{id}/jobs", responses((status = 200, description = "The progress", body = JobProgress)))]
 async fn job_progress(api: Api, Id(id): Id) -> Result<Json<JobProgress>, ApiError> {
-    service::job_progress(&api.state, api.user.id, id).await.map(Json)
+    domain::job_progress(&api.state, api.user.id, id).await.map(Json)
 }
 
 /// Collect the site's due periods now (failing ones wait out their backoff)
@@ -77,7 +78,7 @@ async fn job_progress(api: Api, Id(id): Id) -> Result<Json<JobProgress>, ApiErro
     (status = 400, description = "The site has no valid brief: nothing to collect", body = ErrorBody),
 ))]
 async fn collect(api: Api, Id(id): Id) -> Result<Json<CollectSummary>, ApiError> {
-    service::collect_now(&api.state, &api.user, id).await.map(Json)
+    domain::collect_now(&api.state, &api.user, id).await.map(Json)
 }
 
 /// How far back the dashboard reaches.
@@ -106,9 +107,9 @@ async fn dashboard(
     if api.via.grant().sites.is_some() {
         return Err(crate::scopes::figures_of_every_site());
     }
-    let days = window.days.unwrap_or(service::DEFAULT_DAYS);
+    let days = window.days.unwrap_or(domain::DEFAULT_DAYS);
     let render = || async {
-        let data = service::dashboard_data(&api.state, &api.user, days).await?;
+        let data = domain::dashboard_data(&api.state, &api.user, days).await?;
         // Sized for the answer at once (some 40 bytes a value, a kilobyte or two a metric with
         // its view): grown from nothing, a 140 KB answer was copied a dozen times over.
         let values: usize = data.metrics.iter().map(|metric| metric.values.len()).sum();

@@ -1,14 +1,10 @@
 //! Collection and the dashboard: backfills and collect-now for a vault site, the dashboard data
 //! (every metric with its recent values, the latest and its trend, and the slots they share),
-//! and the dashboard page. [`service`] does the work and holds the typed views; [`api`](mod@api) and
+//! and the dashboard page. [`crate::domain::dashboard`] does the work and holds the typed views; [`api`](mod@api) and
 //! [`pages`](mod@pages) are its two faces.
 
 pub mod api;
-pub mod cache;
-pub mod chart;
 pub mod pages;
-pub mod service;
-pub mod slots;
 
 pub use api::router as api;
 pub use pages::router as pages;

@@ -1,4 +1,4 @@
-//! The morning dashboard as a page. Per metric, its view ([`crate::figures::view`], the one the
+//! The morning dashboard as a page. Per metric, its view ([`crate::domain::figures::view`], the one the
 //! API and MCP serve too): the latest value formatted for its unit, the change against the
 //! comparison period only when that was collected (§8), week- and month-to-date totals for
 //! amounts per day, a chart of the chosen range (7, 28, 90 or 365 days of periods ending at the
@@ -20,18 +20,17 @@ use serde::Deserialize;
 use servio_manifest::period::Granularity;
 use servio_store::{Attempt, AttemptOutcome};
 
-use super::chart::Chart;
-use super::service::{Dashboard, MetricData, dashboard_data};
 use crate::AppState;
 use crate::auth::PageUser;
+use crate::domain::dashboard::{Dashboard, MetricData, dashboard_data};
 use crate::error::ApiError;
-use crate::routes::pages::{Layout, render};
-use crate::shared::format;
 use crate::shared::today::Today;
+use crate::web::cards::{Card, cards, status_line};
+use crate::web::{Layout, render};
 
 /// The ranges a chart shows, in days, and the one shown unless another is chosen.
 const RANGES: [u32; 4] = [7, 28, 90, 365];
-const DEFAULT_RANGE: u32 = crate::figures::view::DEFAULT_DAYS;
+const DEFAULT_RANGE: u32 = crate::domain::figures::view::DEFAULT_DAYS;
 /// Attempts read per site for its status and log.
 const ATTEMPTS_READ: i64 = 500;
 
@@ -44,29 +43,6 @@ pub fn router() -> Router<AppState> {
 #[derive(Debug, Deserialize)]
 struct View {
     range: Option<u32>,
-}
-
-/// One site's metric in a slot.
-struct SiteLine {
-    site: String,
-    key: String,
-    period: String,
-    latest: Option<String>,
-    change: Option<String>,
-    change_class: &'static str,
-    chart: String,
-    to_date: Vec<String>,
-    missing: Option<String>,
-}
-
-/// One dashboard slot: a metric of one site, or a canonical key shared by several sites with
-/// their total (or a note saying why there is none).
-struct Card {
-    label: String,
-    key: String,
-    lines: Vec<SiteLine>,
-    total: Option<String>,
-    note: Option<String>,
 }
 
 /// One site's collection status, in a line.
@@ -91,7 +67,7 @@ struct DashboardPage {
     ranges: Vec<RangeLink>,
     cards: Vec<Card>,
     statuses: Vec<SiteStatus>,
-    attention: Vec<super::service::SiteAttention>,
+    attention: Vec<crate::domain::dashboard::SiteAttention>,
 }
 
 async fn page(State(state): State<AppState>, user: PageUser, Query(view): Query<View>) -> Result<Response, ApiError> {
@@ -127,99 +103,6 @@ async fn dashboard_and_attempts(
     Ok((dashboard, attempts))
 }
 
-/// The dashboard's cards alone, for the MCP App view (`templates/mcp_app_cards.html`).
-#[derive(Template)]
-#[template(path = "mcp_app_cards.html")]
-struct AppCards {
-    cards: Vec<Card>,
-}
-
-/// The dashboard's cards of `user` (the default range), as the page renders them: every card,
-/// or with `only` (a site's id and a metric key) that metric's line alone.
-pub(crate) async fn cards_html(
-    state: &AppState,
-    user: &servio_store::User,
-    only: Option<(i64, &str)>,
-) -> Result<String, ApiError> {
-    let mut dashboard = dashboard_data(state, user, DEFAULT_RANGE).await?;
-    if let Some((site_id, key)) = only {
-        // A slot of several sites keeps only this one's line: its total would be another's.
-        let keep: Vec<bool> = dashboard.metrics.iter().map(|m| m.site.id == site_id && m.key == key).collect();
-        for slot in &mut dashboard.slots {
-            let kept = slot.metrics.iter().zip(&slot.sites).filter(|(index, _)| keep.get(**index) == Some(&true));
-            (slot.metrics, slot.sites) = kept.map(|(index, site)| (*index, *site)).unzip();
-            if slot.metrics.len() < 2 {
-                slot.total = None;
-                slot.note = None;
-            }
-        }
-        dashboard.slots.retain(|slot| !slot.metrics.is_empty());
-    }
-    let page = AppCards { cards: cards(dashboard)? };
-    page.render().map_err(ApiError::internal)
-}
-
-/// The MCP App view (`templates/mcp_app.html`).
-#[derive(Template)]
-#[template(path = "mcp_app.html")]
-struct AppView {
-    version: &'static str,
-}
-
-/// The MCP App view's HTML: the same for every user, the figures come with each result.
-pub(crate) fn app_view_html() -> Result<String, ApiError> {
-    AppView { version: env!("CARGO_PKG_VERSION") }.render().map_err(ApiError::internal)
-}
-
-/// The line of one metric of the dashboard data: its view, as every surface shows it.
-fn site_line(metric: &MetricData) -> SiteLine {
-    let unit = metric.unit.as_deref();
-    let view = &metric.view;
-    let change = metric.change.as_ref();
-    let periods: Vec<String> = view.chart.iter().map(|point| point.period.clone()).collect();
-    let values: Vec<Option<f64>> = view.chart.iter().map(|point| point.value).collect();
-    let comparison: Vec<Option<f64>> = match Granularity::from_name(metric.granularity) {
-        // Hours are drawn without the day before's.
-        Some(Granularity::Hour) | None => Vec::new(),
-        _ => view.chart.iter().map(|point| point.comparison).collect(),
-    };
-    let chart = Chart { periods: &periods, values: &values, comparison: &comparison, unit };
-    SiteLine {
-        site: metric.site.name.clone(),
-        key: metric.key.clone(),
-        period: metric.latest.as_ref().map(|l| l.period.clone()).unwrap_or_default(),
-        latest: metric.latest.as_ref().map(|l| format::amount(l.value, unit)),
-        change: change.map(|c| c.text.clone()),
-        change_class: match change.map(|c| c.change) {
-            Some(0.0) => "muted",
-            Some(c) if c > 0.0 => "ok",
-            _ => "warning",
-        },
-        chart: chart.svg(),
-        to_date: view.to_date.iter().map(|total| total.text.clone()).collect(),
-        missing: view.missing.clone(),
-    }
-}
-
-/// The cards of the dashboard data: one per slot, each with its sites' lines.
-fn cards(dashboard: Dashboard) -> Result<Vec<Card>, ApiError> {
-    let mut lines: Vec<Option<SiteLine>> = dashboard.metrics.iter().map(|metric| Some(site_line(metric))).collect();
-    let cards = dashboard
-        .slots
-        .into_iter()
-        .map(|slot| Card {
-            label: slot.label.unwrap_or(&slot.key).to_owned(),
-            total: slot.total.as_ref().and_then(|total| {
-                total.value.map(|value| format!("{} · {}", format::amount(value, total.unit.as_deref()), total.period))
-            }),
-            lines: slot.metrics.iter().filter_map(|&i| lines.get_mut(i)?.take()).collect(),
-            note: slot.note,
-            key: slot.key,
-        })
-        .collect();
-    Ok(cards)
-}
-
 /// Each site's status: when it was last collected, when it is collected next, and what went
 /// wrong this week.
 fn statuses(dashboard: &Dashboard, attempts: &HashMap<i64, Vec<Attempt>>, today: &Today) -> Vec<SiteStatus> {
@@ -239,41 +122,6 @@ fn statuses(dashboard: &Dashboard, attempts: &HashMap<i64, Vec<Attempt>>, today:
         });
     }
     statuses
-}
-
-/// A site's collection status in words, from its attempts (newest first) and the granularities
-/// of its metrics: "last collected 06:10 · next run ~07:10".
-pub(crate) fn status_line(
-    tried: &[Attempt],
-    granularities: impl IntoIterator<Item = Granularity>,
-    today: &Today,
-) -> String {
-    let mut parts = Vec::new();
-    match tried.iter().find(|a| a.outcome == AttemptOutcome::Stored) {
-        Some(stored) => parts.push(format!("last collected {}", today.time(stored.attempted_at))),
-        None => parts.push("nothing collected yet".to_owned()),
-    }
-    if let Some(next) = granularities.into_iter().filter_map(|g| next_due(g, today)).min() {
-        parts.push(format!("next run ~{}", today.time(next)));
-    }
-    parts.join(" · ")
-}
-
-/// The latest attempt that ended without a value, if it is newer than the latest stored one:
-/// "2026-12-02 revenue: the tool answered 503 (at 06:10)".
-pub(crate) fn last_error(tried: &[Attempt], today: &Today) -> Option<String> {
-    let latest = tried.first()?;
-    let reason = latest.reason.as_deref().filter(|_| latest.outcome != AttemptOutcome::Stored)?;
-    Some(format!("{} {}: {reason} (at {})", latest.start_date, latest.metric_key, today.time(latest.attempted_at)))
-}
-
-/// When the next period of `granularity` becomes due (Unix seconds): the end of the period
-/// after the latest due one, plus the settle delay.
-fn next_due(granularity: Granularity, today: &Today) -> Option<i64> {
-    let due = servio_collector::plan::latest_due(granularity, &today.zone, today.now).ok()?;
-    let length = due.end.duration_since(due.start);
-    let next = due.end.checked_add(length).ok()?.checked_add(servio_collector::plan::settle_delay(granularity)).ok()?;
-    Some(next.as_second())
 }
 
 /// "2 dropped, 1 failed this week": this week's periods of a site's metrics whose latest

@@ -9,9 +9,9 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::service::{self, ClaimList, NewClaim, NewClaimView, SearchResults, Verified};
 use crate::AppState;
 use crate::auth::Api;
+use crate::domain::directory::{self as domain, ClaimList, NewClaim, NewClaimView, SearchResults, Verified};
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
 use crate::params::{Id, Params};
@@ -45,13 +45,13 @@ async fn search(
     State(state): State<AppState>,
     Params(Query(query)): Params<Query<SearchQuery>>,
 ) -> Result<Json<SearchResults>, ApiError> {
-    service::search(&state, query.q).await.map(Json)
+    domain::search(&state, query.q).await.map(Json)
 }
 
 /// The user's ownership claims
 #[utoipa::path(get, path = "/api/directory/claims", responses((status = 200, description = "The claims", body = ClaimList)))]
 async fn list_claims(api: Api) -> Result<Json<ClaimList>, ApiError> {
-    service::claims(&api.state, api.user.id).await.map(Json)
+    domain::claims(&api.state, api.user.id).await.map(Json)
 }
 
 /// Claim an origin; returns the verification token
@@ -62,8 +62,8 @@ async fn list_claims(api: Api) -> Result<Json<ClaimList>, ApiError> {
                                    as one user may (50 by default): verify or withdraw one", body = ErrorBody),
 ))]
 async fn claim(api: Api, JsonBody(form): JsonBody<NewClaim>) -> Result<Response, ApiError> {
-    let claim = service::create_claim(&api.state, api.user.id, &form.url).await?;
-    Ok((StatusCode::CREATED, Json(service::new_claim_view(claim))).into_response())
+    let claim = domain::create_claim(&api.state, api.user.id, &form.url).await?;
+    Ok((StatusCode::CREATED, Json(domain::new_claim_view(claim))).into_response())
 }
 
 /// List the site once its manifest carries the token
@@ -75,7 +75,7 @@ async fn claim(api: Api, JsonBody(form): JsonBody<NewClaim>) -> Result<Response,
      body = ErrorBody),
 ))]
 async fn verify(api: Api, Id(id): Id) -> Result<Json<Verified>, ApiError> {
-    service::verify_claim(&api.state, api.user.id, id).await.map(Json)
+    domain::verify_claim(&api.state, api.user.id, id).await.map(Json)
 }
 
 /// Withdraw a claim not verified yet (a verified one stands for its listing)
@@ -83,20 +83,20 @@ async fn verify(api: Api, Id(id): Id) -> Result<Json<Verified>, ApiError> {
     (status = 204, description = "Withdrawn"),
 ))]
 async fn withdraw(api: Api, Id(id): Id) -> Result<StatusCode, ApiError> {
-    service::withdraw_claim(&api.state, api.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
+    domain::withdraw_claim(&api.state, api.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
 }
 
 /// Collection health of the site a verified claim lists: per metric, over 7 or 28 days, how
 /// collections across all users ended, the top reasons, the site's answer times; figures fewer
 /// than 5 users stand behind are left out
-#[utoipa::path(get, path = "/api/directory/claims/{id}/health", params(super::health::Window), responses(
-    (status = 200, description = "The health", body = super::health::Health),
+#[utoipa::path(get, path = "/api/directory/claims/{id}/health", params(crate::domain::directory::health::Window), responses(
+    (status = 200, description = "The health", body = crate::domain::directory::health::Health),
     (status = 400, description = "Not verified, or another window than 7 or 28 days", body = ErrorBody),
 ))]
 async fn health(
     api: Api,
     Id(id): Id,
-    Params(Query(window)): Params<Query<super::health::Window>>,
-) -> Result<Json<super::health::Health>, ApiError> {
-    super::health::health(&api.state, api.user.id, id, &window).await.map(Json)
+    Params(Query(window)): Params<Query<crate::domain::directory::health::Window>>,
+) -> Result<Json<crate::domain::directory::health::Health>, ApiError> {
+    crate::domain::directory::health::health(&api.state, api.user.id, id, &window).await.map(Json)
 }

@@ -9,13 +9,12 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 
 use super::api::SearchQuery;
-use super::service::{self, ClaimState, ClaimView, Hit, NewClaim};
 use crate::AppState;
 use crate::auth::{PageForm, PageUser};
+use crate::domain::directory::{self as domain, ClaimState, ClaimView, Hit, NewClaim};
 use crate::error::ApiError;
 use crate::params::Id;
-use crate::routes::accounts::pages::NoFields;
-use crate::routes::pages::{Layout, render, table};
+use crate::web::{Layout, NoFields, render, table};
 
 /// The Directory pages.
 pub fn router() -> Router<AppState> {
@@ -68,11 +67,11 @@ async fn directory_view(
     query: String,
     said: Said,
 ) -> Result<Response, ApiError> {
-    let found = service::search(state, query).await?;
+    let found = domain::search(state, query).await?;
     let (claims, in_vault) = match user {
         Some(user) => {
             let vault = state.store.vault(user.user.id).await?;
-            (service::claims(state, user.user.id).await?.claims, vault.into_iter().map(|site| site.origin).collect())
+            (domain::claims(state, user.user.id).await?.claims, vault.into_iter().map(|site| site.origin).collect())
         }
         None => Default::default(),
     };
@@ -95,14 +94,14 @@ async fn directory_view(
 
 async fn claim(State(state): State<AppState>, posted: PageForm<NewClaim>) -> Result<Response, ApiError> {
     let PageForm { user, form } = posted;
-    match service::create_claim(&state, user.user.id, &form.url).await {
+    match domain::create_claim(&state, user.user.id, &form.url).await {
         Ok(_) => Ok(Redirect::to("/directory").into_response()),
         Err(error) => directory_view(&state, Some(&user), String::new(), Said::Error(error.to_string())).await,
     }
 }
 
 async fn verify(State(state): State<AppState>, Id(id): Id, posted: PageForm<NoFields>) -> Result<Response, ApiError> {
-    let said = match service::verify_claim(&state, posted.user.user.id, id).await {
+    let said = match domain::verify_claim(&state, posted.user.user.id, id).await {
         Ok(_) => Said::Success("Verified: the site is listed.".to_owned()),
         Err(ApiError::NotFound) => return Err(ApiError::NotFound),
         Err(ApiError::Unprocessable(body)) => Said::Error(body["error"].as_str().unwrap_or("not verified").to_owned()),
@@ -113,7 +112,7 @@ async fn verify(State(state): State<AppState>, Id(id): Id, posted: PageForm<NoFi
 
 /// Withdraws a claim not verified yet: the way out of the limit on claims waiting.
 async fn withdraw(State(state): State<AppState>, Id(id): Id, posted: PageForm<NoFields>) -> Result<Response, ApiError> {
-    service::withdraw_claim(&state, posted.user.user.id, id).await?;
+    domain::withdraw_claim(&state, posted.user.user.id, id).await?;
     let said = Said::Success("Claim withdrawn.".to_owned());
     directory_view(&state, Some(&posted.user), String::new(), said).await
 }
@@ -122,7 +121,7 @@ async fn withdraw(State(state): State<AppState>, Id(id): Id, posted: PageForm<No
 #[template(path = "owner_health.html")]
 struct HealthPage {
     layout: Layout,
-    health: super::health::Health,
+    health: crate::domain::directory::health::Health,
     windows: [i64; 2],
 }
 
@@ -131,8 +130,12 @@ async fn health_page(
     State(state): State<AppState>,
     user: PageUser,
     Id(id): Id,
-    Query(window): Query<super::health::Window>,
+    Query(window): Query<crate::domain::directory::health::Window>,
 ) -> Result<Response, ApiError> {
-    let health = super::health::health(&state, user.user.id, id, &window).await?;
-    Ok(render(&HealthPage { layout: Layout::of(Some(&user)), health, windows: super::health::WINDOWS }))
+    let health = crate::domain::directory::health::health(&state, user.user.id, id, &window).await?;
+    Ok(render(&HealthPage {
+        layout: Layout::of(Some(&user)),
+        health,
+        windows: crate::domain::directory::health::WINDOWS,
+    }))
 }

@@ -11,11 +11,11 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::service::{self, CallLog, CallResult, Catalogue, LogArguments};
 use crate::AppState;
 use crate::auth::Api;
+use crate::domain::gateway::{self, Failure};
+use crate::domain::tools::{self, CallLog, CallResult, Catalogue, LogArguments};
 use crate::error::{ApiError, ErrorBody};
-use crate::gateway::{self, Failure};
 use crate::json_body::JsonBody;
 use crate::params::Params;
 
@@ -31,7 +31,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// The AI gateway's catalogue: every approved tool of the vault under its prefixed name
 #[utoipa::path(get, path = "/api/tools", operation_id = "list_tools", responses((status = 200, description = "The catalogue", body = Catalogue)))]
 async fn list(api: Api) -> Result<Json<Catalogue>, ApiError> {
-    service::catalogue(&api.state, &api.user, &api.via.grant()).await.map(Json)
+    tools::catalogue(&api.state, &api.user, &api.via.grant()).await.map(Json)
 }
 
 /// Call a tool by prefixed name; the body is its arguments (400 names each offending path, 502 when the site fails)
@@ -100,13 +100,13 @@ struct Page {
     (status = 400, description = "A limit outside 1 to 200", body = ErrorBody),
 ))]
 async fn calls(api: Api, Params(Query(page)): Params<Query<Page>>) -> Result<Json<CallLog>, ApiError> {
-    let limit = page.limit.unwrap_or(service::DEFAULT_PAGE);
-    if !(1..=service::MAX_PAGE).contains(&limit) {
-        let most = service::MAX_PAGE;
+    let limit = page.limit.unwrap_or(tools::DEFAULT_PAGE);
+    if !(1..=tools::MAX_PAGE).contains(&limit) {
+        let most = tools::MAX_PAGE;
         return Err(ApiError::BadRequest(format!("`limit` must be from 1 to {most} (calls a page), not {limit}")));
     }
     let page = servio_store::CallPage { before: page.before, limit };
-    service::call_log(&api.state, api.user.id, page).await.map(Json)
+    tools::call_log(&api.state, api.user.id, page).await.map(Json)
 }
 
 /// Whether the call log keeps each call's arguments (off by default)
@@ -115,7 +115,7 @@ async fn set_log_arguments(
     api: Api,
     JsonBody(setting): JsonBody<LogArguments>,
 ) -> Result<Json<LogArguments>, ApiError> {
-    service::set_log_arguments(&api.state, api.user.id, setting.log_arguments).await.map(Json)
+    tools::set_log_arguments(&api.state, api.user.id, setting.log_arguments).await.map(Json)
 }
 
 #[cfg(test)]

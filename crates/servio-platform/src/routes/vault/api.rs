@@ -6,9 +6,11 @@ use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::service::{self, AddSite, BearerToken, Decision, RefreshAnswer, SiteAnswer, SiteList, Verdict, VersionList};
 use crate::AppState;
 use crate::auth::Api;
+use crate::domain::vault::{
+    self, AddSite, BearerToken, Decision, RefreshAnswer, SiteAnswer, SiteList, Verdict, VersionList,
+};
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
 use crate::params::Id;
@@ -28,7 +30,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// The sites in the user's vault
 #[utoipa::path(get, path = "/api/vault", operation_id = "list_vault", responses((status = 200, description = "The sites", body = SiteList)))]
 async fn list(api: Api) -> Result<Json<SiteList>, ApiError> {
-    service::list(&api.state, api.user.id).await.map(Json)
+    vault::list(&api.state, api.user.id).await.map(Json)
 }
 
 /// Add a site by URL: discovered, validated, refused with its report when invalid
@@ -47,20 +49,20 @@ async fn add(api: Api, JsonBody(form): JsonBody<AddSite>) -> Result<Response, Ap
     if form.token.as_deref().is_some_and(|token| token.trim().is_empty()) {
         return Err(ApiError::BadRequest("`token` must not be empty: leave it out for a site that needs none".into()));
     }
-    let site = service::add_site(&api.state, api.user.id, &form.url, form.token.as_deref()).await?;
+    let site = vault::add_site(&api.state, api.user.id, &form.url, form.token.as_deref()).await?;
     Ok((StatusCode::CREATED, Json(SiteAnswer { site })).into_response())
 }
 
 /// One site: report, tools, brief, pending changes
 #[utoipa::path(get, path = "/api/vault/{id}", responses((status = 200, description = "The site", body = SiteAnswer)))]
 async fn show(api: Api, Id(id): Id) -> Result<Json<SiteAnswer>, ApiError> {
-    Ok(Json(SiteAnswer { site: service::view(&api.state, api.user.id, id).await? }))
+    Ok(Json(SiteAnswer { site: vault::view(&api.state, api.user.id, id).await? }))
 }
 
 /// Take a site out of the vault
 #[utoipa::path(delete, path = "/api/vault/{id}", responses((status = 204, description = "Removed")))]
 async fn remove(api: Api, Id(id): Id) -> Result<StatusCode, ApiError> {
-    service::remove(&api.state, api.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
+    vault::remove(&api.state, api.user.id, id).await.map(|()| StatusCode::NO_CONTENT)
 }
 
 /// Set the site's bearer token (encrypted at rest, never shown again)
@@ -69,7 +71,7 @@ async fn remove(api: Api, Id(id): Id) -> Result<StatusCode, ApiError> {
     (status = 400, description = "Empty, too long, or not a header value", body = ErrorBody),
 ))]
 async fn set_credential(api: Api, Id(id): Id, JsonBody(form): JsonBody<BearerToken>) -> Result<StatusCode, ApiError> {
-    service::store_token(&api.state, api.user.id, id, &form.token).await.map(|()| StatusCode::NO_CONTENT)
+    vault::store_token(&api.state, api.user.id, id, &form.token).await.map(|()| StatusCode::NO_CONTENT)
 }
 
 /// Refresh the site's manifest now
@@ -80,7 +82,7 @@ async fn set_credential(api: Api, Id(id): Id, JsonBody(form): JsonBody<BearerTok
                                   a minute, whoever asks): try again after Retry-After", body = ErrorBody),
 ))]
 async fn refresh(api: Api, Id(id): Id) -> Result<Json<RefreshAnswer>, ApiError> {
-    service::refresh(&api.state, api.user.id, id).await.map(Json)
+    vault::refresh(&api.state, api.user.id, id).await.map(Json)
 }
 
 /// Approve a version of the site's manifest: the current one, named as `pending.version` gives it
@@ -102,12 +104,12 @@ async fn keep(api: Api, Id(id): Id, JsonBody(form): JsonBody<Decision>) -> Resul
 }
 
 async fn decide(api: Api, id: i64, form: Decision, verdict: Verdict) -> Result<Json<SiteAnswer>, ApiError> {
-    service::decide(&api.state, api.user.id, id, form.version, verdict).await?;
-    Ok(Json(SiteAnswer { site: service::view(&api.state, api.user.id, id).await? }))
+    vault::decide(&api.state, api.user.id, id, form.version, verdict).await?;
+    Ok(Json(SiteAnswer { site: vault::view(&api.state, api.user.id, id).await? }))
 }
 
 /// Every version of the manifest with what changed
 #[utoipa::path(get, path = "/api/vault/{id}/versions", responses((status = 200, description = "Newest first", body = VersionList)))]
 async fn versions(api: Api, Id(id): Id) -> Result<Json<VersionList>, ApiError> {
-    service::versions(&api.state, api.user.id, id).await.map(Json)
+    vault::versions(&api.state, api.user.id, id).await.map(Json)
 }

@@ -10,15 +10,14 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use servio_manifest::Diagnostic;
 
-use super::service::{self, SiteSummary, SiteView};
 use crate::AppState;
 use crate::auth::{PageForm, PageUser};
+use crate::domain::vault::{self, SiteSummary, SiteView};
 use crate::error::ApiError;
 use crate::params::{Id, Params};
-use crate::routes::accounts::pages::NoFields;
-use crate::routes::dashboard::pages::{last_error, status_line};
-use crate::routes::pages::{Layout, render, table, timestamp};
 use crate::shared::today::Today;
+use crate::web::cards::{last_error, status_line};
+use crate::web::{Layout, NoFields, render, table, timestamp};
 
 /// The vault pages.
 pub fn router() -> Router<AppState> {
@@ -52,7 +51,7 @@ async fn vault_view(
     error: Option<String>,
     report: Option<Vec<String>>,
 ) -> Result<Response, ApiError> {
-    let sites = service::list(state, user.user.id).await?.sites;
+    let sites = vault::list(state, user.user.id).await?.sites;
     let page = VaultPage { layout: Layout::of(Some(user)), error, report, notice: None, sites };
     Ok(render(&page))
 }
@@ -67,7 +66,7 @@ async fn vault_page(
     user: PageUser,
     Query(query): Query<VaultQuery>,
 ) -> Result<Response, ApiError> {
-    let sites = service::list(&state, user.user.id).await?.sites;
+    let sites = vault::list(&state, user.user.id).await?.sites;
     let notice = query.removed.map(|_| "The site was removed from your vault, with its credential and values.");
     let page = VaultPage { layout: Layout::of(Some(&user)), error: None, report: None, notice, sites };
     Ok(render(&page))
@@ -105,7 +104,7 @@ fn report_lines(report: &serde_json::Value) -> Vec<String> {
 async fn add(State(state): State<AppState>, posted: PageForm<AddForm>) -> Result<Response, ApiError> {
     let PageForm { user, form } = posted;
     let token = Some(form.token.as_str()).filter(|t| !t.trim().is_empty());
-    match service::add_site(&state, user.user.id, &form.url, token).await {
+    match vault::add_site(&state, user.user.id, &form.url, token).await {
         Ok(site) => Ok(Redirect::to(&format!("/vault/{}", site.id)).into_response()),
         // The refusal's body is the API's: its message, and the report of an invalid manifest.
         Err(ApiError::Unprocessable(body)) => {
@@ -137,7 +136,7 @@ struct ApprovalCard {
     version: i64,
     /// Whether the user kept the approved version against it.
     kept: bool,
-    tools: Vec<service::ToolChangeView>,
+    tools: Vec<vault::ToolChangeView>,
     endpoints: Vec<String>,
     brief_changed: bool,
     /// Name, version number, description.
@@ -180,12 +179,7 @@ fn diagnostics(list: &[Diagnostic]) -> Vec<String> {
 }
 
 impl SitePage {
-    fn new(
-        user: &PageUser,
-        mut site: SiteView,
-        versions: Vec<service::VersionView>,
-        collection: Collection,
-    ) -> SitePage {
+    fn new(user: &PageUser, mut site: SiteView, versions: Vec<vault::VersionView>, collection: Collection) -> SitePage {
         let checked = site.report.checked.clone();
         let report = &checked.report;
         let metrics = report.brief.iter().flat_map(|brief| &brief.metrics).map(|m| MetricRow {
@@ -213,7 +207,7 @@ impl SitePage {
             errors: diagnostics(&report.errors),
             warnings: diagnostics(&report.warnings),
             brief_status: format!("Brief: {}", report.brief_status.as_str()),
-            brief_errors: service::BriefError::of(report).iter().map(service::BriefError::line).collect(),
+            brief_errors: vault::BriefError::of(report).iter().map(vault::BriefError::line).collect(),
             metrics: metrics.collect(),
             collection,
             versions: versions
@@ -277,8 +271,8 @@ async fn site_page(
     Id(id): Id,
     Query(query): Query<SiteQuery>,
 ) -> Result<Response, ApiError> {
-    let view = service::view(&state, user.user.id, id).await?;
-    let versions = service::versions(&state, user.user.id, id).await.map(|list| list.versions).unwrap_or_default();
+    let view = vault::view(&state, user.user.id, id).await?;
+    let versions = vault::versions(&state, user.user.id, id).await.map(|list| list.versions).unwrap_or_default();
     let today = Today::of(&user.user)?;
     let tried = state.store.attempts(user.user.id, id, ATTEMPTS_READ).await?;
     let brief = view.report.report().brief.as_ref();
@@ -338,27 +332,27 @@ async fn act(
         SiteAction::Approve | SiteAction::Keep => {
             let Some(version) = posted.form.version() else {
                 // Another user's site is "not found" whatever the form says.
-                service::entry(&state, user.id, id).await?;
+                vault::entry(&state, user.id, id).await?;
                 let reload = "the form names no version to approve: reload the site's page and try again";
                 return Err(ApiError::BadRequest(reload.into()));
             };
             let (verdict, done) = match action {
-                SiteAction::Approve => (service::Verdict::Approve, "approved"),
-                _ => (service::Verdict::Keep, "kept"),
+                SiteAction::Approve => (vault::Verdict::Approve, "approved"),
+                _ => (vault::Verdict::Keep, "kept"),
             };
-            service::decide(&state, user.id, id, version, verdict).await?;
+            vault::decide(&state, user.id, id, version, verdict).await?;
             Ok(back_to_site(id, done))
         }
         SiteAction::Refresh => {
-            service::refresh(&state, user.id, id).await?;
+            vault::refresh(&state, user.id, id).await?;
             Ok(back_to_site(id, "refreshed"))
         }
         SiteAction::Collect => {
-            crate::routes::dashboard::service::collect_now(&state, user, id).await?;
+            crate::domain::dashboard::collect_now(&state, user, id).await?;
             Ok(back_to_site(id, "collected"))
         }
         SiteAction::Remove => {
-            service::remove(&state, user.id, id).await?;
+            vault::remove(&state, user.id, id).await?;
             Ok(Redirect::to("/vault?removed=1").into_response())
         }
     }
@@ -382,7 +376,7 @@ async fn backfill(
     };
     let today = Today::of(user)?.date;
     let from = today.checked_sub(jiff::ToSpan::days(days)).map_err(ApiError::internal)?;
-    use crate::routes::dashboard::service::{Backfill, Range};
+    use crate::domain::dashboard::{Backfill, Range};
     let range = Range { from: from.to_string(), to: today.to_string() };
     let queued = Backfill { state: &state, user, id, range: &range }.queue().await?;
     Ok(back_to_site(id, if queued.queued == 0 { "nothing_to_backfill" } else { "backfill" }))
@@ -391,16 +385,16 @@ async fn backfill(
 async fn credential(
     State(state): State<AppState>,
     Id(id): Id,
-    posted: PageForm<service::BearerToken>,
+    posted: PageForm<vault::BearerToken>,
 ) -> Result<Response, ApiError> {
-    service::store_token(&state, posted.user.user.id, id, &posted.form.token).await?;
+    vault::store_token(&state, posted.user.user.id, id, &posted.form.token).await?;
     Ok(back_to_site(id, "token"))
 }
 
 /// Starts "Connect": a fresh PKCE start for this user and site, then off to the site.
 async fn connect(State(state): State<AppState>, Id(id): Id, posted: PageForm<NoFields>) -> Result<Redirect, ApiError> {
     let user = posted.user;
-    let entry = service::entry(&state, user.user.id, id).await?;
+    let entry = vault::entry(&state, user.user.id, id).await?;
     // The approved manifest names the endpoints: a new `authorization_url` or `token_url`
     // waits for the user's approval like any other change of endpoint.
     let acting = state.collector.acting(&entry, servio_core::manifests::Wait::Bounded).await?;
@@ -443,6 +437,6 @@ async fn oauth_callback(
         return Err(ApiError::NotFound);
     }
     // A period refused for want of a working credential is collected again now (§8).
-    super::service::queue_first_collection(&state, user.user.id, started.site_id).await;
+    crate::domain::vault::queue_first_collection(&state, user.user.id, started.site_id).await;
     Ok(Redirect::to(&format!("/vault/{}", started.site_id)))
 }

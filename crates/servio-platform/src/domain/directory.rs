@@ -1,7 +1,9 @@
-//! What the Directory routes do, for the API and the pages alike. A site owner claims an origin
+//! The Directory, for the API and the pages alike. A site owner claims an origin
 //! and gets `wmcp_verify_` + 32 hex digits; once the manifest lists that token as
 //! `verification`, the site is listed publicly and found by full-text search. The token is checked again on every refresh; the listing is suspended while
 //! it is missing.
+
+pub mod health;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -10,7 +12,7 @@ use servio_manifest::Manifest;
 use servio_store::Listing;
 use utoipa::ToSchema;
 
-use crate::accounts::same_secret;
+use crate::domain::accounts::secrets::same_secret;
 use crate::error::ApiError;
 use crate::shared::discovered::{discover, fetched_manifest};
 use crate::{AppState, now};
@@ -115,7 +117,7 @@ fn new_verification_token() -> Result<String, ApiError> {
 pub(crate) async fn create_claim(state: &AppState, user_id: i64, url: &str) -> Result<servio_store::Claim, ApiError> {
     let url = url.trim();
     if url.is_empty() {
-        return Err(ApiError::BadRequest(crate::routes::vault::service::EMPTY_URL.into()));
+        return Err(ApiError::BadRequest(crate::domain::vault::EMPTY_URL.into()));
     }
     let url = if url.contains("://") { url.to_owned() } else { format!("https://{url}") };
     let origin = origin_of(&url).map_err(|e| ApiError::BadRequest(e.to_string()))?;

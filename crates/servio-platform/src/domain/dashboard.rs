@@ -1,9 +1,11 @@
-//! What the collection routes do, for the API and the dashboard page alike: a backfill of a
+//! Collection for a user and the dashboard data, for the API, the page and MCP alike: a backfill of a
 //! date range for one vault site, collect-now, and the dashboard data (every metric with its
-//! view over the window, [`crate::figures::view`]: its values, the latest one, its change
+//! view over the window, [`crate::domain::figures::view`]: its values, the latest one, its change
 //! against the comparison period of §8, only when that period was collected, its to-date
 //! totals and the reasons of its periods without a value), and the slots they share (canonical
-//! keys from several sites in one slot with a total, see [`super::slots`]).
+//! keys from several sites in one slot with a total, see [`slots`]).
+
+pub mod slots;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,12 +18,12 @@ use servio_core::manifests::{CheckedManifest, Wait};
 use servio_store::VaultEntry;
 use utoipa::ToSchema;
 
-use super::slots::{SiteMetric, Slot, slots};
+use self::slots::{SiteMetric, Slot, slots};
 use crate::AppState;
+use crate::domain::figures::view::views;
+use crate::domain::figures::{FiguresError, MetricRef, ViewSummary, Window};
+use crate::domain::vault::{BriefError, changes_waiting};
 use crate::error::ApiError;
-use crate::figures::view::views;
-use crate::figures::{FiguresError, MetricRef, ViewSummary, Window};
-use crate::routes::vault::service::{BriefError, changes_waiting};
 use crate::shared::today::Today;
 
 /// A range of dates to collect.
@@ -185,7 +187,7 @@ pub(crate) async fn collect_now(
 }
 
 /// How many days of periods the API's dashboard shows unless asked (`?days=`), as it always
-/// has; the page and MCP show [`crate::figures::view::DEFAULT_DAYS`] unless asked, with the
+/// has; the page and MCP show [`crate::domain::figures::view::DEFAULT_DAYS`] unless asked, with the
 /// same meaning of a window (N days of periods ending at the latest due period).
 pub const DEFAULT_DAYS: u32 = 62;
 /// The furthest back it reaches: a year's chart with its comparison periods.
@@ -340,7 +342,7 @@ async fn acting_checked(state: &AppState, entry: &VaultEntry) -> Result<Option<A
 }
 
 /// The dashboard data of `user`: each metric's view over the periods of the last `days` days
-/// ending at its latest due period ([`crate::figures::view`], the one every surface shows).
+/// ending at its latest due period ([`crate::domain::figures::view`], the one every surface shows).
 pub(crate) async fn dashboard_data(
     state: &AppState,
     user: &servio_store::User,
@@ -361,7 +363,7 @@ pub(crate) async fn dashboard_data(
         .iter()
         .flat_map(|(entry, acting)| {
             acting.brief.iter().flat_map(|brief| &brief.metrics).map(|metric| MetricRef {
-                site: crate::figures::authority(&entry.site.origin).to_owned(),
+                site: crate::domain::figures::authority(&entry.site.origin).to_owned(),
                 origin: entry.site.origin.clone(),
                 site_id: entry.site.id,
                 site_name: acting.manifest.name.clone(),

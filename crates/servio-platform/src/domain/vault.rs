@@ -1,4 +1,4 @@
-//! What the vault routes do, for the API and the pages alike: a user adds a site by URL
+//! The vault, for the API and the pages alike: a user adds a site by URL
 //! (discovered and validated, refused with the report when invalid), sees their sites with
 //! their tools and report, gives each a credential (encrypted at rest, never shown again),
 //! approves changes and removes sites. One user's vault is out of every other user's reach:
@@ -527,7 +527,7 @@ pub(crate) async fn entry_view(
 pub(crate) async fn view(state: &AppState, user_id: i64, id: i64) -> Result<SiteView, ApiError> {
     let current = state.store.current_entry(user_id, id).await?.ok_or(ApiError::NotFound)?;
     let mut view = entry_view(state, &current.entry, current.version).await?;
-    let catalogue = crate::gateway::catalogue_of(state, user_id).await?;
+    let catalogue = crate::domain::gateway::catalogue_of(state, user_id).await?;
     for tool in &mut view.tools {
         let offered = catalogue.tools().iter().find(|offered| offered.site_id == id && offered.tool == tool.name);
         if let Some(offered) = offered {

@@ -1,4 +1,4 @@
-//! What the gateway routes over plain HTTP do, for the API and the "AI clients" page alike:
+//! The gateway as plain HTTP shows it, for the API and the "AI clients" page alike:
 //! the user's tool catalogue, the call log and whether it keeps arguments, as typed views.
 
 use serde::{Deserialize, Serialize};
@@ -7,8 +7,8 @@ use servio_store::CallPage;
 use utoipa::ToSchema;
 
 use crate::AppState;
+use crate::domain::gateway;
 use crate::error::ApiError;
-use crate::gateway;
 
 /// A tool of the user's catalogue.
 #[derive(Debug, Serialize, ToSchema)]

@@ -104,7 +104,7 @@ pub(crate) async fn health(state: &AppState, user_id: i64, id: i64, window: &Win
     if !WINDOWS.contains(&days) {
         return Err(ApiError::BadRequest("`days` must be 7 or 28".into()));
     }
-    let claim = super::service::owned_claim(state, user_id, id).await?;
+    let claim = super::owned_claim(state, user_id, id).await?;
     let listing = state.store.claim_listing(claim.id).await?.filter(|listing| listing.listed);
     let listing = listing
         .ok_or_else(|| ApiError::BadRequest("the claim is not verified: the health page is for listed sites".into()))?;

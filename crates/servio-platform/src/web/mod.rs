@@ -4,6 +4,8 @@
 //! Forms carry the session's CSRF token in a hidden `csrf_token` field, checked by
 //! [`crate::auth::PageForm`] before anything is read from the form.
 
+use std::sync::OnceLock;
+
 use askama::Template;
 use axum::Router;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -14,6 +16,9 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use crate::AppState;
 use crate::auth::PageUser;
 use crate::error::ApiError;
+
+pub mod cards;
+pub mod chart;
 
 /// Every page route: method, path, and whether it needs a signed-in user. Tests walk this list.
 pub const PAGES: &[(&str, &str, bool)] = &[
@@ -198,4 +203,22 @@ pub(crate) fn render(template: &impl Template) -> Response {
 /// The time of a Unix timestamp as the pages show it (RFC 3339, UTC).
 pub(crate) fn timestamp(seconds: i64) -> String {
     jiff::Timestamp::from_second(seconds).map(|t| t.to_string()).unwrap_or_default()
+}
+
+/// A form with no field but its CSRF token.
+#[derive(serde::Deserialize)]
+pub(crate) struct NoFields {}
+
+/// Every IANA zone the platform knows, sorted, read once.
+pub(crate) fn zones() -> &'static [String] {
+    static ZONES: OnceLock<Vec<String>> = OnceLock::new();
+    ZONES.get_or_init(|| {
+        // Only what a user may choose: the host's database also names files that are no zone.
+        let names = jiff::tz::db().available().map(|name| name.as_str().to_owned());
+        let mut zones: Vec<String> =
+            names.filter(|name| crate::domain::accounts::secrets::check_time_zone(name).is_ok()).collect();
+        zones.sort();
+        zones.dedup();
+        zones
+    })
 }

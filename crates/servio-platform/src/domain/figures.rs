@@ -21,8 +21,8 @@ use servio_store::{AttemptOutcome, StoredValue, UnfilledPeriod, User};
 use utoipa::ToSchema;
 
 use crate::AppState;
+use crate::domain::dashboard::{Range, Raw, dates};
 use crate::error::ApiError;
-use crate::routes::dashboard::service::{Range, Raw, dates};
 use crate::shared::today::Today;
 use crate::shared::trend::{Trend, change_words, comparison_start, trend};
 
@@ -147,7 +147,7 @@ pub(crate) fn authority(origin: &str) -> &str {
 /// Every metric of the briefs acting for `user` (the manifests they approved), site by site,
 /// from the gateway's kept catalogue (the same sites, read once for tools and figures alike).
 pub async fn metrics(state: &AppState, user: &User) -> Result<Vec<MetricRef>, ApiError> {
-    let catalogue = crate::gateway::catalogue(state, user).await?;
+    let catalogue = crate::domain::gateway::catalogue(state, user).await?;
     let mut found = Vec::new();
     for (entry, acting) in catalogue.sites() {
         for metric in acting.brief.iter().flat_map(|brief| &brief.metrics) {
