@@ -497,6 +497,10 @@ fn routes_named(line: &str, inside_folder: bool) -> Vec<String> {
     named
 }
 
+/// The platform's modules above the domain layer: the doors a request or a round comes in by,
+/// and what only they use (`auth`: who is asking, from a request's headers).
+const DOORS: [&str; 6] = ["routes", "web", "mcp", "refresh::", "upkeep", "auth"];
+
 /// One domain layer under every door (issue 43, point 1). In the platform, routes are thin
 /// adapters over `domain/` (with what pages share in `web/`): no route module imports another
 /// route module, no module outside `routes/` imports a route module (the composition root,
@@ -532,7 +536,99 @@ fn routes_are_adapters_over_one_domain_layer() {
                     "{at}\n    the domain layer knows nothing of HTTP; take what the request says in the route"
                 ));
             }
+            let door = DOORS.iter().find(|door| code.contains(&format!("crate::{door}")));
+            if let (true, Some(door)) = (in_domain, door) {
+                broken.push(format!(
+                    "{at}\n    the domain layer imports `{door}`, a door above it; the door calls the domain"
+                ));
+            }
         }
     }
     assert!(broken.is_empty(), "the platform's layers:\n{}", broken.join("\n"));
+}
+
+/// The module of the platform's source file `relative` (`domain/vault.rs` is `domain::vault`,
+/// `domain/gateway/mod.rs` is `domain::gateway`, `lib.rs` the crate).
+fn module_of(relative: &Path) -> Vec<String> {
+    let mut parts: Vec<String> =
+        relative.with_extension("").components().map(|part| part.as_os_str().to_string_lossy().into_owned()).collect();
+    if parts.last().is_some_and(|last| last == "mod" || last == "lib") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The modules named on a line of code after `prefix` (`crate::`, `super::`), each from `base`.
+fn named_after(code: &str, prefix: &str, base: &[String]) -> Vec<Vec<String>> {
+    let mut named = Vec::new();
+    for (at, _) in code.match_indices(prefix) {
+        // `super::super::x` is read once, from its first `super::`.
+        if prefix == "super::" && code[..at].ends_with("super::") {
+            continue;
+        }
+        let mut target = base.to_vec();
+        let mut rest = &code[at + prefix.len()..];
+        while prefix == "super::" && rest.starts_with("super::") {
+            target.pop();
+            rest = &rest["super::".len()..];
+        }
+        let segments = rest.split("::").map(|s| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect());
+        target.extend(segments.take_while(|s: &String| !s.is_empty()));
+        named.push(target);
+    }
+    named
+}
+
+/// The files of the platform each file names (`crate::a::b`, `super::x`), each by the longest
+/// module path that is a file; itself and the crate root left out.
+fn platform_imports(source: &Path) -> std::collections::BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let files = rust_files(source);
+    let modules: BTreeSet<Vec<String>> =
+        files.iter().map(|path| module_of(path.strip_prefix(source).expect("under src/"))).collect();
+    let resolve = |path: &[String]| (1..=path.len()).rev().map(|n| path[..n].to_vec()).find(|m| modules.contains(m));
+    let mut graph = std::collections::BTreeMap::new();
+    for path in &files {
+        let relative = path.strip_prefix(source).expect("under src/");
+        let me = module_of(relative);
+        // `super::` of a file is its module's parent.
+        let parent = me[..me.len().saturating_sub(1)].to_vec();
+        let text = std::fs::read_to_string(path).expect("a readable source file");
+        // A module's tests are not its imports.
+        let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
+        let mut named = BTreeSet::new();
+        for line in text.lines() {
+            let code = line.split("//").next().unwrap_or_default();
+            let lines = named_after(code, "crate::", &[]).into_iter().chain(named_after(code, "super::", &parent));
+            named.extend(lines.filter_map(|target| resolve(&target)).filter(|found| *found != me && !found.is_empty()));
+        }
+        graph.insert(me, named);
+    }
+    graph
+}
+
+/// No circle of files in the platform (issue 43): each file's imports lead down, never back
+/// to itself, the crate root (`lib.rs`, which builds the router and holds `AppState`) aside.
+#[test]
+fn the_platforms_files_import_each_other_without_a_circle() {
+    let graph = platform_imports(&root().join("crates/servio-platform/src"));
+    let mut circles = Vec::new();
+    for start in graph.keys() {
+        // A path from `start` back to it, walked depth first.
+        let mut stack = vec![(start.clone(), vec![start.clone()])];
+        let mut seen = BTreeSet::new();
+        while let Some((at, path)) = stack.pop() {
+            for next in graph.get(&at).into_iter().flatten() {
+                if next == start {
+                    circles.push(path.iter().chain([start]).map(|m| m.join("::")).collect::<Vec<_>>().join(" -> "));
+                } else if seen.insert(next.clone()) {
+                    stack.push((next.clone(), path.iter().cloned().chain([next.clone()]).collect()));
+                }
+            }
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "files importing each other in a circle; move what both need down a layer:\n{}",
+        circles.join("\n")
+    );
 }

@@ -128,22 +128,6 @@ impl From<servio_core::Busy> for ApiError {
     }
 }
 
-impl From<crate::shared::discovered::NotUtf8> for ApiError {
-    fn from(not_utf8: crate::shared::discovered::NotUtf8) -> ApiError {
-        ApiError::Unprocessable(serde_json::json!({ "error": not_utf8.to_string() }))
-    }
-}
-
-impl From<crate::refresh::RefreshError> for ApiError {
-    fn from(error: crate::refresh::RefreshError) -> ApiError {
-        match error {
-            crate::refresh::RefreshError::Store(error) => ApiError::from(error),
-            crate::refresh::RefreshError::Busy(busy) => ApiError::ChecksBusy(busy),
-            crate::refresh::RefreshError::Spent(spent) => ApiError::from(spent),
-        }
-    }
-}
-
 impl ApiError {
     /// An internal error caused by `source` (an error value, or a message where there is none).
     pub fn internal(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> ApiError {

@@ -9,7 +9,6 @@
 
 pub mod auth;
 pub mod cache;
-pub mod connect;
 pub mod connections;
 pub mod domain;
 pub mod error;
@@ -48,7 +47,7 @@ pub struct AppState {
     /// The outbound client (the address guard in `public` mode unless configured otherwise).
     pub client: servio_client::Client,
     /// OAuth client settings for "Connect".
-    pub oauth: Arc<connect::OAuthConfig>,
+    pub oauth: Arc<domain::connect::OAuthConfig>,
     /// The collector (collect-now, backfills, the scheduler), with the credentials service
     /// every site call goes through and the manifest cache the gateway and dashboard share.
     pub collector: Collector,
@@ -125,7 +124,7 @@ impl AppState {
         store: Arc<dyn Store>,
         client: servio_client::Client,
         secrets: Secrets,
-        oauth: connect::OAuthConfig,
+        oauth: domain::connect::OAuthConfig,
     ) -> AppState {
         AppState::with_limits(store, client, secrets, oauth, servio_core::CheckConfig::default(), CacheBytes::default())
     }
@@ -137,7 +136,7 @@ impl AppState {
         store: Arc<dyn Store>,
         client: servio_client::Client,
         secrets: Secrets,
-        oauth: connect::OAuthConfig,
+        oauth: domain::connect::OAuthConfig,
         checks: servio_core::CheckConfig,
         cache_bytes: CacheBytes,
     ) -> AppState {
@@ -149,7 +148,7 @@ impl AppState {
 
     /// The state of a platform around `collector` (its store, client and credentials), with
     /// caches of `cache_bytes`.
-    fn around(collector: Collector, oauth: Arc<connect::OAuthConfig>, cache_bytes: CacheBytes) -> AppState {
+    fn around(collector: Collector, oauth: Arc<domain::connect::OAuthConfig>, cache_bytes: CacheBytes) -> AppState {
         // Before anything is recorded.
         metrics::handle();
         let notices = Arc::new(notices::Notices::default());

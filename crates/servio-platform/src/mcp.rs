@@ -275,9 +275,9 @@ impl ServerHandler for McpGateway {
     ) -> Result<CallToolResponse, McpError> {
         let (user, token) = self.caller(&context.extensions)?;
         let args = Value::Object(request.arguments.unwrap_or_default());
-        if request.name == crate::domain::figures::TOOL_NAME {
+        if request.name == crate::domain::gateway::METRICS_TOOL {
             Self::figures_reached(&context.extensions)?;
-            self.admit(&user, crate::domain::figures::TOOL_NAME)?;
+            self.admit(&user, crate::domain::gateway::METRICS_TOOL)?;
             let started = (crate::now(), std::time::Instant::now());
             let result = figures::call_tool(&self.state, &user, &args).await;
             // A mistake in the arguments is a tool result with isError: logged as such.
@@ -289,7 +289,7 @@ impl ServerHandler for McpGateway {
                 Ok(_) => Ok(()),
                 Err(error) => Err(error.clone()),
             };
-            self.log_asked((&user, token), ("metrics", crate::domain::figures::TOOL_NAME), started, &logged);
+            self.log_asked((&user, token), ("metrics", crate::domain::gateway::METRICS_TOOL), started, &logged);
             return result.map(Into::into);
         }
         let reach = Self::reach(&context.extensions);

@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 use servio_store::{Grant, Scope, User};
 use utoipa::ToSchema;
 
-use crate::auth::Via;
 use crate::domain::accounts::secrets::{
     check_password, check_time_zone, decoy_hash, earlier_forms, hash_password, new_token, normalize_email, token_hash,
     verify_password,
@@ -268,11 +267,12 @@ pub(crate) async fn set_time_zone(state: &AppState, user_id: i64, form: TimeZone
 
 /// Makes a personal API token for the user as `form` asks: the stored record, and the token
 /// itself (the only time it exists outside its hash). An `account` token is made only for a
-/// signed-in session (`via`) that gives the password again; a token may be limited to sites of
+/// signed-in session (`in_session`: the caller is a browser session, not an API token) that
+/// gives the password again; a token may be limited to sites of
 /// the user's vault.
 pub(crate) async fn issue_token(
     state: &AppState,
-    (user, via): (&User, &Via),
+    (user, in_session): (&User, bool),
     form: &NewToken,
 ) -> Result<IssuedToken, ApiError> {
     let name = form.name.trim();
@@ -282,7 +282,7 @@ pub(crate) async fn issue_token(
     }
     let sites = token_sites(state, user.id, form.sites.as_deref()).await?;
     if form.scope == TokenScope::Account {
-        if !matches!(via, Via::Session { .. }) {
+        if !in_session {
             return Err(ApiError::Forbidden(
                 "an `account` token is made only from a signed-in session: ask for `ai` or `read` here".into(),
             ));

@@ -11,8 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use jiff::civil::Date;
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
+use serde::Serialize;
 use servio_collector::plan::Planner;
 use servio_core::manifests::{CheckedManifest, Wait};
 use servio_store::VaultEntry;
@@ -20,28 +19,13 @@ use utoipa::ToSchema;
 
 use self::slots::{SiteMetric, Slot, slots};
 use crate::AppState;
+use crate::domain::figures::Raw;
 use crate::domain::figures::view::views;
 use crate::domain::figures::{FiguresError, MetricRef, ViewSummary, Window};
 use crate::domain::vault::{BriefError, changes_waiting};
 use crate::error::ApiError;
+use crate::shared::dates::{Range, dates};
 use crate::shared::today::Today;
-
-/// A range of dates to collect.
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct Range {
-    /// The first date, `YYYY-MM-DD`, from 1970-01-01 to 2999-12-31.
-    #[schema(format = Date, pattern = r"^(19[7-9][0-9]|2[0-9]{3})-[0-9]{2}-[0-9]{2}$")]
-    pub from: String,
-    /// The last date, on or after `from` and at most 400 days later, from 1970-01-01 to
-    /// 2999-12-31.
-    #[schema(format = Date, pattern = r"^(19[7-9][0-9]|2[0-9]{3})-[0-9]{2}-[0-9]{2}$")]
-    pub to: String,
-}
-
-/// The dates a backfill may name. Periods have instants, and a period at the very edge of the
-/// calendar (year ±9999) has none (its end is past the last instant there is); collected
-/// figures start with the Unix epoch, and a date past 2999 is centuries from being due.
-const BACKFILL_DATES: (Date, Date) = (jiff::civil::date(1970, 1, 1), jiff::civil::date(2999, 12, 31));
 
 /// What a backfill waited for came to, once each of its periods was tried.
 #[derive(Debug, Serialize, ToSchema)]
@@ -79,26 +63,6 @@ pub struct CollectSummary {
     pub failed: usize,
     /// Slots backing off after a transient failure, not called.
     pub waiting: usize,
-}
-
-/// The dates of `range`: both `YYYY-MM-DD` within [`BACKFILL_DATES`], `to` on or after
-/// `from`, at most 400 days later.
-pub(crate) fn dates(range: &Range) -> Result<(Date, Date), ApiError> {
-    let date = |field: &str, text: &str| -> Result<Date, ApiError> {
-        let date: Date = text.parse().map_err(|e| {
-            ApiError::BadRequest(format!("`{field}` {text:?} is not a date of the form YYYY-MM-DD: {e}"))
-        })?;
-        let (first, last) = BACKFILL_DATES;
-        if !(first..=last).contains(&date) {
-            return Err(ApiError::BadRequest(format!("`{field}` {text:?} must be from {first} to {last}")));
-        }
-        Ok(date)
-    };
-    let (first, last) = (date("from", &range.from)?, date("to", &range.to)?);
-    if last < first || (last - first).get_days() > 400 {
-        return Err(ApiError::BadRequest("`to` must be on or after `from`, at most 400 days later".into()));
-    }
-    Ok((first, last))
 }
 
 /// A backfill asked for: who, which of their vault sites, and which dates. Queued as jobs
@@ -289,40 +253,6 @@ pub struct Change {
     /// The change in words, as every surface shows it ("no change against …", "▲ +2.1 pts
     /// against …", "▼ -3.5% against …").
     pub text: String,
-}
-
-/// The value as the site sent it, kept for audit: the store keeps the JSON text found at the
-/// brief's `valuePath`, and the API serves it as that JSON (`3969.55` for a number, `"$936.24"`
-/// for a string), not as a string holding JSON text. The text goes out byte for byte, so a
-/// number keeps every digit the site wrote.
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-pub enum Raw {
-    /// Stored text that is JSON, served as it is.
-    Json(Box<RawValue>),
-    /// Stored text that is not JSON, served as a string: an audit field never fails a dashboard.
-    Text(String),
-}
-
-impl Raw {
-    /// Its schema: a number or a string (§7 reads a value from nothing else).
-    pub(crate) fn schema() -> utoipa::openapi::Object {
-        use utoipa::openapi::schema::{SchemaType, Type};
-        let types = SchemaType::from_iter([Type::Number, Type::String]);
-        utoipa::openapi::ObjectBuilder::new().schema_type(types).build()
-    }
-
-    pub(crate) fn from_stored(text: &str) -> Raw {
-        RawValue::from_string(text.to_owned()).map_or_else(|_| Raw::Text(text.to_owned()), Raw::Json)
-    }
-
-    /// The same text again.
-    fn copy(&self) -> Raw {
-        match self {
-            Raw::Json(json) => Raw::from_stored(json.get()),
-            Raw::Text(text) => Raw::Text(text.clone()),
-        }
-    }
 }
 
 /// A collected value.

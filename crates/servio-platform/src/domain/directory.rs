@@ -117,7 +117,7 @@ fn new_verification_token() -> Result<String, ApiError> {
 pub(crate) async fn create_claim(state: &AppState, user_id: i64, url: &str) -> Result<servio_store::Claim, ApiError> {
     let url = url.trim();
     if url.is_empty() {
-        return Err(ApiError::BadRequest(crate::domain::vault::EMPTY_URL.into()));
+        return Err(ApiError::BadRequest(crate::shared::discovered::EMPTY_URL.into()));
     }
     let url = if url.contains("://") { url.to_owned() } else { format!("https://{url}") };
     let origin = origin_of(&url).map_err(|e| ApiError::BadRequest(e.to_string()))?;

@@ -2,7 +2,7 @@
 //! its periods over a window, each with what it was read from (the zone, the tool, the
 //! resolved arguments, the `valuePath`), the comparison (§8), the to-date totals and why the
 //! periods without a value have none. The dashboard shows the views; MCP serves them as
-//! resources, as the read-only tool [`TOOL_NAME`], in the `morning_briefing` prompt and in the
+//! resources, as the read-only tool [`METRICS_TOOL`](crate::domain::gateway::METRICS_TOOL), in the `morning_briefing` prompt and in the
 //! App (see [`crate::mcp`]).
 //!
 //! A metric's address is `servio://metrics/{site}/{metric}`, where `{site}` is the site's host
@@ -15,14 +15,15 @@ use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use servio_manifest::Metric;
 use servio_manifest::period::{self, Granularity, Period};
 use servio_store::{AttemptOutcome, StoredValue, UnfilledPeriod, User};
 use utoipa::ToSchema;
 
 use crate::AppState;
-use crate::domain::dashboard::{Range, Raw, dates};
 use crate::error::ApiError;
+use crate::shared::dates::{Range, dates};
 use crate::shared::today::Today;
 use crate::shared::trend::{Trend, change_words, comparison_start, trend};
 
@@ -30,8 +31,6 @@ pub mod view;
 
 pub use view::{MetricView, ViewSummary, Window};
 
-/// The tool that answers with the figures.
-pub const TOOL_NAME: &str = "servio_metrics";
 /// Where a metric's address starts.
 pub const URI_PREFIX: &str = "servio://metrics/";
 /// The address of any metric over any range (RFC 6570).
@@ -496,5 +495,39 @@ fn unfilled_of(unfilled: &UnfilledPeriod) -> Unfilled {
         reason: unfilled.reason.clone().unwrap_or_else(|| "no reason logged".to_owned()),
         attempted_at: instant(unfilled.attempted_at, None),
         retry_at: unfilled.retry_at.map(|at| instant(at, None)),
+    }
+}
+
+/// The value as the site sent it, kept for audit: the store keeps the JSON text found at the
+/// brief's `valuePath`, and the API serves it as that JSON (`3969.55` for a number, `"$936.24"`
+/// for a string), not as a string holding JSON text. The text goes out byte for byte, so a
+/// number keeps every digit the site wrote.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Raw {
+    /// Stored text that is JSON, served as it is.
+    Json(Box<RawValue>),
+    /// Stored text that is not JSON, served as a string: an audit field never fails a dashboard.
+    Text(String),
+}
+
+impl Raw {
+    /// Its schema: a number or a string (§7 reads a value from nothing else).
+    pub(crate) fn schema() -> utoipa::openapi::Object {
+        use utoipa::openapi::schema::{SchemaType, Type};
+        let types = SchemaType::from_iter([Type::Number, Type::String]);
+        utoipa::openapi::ObjectBuilder::new().schema_type(types).build()
+    }
+
+    pub(crate) fn from_stored(text: &str) -> Raw {
+        RawValue::from_string(text.to_owned()).map_or_else(|_| Raw::Text(text.to_owned()), Raw::Json)
+    }
+
+    /// The same text again.
+    pub(crate) fn copy(&self) -> Raw {
+        match self {
+            Raw::Json(json) => Raw::from_stored(json.get()),
+            Raw::Text(text) => Raw::Text(text.clone()),
+        }
     }
 }

@@ -10,13 +10,17 @@
 //! - [`figures`]: the one view of a metric every surface shows (§8).
 //! - [`gateway`]: the tool catalogue and calls for AI clients, and the call log.
 //! - [`tools`]: the catalogue and the call log as the HTTP API and the "AI clients" page show them.
+//! - [`refresh`]: refreshing one site's manifest (the periodic rounds are [`crate::refresh`]'s).
+//! - [`connect`]: "Connect", OAuth 2.0 with PKCE for a vault site, started and finished.
 //! - [`check`]: "test your manifest".
 
 pub mod accounts;
 pub mod check;
+pub mod connect;
 pub mod dashboard;
 pub mod directory;
 pub mod figures;
 pub mod gateway;
+pub mod refresh;
 pub mod tools;
 pub mod vault;

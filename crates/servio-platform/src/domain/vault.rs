@@ -18,7 +18,7 @@ use utoipa::ToSchema;
 
 use crate::approval::{Unapproved, Waiting, acting_manifest, still_offered};
 use crate::error::ApiError;
-use crate::shared::discovered::{discover, fetched_manifest, stored_origin};
+use crate::shared::discovered::{EMPTY_URL, discover, fetched_manifest, stored_origin};
 use crate::{AppState, now};
 use servio_core::credentials::Credential as SiteCredential;
 
@@ -700,9 +700,6 @@ async fn refuse_unreachable(state: &AppState, manifest: &servio_manifest::Manife
     Ok(())
 }
 
-/// The refusal of an empty (or blank) URL, before anything is looked up or fetched.
-pub(crate) const EMPTY_URL: &str = "`url` must not be empty: give the site's URL or host name, such as example.com";
-
 /// What a site added twice is, in the `409` that refuses it ("… is already taken"), as the
 /// store says it when two adds race past the check before the fetch.
 const IN_VAULT: &str = "this site in your vault";
@@ -728,11 +725,11 @@ pub(crate) async fn queue_first_collection(state: &AppState, user_id: i64, site_
 pub(crate) async fn refresh(state: &AppState, user_id: i64, id: i64) -> Result<RefreshAnswer, ApiError> {
     let before = entry(state, user_id, id).await?;
     state.throttle.site_refresh(before.site.id)?;
-    let outcome = crate::refresh::refresh_requested(state, &before.site).await?;
+    let outcome = crate::domain::refresh::refresh_requested(state, &before.site).await?;
     let refresh = match outcome {
-        crate::refresh::Outcome::Unchanged => RefreshView::Unchanged,
-        crate::refresh::Outcome::Changed => RefreshView::Changed,
-        crate::refresh::Outcome::Stale(reason) => RefreshView::Stale { reason },
+        crate::domain::refresh::Outcome::Unchanged => RefreshView::Unchanged,
+        crate::domain::refresh::Outcome::Changed => RefreshView::Changed,
+        crate::domain::refresh::Outcome::Stale(reason) => RefreshView::Stale { reason },
     };
     Ok(RefreshAnswer { refresh, site: view(state, user_id, id).await? })
 }

@@ -1,5 +1,5 @@
 //! The audited figures ([`crate::domain::figures`]) in MCP's words: each metric a resource (and one
-//! template for any range), the read-only tool [`TOOL_NAME`] for clients that only call tools,
+//! template for any range), the read-only tool [`METRICS_TOOL`] for clients that only call tools,
 //! and the `morning_briefing` prompt.
 
 use std::sync::Arc;
@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use servio_store::User;
 
 use crate::AppState;
-use crate::domain::figures::{self, Ask, Figure, FiguresError, History, Listed, MetricRef, TOOL_NAME};
+use crate::domain::figures::{self, Ask, Figure, FiguresError, History, Listed, MetricRef};
+use crate::domain::gateway::METRICS_TOOL;
 use crate::shared::today::Today;
 
 /// The prompt that assembles the morning's briefing.
@@ -81,7 +82,7 @@ pub async fn list_resources(state: &AppState, user: &User) -> Result<ListResourc
 fn view_resource() -> Resource {
     let mut view = Resource::new(VIEW_URI, "metrics-view");
     view.title = Some("Your metrics, as on the dashboard".to_owned());
-    view.description = Some(format!("The MCP App view of {TOOL_NAME}'s results: the dashboard's cards."));
+    view.description = Some(format!("The MCP App view of {METRICS_TOOL}'s results: the dashboard's cards."));
     view.mime_type = Some(VIEW_MIME.to_owned());
     view
 }
@@ -171,7 +172,7 @@ pub fn tool() -> Tool {
         was collected, the tool, arguments and value_path it was read with, and the comparison with \
         the earlier period; periods without a value say why. Quote these numbers rather than \
         calling the site's tools and reading their answers yourself.";
-    let mut tool = Tool::new(TOOL_NAME, description, Arc::new(schema));
+    let mut tool = Tool::new(METRICS_TOOL, description, Arc::new(schema));
     tool.title = Some("Your metrics (Servio)".to_owned());
     // Hosts that render MCP Apps show the results in the view (the legacy key for 1.x hosts).
     tool.meta = meta(json!({ "ui": { "resourceUri": VIEW_URI }, "ui/resourceUri": VIEW_URI }));

@@ -13,7 +13,11 @@ use servio_store::{FetchedManifest, SiteRecord};
 use url::Url;
 
 use crate::AppState;
+use crate::error::ApiError;
 use crate::throttle::FetchesSpent;
+
+/// The refusal of an empty (or blank) URL, before anything is looked up or fetched.
+pub(crate) const EMPTY_URL: &str = "`url` must not be empty: give the site's URL or host name, such as example.com";
 
 /// A manifest whose bytes are not UTF-8, which no manifest may be: a `422` when a site is
 /// added or a claim verified, the reason a refresh marks the site stale.
@@ -66,4 +70,10 @@ pub(crate) fn fetched_manifest<'a>(origin: &'a str, found: &'a Discovered) -> Re
         etag: found.validators.etag.as_deref(),
         last_modified: found.validators.last_modified.as_deref(),
     })
+}
+
+impl From<NotUtf8> for ApiError {
+    fn from(not_utf8: NotUtf8) -> ApiError {
+        ApiError::Unprocessable(serde_json::json!({ "error": not_utf8.to_string() }))
+    }
 }

@@ -299,8 +299,8 @@ async fn a_refresh_tells_ai_clients_their_catalogue_changed() {
 
         edit_tools(&demo.site, |tools| tools.retain(|t| t["name"] != "forum.createPost"));
         let site = server.state.store.site(id).await.unwrap().unwrap();
-        let outcome = servio_platform::refresh::refresh_site(&server.state, &site).await.unwrap();
-        assert_eq!(outcome, servio_platform::refresh::Outcome::Changed, "{name}");
+        let outcome = servio_platform::domain::refresh::refresh_site(&server.state, &site).await.unwrap();
+        assert_eq!(outcome, servio_platform::domain::refresh::Outcome::Changed, "{name}");
         let heard = common::hear(&mut stream, "notifications/tools/list_changed", Duration::from_secs(10)).await;
         assert!(heard.text.contains("notifications/tools/list_changed"), "{name}: {heard:?}");
     }

@@ -37,11 +37,15 @@ async fn an_attempt_started_by_one_process_is_finished_by_another() {
     };
     let site_id = first.store.save_site(&fetched, 0).await.unwrap().id;
 
-    let to = servio_platform::connect::begin(&first, user.id, site_id, site()).await.unwrap();
+    let to = servio_platform::domain::connect::begin(&first, user.id, site_id, site()).await.unwrap();
     let state = to.query_pairs().find(|(k, _)| k == "state").unwrap().1.into_owned();
-    assert!(servio_platform::connect::take(&second, stranger.id, &state).await.unwrap().is_none(), "not theirs");
-    let attempt = servio_platform::connect::take(&second, user.id, &state).await.unwrap().expect("found by the other");
+    assert!(
+        servio_platform::domain::connect::take(&second, stranger.id, &state).await.unwrap().is_none(),
+        "not theirs"
+    );
+    let attempt =
+        servio_platform::domain::connect::take(&second, user.id, &state).await.unwrap().expect("found by the other");
     assert_eq!((attempt.site_id, attempt.site), (site_id, site()));
     assert_eq!(attempt.pending.state(), state);
-    assert!(servio_platform::connect::take(&first, user.id, &state).await.unwrap().is_none(), "good once");
+    assert!(servio_platform::domain::connect::take(&first, user.id, &state).await.unwrap().is_none(), "good once");
 }

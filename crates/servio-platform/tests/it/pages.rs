@@ -360,8 +360,8 @@ async fn wider_scopes_wait_for_approval_and_connect_asks_for_the_approved_ones()
         demo.site.edit_manifest(Some(std::sync::Arc::new(|manifest: &mut serde_json::Value| {
             manifest["auth"]["scopes"] = serde_json::json!(["read", "write", "admin", "delete_everything"]);
         })));
-        let refreshed = servio_platform::refresh::refresh_site(&server.state, &entry.site).await.unwrap();
-        assert_eq!(refreshed, servio_platform::refresh::Outcome::Changed, "{name}");
+        let refreshed = servio_platform::domain::refresh::refresh_site(&server.state, &entry.site).await.unwrap();
+        assert_eq!(refreshed, servio_platform::domain::refresh::Outcome::Changed, "{name}");
 
         let scope_asked = |cookie: String, site_path: String| {
             let (http, base) = (demo.http.clone(), server.base.clone());
@@ -397,8 +397,8 @@ async fn an_unapproved_token_url_never_receives_the_refresh_token() {
         demo.site.set_token_url(None);
         let (email, user, connected) = demo.user(&server, name, "moved-token-url").await;
         demo.site.set_token_url(Some(&format!("{}/oauth/token", hostile.origin)));
-        let refreshed = servio_platform::refresh::refresh_site(&server.state, &connected.site).await.unwrap();
-        assert_eq!(refreshed, servio_platform::refresh::Outcome::Changed, "{name}");
+        let refreshed = servio_platform::domain::refresh::refresh_site(&server.state, &connected.site).await.unwrap();
+        assert_eq!(refreshed, servio_platform::domain::refresh::Outcome::Changed, "{name}");
         hostile.site.record_requests();
         demo.outlive_access_tokens().await;
 

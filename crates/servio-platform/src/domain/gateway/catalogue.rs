@@ -194,7 +194,7 @@ fn assemble(sites: Vec<(VaultEntry, Arc<CheckedManifest>)>, latest: &[Option<Arc
     // The platform's own tool keeps its name; a site tool named like it takes the suffix (§4).
     // Every name is unique by construction; a tool that cannot have a name of its own (the
     // same tool listed twice) is not offered, so a call by name reaches one tool or none.
-    let names = servio_manifest::address::assign_names_beside(&pairs, &[crate::domain::figures::TOOL_NAME]);
+    let names = servio_manifest::address::assign_names_beside(&pairs, &[crate::domain::gateway::METRICS_TOOL]);
     let (names, places): (Vec<String>, Vec<(usize, usize)>) =
         names.into_iter().zip(places).filter_map(|(name, place)| Some((name?, place))).unzip();
     let tools = names
@@ -276,7 +276,7 @@ mod tests {
         assert_eq!(tools.len(), 7, "every tool is offered: {tools:?}");
         let names: HashSet<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
         assert_eq!(names.len(), tools.len(), "names are pairwise distinct: {tools:?}");
-        assert!(!names.contains(crate::domain::figures::TOOL_NAME), "the platform's tool keeps its name");
+        assert!(!names.contains(crate::domain::gateway::METRICS_TOOL), "the platform's tool keeps its name");
         for tool in tools {
             let (found, entry, parsed, index) = catalogue.find(&tool.name).unwrap();
             assert_eq!((found.site_id, found.tool.as_str()), (tool.site_id, tool.tool.as_str()));

@@ -24,6 +24,10 @@ mod call;
 mod catalogue;
 mod log;
 
+/// The platform's own tool, which answers with the figures (`domain::figures`): no site's
+/// tool takes its name in a catalogue.
+pub const METRICS_TOOL: &str = "servio_metrics";
+
 pub use call::{Failure, call};
 use catalogue::UserContext;
 pub use catalogue::{CONTEXT_TTL, Catalogue, CatalogueTool, DEFAULT_CATALOGUE_BYTES, catalogue, catalogue_of};

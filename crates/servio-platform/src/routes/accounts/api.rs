@@ -142,7 +142,7 @@ async fn list_tokens(api: Api) -> Result<Json<TokenList>, ApiError> {
     PasswordRefused,
 ))]
 async fn create_token(api: Api, JsonBody(form): JsonBody<NewToken>) -> Result<Response, ApiError> {
-    let issued = accounts::issue_token(&api.state, (&api.user, &api.via), &form).await?;
+    let issued = accounts::issue_token(&api.state, (&api.user, matches!(api.via, Via::Session { .. })), &form).await?;
     Ok((StatusCode::CREATED, Json(issued)).into_response())
 }
 

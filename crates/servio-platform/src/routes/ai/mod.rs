@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 
 use crate::AppState;
-use crate::auth::{PageForm, PageUser, Via};
+use crate::auth::{PageForm, PageUser};
 use crate::domain::accounts::{NewToken, TokenScope, issue_token};
 use crate::domain::tools::{CallView, CatalogueToolView, call_log, catalogue, set_log_arguments};
 use crate::error::ApiError;
@@ -71,8 +71,7 @@ async fn create_token(State(state): State<AppState>, posted: PageForm<TokenForm>
     // The AI clients page makes `ai` tokens: a model can call the approved tools with it, and
     // never approve new ones or make more tokens.
     let form = NewToken { name: posted.form.name.clone(), scope: TokenScope::Ai, sites: None, password: None };
-    let via = Via::Session { token_hash: posted.user.token_hash.clone(), csrf_token: posted.user.csrf_token.clone() };
-    let issued = issue_token(&state, (&posted.user.user, &via), &form).await?;
+    let issued = issue_token(&state, (&posted.user.user, true), &form).await?;
     render_page(&state, &posted.user, Some(issued.token)).await
 }
 

@@ -13,11 +13,11 @@ use crate::AppState;
 use crate::auth::Api;
 use crate::domain::dashboard::{
     self as domain, Backfill, BackfillAnswer, BackfillQueued, BackfillSummary, CollectSummary, Dashboard, JobProgress,
-    Range,
 };
 use crate::error::{ApiError, ErrorBody};
 use crate::json_body::JsonBody;
 use crate::params::{Id, Params};
+use crate::shared::dates::Range;
 
 /// The collection routes of the API.
 pub fn router() -> OpenApiRouter<AppState> {

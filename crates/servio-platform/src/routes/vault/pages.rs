@@ -376,7 +376,8 @@ async fn backfill(
     };
     let today = Today::of(user)?.date;
     let from = today.checked_sub(jiff::ToSpan::days(days)).map_err(ApiError::internal)?;
-    use crate::domain::dashboard::{Backfill, Range};
+    use crate::domain::dashboard::Backfill;
+    use crate::shared::dates::Range;
     let range = Range { from: from.to_string(), to: today.to_string() };
     let queued = Backfill { state: &state, user, id, range: &range }.queue().await?;
     Ok(back_to_site(id, if queued.queued == 0 { "nothing_to_backfill" } else { "backfill" }))
@@ -398,12 +399,14 @@ async fn connect(State(state): State<AppState>, Id(id): Id, posted: PageForm<NoF
     // The approved manifest names the endpoints: a new `authorization_url` or `token_url`
     // waits for the user's approval like any other change of endpoint.
     let acting = state.collector.acting(&entry, servio_core::manifests::Wait::Bounded).await?;
-    let site =
-        match acting.as_ref().and_then(|m| crate::connect::oauth_site(&state.oauth, &entry.site.origin, &m.manifest)) {
-            Some(site) => site.map_err(ApiError::internal)?,
-            None => return Err(ApiError::BadRequest("this site uses bearer tokens: paste one instead".into())),
-        };
-    let to = crate::connect::begin(&state, user.user.id, id, site).await.map_err(ApiError::internal)?;
+    let site = match acting
+        .as_ref()
+        .and_then(|m| crate::domain::connect::oauth_site(&state.oauth, &entry.site.origin, &m.manifest))
+    {
+        Some(site) => site.map_err(ApiError::internal)?,
+        None => return Err(ApiError::BadRequest("this site uses bearer tokens: paste one instead".into())),
+    };
+    let to = crate::domain::connect::begin(&state, user.user.id, id, site).await.map_err(ApiError::internal)?;
     Ok(Redirect::to(to.as_str()))
 }
 
@@ -421,7 +424,8 @@ async fn oauth_callback(
     Query(query): Query<CallbackQuery>,
     uri: axum::http::Uri,
 ) -> Result<Redirect, ApiError> {
-    let Some(started) = crate::connect::take(&state, user.user.id, &query.state).await.map_err(ApiError::internal)?
+    let Some(started) =
+        crate::domain::connect::take(&state, user.user.id, &query.state).await.map_err(ApiError::internal)?
     else {
         return Err(ApiError::BadRequest(
             "unknown, expired or used sign-in started: start again from the site's page".into(),
