@@ -49,7 +49,7 @@ pub fn run(args: &WorkerArgs) -> Result<Outcome, Failure> {
             grace: Duration::from_secs(args.process.shutdown_timeout),
         };
         if let Some(addr) = args.process.metrics_addr {
-            let metrics = serve_metrics(addr, collector.store().clone()).await?;
+            let metrics = serve_metrics(addr, store.clone()).await?;
             println!("Metrics on http://{metrics}/metrics");
         }
         println!(

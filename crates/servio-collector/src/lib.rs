@@ -47,7 +47,7 @@ use std::sync::Arc;
 use servio_client::Client;
 use servio_core::manifests::{self, CheckConfig, ManifestCache};
 use servio_core::{Credentials, approval};
-use servio_store::Store;
+use servio_store::CollectorStore;
 
 pub use error::{Error, ErrorKind};
 pub use jobs::{BackfillLimits, Backfilled, WorkerConfig};
@@ -56,7 +56,7 @@ pub use jobs::{BackfillLimits, Backfilled, WorkerConfig};
 /// scheduler call. Cloning is cheap (shared parts).
 #[derive(Clone)]
 pub struct Collector {
-    store: Arc<dyn Store>,
+    store: Arc<dyn CollectorStore>,
     client: Client,
     credentials: Arc<Credentials>,
     manifests: Arc<ManifestCache>,
@@ -80,13 +80,13 @@ impl std::fmt::Debug for Collector {
 
 impl Collector {
     /// A collector over `store`, calling sites through `client` with `credentials`.
-    pub fn new(store: Arc<dyn Store>, client: Client, credentials: Arc<Credentials>) -> Collector {
+    pub fn new(store: Arc<dyn CollectorStore>, client: Client, credentials: Arc<Credentials>) -> Collector {
         Collector::with_checks(store, client, credentials, CheckConfig::default())
     }
 
     /// [`Collector::new`], running manifest checks and argument validations as `checks` says.
     pub fn with_checks(
-        store: Arc<dyn Store>,
+        store: Arc<dyn CollectorStore>,
         client: Client,
         credentials: Arc<Credentials>,
         checks: CheckConfig,
@@ -131,7 +131,7 @@ impl Collector {
     }
 
     /// The store it collects into.
-    pub fn store(&self) -> &Arc<dyn Store> {
+    pub fn store(&self) -> &Arc<dyn CollectorStore> {
         &self.store
     }
 

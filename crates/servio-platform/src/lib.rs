@@ -143,16 +143,20 @@ impl AppState {
         let oauth = Arc::new(oauth);
         let credentials = Credentials::new(store.clone(), client.clone(), Arc::new(secrets), oauth.clone());
         let collector = Collector::with_checks(store.clone(), client.clone(), Arc::new(credentials), checks);
-        AppState::around(collector, oauth, cache_bytes)
+        AppState::around((store, collector), oauth, cache_bytes)
     }
 
-    /// The state of a platform around `collector` (its store, client and credentials), with
-    /// caches of `cache_bytes`.
-    fn around(collector: Collector, oauth: Arc<domain::connect::OAuthConfig>, cache_bytes: CacheBytes) -> AppState {
+    /// The state of a platform over `store` around `collector` (which holds what collecting needs
+    /// of the same store, its client and credentials), with caches of `cache_bytes`.
+    fn around(
+        (store, collector): (Arc<dyn Store>, Collector),
+        oauth: Arc<domain::connect::OAuthConfig>,
+        cache_bytes: CacheBytes,
+    ) -> AppState {
         // Before anything is recorded.
         metrics::handle();
         let notices = Arc::new(notices::Notices::default());
-        notices.hear_store(collector.store().clone());
+        notices.hear_store(store.clone());
         // Each part that keeps something of a user hears the notices of that user, in this
         // order: the catalogue first, then the caches, then (in `Notices::apply`) MCP streams.
         let gateway = Arc::new(domain::gateway::Gateway::new(cache_bytes.catalogues));
@@ -176,7 +180,7 @@ impl AppState {
             Some(_) => {}
         });
         AppState {
-            store: collector.store().clone(),
+            store,
             client: collector.client().clone(),
             oauth,
             collector,

@@ -68,7 +68,17 @@ pub use vault::{Approval, CurrentEntry, ListedEntry, Sealer, StartedConnect, Vau
 
 /// Everything the platform stores: every domain's part. A consumer that needs only some takes
 /// those (`&dyn Jobs`, `Arc<dyn CallLog>`); a `&dyn Store` gives any of them.
-pub trait Store: Accounts + Sites + Vault + Directory + Collection + Jobs + CallLog + McpSessions + Operations {}
+pub trait Store:
+    Accounts + Sites + Vault + Directory + Collection + Jobs + CallLog + McpSessions + Operations + CollectorStore
+{
+}
+
+/// What collecting needs of the store, and no more: jobs, collection and the vault (not
+/// accounts, the Directory, the call log or MCP sessions). `servio worker` and the platform's
+/// collector hold only this; every [`Store`] is one.
+pub trait CollectorStore: Vault + Collection + Jobs {}
+
+impl<T> CollectorStore for T where T: Vault + Collection + Jobs {}
 
 impl<T> Store for T where
     T: Accounts + Sites + Vault + Directory + Collection + Jobs + CallLog + McpSessions + Operations

@@ -208,7 +208,7 @@ async fn backfills_asked_at_once_cannot_pass_the_limit_together() {
     let ca = LocalCa::generate(&[]).unwrap();
     let demo = common::demo_site(&ca, "demo").await;
     for (name, collector) in common::collectors(&ca.ca_pem).await {
-        let collector = collector.with_backfill_limits(BackfillLimits { per_request: 20, in_flight: 30 });
+        let collector = collector.with(|c| c.with_backfill_limits(BackfillLimits { per_request: 20, in_flight: 30 }));
         let (user, entry) = common::user_with_site(&collector, &format!("all-{name}@example.com"), &demo, "demo").await;
         let requests = (0..4).map(|month| {
             let (collector, user, entry) = (collector.clone(), user.clone(), entry.clone());
@@ -282,7 +282,7 @@ async fn a_backfill_waited_for_is_collected_by_the_workers_within_their_limits()
     let tool_calls = || demo.site.requests().iter().filter(|r| r.path == TOOL).count();
     for (name, collector) in common::collectors(&ca.ca_pem).await {
         let limits = BackfillLimits { per_request: 100, in_flight: 30 };
-        let collector = collector.with_in_flight(2).with_backfill_limits(limits);
+        let collector = collector.with(|c| c.with_in_flight(2).with_backfill_limits(limits));
         let email = format!("wait-{name}@example.com");
         let (user, entry) = common::user_with_site(&collector, &email, &demo, "demo").await;
 

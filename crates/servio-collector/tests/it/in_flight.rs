@@ -41,7 +41,7 @@ async fn a_brief_of_many_metrics_never_has_more_calls_in_flight_than_the_room() 
     // Slow enough that calls started together overlap at the site.
     demo.site.set_misbehaviour(TOOL, Some(Misbehaviour::Slow(Duration::from_millis(20))));
     for (name, collector) in common::collectors(&ca.ca_pem).await {
-        let collector = collector.with_in_flight(IN_FLIGHT);
+        let collector = collector.with(|c| c.with_in_flight(IN_FLIGHT));
 
         // Collect-now: the latest due period of every metric, at once.
         let email = format!("now-{name}@example.com");

@@ -25,14 +25,41 @@ pub fn client(ca_pem: &str, config: ClientConfig) -> Client {
 }
 
 /// A collector over `store`, calling through `client`, with the tests' sealing key.
-pub fn collector(store: Arc<dyn Store>, client: Client) -> Collector {
+pub fn collector(store: Arc<dyn Store>, client: Client) -> Collecting {
     let secrets = Arc::new(Secrets::from_key(&[42; 32]));
     let credentials = Credentials::new(store.clone(), client.clone(), secrets, Arc::new(OAuthConfig::default()));
-    Collector::new(store, client, Arc::new(credentials))
+    Collecting { collector: Collector::new(store.clone(), client, Arc::new(credentials)), store }
+}
+
+/// A collector with the whole store it collects into: the collector holds only what collecting
+/// needs of it (`CollectorStore`), a test also makes users and reads what was stored.
+pub struct Collecting {
+    pub collector: Collector,
+    store: Arc<dyn Store>,
+}
+
+impl Collecting {
+    /// The whole store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The same, its collector changed by `change` (`with_in_flight`, `with_backfill_limits`).
+    pub fn with(self, change: impl FnOnce(Collector) -> Collector) -> Collecting {
+        Collecting { collector: change(self.collector), store: self.store }
+    }
+}
+
+impl std::ops::Deref for Collecting {
+    type Target = Collector;
+
+    fn deref(&self) -> &Collector {
+        &self.collector
+    }
 }
 
 /// One collector per backend.
-pub async fn collectors(ca_pem: &str) -> Vec<(&'static str, Collector)> {
+pub async fn collectors(ca_pem: &str) -> Vec<(&'static str, Collecting)> {
     let mut all = Vec::new();
     for (name, store) in servio_store::testing::backends().await {
         all.push((name, collector(Arc::from(store), client(ca_pem, ClientConfig::default()))));
@@ -42,7 +69,7 @@ pub async fn collectors(ca_pem: &str) -> Vec<(&'static str, Collector)> {
 
 /// A new user in Pacific/Auckland with `demo`'s site in their vault and `token` as its
 /// credential, as the platform's "add a site" stores them.
-pub async fn user_with_site(collector: &Collector, email: &str, demo: &DemoSite, token: &str) -> (User, VaultEntry) {
+pub async fn user_with_site(collector: &Collecting, email: &str, demo: &DemoSite, token: &str) -> (User, VaultEntry) {
     let store = collector.store();
     let user = store.create_user(email, "not a hash", "Pacific/Auckland", 0).await.unwrap();
     let manifest = demo.site.manifest().to_string();
