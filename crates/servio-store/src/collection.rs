@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 
 use crate::Result;
-use crate::database::{Conn, Database};
+use crate::database::{Backend, Conn, Database};
 use crate::text::{storable, storable_opt};
 use crate::{Change, SiteHealth, User, VaultEntry};
 
@@ -554,6 +554,20 @@ pub trait Collection: Send + Sync {
         keys: &[&str],
         starts: std::ops::Range<i64>,
     ) -> Result<Vec<SiteValue>>;
+    /// [`Collection::values_in`] with only what a chart or a total needs of each value: its
+    /// metric, period and number (`raw` empty, `collected_at` 0, `source` `None`). On SQLite the
+    /// rows come packed in one text (sqlx hands each row of SQLite over as a channel message
+    /// with a copy of every column: 4,700 rows were most of a dashboard's render).
+    async fn numbers_in(
+        &self,
+        user_id: i64,
+        sites: &[i64],
+        keys: &[&str],
+        starts: std::ops::Range<i64>,
+    ) -> Result<Vec<SiteValue>>;
+    /// The whole stored values of a user at `at` (site, metric key, period start), those that
+    /// exist, in no order: the few a surface shows with their source after reading numbers.
+    async fn values_at(&self, user_id: i64, at: &[(i64, &str, i64)]) -> Result<Vec<SiteValue>>;
     /// [`Collection::unfilled_periods`] of the metrics `keys` of the sites `sites` at once,
     /// ordered by site, key and start; at most [`UNFILLED_LIMIT`] a combination asked for.
     async fn unfilled_in(
@@ -581,6 +595,32 @@ pub trait Collection: Send + Sync {
     /// where one durable commit per value would take minutes.
     /// Tells [`Change::Values`] of each user.
     async fn store_values(&self, values: &[(Slot<'_>, f64, &str)], now: i64) -> Result<()>;
+}
+
+/// `$query` (of [`Asked::sql`]) with the values `$asked` names bound in the order of its marks.
+macro_rules! bind_asked {
+    ($query:expr, $asked:expr) => {{
+        let asked = $asked;
+        let mut query = $query.bind(asked.user_id).bind(asked.starts.start).bind(asked.starts.end);
+        for site in asked.sites {
+            query = query.bind(*site);
+        }
+        for key in asked.keys {
+            query = query.bind(*key);
+        }
+        query
+    }};
+}
+
+/// [`Collection::values_in`]'s or [`Collection::numbers_in`]'s rows of `columns` meeting
+/// `condition`, on whichever backend `pool` is. Only `$N` marks are formatted into the query;
+/// every value is bound.
+macro_rules! fetch_asked {
+    ($pool:expr, $asked:expr, $columns:expr, $condition:expr) => {{
+        let asked = $asked;
+        let sql = asked.sql($columns, $condition);
+        bind_asked!(sqlx::query_as::<_, SiteValue>(sqlx::AssertSqlSafe(sql)), asked).fetch_all($pool).await
+    }};
 }
 
 #[async_trait]
@@ -666,29 +706,56 @@ impl Collection for Database {
         if sites.is_empty() || keys.is_empty() {
             return Ok(Vec::new());
         }
-        let sql = format!(
-            "SELECT site_id, metric_key, granularity, period_start, period_end, start_date, period_key, value, raw,
-                    collected_at, source
-             FROM metric_values
-             WHERE user_id = $1 AND site_id IN ({}) AND metric_key IN ({}) AND period_start >= $2 AND period_start < $3
-             ORDER BY site_id, metric_key, period_start",
-            marks(4, sites.len()),
-            marks(4 + sites.len(), keys.len())
-        );
-        on!(&self.pool, |pool| {
-            // Only `$N` marks are formatted in; every value is bound.
-            let mut query = sqlx::query_as::<_, SiteValue>(sqlx::AssertSqlSafe(sql))
-                .bind(user_id)
-                .bind(starts.start)
-                .bind(starts.end);
-            for site in sites {
-                query = query.bind(*site);
-            }
-            for key in keys {
-                query = query.bind(*key);
-            }
-            Ok(query.fetch_all(pool).await?)
-        })
+        let asked = Asked { user_id, sites, keys, starts };
+        on!(&self.pool, |pool| Ok(fetch_asked!(pool, &asked, WHOLE_COLUMNS, "TRUE")?))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(sites = sites.len(), keys = keys.len()))]
+    async fn numbers_in(
+        &self,
+        user_id: i64,
+        sites: &[i64],
+        keys: &[&str],
+        starts: std::ops::Range<i64>,
+    ) -> Result<Vec<SiteValue>> {
+        if sites.is_empty() || keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let asked = Asked { user_id, sites, keys, starts };
+        match &self.pool {
+            Backend::Sqlite(pool) => packed_numbers(pool, &asked).await,
+            Backend::Postgres(pool) => Ok(fetch_asked!(pool, &asked, NUMBER_COLUMNS, "TRUE")?),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(at = at.len()))]
+    async fn values_at(&self, user_id: i64, at: &[(i64, &str, i64)]) -> Result<Vec<SiteValue>> {
+        let mut found = Vec::with_capacity(at.len());
+        // A few hundred rows a query keeps each query's text and binds small.
+        for chunk in at.chunks(VALUES_AT_A_QUERY) {
+            let wanted = (0..chunk.len())
+                .map(|i| {
+                    format!(
+                        "(site_id = ${} AND metric_key = ${} AND period_start = ${})",
+                        3 * i + 2,
+                        3 * i + 3,
+                        3 * i + 4
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" OR ");
+            let sql = format!("SELECT {WHOLE_COLUMNS} FROM metric_values WHERE user_id = $1 AND ({wanted})");
+            let rows: Vec<SiteValue> = on!(&self.pool, |pool| {
+                // Only `$N` marks are formatted in; every value is bound.
+                let mut query = sqlx::query_as::<_, SiteValue>(sqlx::AssertSqlSafe(sql)).bind(user_id);
+                for (site_id, key, start) in chunk {
+                    query = query.bind(*site_id).bind(*key).bind(*start);
+                }
+                query.fetch_all(pool).await?
+            });
+            found.extend(rows);
+        }
+        Ok(found)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(sites = sites.len(), keys = keys.len()))]
@@ -838,6 +905,93 @@ impl Collection for Database {
 }
 
 /// `n` numbered marks from `$from`, comma-separated: an `IN` list both backends read.
+/// Every column of a stored value, with its site.
+const WHOLE_COLUMNS: &str = "site_id, metric_key, granularity, period_start, period_end, start_date, period_key, value, \
+                             raw, collected_at, source";
+/// A stored value's columns with its number and period only (see [`Collection::numbers_in`]).
+const NUMBER_COLUMNS: &str = "site_id, metric_key, granularity, period_start, period_end, start_date, period_key, value, \
+                              '' AS raw, CAST(0 AS BIGINT) AS collected_at, NULL AS source";
+/// The rows [`Collection::values_at`] asks for in one query.
+const VALUES_AT_A_QUERY: usize = 300;
+
+/// A value that is a whole number of millionths (money, counts, most rates), as that count,
+/// on SQLite; otherwise NULL. `count / 1000000.0` is the very double SQLite compared, and the
+/// same division in Rust gives it again: exact, where SQLite's printing of a double is not
+/// for every double (`printf('%!.17g')` and `quote` both miss some at the edges of the range).
+const MILLIONTHS: &str = "CASE WHEN CAST(round(value * 1000000.0) AS INTEGER) / 1000000.0 = value \
+                          THEN CAST(round(value * 1000000.0) AS INTEGER) END";
+
+/// What [`Collection::values_in`] and [`Collection::numbers_in`] are asked: a user's values of
+/// every combination of `sites` and `keys` whose period starts within `starts`.
+struct Asked<'a> {
+    user_id: i64,
+    sites: &'a [i64],
+    keys: &'a [&'a str],
+    starts: std::ops::Range<i64>,
+}
+
+impl Asked<'_> {
+    /// The query of `columns` of the values asked for that also meet `condition`, ordered by
+    /// site, key and start; `$1` the user, `$2` and `$3` the starts, then the sites and keys.
+    fn sql(&self, columns: &str, condition: &str) -> String {
+        format!(
+            "SELECT {columns} FROM metric_values WHERE {} AND {condition} ORDER BY site_id, metric_key, period_start",
+            self.filter()
+        )
+    }
+
+    /// The condition of the values asked for, with the marks [`Asked::sql`] says. Two IN lists
+    /// over the index's first columns let each combination be sought.
+    fn filter(&self) -> String {
+        format!(
+            "user_id = $1 AND site_id IN ({}) AND metric_key IN ({}) AND period_start >= $2 AND period_start < $3",
+            marks(4, self.sites.len()),
+            marks(4 + self.sites.len(), self.keys.len())
+        )
+    }
+}
+
+/// [`Collection::numbers_in`] on SQLite: every row in one JSON text made by SQLite, each number
+/// as its count of millionths; the rare numbers that are not whole millionths read again as
+/// rows (those alone).
+async fn packed_numbers(pool: &sqlx::SqlitePool, asked: &Asked<'_>) -> Result<Vec<SiteValue>> {
+    // An aggregate's JSON stays JSON only when made inside it (a subquery's is text).
+    let sql = format!(
+        "SELECT coalesce(json_group_array(json_array(site_id, metric_key, granularity, period_start, period_end, \
+         start_date, period_key, {MILLIONTHS})), '[]') FROM metric_values WHERE {}",
+        asked.filter()
+    );
+
+    let packed = bind_asked!(sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql)), asked).fetch_one(pool).await?;
+    type Packed = (i64, String, String, i64, i64, String, String, Option<i64>);
+    let rows: Vec<Packed> =
+        serde_json::from_str(&packed).map_err(|e| crate::StoreError::Corrupt(format!("packed values: {e}")))?;
+    let mut inexact = false;
+    let mut found: Vec<SiteValue> = Vec::with_capacity(rows.len());
+    for (site_id, metric_key, granularity, start, end, start_date, key, millionths) in rows {
+        inexact |= millionths.is_none();
+        let Some(millionths) = millionths else { continue };
+        let period = StoredPeriod { granularity, start, end, start_date, key };
+        // The same division SQLite checked (`MILLIONTHS`).
+        let value = millionths as f64 / 1_000_000.0;
+        let value = StoredValue { metric_key, period, value, raw: String::new(), collected_at: 0, source: None };
+        found.push(SiteValue { site_id, value });
+    }
+    if inexact {
+        let rest = fetch_asked!(pool, asked, NUMBER_COLUMNS, &format!("({MILLIONTHS}) IS NULL"))?;
+        found.extend(rest);
+    }
+    // An aggregate keeps no order of its own.
+    found.sort_by(|a, b| {
+        (a.site_id, &a.value.metric_key, a.value.period.start).cmp(&(
+            b.site_id,
+            &b.value.metric_key,
+            b.value.period.start,
+        ))
+    });
+    Ok(found)
+}
+
 fn marks(from: usize, n: usize) -> String {
     (from..from + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
 }

@@ -299,8 +299,10 @@ pub(crate) async fn views(
     sites.dedup();
     keys.sort_unstable();
     keys.dedup();
+    // The numbers alone (packed on SQLite), then the whole rows of the one value each metric
+    // shows with its source.
     let (values, unfilled) = tokio::try_join!(
-        state.store.values_in(user_id, &sites, &keys, since..until),
+        state.store.numbers_in(user_id, &sites, &keys, since..until),
         state.store.unfilled_in(user_id, &sites, &keys, since..until),
     )
     .map_err(ApiError::from)?;
@@ -312,26 +314,59 @@ pub(crate) async fn views(
     for found in unfilled {
         unfilled_of.entry((found.site_id, found.metric_key)).or_default().push(found.period);
     }
+    let read: Vec<(Vec<StoredValue>, Vec<UnfilledPeriod>)> = metrics
+        .iter()
+        .map(|found| {
+            let at = (found.site_id, found.metric.key.clone());
+            (values_of.remove(&at).unwrap_or_default(), unfilled_of.remove(&at).unwrap_or_default())
+        })
+        .collect();
+    let newest: Vec<Option<&StoredValue>> = metrics
+        .iter()
+        .zip(&reaches)
+        .zip(&read)
+        .map(|((_, reach), (values, _))| newest_in(&reach.periods, values))
+        .collect();
+    let at: Vec<(i64, &str, i64)> = metrics
+        .iter()
+        .zip(&newest)
+        .filter_map(|(found, value)| value.map(|value| (found.site_id, value.metric_key.as_str(), value.period.start)))
+        .collect();
+    let mut whole: HashMap<(i64, String, i64), StoredValue> = HashMap::new();
+    for found in state.store.values_at(user_id, &at).await.map_err(ApiError::from)? {
+        whole.insert((found.site_id, found.value.metric_key.clone(), found.value.period.start), found.value);
+    }
     Ok(metrics
         .iter()
         .zip(&reaches)
-        .map(|(found, reach)| {
-            let at = (found.site_id, found.metric.key.clone());
-            let values = values_of.remove(&at).unwrap_or_default();
-            let unfilled = unfilled_of.remove(&at).unwrap_or_default();
+        .zip(&read)
+        .zip(&newest)
+        .map(|(((found, reach), (values, unfilled)), newest)| {
+            // Replaced since the numbers were read: shown from its numbers.
+            let shown = newest.map(|value| {
+                whole.get(&(found.site_id, value.metric_key.clone(), value.period.start)).unwrap_or(value)
+            });
             let read = (values.as_slice(), unfilled.as_slice());
-            ViewSummary::from(compute(found, (&reach.periods, &reach.due), today, read, Figures::Newest))
+            ViewSummary::from(compute(found, (&reach.periods, &reach.due), today, read, Figures::Newest(shown)))
         })
         .collect())
+}
+
+/// The value of the newest period of `periods` that has one.
+fn newest_in<'a>(periods: &[Period], values: &'a [StoredValue]) -> Option<&'a StoredValue> {
+    let by_key: HashMap<&str, &StoredValue> = values.iter().map(|v| (v.period.key.as_str(), v)).collect();
+    periods.iter().rev().find_map(|period| by_key.get(period.key().as_str()).copied())
 }
 
 /// Which periods of a view get their figure (source, instants, comparison): a figure costs a
 /// parse of its source and its instants' formatting, and a summary shows only the newest one
 /// (a dashboard of fifty metrics over 62 days built 3,100 of them and kept fifty).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Figures {
+#[derive(Debug, Clone, Copy)]
+enum Figures<'a> {
+    /// Every value read, each whole.
     Every,
-    Newest,
+    /// The newest period's value alone, whole (read apart from the others' numbers).
+    Newest(Option<&'a StoredValue>),
 }
 
 /// The view, from what was read (the window's periods and the latest due one; the values and
@@ -341,7 +376,7 @@ fn compute(
     (periods, due): (&[Period], &Period),
     today: &Today,
     (values, unfilled): (&[StoredValue], &[UnfilledPeriod]),
-    wanted: Figures,
+    wanted: Figures<'_>,
 ) -> MetricView {
     let metric = &found.metric;
     let by_key: HashMap<&str, &StoredValue> = values.iter().map(|v| (v.period.key.as_str(), v)).collect();
@@ -368,8 +403,8 @@ fn compute(
         chart.push(ChartPoint { period: key.clone(), value: value.map(|v| v.value), comparison });
     }
     let figured = match wanted {
-        Figures::Every => &with_value[..],
-        Figures::Newest => &with_value[with_value.len().saturating_sub(1)..],
+        Figures::Every => with_value,
+        Figures::Newest(newest) => newest.into_iter().collect(),
     };
     let figures = figured.iter().map(|value| super::figure(value, metric, &today.zone, known)).collect();
     // A period logged before keys is known by its date alone.
