@@ -555,15 +555,18 @@ pub trait Collection: Send + Sync {
         starts: std::ops::Range<i64>,
     ) -> Result<Vec<SiteValue>>;
     /// [`Collection::values_in`] with only what a chart or a total needs of each value: its
-    /// metric, period and number (`raw` empty, `collected_at` 0, `source` `None`). On SQLite the
-    /// rows come packed in one text (sqlx hands each row of SQLite over as a channel message
-    /// with a copy of every column: 4,700 rows were most of a dashboard's render).
+    /// metric, its period's start, start date and key, and its number (the period's
+    /// `granularity` empty and `end` 0, `raw` empty, `collected_at` 0, `source` `None`), for
+    /// metrics whose periods are keyed as `keyed` says. On SQLite the rows come packed in one
+    /// text (sqlx hands each row of SQLite over as a channel message with a copy of every
+    /// column: 4,700 rows were most of a dashboard's render), read from an index alone for
+    /// periods keyed by their date.
     async fn numbers_in(
         &self,
         user_id: i64,
-        sites: &[i64],
-        keys: &[&str],
+        (sites, keys): (&[i64], &[&str]),
         starts: std::ops::Range<i64>,
+        keyed: PeriodKeys,
     ) -> Result<Vec<SiteValue>>;
     /// The whole stored values of a user at `at` (site, metric key, period start), those that
     /// exist, in no order: the few a surface shows with their source after reading numbers.
@@ -710,22 +713,31 @@ impl Collection for Database {
         on!(&self.pool, |pool| Ok(fetch_asked!(pool, &asked, WHOLE_COLUMNS, "TRUE")?))
     }
 
-    #[tracing::instrument(level = "debug", skip_all, fields(sites = sites.len(), keys = keys.len()))]
+    #[tracing::instrument(level = "debug", skip_all, fields(?keyed))]
     async fn numbers_in(
         &self,
         user_id: i64,
-        sites: &[i64],
-        keys: &[&str],
+        (sites, keys): (&[i64], &[&str]),
         starts: std::ops::Range<i64>,
+        keyed: PeriodKeys,
     ) -> Result<Vec<SiteValue>> {
         if sites.is_empty() || keys.is_empty() {
             return Ok(Vec::new());
         }
         let asked = Asked { user_id, sites, keys, starts };
-        match &self.pool {
-            Backend::Sqlite(pool) => packed_numbers(pool, &asked).await,
-            Backend::Postgres(pool) => Ok(fetch_asked!(pool, &asked, NUMBER_COLUMNS, "TRUE")?),
-        }
+        let mut found = match &self.pool {
+            Backend::Sqlite(pool) => match keyed {
+                PeriodKeys::Dates => numbers_by_date(pool, &asked).await?,
+                PeriodKeys::Stored => packed_numbers(pool, &asked).await?,
+            },
+            Backend::Postgres(pool) => fetch_asked!(pool, &asked, NUMBER_COLUMNS, "TRUE")?,
+        };
+        // Aggregates keep no order of their own.
+        found.sort_by(|a, b| {
+            let order = |v: &SiteValue| (v.site_id, v.value.metric_key.clone(), v.value.period.start);
+            order(a).cmp(&order(b))
+        });
+        Ok(found)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(at = at.len()))]
@@ -735,8 +747,10 @@ impl Collection for Database {
         for chunk in at.chunks(VALUES_AT_A_QUERY) {
             let wanted = (0..chunk.len())
                 .map(|i| {
+                    // The user in every term lets SQLite seek each row by the index (a
+                    // multi-index OR): outside them it read every value of the user.
                     format!(
-                        "(site_id = ${} AND metric_key = ${} AND period_start = ${})",
+                        "(user_id = $1 AND site_id = ${} AND metric_key = ${} AND period_start = ${})",
                         3 * i + 2,
                         3 * i + 3,
                         3 * i + 4
@@ -744,7 +758,7 @@ impl Collection for Database {
                 })
                 .collect::<Vec<_>>()
                 .join(" OR ");
-            let sql = format!("SELECT {WHOLE_COLUMNS} FROM metric_values WHERE user_id = $1 AND ({wanted})");
+            let sql = format!("SELECT {WHOLE_COLUMNS} FROM metric_values WHERE {wanted}");
             let rows: Vec<SiteValue> = on!(&self.pool, |pool| {
                 // Only `$N` marks are formatted in; every value is bound.
                 let mut query = sqlx::query_as::<_, SiteValue>(sqlx::AssertSqlSafe(sql)).bind(user_id);
@@ -909,8 +923,77 @@ impl Collection for Database {
 const WHOLE_COLUMNS: &str = "site_id, metric_key, granularity, period_start, period_end, start_date, period_key, value, \
                              raw, collected_at, source";
 /// A stored value's columns with its number and period only (see [`Collection::numbers_in`]).
-const NUMBER_COLUMNS: &str = "site_id, metric_key, granularity, period_start, period_end, start_date, period_key, value, \
-                              '' AS raw, CAST(0 AS BIGINT) AS collected_at, NULL AS source";
+const NUMBER_COLUMNS: &str = "site_id, metric_key, '' AS granularity, period_start, CAST(0 AS BIGINT) AS period_end, \
+                              start_date, period_key, value, '' AS raw, CAST(0 AS BIGINT) AS collected_at, NULL AS source";
+
+/// How the periods of the metrics [`Collection::numbers_in`] reads are keyed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeriodKeys {
+    /// By their start date: days, weeks and months (`Period::key`, and migration 0014 for
+    /// values stored before keys), read on SQLite from the index `metric_values_as_sent`
+    /// alone.
+    Dates,
+    /// As stored: hours, keyed by their local hour (or, stored before keys, date and start).
+    Stored,
+}
+
+/// A value as the SQLite index `metric_values_as_sent` holds it (NULL when the value is not a
+/// whole number of millionths): period start, start date and the count of millionths,
+/// space-separated. Migration 0020, which made the index, repeats this very text: SQLite reads
+/// an indexed expression from the index only where a query spells the same expression (held by
+/// `numbers_by_date_read_the_index_alone`).
+const VALUE_AS_SENT: &str = "CASE WHEN CAST(round(value * 1000000.0) AS INTEGER) / 1000000.0 = value \
+    THEN period_start || ' ' || start_date || ' ' || CAST(round(value * 1000000.0) AS INTEGER) END";
+
+/// The query of [`numbers_by_date`]: one JSON text of [site, key, values] per metric, its values
+/// `VALUE_AS_SENT` comma-separated, or "start - -" for a value that is not whole millionths
+/// (read again as a row: naming any column the index lacks here would read every row).
+fn numbers_by_date_sql(asked: &Asked<'_>) -> String {
+    format!(
+        "SELECT coalesce(json_group_array(json_array(site_id, metric_key, sent)), '[]') FROM (
+             SELECT site_id, metric_key,
+                    group_concat(coalesce({VALUE_AS_SENT}, period_start || ' - -'), ',') AS sent
+             FROM metric_values WHERE {} GROUP BY site_id, metric_key)",
+        asked.filter()
+    )
+}
+
+/// [`Collection::numbers_in`] on SQLite of periods keyed by their date, from the index alone;
+/// the values that are not whole millionths read again as rows (those alone).
+async fn numbers_by_date(pool: &sqlx::SqlitePool, asked: &Asked<'_>) -> Result<Vec<SiteValue>> {
+    let sql = numbers_by_date_sql(asked);
+    let packed = bind_asked!(sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql)), asked).fetch_one(pool).await?;
+    let corrupt = |e: &dyn std::fmt::Display| crate::StoreError::Corrupt(format!("packed values: {e}"));
+    let metrics: Vec<(i64, String, String)> = serde_json::from_str(&packed).map_err(|e| corrupt(&e))?;
+    let mut inexact = false;
+    let mut found = Vec::new();
+    for (site_id, metric_key, sent) in metrics {
+        for one in sent.split(',') {
+            let mut parts = one.splitn(3, ' ');
+            let (Some(start), Some(start_date), Some(number)) = (parts.next(), parts.next(), parts.next()) else {
+                return Err(corrupt(&format!("value {one:?}")));
+            };
+            if number == "-" {
+                inexact = true;
+                continue;
+            }
+            let start: i64 = start.parse().map_err(|_| corrupt(&format!("value {one:?}")))?;
+            let millionths: i64 = number.parse().map_err(|_| corrupt(&format!("value {one:?}")))?;
+            let key = start_date.to_owned();
+            let period =
+                StoredPeriod { granularity: String::new(), start, end: 0, start_date: start_date.to_owned(), key };
+            // The same division SQLite checked.
+            let value = millionths as f64 / 1_000_000.0;
+            let metric_key = metric_key.clone();
+            let value = StoredValue { metric_key, period, value, raw: String::new(), collected_at: 0, source: None };
+            found.push(SiteValue { site_id, value });
+        }
+    }
+    if inexact {
+        found.extend(fetch_asked!(pool, asked, NUMBER_COLUMNS, &format!("({MILLIONTHS}) IS NULL"))?);
+    }
+    Ok(found)
+}
 /// The rows [`Collection::values_at`] asks for in one query.
 const VALUES_AT_A_QUERY: usize = 300;
 
@@ -951,27 +1034,27 @@ impl Asked<'_> {
     }
 }
 
-/// [`Collection::numbers_in`] on SQLite: every row in one JSON text made by SQLite, each number
+/// [`Collection::numbers_in`] on SQLite of periods keyed as stored: every row in one JSON text made by SQLite, each number
 /// as its count of millionths; the rare numbers that are not whole millionths read again as
 /// rows (those alone).
 async fn packed_numbers(pool: &sqlx::SqlitePool, asked: &Asked<'_>) -> Result<Vec<SiteValue>> {
     // An aggregate's JSON stays JSON only when made inside it (a subquery's is text).
     let sql = format!(
-        "SELECT coalesce(json_group_array(json_array(site_id, metric_key, granularity, period_start, period_end, \
-         start_date, period_key, {MILLIONTHS})), '[]') FROM metric_values WHERE {}",
+        "SELECT coalesce(json_group_array(json_array(site_id, metric_key, period_start, start_date, period_key, \
+         {MILLIONTHS})), '[]') FROM metric_values WHERE {}",
         asked.filter()
     );
 
     let packed = bind_asked!(sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql)), asked).fetch_one(pool).await?;
-    type Packed = (i64, String, String, i64, i64, String, String, Option<i64>);
+    type Packed = (i64, String, i64, String, String, Option<i64>);
     let rows: Vec<Packed> =
         serde_json::from_str(&packed).map_err(|e| crate::StoreError::Corrupt(format!("packed values: {e}")))?;
     let mut inexact = false;
     let mut found: Vec<SiteValue> = Vec::with_capacity(rows.len());
-    for (site_id, metric_key, granularity, start, end, start_date, key, millionths) in rows {
+    for (site_id, metric_key, start, start_date, key, millionths) in rows {
         inexact |= millionths.is_none();
         let Some(millionths) = millionths else { continue };
-        let period = StoredPeriod { granularity, start, end, start_date, key };
+        let period = StoredPeriod { granularity: String::new(), start, end: 0, start_date, key };
         // The same division SQLite checked (`MILLIONTHS`).
         let value = millionths as f64 / 1_000_000.0;
         let value = StoredValue { metric_key, period, value, raw: String::new(), collected_at: 0, source: None };
@@ -981,14 +1064,6 @@ async fn packed_numbers(pool: &sqlx::SqlitePool, asked: &Asked<'_>) -> Result<Ve
         let rest = fetch_asked!(pool, asked, NUMBER_COLUMNS, &format!("({MILLIONTHS}) IS NULL"))?;
         found.extend(rest);
     }
-    // An aggregate keeps no order of its own.
-    found.sort_by(|a, b| {
-        (a.site_id, &a.value.metric_key, a.value.period.start).cmp(&(
-            b.site_id,
-            &b.value.metric_key,
-            b.value.period.start,
-        ))
-    });
     Ok(found)
 }
 
@@ -999,6 +1074,21 @@ fn marks(from: usize, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::AttemptOutcome;
+
+    /// The dashboard's numbers of days, weeks and months come from the index alone on SQLite
+    /// (a value's row read as well made the read twice as long): the query spells the index's
+    /// expression exactly as migration 0020 does.
+    #[tokio::test]
+    async fn numbers_by_date_read_the_index_alone() {
+        let database = crate::Database::open_sqlite("sqlite::memory:").await.unwrap();
+        let crate::database::Backend::Sqlite(pool) = &database.pool else { unreachable!("SQLite") };
+        let asked = super::Asked { user_id: 1, sites: &[1, 2], keys: &["a", "b"], starts: 0..10 };
+        let sql = format!("EXPLAIN QUERY PLAN {}", super::numbers_by_date_sql(&asked));
+        let mut query = sqlx::query_as::<_, (i64, i64, i64, String)>(sqlx::AssertSqlSafe(sql)).bind(1_i64);
+        query = query.bind(0_i64).bind(10_i64).bind(1_i64).bind(2_i64).bind("a").bind("b");
+        let plan: Vec<String> = query.fetch_all(pool).await.unwrap().into_iter().map(|row| row.3).collect();
+        assert!(plan.iter().any(|step| step.contains("COVERING INDEX metric_values_as_sent")), "{plan:?}");
+    }
 
     #[test]
     fn outcomes_read_back_as_they_are_written() {

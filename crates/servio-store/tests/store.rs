@@ -528,6 +528,7 @@ async fn values_in_several_metrics_in_one_query() {
 /// exponent), without their raw text and source; and `values_at` the whole rows of a few.
 #[tokio::test]
 async fn numbers_in_reads_the_values_of_values_in_without_their_heavy_parts() {
+    use servio_store::PeriodKeys;
     for Backend { name, store, .. } in backends().await {
         let lu = store.create_user("lu@example.com", "h", "UTC", 0).await.unwrap();
         let fetched = fetched_manifest("https://a.example", "https://a.example/servio.json", "{}");
@@ -556,17 +557,27 @@ async fn numbers_in_reads_the_values_of_values_in_without_their_heavy_parts() {
         store.store_values(&values, 3).await.unwrap();
         let keys = ["k.one", "k.two"];
         let whole = store.values_in(lu.id, &[site], &keys, 0..i64::MAX).await.unwrap();
-        let numbers = store.numbers_in(lu.id, &[site], &keys, 0..i64::MAX).await.unwrap();
-        assert_eq!(numbers.len(), 600, "{name}");
         let shape = |v: &servio_store::SiteValue| {
-            (v.site_id, v.value.metric_key.clone(), v.value.period.clone(), v.value.value.to_bits())
+            let period = &v.value.period;
+            (
+                v.site_id,
+                v.value.metric_key.clone(),
+                period.start,
+                period.start_date.clone(),
+                period.key.clone(),
+                v.value.value.to_bits(),
+            )
         };
-        assert_eq!(
-            numbers.iter().map(shape).collect::<Vec<_>>(),
-            whole.iter().map(shape).collect::<Vec<_>>(),
-            "{name}"
-        );
-        assert!(numbers.iter().all(|v| v.value.raw.is_empty() && v.value.source.is_none()), "{name}: no heavy parts");
+        let want: Vec<_> = whole.iter().map(shape).collect();
+        for keyed in [PeriodKeys::Dates, PeriodKeys::Stored] {
+            let numbers = store.numbers_in(lu.id, (&[site], &keys), 0..i64::MAX, keyed).await.unwrap();
+            assert_eq!(numbers.iter().map(shape).collect::<Vec<_>>(), want, "{name}, {keyed:?}");
+            let light = |v: &servio_store::SiteValue| {
+                v.value.raw.is_empty() && v.value.source.is_none() && v.value.period.end == 0
+            };
+            assert!(numbers.iter().all(light), "{name}, {keyed:?}: no heavy parts");
+        }
+        assert_eq!(want.len(), 600, "{name}");
         let at = [(site, "k.two", 86_400), (site, "k.one", 5 * 86_400), (site, "k.one", -1)];
         let mut found = store.values_at(lu.id, &at).await.unwrap();
         found.sort_by_key(|v| v.value.period.start);
@@ -577,7 +588,10 @@ async fn numbers_in_reads_the_values_of_values_in_without_their_heavy_parts() {
             [("k.two", 86_400, "\"two\""), ("k.one", 5 * 86_400, "1")],
             "{name}: whole rows, those that exist"
         );
-        assert!(store.numbers_in(lu.id, &[], &keys, 0..i64::MAX).await.unwrap().is_empty(), "{name}");
+        assert!(
+            store.numbers_in(lu.id, (&[], &keys), 0..i64::MAX, PeriodKeys::Dates).await.unwrap().is_empty(),
+            "{name}"
+        );
     }
 }
 

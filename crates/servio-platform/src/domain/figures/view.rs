@@ -19,7 +19,7 @@ use jiff::civil::Date;
 use serde::Serialize;
 use servio_manifest::additivity::{Additivity, additivity};
 use servio_manifest::period::{Granularity, Period, PeriodError};
-use servio_store::{AttemptOutcome, StoredValue, UnfilledPeriod};
+use servio_store::{AttemptOutcome, PeriodKeys, StoredValue, UnfilledPeriod};
 use utoipa::ToSchema;
 
 use super::{Comparison, Figure, FiguresError, Known, MetricRef, Unfilled};
@@ -294,21 +294,24 @@ pub(crate) async fn views(
         return Ok(Vec::new());
     };
     let mut sites: Vec<i64> = metrics.iter().map(|found| found.site_id).collect();
-    let mut keys: Vec<&str> = metrics.iter().map(|found| found.metric.key.as_str()).collect();
     sites.sort_unstable();
     sites.dedup();
-    keys.sort_unstable();
-    keys.dedup();
+    // Hours are keyed by their local hour, the others by their date (read from an index alone).
+    let hourly = |found: &&MetricRef| found.metric.granularity == Granularity::Hour;
+    let (by_hour, by_date) = (keys_of(metrics.iter().filter(hourly)), keys_of(metrics.iter().filter(|m| !hourly(m))));
+    let all_keys = keys_of(metrics.iter());
+    let store = &state.store;
     // The numbers alone (packed on SQLite), then the whole rows of the one value each metric
     // shows with its source.
-    let (values, unfilled) = tokio::try_join!(
-        state.store.numbers_in(user_id, &sites, &keys, since..until),
-        state.store.unfilled_in(user_id, &sites, &keys, since..until),
+    let (dated, hours, unfilled) = tokio::try_join!(
+        store.numbers_in(user_id, (&sites, &by_date), since..until, PeriodKeys::Dates),
+        store.numbers_in(user_id, (&sites, &by_hour), since..until, PeriodKeys::Stored),
+        store.unfilled_in(user_id, &sites, &all_keys, since..until),
     )
     .map_err(ApiError::from)?;
-    let mut values_of: HashMap<(i64, String), Vec<StoredValue>> = HashMap::new();
-    for found in values {
-        values_of.entry((found.site_id, found.value.metric_key.clone())).or_default().push(found.value);
+    let mut values_of: HashMap<(bool, i64, String), Vec<StoredValue>> = HashMap::new();
+    for (hour, found) in dated.into_iter().map(|v| (false, v)).chain(hours.into_iter().map(|v| (true, v))) {
+        values_of.entry((hour, found.site_id, found.value.metric_key.clone())).or_default().push(found.value);
     }
     let mut unfilled_of: HashMap<(i64, String), Vec<UnfilledPeriod>> = HashMap::new();
     for found in unfilled {
@@ -318,7 +321,8 @@ pub(crate) async fn views(
         .iter()
         .map(|found| {
             let at = (found.site_id, found.metric.key.clone());
-            (values_of.remove(&at).unwrap_or_default(), unfilled_of.remove(&at).unwrap_or_default())
+            let values = values_of.remove(&(hourly(&found), at.0, at.1.clone())).unwrap_or_default();
+            (values, unfilled_of.remove(&at).unwrap_or_default())
         })
         .collect();
     let newest: Vec<Option<&StoredValue>> = metrics
@@ -342,14 +346,22 @@ pub(crate) async fn views(
         .zip(&read)
         .zip(&newest)
         .map(|(((found, reach), (values, unfilled)), newest)| {
-            // Replaced since the numbers were read: shown from its numbers.
-            let shown = newest.map(|value| {
-                whole.get(&(found.site_id, value.metric_key.clone(), value.period.start)).unwrap_or(value)
-            });
+            // Gone since the numbers were read (its site removed): no figure, rather than one
+            // without its source and instants.
+            let shown =
+                newest.and_then(|value| whole.get(&(found.site_id, value.metric_key.clone(), value.period.start)));
             let read = (values.as_slice(), unfilled.as_slice());
             ViewSummary::from(compute(found, (&reach.periods, &reach.due), today, read, Figures::Newest(shown)))
         })
         .collect())
+}
+
+/// The distinct metric keys of `metrics`, sorted.
+fn keys_of<'a>(metrics: impl Iterator<Item = &'a MetricRef>) -> Vec<&'a str> {
+    let mut keys: Vec<&str> = metrics.map(|found| found.metric.key.as_str()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
 }
 
 /// The value of the newest period of `periods` that has one.
