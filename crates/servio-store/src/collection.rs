@@ -734,42 +734,43 @@ impl Collection for Database {
         };
         // Aggregates keep no order of their own.
         found.sort_by(|a, b| {
-            let order = |v: &SiteValue| (v.site_id, v.value.metric_key.clone(), v.value.period.start);
-            order(a).cmp(&order(b))
+            let (a, b) = ((a.site_id, &a.value), (b.site_id, &b.value));
+            (a.0, &a.1.metric_key, a.1.period.start).cmp(&(b.0, &b.1.metric_key, b.1.period.start))
         });
         Ok(found)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(at = at.len()))]
     async fn values_at(&self, user_id: i64, at: &[(i64, &str, i64)]) -> Result<Vec<SiteValue>> {
-        let mut found = Vec::with_capacity(at.len());
-        // A few hundred rows a query keeps each query's text and binds small.
-        for chunk in at.chunks(VALUES_AT_A_QUERY) {
-            let wanted = (0..chunk.len())
-                .map(|i| {
-                    // The user in every term lets SQLite seek each row by the index (a
-                    // multi-index OR): outside them it read every value of the user.
-                    format!(
-                        "(user_id = $1 AND site_id = ${} AND metric_key = ${} AND period_start = ${})",
-                        3 * i + 2,
-                        3 * i + 3,
-                        3 * i + 4
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(" OR ");
-            let sql = format!("SELECT {WHOLE_COLUMNS} FROM metric_values WHERE {wanted}");
-            let rows: Vec<SiteValue> = on!(&self.pool, |pool| {
-                // Only `$N` marks are formatted in; every value is bound.
-                let mut query = sqlx::query_as::<_, SiteValue>(sqlx::AssertSqlSafe(sql)).bind(user_id);
-                for (site_id, key, start) in chunk {
-                    query = query.bind(*site_id).bind(*key).bind(*start);
-                }
-                query.fetch_all(pool).await?
-            });
-            found.extend(rows);
+        if at.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(found)
+        // The rows asked for as one JSON array bound once, each sought by the index: one
+        // statement whatever their number (a chain of ORs was a new statement, parsed again, for
+        // every count).
+        let wanted =
+            serde_json::to_string(at).map_err(|e| crate::StoreError::Corrupt(format!("rows asked for: {e}")))?;
+        let columns =
+            WHOLE_COLUMNS.split(", ").map(|column| format!("m.{}", column.trim())).collect::<Vec<_>>().join(", ");
+        let sql = match &self.pool {
+            // CROSS JOIN keeps the array outside: each of its rows seeks one value.
+            Backend::Sqlite(_) => format!(
+                "SELECT {columns} FROM json_each($2) w CROSS JOIN metric_values m
+                 WHERE m.user_id = $1 AND m.site_id = w.value ->> 0 AND m.metric_key = w.value ->> 1
+                   AND m.period_start = w.value ->> 2"
+            ),
+            Backend::Postgres(_) => format!(
+                "SELECT {columns} FROM json_array_elements($2::json) w CROSS JOIN metric_values m
+                 WHERE m.user_id = $1 AND m.site_id = (w ->> 0)::bigint AND m.metric_key = w ->> 1
+                   AND m.period_start = (w ->> 2)::bigint"
+            ),
+        };
+        // Only the column list is formatted in; every value is bound.
+        on!(&self.pool, |pool| Ok(sqlx::query_as::<_, SiteValue>(sqlx::AssertSqlSafe(sql))
+            .bind(user_id)
+            .bind(wanted.as_str())
+            .fetch_all(pool)
+            .await?))
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(sites = sites.len(), keys = keys.len()))]
@@ -994,8 +995,6 @@ async fn numbers_by_date(pool: &sqlx::SqlitePool, asked: &Asked<'_>) -> Result<V
     }
     Ok(found)
 }
-/// The rows [`Collection::values_at`] asks for in one query.
-const VALUES_AT_A_QUERY: usize = 300;
 
 /// A value that is a whole number of millionths (money, counts, most rates), as that count,
 /// on SQLite; otherwise NULL. `count / 1000000.0` is the very double SQLite compared, and the
