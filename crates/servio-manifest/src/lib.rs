@@ -30,7 +30,8 @@
 //! - [`address`] turns sites and tool names into prefixed names.
 //! - [`period`] resolves periods in a user's zone and fills placeholders.
 //! - [`value`] walks a `valuePath` through a response and reduces the value to a number.
-//! - [`fix`] applies the mechanical fixes diagnostics carry ([`Fix`]).
+//! - [`fix`] applies the mechanical fixes diagnostics carry ([`Fix`]); [`starter`] writes a
+//!   starting manifest.
 #![deny(missing_docs)]
 
 pub mod additivity;
@@ -53,6 +54,7 @@ pub mod report_json;
 pub mod rules;
 pub mod scan;
 pub mod schema;
+pub mod starter;
 pub mod suggest;
 mod validate;
 pub mod value;
