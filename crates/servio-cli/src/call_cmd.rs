@@ -52,6 +52,12 @@ pub fn run(args: &CallArgs) -> Result<Outcome, Failure> {
             | CallError::UnknownTool { .. }),
         ) => {
             eprintln!("error: {error}");
+            if let CallError::UnknownTool { name, known } = &error {
+                let known: Vec<&str> = known.iter().map(String::as_str).collect();
+                if let Some(near) = servio_manifest::suggest::closest(name, &known) {
+                    eprintln!("help: did you mean {near:?}? servio call {} {near}", args.site);
+                }
+            }
             if matches!(error, CallError::Failed { status: 401, .. }) && args.access.token.is_none() {
                 eprintln!(
                     "help: pass the site's token with --token or SERVIO_TOKEN, or sign in: servio login {}",

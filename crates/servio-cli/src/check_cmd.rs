@@ -24,6 +24,14 @@ pub struct Source {
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
     let options = CheckOptions { site: None, allow: allowed_codes(&args.allow)?, ..Default::default() };
+    if args.fix
+        && let Some(source) = args.sources.iter().find(|s| *s == Path::new("-") || is_url(&s.to_string_lossy()))
+    {
+        return Err(Failure(anyhow!(
+            "--fix writes the files it fixes, and {} is not a file: save the manifest to a file first",
+            source.display()
+        )));
+    }
     let sources = expand_sources(&args.sources);
     let style = render::detect_style();
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)).max(1);
@@ -33,12 +41,19 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         true => Some(Fetcher::new(&args.fetch)?),
         false => None,
     };
-    let job = Job { options: &options, format: args.format, quiet: args.quiet, style, fetcher: fetcher.as_ref() };
+    let job = Job {
+        options: &options,
+        format: args.format,
+        quiet: args.quiet,
+        style,
+        fetcher: fetcher.as_ref(),
+        fix: args.fix,
+    };
 
     let mut stdout = std::io::stdout().lock();
     let mut tally = Tally::default();
     let mut unreadable = Vec::new();
-    let mut sarif = render::sarif::Builder::default();
+    let mut sarif = render::sarif::Builder::new(&args.docs_url);
     let mut write_error = None;
     check_all(&sources, &job, jobs, |result| {
         let rendered = match result {
@@ -51,6 +66,9 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
             }
             Ok(checked) => {
                 tally.add(&checked);
+                // What --fix changed: beside the report for people, apart from it (on stderr)
+                // when the report is for machines.
+                eprint!("{}", checked.changes_apart);
                 if let Some((bytes, report)) = &checked.sarif {
                     sarif.add(&checked.name, bytes, report);
                 }
@@ -186,6 +204,8 @@ struct Checked {
     verdict: Verdict,
     warnings: usize,
     rendered: String,
+    /// What `--fix` changed, when it is not part of `rendered` (JSON and SARIF).
+    changes_apart: String,
     sarif: Option<(Vec<u8>, Report)>,
 }
 
@@ -253,6 +273,8 @@ struct Job<'a> {
     quiet: bool,
     style: render::Style,
     fetcher: Option<&'a Fetcher>,
+    /// Apply the mechanical fixes and write the files they change (`--fix`).
+    fix: bool,
 }
 
 /// Reads a file or fetches a site's manifest; a site is its own site for the name lints.
@@ -271,7 +293,13 @@ fn load(path: &Path, job: &Job<'_>) -> Result<(Source, CheckOptions), Unreadable
 
 fn check_one(path: &Path, job: &Job<'_>) -> Result<Checked, Unreadable> {
     let (Source { name, bytes }, options) = load(path, job)?;
-    let report = check(&bytes, &options);
+    let (bytes, report, changes) = match job.fix {
+        true => fix_file(path, &name, bytes, &options)?,
+        false => {
+            let report = check(&bytes, &options);
+            (bytes, report, String::new())
+        }
+    };
     let verdict = Verdict::of(&report);
     let clean = verdict == Verdict::Valid && report.warning_count() == 0;
     let rendered = match job.format {
@@ -280,13 +308,63 @@ fn check_one(path: &Path, job: &Job<'_>) -> Result<Checked, Unreadable> {
         Format::Json => render::json::render_line(&name, &report),
         Format::Sarif => String::new(),
     };
+    let (rendered, changes_apart) = match job.format {
+        Format::Human => (changes + &rendered, String::new()),
+        _ => (rendered, changes),
+    };
     Ok(Checked {
         name,
         verdict,
         warnings: report.warning_count(),
         rendered,
+        changes_apart,
         sarif: (job.format == Format::Sarif).then_some((bytes, report)),
     })
+}
+
+/// `--fix` on one file: the mechanical fixes applied, the file written only when one was
+/// (replaced whole, so that an interrupted run never leaves half a manifest), and the fixed
+/// text with its report and a line for each change (`NAME:LINE:COL: fixed CODE: what`), ending
+/// with what remains when the fixes did not make the manifest valid and its brief used.
+fn fix_file(
+    path: &Path,
+    name: &str,
+    bytes: Vec<u8>,
+    options: &CheckOptions,
+) -> Result<(Vec<u8>, Report, String), Unreadable> {
+    let fixed = servio_manifest::fix::fix(&bytes, options);
+    let mut changes: String = fixed
+        .changes
+        .iter()
+        .map(|c| format!("{name}:{}:{}: fixed {} {}\n", c.line, c.column, c.code, c.what))
+        .collect();
+    if fixed.changed() {
+        write_replacing(path, &fixed.text).map_err(|e| Unreadable {
+            source: name.to_owned(),
+            message: format!("could not write the fixed {name}: {e:#}"),
+        })?;
+        let remain = fixed.report.error_count() + fixed.report.brief_error_count();
+        if remain > 0 {
+            changes.push_str(&format!(
+                "{name}: {} fixed, {} left that --fix cannot repair (below)\n",
+                plural(fixed.changes.len(), "problem"),
+                plural(remain, "error"),
+            ));
+        }
+    }
+    Ok((fixed.text, fixed.report, changes))
+}
+
+/// Replaces the file at `path` with `bytes`: written beside it, given its permissions, then
+/// renamed over it.
+fn write_replacing(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let permissions = std::fs::metadata(path).context("reading its permissions")?.permissions();
+    let mut file = tempfile::NamedTempFile::new_in(dir).context("creating a file beside it")?;
+    file.write_all(bytes).context("writing")?;
+    file.as_file().set_permissions(permissions).context("setting its permissions")?;
+    file.persist(path).context("replacing it")?;
+    Ok(())
 }
 
 /// Checks every source with `jobs` threads and hands each result to `emit` in source order,

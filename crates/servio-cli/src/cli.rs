@@ -25,6 +25,14 @@ pub enum Command {
     /// its metrics), or has warnings with --deny-warnings; 2 when a source could not be read.
     /// Checking several manifests ends with a summary on standard error.
     Check(CheckArgs),
+    /// Write a starting manifest that passes `servio check`: a name, a server URL, the
+    /// authentication, one tool taking a date range and, if asked, one metric of a brief.
+    ///
+    /// Takes each part from its flag; on a terminal it asks for those not given, elsewhere it
+    /// needs --name and --server-url and takes the defaults for the rest. It writes nothing
+    /// over an existing file (unless --force) and nothing that would not pass the check:
+    /// exit 1 with the check's report then, 2 when it could not ask or write.
+    Init(InitArgs),
     /// Explain a rule: what it checks, why, an example and the fix; with no code, list them all.
     Explain(ExplainArgs),
     /// Work with a manifest's brief: the metrics a platform collects.
@@ -97,6 +105,55 @@ impl Command {
             _ => None,
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Where to write the manifest.
+    #[arg(default_value = "servio.json", value_name = "FILE")]
+    pub path: PathBuf,
+    /// The site's display name, shown in the vault and the Directory.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Where tool calls go: POST URL/tools/TOOL_NAME. HTTPS.
+    #[arg(long, value_name = "URL")]
+    pub server_url: Option<String>,
+    /// How the platform authenticates its calls [default: bearer].
+    #[arg(long, value_enum)]
+    pub auth: Option<InitAuth>,
+    /// OAuth 2.0's authorization endpoint [default: ORIGIN/oauth/authorize, of --server-url].
+    #[arg(long, value_name = "URL")]
+    pub authorization_url: Option<String>,
+    /// OAuth 2.0's token endpoint [default: ORIGIN/oauth/token, of --server-url].
+    #[arg(long, value_name = "URL")]
+    pub token_url: Option<String>,
+    /// The one tool's name, a lowercase namespace, a dot and camelCase [default: site.getSummary].
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// What the tool does and what it returns, for the AI that reads it.
+    #[arg(long, value_name = "TEXT")]
+    pub tool_description: Option<String>,
+    /// A metric of the brief, collected with the tool each period: its key, such as
+    /// sales.revenue.daily (the key's hourly, daily, weekly or monthly sets its granularity).
+    #[arg(long, value_name = "KEY")]
+    pub metric: Option<String>,
+    /// Where the metric's number is in the tool's answer, a dotted path [default: data.total].
+    #[arg(long, value_name = "PATH")]
+    pub value_path: Option<String>,
+    /// The metric's display unit, such as USD or count.
+    #[arg(long)]
+    pub unit: Option<String>,
+    /// Write over FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InitAuth {
+    /// A token the user pastes, sent as `Authorization: Bearer`.
+    Bearer,
+    /// OAuth 2.0 with PKCE.
+    Oauth2,
 }
 
 #[derive(Debug, Args)]
@@ -506,6 +563,17 @@ pub struct CheckArgs {
     /// Turn off a lint (a W code such as W004, or its name such as property-description).
     #[arg(long = "allow", value_name = "CODE")]
     pub allow: Vec<String>,
+    /// Apply the fixes that are mechanical and write each file that changed: a near miss of a
+    /// member name renamed (`inputSchema` to `input_schema`), a JSONPath valuePath rewritten
+    /// (`$.a[0].b` to `a.0.b`), a granularity word (`daily` to `day`), a trailing comma
+    /// removed. Says what it changed, then reports what remains; the exit code is the fixed
+    /// file's. Files only: not standard input or a site.
+    #[arg(long)]
+    pub fix: bool,
+    /// The docs' base URL, under which each rule has its page (BASE/rules/E020): SARIF's
+    /// helpUri links there. A platform serves the pages under its own public URL.
+    #[arg(long, env = "SERVIO_DOCS_URL", value_name = "URL", default_value = servio_manifest::rules::DOCS_BASE)]
+    pub docs_url: String,
     /// Worker threads for many files (default: the number of cores).
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,

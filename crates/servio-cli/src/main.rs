@@ -15,6 +15,7 @@ mod demo_cmd;
 mod demo_site_cmd;
 mod explain_cmd;
 mod fetch;
+mod init_cmd;
 mod logging;
 mod login_cmd;
 mod mcp_cmd;
@@ -74,6 +75,7 @@ fn try_main(cli: Cli) -> Result<Outcome, Failure> {
     }
     match cli.command {
         Command::Check(args) => check_cmd::run(&args),
+        Command::Init(args) => init_cmd::run(&args),
         Command::Explain(args) => explain_cmd::run(&args),
         Command::Brief { command: BriefCommand::Resolve(args) } => brief_cmd::resolve(&args),
         Command::Brief { command: BriefCommand::Extract(args) } => brief_cmd::extract(&args),

@@ -150,10 +150,10 @@ impl<'t, 'a> Tools<'t, 'a> {
     }
 
     /// How `args` fail tool `index`'s schema, with its validator compiled on first use and the
-    /// pattern steps the brief has left; `None` when its schema cannot be used (reported with
-    /// the tool).
+    /// pattern steps the brief has left; `None` when it has no schema or one that cannot be
+    /// used (reported with the tool).
     pub(crate) fn check_args(&mut self, index: usize, args: &Value) -> Option<Vec<ArgumentError>> {
-        let schema = self.list[index].input_schema;
+        let schema = self.list[index].input_schema?;
         let validator = self.validators[index].get_or_insert_with(|| ArgumentValidator::new(schema).ok()).as_ref()?;
         Some(validator.check_within(args, &mut self.pattern_steps))
     }

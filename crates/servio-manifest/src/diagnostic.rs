@@ -80,6 +80,50 @@ pub struct Diagnostic {
     /// For a missing member: its name, so that several missing from one object can be shown
     /// as one problem ([`merge_missing_members`]).
     pub missing: Option<String>,
+    /// The mechanical fix, when there is exactly one: an edit of the bytes under `span` that
+    /// `servio check --fix` (and an editor's quick fix) may apply without asking.
+    pub fix: Option<Fix>,
+}
+
+/// An edit that repairs a diagnostic, made on the bytes under the diagnostic's span, so that
+/// the rest of the text stays as its author wrote it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fix {
+    /// The member name under the span (quotes included) becomes this name.
+    Rename(String),
+    /// The value under the span becomes this value.
+    Replace(serde_json::Value),
+    /// The bytes under the span go (a trailing comma).
+    Delete,
+}
+
+impl Fix {
+    /// The text that takes the span's place.
+    pub fn replacement(&self) -> String {
+        match self {
+            Fix::Rename(name) => serde_json::Value::String(name.clone()).to_string(),
+            Fix::Replace(value) => value.to_string(),
+            Fix::Delete => String::new(),
+        }
+    }
+
+    /// What the fix does to `original`, the text under the span, for people: "renamed
+    /// `inputSchema` to `input_schema`".
+    pub fn describe(&self, original: &str) -> String {
+        match self {
+            Fix::Rename(name) => format!("renamed {} to `{name}`", quoted_name(original)),
+            Fix::Replace(value) => format!("replaced {original} with {value}"),
+            Fix::Delete => format!("removed {}", original.trim()),
+        }
+    }
+}
+
+/// A member name as written, `"inputSchema"`, shown as `` `inputSchema` ``.
+fn quoted_name(original: &str) -> String {
+    match serde_json::from_str::<String>(original) {
+        Ok(name) => format!("`{name}`"),
+        Err(_) => original.to_owned(),
+    }
 }
 
 impl Diagnostic {
@@ -115,6 +159,7 @@ impl Diagnostic {
             message: message.into(),
             help: None,
             missing: None,
+            fix: None,
         }
     }
 
@@ -127,6 +172,12 @@ impl Diagnostic {
     /// Adds a help text when there is one.
     pub fn with_help_opt(mut self, help: Option<String>) -> Diagnostic {
         self.help = help;
+        self
+    }
+
+    /// Adds the mechanical fix.
+    pub fn with_fix(mut self, fix: Fix) -> Diagnostic {
+        self.fix = Some(fix);
         self
     }
 

@@ -30,6 +30,8 @@
 //! - [`address`] turns sites and tool names into prefixed names.
 //! - [`period`] resolves periods in a user's zone and fills placeholders.
 //! - [`value`] walks a `valuePath` through a response and reduces the value to a number.
+//! - [`fix`] applies the mechanical fixes diagnostics carry ([`Fix`]); [`starter`] writes a
+//!   starting manifest.
 #![deny(missing_docs)]
 
 pub mod additivity;
@@ -40,6 +42,7 @@ pub mod diagnostic;
 pub mod diff;
 mod errors;
 mod fields;
+pub mod fix;
 pub mod hidden;
 pub mod json;
 mod lints;
@@ -51,13 +54,14 @@ pub mod report_json;
 pub mod rules;
 pub mod scan;
 pub mod schema;
-mod suggest;
+pub mod starter;
+pub mod suggest;
 mod validate;
 pub mod value;
 
 pub use address::Site;
 pub use brief::{Brief, BriefStatus, Metric};
-pub use diagnostic::{Anchor, Diagnostic, Severity, Span, merge_missing_members};
+pub use diagnostic::{Anchor, Diagnostic, Fix, Severity, Span, merge_missing_members};
 pub use manifest::{Auth, Manifest, Tool};
 pub use period::{Granularity, Period, PeriodError, PlaceholderValues};
 pub use pointer::Pointer;
@@ -232,6 +236,8 @@ pub fn check_or_abandon(source: &[u8], options: &CheckOptions) -> Result<Report,
     if options.abandon.is_set() {
         return Err(Abandoned);
     }
+    // Before lints are left out, so that an allowed W007 still leaves its rename with the error.
+    errors::required_member::join_near_misses([&mut errors, &mut brief_errors], &mut warnings);
     warnings.retain(|w| !options.allow.contains(&w.code));
     locate::locate_all(source, &mut [&mut errors[..], &mut brief_errors[..], &mut warnings[..]]);
     let mut room = MAX_LISTED;
@@ -277,6 +283,10 @@ fn parse_error(source: &[u8], error: ParseError) -> Diagnostic {
     let end = (offset + 1).min(source.len()).max(offset);
     let mut diagnostic =
         Diagnostic::new(code, Pointer::root(), Anchor::Offset(Span::new(offset, end)), message).with_help_opt(help);
+    // The parser places a trailing comma's error on the comma itself (`json::parse`).
+    if diagnostic.message == "invalid JSON: trailing comma" && source.get(offset) == Some(&b',') {
+        diagnostic.fix = Some(Fix::Delete);
+    }
     locate::locate(source, std::slice::from_mut(&mut diagnostic));
     diagnostic
 }

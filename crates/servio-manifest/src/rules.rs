@@ -182,7 +182,19 @@ rules! {
     }
 }
 
+/// Where the rules' pages live by default: each rule's page is `{base}/rules/{CODE}`
+/// ([`Code::page`]). A platform serves them under its own public URL, and `servio check
+/// --docs-url` (`SERVIO_DOCS_URL`) names that base for links made offline (SARIF's `helpUri`).
+/// This is the one place the scheme is written.
+pub const DOCS_BASE: &str = "https://servio.dev";
+
 impl Code {
+    /// The rule's page under the docs `base` (a URL without a trailing `/`, such as
+    /// [`DOCS_BASE`]): `https://servio.dev/rules/E020`.
+    pub fn page(self, base: &str) -> String {
+        format!("{}/rules/{}", base.trim_end_matches('/'), self.as_str())
+    }
+
     /// Looks a code up by its text (`e020` and `E020` alike) or by its name (`https-url`).
     pub fn from_text(text: &str) -> Option<Code> {
         Code::ALL.iter().copied().find(|code| code.as_str().eq_ignore_ascii_case(text) || code.name() == text)
@@ -254,6 +266,12 @@ mod tests {
             let text = code.explanation();
             assert!(text.contains("Example:") && text.contains("Fix:") && text.contains("Why:"), "{code}");
         }
+    }
+
+    #[test]
+    fn a_rules_page_is_its_code_under_the_docs_base() {
+        assert_eq!(Code::HttpsUrl.page(DOCS_BASE), "https://servio.dev/rules/E020");
+        assert_eq!(Code::UnknownField.page("https://platform.example/"), "https://platform.example/rules/W007");
     }
 
     #[test]

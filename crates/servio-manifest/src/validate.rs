@@ -29,10 +29,14 @@ pub(crate) struct Validated<'a> {
     pub tools: Vec<ToolRef<'a>>,
 }
 
-/// A tool as far as the brief needs it.
+/// A tool as far as the brief needs it: every tool with a name, so that a metric naming a
+/// tool without a usable `input_schema` hears that the tool is broken, not that it is absent.
 pub(crate) struct ToolRef<'a> {
     pub name: &'a str,
-    pub input_schema: &'a Value,
+    /// `None` when the tool has no `input_schema` (its E010 says so).
+    pub input_schema: Option<&'a Value>,
+    /// Where the tool's `input_schema` is, or would be.
+    pub schema_at: Pointer,
 }
 
 /// Validates the top-level object `root`, appending to `errors` and `warnings`.
@@ -176,9 +180,9 @@ fn check_tools<'a>(
             schema::check_input_schema(input_schema, &schema_at, errors, &mut |sub, path| {
                 lints::schema_lints(sub, path, warnings, pattern_steps)
             });
-            if let Some(name) = name {
-                refs.push(ToolRef { name, input_schema });
-            }
+        }
+        if let Some(name) = name {
+            refs.push(ToolRef { name, input_schema, schema_at });
         }
         if let (Some(name), Some(description), Some(input_schema), true) =
             (name, description, input_schema, errors.len() == first)

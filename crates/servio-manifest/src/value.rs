@@ -23,44 +23,46 @@ pub struct ValuePathError {
     pub message: String,
     /// The path as it should probably be written.
     pub help: Option<String>,
+    /// The path rewritten, when the rewrite is mechanical (JSONPath's `$.a[0].b` is `a.0.b`, an
+    /// empty segment dropped) and gives a path that parses.
+    pub rewrite: Option<String>,
 }
 
 impl ValuePath {
     /// Parses a dotted path such as `data.rows.0.count`.
     pub fn parse(text: &str) -> Result<ValuePath, ValuePathError> {
-        let jsonpath_hint = || Some(format!("write {}", rewrite_jsonpath(text)));
+        let problem = |message: &str, rewrite: Option<String>| ValuePathError {
+            message: message.to_owned(),
+            help: Some(rewrite.as_ref().map_or_else(
+                || "write a dotted path to one value, such as data.rows.0.count".to_owned(),
+                |path| format!("write {path}"),
+            )),
+            rewrite,
+        };
         if text.is_empty() {
             return Err(ValuePathError {
-                message: "valuePath is empty".into(),
                 help: Some("write a dotted path such as data.totals.revenue".into()),
+                ..problem("valuePath is empty", None)
             });
         }
         if text.starts_with('$') {
-            return Err(ValuePathError {
-                message: "valuePath is not JSONPath: it has no leading `$`".into(),
-                help: jsonpath_hint(),
-            });
+            return Err(problem("valuePath is not JSONPath: it has no leading `$`", rewrite_jsonpath(text)));
         }
         if text.contains(['[', ']']) {
-            return Err(ValuePathError {
-                message: "valuePath has no brackets: array indexes are segments of their own".into(),
-                help: jsonpath_hint(),
-            });
+            return Err(problem(
+                "valuePath has no brackets: array indexes are segments of their own",
+                rewrite_jsonpath(text),
+            ));
         }
         if text.contains('*') {
             return Err(ValuePathError {
-                message: "valuePath has no wildcards: it selects exactly one value".into(),
                 help: Some("name the one value to collect, with an index such as rows.0.count".into()),
+                ..problem("valuePath has no wildcards: it selects exactly one value", None)
             });
         }
         if text.split('.').any(str::is_empty) {
-            return Err(ValuePathError {
-                message: "valuePath has an empty segment".into(),
-                help: Some(format!(
-                    "write {}",
-                    text.split('.').filter(|s| !s.is_empty()).collect::<Vec<_>>().join(".")
-                )),
-            });
+            let joined = text.split('.').filter(|s| !s.is_empty()).collect::<Vec<_>>().join(".");
+            return Err(problem("valuePath has an empty segment", Some(joined).filter(|path| !path.is_empty())));
         }
         Ok(ValuePath { text: text.to_owned() })
     }
@@ -82,18 +84,20 @@ impl fmt::Display for ValuePath {
     }
 }
 
-/// A best guess at the dotted form of a JSONPath such as `$.data.rows[0]['count']`.
-fn rewrite_jsonpath(text: &str) -> String {
+/// The dotted form of a JSONPath such as `$.data.rows[0]['count']`, when it has one: a
+/// wildcard, a filter or anything else that is not a plain name or index has none.
+fn rewrite_jsonpath(text: &str) -> Option<String> {
     let mut out = String::new();
     for ch in text.trim_start_matches('$').chars() {
         match ch {
             '[' => out.push('.'),
-            ']' | '\'' | '"' | '*' => {}
+            ']' | '\'' | '"' => {}
             _ => out.push(ch),
         }
     }
     let segments: Vec<&str> = out.split('.').filter(|s| !s.is_empty()).collect();
-    segments.join(".")
+    let path = segments.join(".");
+    ValuePath::parse(&path).ok().map(|_| path)
 }
 
 /// A value found and reduced.

@@ -22,20 +22,22 @@ pub struct Builder {
     rules: BTreeSet<Code>,
     /// The working directory as a `file:` URL ending in `/`, when it can be named.
     root: Option<url::Url>,
-}
-
-impl Default for Builder {
-    fn default() -> Builder {
-        let root = std::env::current_dir().ok().and_then(|dir| dir.canonicalize().ok());
-        Builder::with_root(root.as_deref())
-    }
+    /// The docs' base URL, under which each rule has its page (`Code::page`).
+    docs: String,
 }
 
 impl Builder {
+    /// A builder that names files under the working directory relative to `%SRCROOT%` and
+    /// links each rule to its page under `docs`.
+    pub fn new(docs: &str) -> Builder {
+        let root = std::env::current_dir().ok().and_then(|dir| dir.canonicalize().ok());
+        Builder::with_root(root.as_deref(), docs)
+    }
+
     /// A builder that names files under `root` relative to `%SRCROOT%`.
-    pub fn with_root(root: Option<&Path>) -> Builder {
+    pub fn with_root(root: Option<&Path>, docs: &str) -> Builder {
         let root = root.and_then(|dir| url::Url::from_directory_path(dir).ok());
-        Builder { results: Vec::new(), omitted: 0, rules: BTreeSet::new(), root }
+        Builder { results: Vec::new(), omitted: 0, rules: BTreeSet::new(), root, docs: docs.to_owned() }
     }
 
     /// Adds every diagnostic of one source.
@@ -68,7 +70,17 @@ impl Builder {
 
     /// The SARIF log.
     pub fn finish(self) -> Value {
-        let rules: Vec<Value> = self.rules.iter().map(|code| rule(*code)).collect();
+        let rules: Vec<Value> = self.rules.iter().map(|code| rule(*code, &self.docs)).collect();
+        // Each result names its rule by index as well as by id (§3.27.6), so that a viewer
+        // finds the rule, and its helpUri, without a search.
+        let index: std::collections::HashMap<&str, usize> =
+            self.rules.iter().enumerate().map(|(i, code)| (code.as_str(), i)).collect();
+        let mut results = self.results;
+        for result in &mut results {
+            if let Some(&i) = result["ruleId"].as_str().and_then(|id| index.get(id)) {
+                result["ruleIndex"] = json!(i);
+            }
+        }
         let mut run = json!({
             "tool": { "driver": {
                 "name": "servio",
@@ -77,7 +89,7 @@ impl Builder {
                 "rules": rules,
             }},
             "columnKind": "unicodeCodePoints",
-            "results": self.results,
+            "results": results,
         });
         if let Some(root) = &self.root {
             run["originalUriBaseIds"] = json!({ SRCROOT: { "uri": root.as_str() } });
@@ -110,7 +122,7 @@ fn level(severity: Severity) -> &'static str {
     }
 }
 
-fn rule(code: Code) -> Value {
+fn rule(code: Code, docs: &str) -> Value {
     let explanation = code.explanation();
     let summary = explanation.lines().next().unwrap_or_default();
     json!({
@@ -119,6 +131,7 @@ fn rule(code: Code) -> Value {
         "shortDescription": { "text": summary },
         "fullDescription": { "text": explanation },
         "help": { "text": explanation },
+        "helpUri": code.page(docs),
         "defaultConfiguration": { "level": level(code.severity()) },
     })
 }

@@ -73,6 +73,12 @@ async fn call_validates_arguments_sends_the_token_and_prints_the_result() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("nothing was sent") && stderr.contains("/limit") && stderr.contains("/query"), "{stderr}");
 
+    // A misspelt tool: nothing is sent, and the nearest name is offered (issue 48, point 5).
+    let out = call(&["shop.getSalesSumary", "--token", "t0k3n"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("help: did you mean \"shop.getSalesSummary\"?"), "{stderr}");
+
     let out = call(&["forum.getThread", "--arg", "thread_id=1"]).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("401"));

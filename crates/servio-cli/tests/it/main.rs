@@ -12,6 +12,7 @@ mod login;
 mod mcp;
 mod openapi;
 mod operations;
+mod owners;
 mod readme;
 mod secret_key;
 mod unreachable;

@@ -1,7 +1,7 @@
 //! B050 `granularity`: each `granularity`, when present, is one of hour, day, week or
 //! month (the default is day).
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Fix};
 use crate::fields::Object;
 use crate::period::Granularity;
 use crate::rules::Code;
@@ -30,14 +30,19 @@ pub(crate) fn check(metric: &Object<'_>, errors: &mut Vec<Diagnostic>) -> Option
     if let Some(granularity) = Granularity::from_name(name) {
         return Some(granularity);
     }
-    let suggestion = Granularity::ALL
+    // The word for the same period ("daily", "Day") is a mechanical fix; a near spelling is
+    // only a guess, offered in the help alone.
+    let word = Granularity::ALL
         .into_iter()
         .find(|g| g.adjective().eq_ignore_ascii_case(name) || g.as_str().eq_ignore_ascii_case(name))
-        .map(Granularity::as_str)
-        .or_else(|| crate::suggest::closest(name, &Granularity::ALL.map(Granularity::as_str)));
-    errors.push(
+        .map(Granularity::as_str);
+    let suggestion = word.or_else(|| crate::suggest::closest(name, &Granularity::ALL.map(Granularity::as_str)));
+    let diagnostic =
         Diagnostic::at(Code::Granularity, at, format!("granularity {name:?} is not one of hour, day, week, month"))
-            .with_help_opt(suggestion.map(|s| format!("write \"{s}\""))),
-    );
+            .with_help_opt(suggestion.map(|s| format!("write \"{s}\"")));
+    errors.push(match word {
+        Some(word) => diagnostic.with_fix(Fix::Replace(word.into())),
+        None => diagnostic,
+    });
     None
 }

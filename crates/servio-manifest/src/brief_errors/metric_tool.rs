@@ -14,7 +14,10 @@ crate::rules::fixture_test!("metric_tool.json", MetricTool);
 /// How many tool names a help text lists.
 const MAX_NAMES_LISTED: usize = 20;
 
-/// The index of the tool named `name`, or an error saying so, with a did-you-mean.
+/// The index of the tool named `name`, or an error saying so: with a did-you-mean when there
+/// is no such tool, and pointing at the tool's own error when its definition has no
+/// `input_schema` to check the metric against (interpretation §2: a problem that follows
+/// from another is worded as such).
 pub(crate) fn check(
     name: &str,
     tools: &mut Tools<'_, '_>,
@@ -22,6 +25,21 @@ pub(crate) fn check(
     errors: &mut Vec<Diagnostic>,
 ) -> Option<usize> {
     if let Some(&index) = tools.by_name.get(name) {
+        let tool = &tools.list[index];
+        if tool.input_schema.is_none() {
+            errors.push(
+                Diagnostic::at(
+                    Code::MetricTool,
+                    at.clone(),
+                    format!("the tool {name:?} is invalid: it has no `input_schema`"),
+                )
+                .with_help(format!(
+                    "fix the tool first (its error is at {}); the metric is checked against its `input_schema`",
+                    tool.schema_at
+                )),
+            );
+            return None;
+        }
         return Some(index);
     }
     let names: Vec<&str> = tools.list.iter().map(|t| t.name).collect();
@@ -54,4 +72,31 @@ pub(crate) fn check(
             .with_help(help),
     );
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{BriefStatus, CheckOptions, check};
+
+    /// Regression (issue 48): a metric naming a tool whose `input_schema` was missing heard "no
+    /// tool named … in this manifest", about a tool written a few lines above it.
+    #[test]
+    fn a_tool_without_a_schema_is_named_invalid_not_absent() {
+        let source = r#"{"name": "Shop", "version": "1.0.0", "server": {"url": "https://shop.example.com/api"},
+            "auth": {"type": "bearer"},
+            "tools": [{"name": "shop.getSales", "description": "Sum the sales of one day, in the shop's currency."}],
+            "brief": {"metrics": [{"key": "sales.revenue.daily", "tool": "shop.getSales", "valuePath": "total"}]}}"#;
+        let report = check(source.as_bytes(), &CheckOptions::default());
+        // The verdicts are those of before: invalid, and the brief ignored.
+        assert!(!report.is_valid());
+        assert_eq!(report.brief_status, BriefStatus::Ignored);
+        let error = &report.brief_errors[0];
+        assert_eq!(error.message, "the tool \"shop.getSales\" is invalid: it has no `input_schema`");
+        assert_eq!(
+            error.help.as_deref(),
+            Some(
+                "fix the tool first (its error is at /tools/0/input_schema); the metric is checked against its `input_schema`"
+            )
+        );
+    }
 }

@@ -3,7 +3,7 @@
 //!
 //! The grammar is [`crate::value::ValuePath::parse`]'s, which `servio brief extract` shares.
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Fix};
 use crate::pointer::Pointer;
 use crate::rules::Code;
 use crate::value::ValuePath;
@@ -18,7 +18,11 @@ pub(crate) fn check(text: &str, at: Pointer, errors: &mut Vec<Diagnostic>) -> Op
     match ValuePath::parse(text) {
         Ok(path) => Some(path),
         Err(e) => {
-            errors.push(Diagnostic::at(Code::ValuePath, at, e.message).with_help_opt(e.help));
+            let diagnostic = Diagnostic::at(Code::ValuePath, at, e.message).with_help_opt(e.help);
+            errors.push(match e.rewrite {
+                Some(path) => diagnostic.with_fix(Fix::Replace(path.into())),
+                None => diagnostic,
+            });
             None
         }
     }

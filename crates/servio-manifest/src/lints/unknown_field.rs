@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Fix};
 use crate::pointer::Pointer;
 use crate::rules::Code;
 
@@ -22,7 +22,9 @@ pub(crate) fn check(object: &Map<String, Value>, at: &Pointer, known: &[&str], w
         let near = crate::suggest::closest(name, known).filter(|near| !object.contains_key(*near));
         let diagnostic = Diagnostic::at_key(Code::UnknownField, at.child(name), format!("unknown member `{name}`"));
         warnings.push(match near {
-            Some(near) => diagnostic.with_help(format!("did you mean `{near}`?")),
+            Some(near) => {
+                diagnostic.with_help(format!("did you mean `{near}`?")).with_fix(Fix::Rename(near.to_owned()))
+            }
             None => diagnostic.with_help(format!("known members here: {}", known.join(", "))),
         });
     }
