@@ -171,8 +171,8 @@ pub async fn finish(
     Ok(tokens(&response, None))
 }
 
-/// Gets a new access token with a refresh token.
-pub async fn refresh(client: &Client, site: &OAuthSite, refresh_token: &str) -> Result<Tokens, OAuthError> {
+/// Renews the access token: a new one for the refresh token (the `refresh_token` grant).
+pub async fn renew(client: &Client, site: &OAuthSite, refresh_token: &str) -> Result<Tokens, OAuthError> {
     let http = token_http(client)?;
     let refresh_token = RefreshToken::new(refresh_token.to_owned());
     let response = oauth_client(site)?
@@ -183,12 +183,12 @@ pub async fn refresh(client: &Client, site: &OAuthSite, refresh_token: &str) -> 
     Ok(tokens(&response, Some(refresh_token.secret().clone())))
 }
 
-fn tokens(response: &oauth2::basic::BasicTokenResponse, previous_refresh: Option<String>) -> Tokens {
+fn tokens(response: &oauth2::basic::BasicTokenResponse, previous_refresh_token: Option<String>) -> Tokens {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     Tokens {
         access_token: response.access_token().secret().clone(),
         // A server that does not rotate refresh tokens keeps the old one valid.
-        refresh_token: response.refresh_token().map(|t| t.secret().clone()).or(previous_refresh),
+        refresh_token: response.refresh_token().map(|t| t.secret().clone()).or(previous_refresh_token),
         expires_at: response.expires_in().map(|d| now + d.as_secs() as i64),
     }
 }

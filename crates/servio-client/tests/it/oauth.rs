@@ -79,7 +79,7 @@ async fn consent(demo: &Demo, authorize_url: &url::Url, decision: &str) -> Callb
 }
 
 #[tokio::test]
-async fn code_with_pkce_then_calls_then_refresh() {
+async fn code_with_pkce_then_calls_then_renewal() {
     let demo = demo().await;
     let pending = oauth::start(&demo.site).unwrap();
     let callback = consent(&demo, &pending.authorize_url, "approve").await;
@@ -95,11 +95,11 @@ async fn code_with_pkce_then_calls_then_refresh() {
     assert!(matches!(refused, Err(servio_client::CallError::Failed { status: 401, .. })));
 
     let refresh_token = tokens.refresh_token.clone().unwrap();
-    let renewed = oauth::refresh(&demo.client, &demo.site, &refresh_token).await.unwrap();
+    let renewed = oauth::renew(&demo.client, &demo.site, &refresh_token).await.unwrap();
     assert_ne!(renewed.access_token, tokens.access_token);
     assert!(call(Some(&renewed.access_token)).json(&demo.client).await.is_ok());
     // Refresh tokens rotate: the old one is spent.
-    assert!(matches!(oauth::refresh(&demo.client, &demo.site, &refresh_token).await, Err(OAuthError::Token(_))));
+    assert!(matches!(oauth::renew(&demo.client, &demo.site, &refresh_token).await, Err(OAuthError::Token(_))));
 }
 
 #[tokio::test]

@@ -36,7 +36,7 @@ async fn start() -> Option<MockServer> {
 }
 
 #[tokio::test]
-async fn code_with_pkce_and_refresh_against_oauth2_mock_server() {
+async fn code_with_pkce_and_renewal_against_oauth2_mock_server() {
     let Some(server) = start().await else { return };
     let base = format!("http://127.0.0.1:{}", server.port);
     let site = OAuthSite {
@@ -58,7 +58,7 @@ async fn code_with_pkce_and_refresh_against_oauth2_mock_server() {
     let tokens = oauth::finish(&client, &site, pending, &callback).await.unwrap();
     assert!(!tokens.access_token.is_empty());
     let refresh_token = tokens.refresh_token.clone().expect("a refresh token");
-    let renewed = oauth::refresh(&client, &site, &refresh_token).await.unwrap();
+    let renewed = oauth::renew(&client, &site, &refresh_token).await.unwrap();
     assert!(!renewed.access_token.is_empty());
 
     // The independent server checks PKCE: another attempt's verifier is refused.

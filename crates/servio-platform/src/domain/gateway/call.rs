@@ -240,7 +240,7 @@ async fn call_found(
     let credentials = state.credentials();
     let token = credentials.bearer(user.id, &entry.site, manifest, sealed, Renewal::IfExpiring).await.map_err(|e| {
         Failure::Unauthorized(format!(
-            "the site's OAuth token could not be refreshed: {}",
+            "the site's OAuth token could not be renewed: {}",
             servio_client::error_chain(&e)
         ))
     })?;
@@ -251,7 +251,7 @@ async fn call_found(
     let body = match sent.retried {
         Retried::RenewalFailed(e) => {
             return Err(Failure::Unauthorized(format!(
-                "the site refused the token and refreshing it failed: {}",
+                "the site refused the token and renewing it failed: {}",
                 servio_client::error_chain(&e)
             )));
         }
