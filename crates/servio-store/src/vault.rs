@@ -82,7 +82,7 @@ pub enum Approval {
 /// Makes the sealed credential of a site from its id (the id is part of what the seal binds).
 pub type Sealer<'a> = &'a (dyn Fn(i64) -> Vec<u8> + Send + Sync);
 
-/// An OAuth "Connect" started and not yet finished (kept in the table `oauth_attempts`), found
+/// An OAuth "Connect" started and not yet finished (kept in the table `started_connects`), found
 /// again by the hash of its `state` when the browser comes back.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct StartedConnect {
@@ -399,10 +399,10 @@ impl Vault for Database {
     async fn keep_started_connect(&self, attempt: &StartedConnect, keep: i64, now: i64) -> Result<()> {
         on!(&self.pool, |pool| {
             let mut tx = pool.begin().await?;
-            sqlx::query("DELETE FROM oauth_attempts WHERE expires_at < $1").bind(now).execute(&mut *tx).await?;
+            sqlx::query("DELETE FROM started_connects WHERE expires_at < $1").bind(now).execute(&mut *tx).await?;
             bind!(
                 sqlx::query(
-                    "INSERT INTO oauth_attempts (state_hash, user_id, site_id, sealed, created_at, expires_at)
+                    "INSERT INTO started_connects (state_hash, user_id, site_id, sealed, created_at, expires_at)
                      VALUES ($1, $2, $3, $4, $5, $6)",
                 ),
                 &attempt.state_hash,
@@ -416,8 +416,8 @@ impl Vault for Database {
             .await?;
             bind!(
                 sqlx::query(
-                    "DELETE FROM oauth_attempts WHERE user_id = $1 AND state_hash NOT IN
-                     (SELECT state_hash FROM oauth_attempts WHERE user_id = $1
+                    "DELETE FROM started_connects WHERE user_id = $1 AND state_hash NOT IN
+                     (SELECT state_hash FROM started_connects WHERE user_id = $1
                       ORDER BY created_at DESC, state_hash LIMIT $2)",
                 ),
                 attempt.user_id,
@@ -432,7 +432,7 @@ impl Vault for Database {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn take_started_connect(&self, state_hash: &str, user_id: i64, now: i64) -> Result<Option<StartedConnect>> {
-        let sql = "DELETE FROM oauth_attempts WHERE state_hash = $1 AND user_id = $2
+        let sql = "DELETE FROM started_connects WHERE state_hash = $1 AND user_id = $2
                    RETURNING state_hash, user_id, site_id, sealed, created_at, expires_at";
         let taken: Option<StartedConnect> = fetch!(&self.pool, fetch_optional(sql, state_hash, user_id))?;
         Ok(taken.filter(|attempt| attempt.expires_at >= now))

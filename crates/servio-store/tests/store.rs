@@ -861,7 +861,7 @@ async fn concurrent_leases_share_out_the_jobs_without_overlap() {
 /// Issue 12: "Connect" attempts were kept in memory forever (about 1 KB a visit). In the
 /// store they expire, a user keeps only a few, and each is taken once, by its own user.
 #[tokio::test]
-async fn oauth_attempts_expire_are_capped_per_user_and_taken_once() {
+async fn started_connects_expire_are_capped_per_user_and_taken_once() {
     use servio_store::StartedConnect;
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), &format!("connect-{name}@example.com")).await;
