@@ -1,6 +1,6 @@
 //! OAuth 2.0 authorization code with PKCE `S256` (interpretation §5), on the `oauth2` crate.
 //!
-//! The platform (or the CLI) is a public client: no secret, a fresh `state` per attempt that
+//! The platform (or the CLI) is a public client: no secret, a fresh `state` per authorization that
 //! must come back unchanged, a PKCE verifier that never leaves this process until the token
 //! exchange. Token requests go through our own [`Client`], so the address guard applies to
 //! token endpoints too, and redirects are not followed there.
@@ -41,17 +41,17 @@ pub struct StartedAuthorization {
 }
 
 impl StartedAuthorization {
-    /// The `state` sent, to find this attempt again when the browser comes back.
+    /// The `state` sent, to find this authorization again when the browser comes back.
     pub fn state(&self) -> &str {
         self.state.secret()
     }
 
-    /// The PKCE verifier: a secret, to keep (sealed) where the attempt waits for the browser.
+    /// The PKCE verifier: a secret, to keep (sealed) where the authorization waits for the browser.
     pub fn verifier(&self) -> &str {
         self.verifier.secret()
     }
 
-    /// The attempt again from what [`StartedAuthorization::state`] and [`StartedAuthorization::verifier`] gave, when the
+    /// The authorization again from what [`StartedAuthorization::state`] and [`StartedAuthorization::verifier`] gave, when the
     /// browser comes back (perhaps to another process than the one that started it).
     pub fn resume(authorize_url: Url, state: String, verifier: String) -> StartedAuthorization {
         StartedAuthorization { authorize_url, state: CsrfToken::new(state), verifier: PkceCodeVerifier::new(verifier) }
@@ -151,10 +151,10 @@ impl Callback {
 pub async fn finish(
     client: &Client,
     site: &OAuthSite,
-    pending: StartedAuthorization,
+    authorization: StartedAuthorization,
     callback: &Callback,
 ) -> Result<Tokens, OAuthError> {
-    if callback.state.as_deref() != Some(pending.state.secret().as_str()) {
+    if callback.state.as_deref() != Some(authorization.state.secret().as_str()) {
         return Err(OAuthError::StateMismatch);
     }
     if let Some(error) = &callback.error {
@@ -164,7 +164,7 @@ pub async fn finish(
     let http = token_http(client)?;
     let response = oauth_client(site)?
         .exchange_code(AuthorizationCode::new(code))
-        .set_pkce_verifier(pending.verifier)
+        .set_pkce_verifier(authorization.verifier)
         .request_async(&sender(http))
         .await
         .map_err(|e| OAuthError::Token(describe_request_error(&e)))?;

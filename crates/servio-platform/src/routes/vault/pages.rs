@@ -432,7 +432,7 @@ async fn oauth_callback(
         ));
     };
     let callback = servio_client::oauth::Callback::from_query(uri.query().unwrap_or_default());
-    let tokens = servio_client::oauth::finish(&state.client, &started.site, started.pending, &callback)
+    let tokens = servio_client::oauth::finish(&state.client, &started.site, started.authorization, &callback)
         .await
         .map_err(|error| ApiError::BadRequest(error.to_string()))?;
     let credential = servio_core::credentials::Credential::OAuth(tokens);
