@@ -206,7 +206,7 @@ pub struct MetricData {
     /// The newest value in the window.
     pub latest: Option<Latest>,
     /// Against the comparison period of §8, only when that was collected.
-    pub change: Option<Change>,
+    pub change: Option<ChangeAgainst>,
     /// The window's values (the periods of `?days=` days ending at the latest due period),
     /// oldest first.
     pub values: Vec<Point>,
@@ -240,9 +240,11 @@ pub struct Latest {
     pub raw: Raw,
 }
 
-/// The change of the latest value against the comparison period.
+/// The change of the latest value against the comparison period (§8), as the dashboard's data
+/// has always served it: the compact form of the figures' [`crate::domain::figures::Comparison`].
+/// Not a [`servio_store::Change`], which is a change notice.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Change {
+pub struct ChangeAgainst {
     /// The comparison period's first local date.
     pub against: String,
     /// The difference (in points for a rate in percent).
@@ -334,7 +336,7 @@ fn metric_data((found, view): (MetricRef, ViewSummary)) -> MetricData {
         raw: figure.raw.copy(),
     });
     let change = view.change().and_then(|c| {
-        Some(Change { against: c.period.clone()?, change: c.change?, percent: c.percent, text: c.text.clone()? })
+        Some(ChangeAgainst { against: c.period.clone()?, change: c.change?, percent: c.percent, text: c.text.clone()? })
     });
     let values = view.points.iter().map(|(_, period, value)| Point { period: period.clone(), value: *value }).collect();
     let metric = found.metric;
