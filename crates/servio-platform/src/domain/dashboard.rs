@@ -2,10 +2,10 @@
 //! date range for one vault site, collect-now, and the dashboard data (every metric with its
 //! view over the window, [`crate::domain::figures::view`]: its values, the latest one, its change
 //! against the comparison period of §8, only when that period was collected, its to-date
-//! totals and the reasons of its periods without a value), and the slots they share (canonical
-//! keys from several sites in one slot with a total, see [`slots`]).
+//! totals and the reasons of its periods without a value), and the cards they share (canonical
+//! keys from several sites in one card with a total, see [`cards`]).
 
-pub mod slots;
+pub mod cards;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use servio_core::manifests::{CheckedManifest, Wait};
 use servio_store::VaultEntry;
 use utoipa::ToSchema;
 
-use self::slots::{SiteMetric, Slot, slots};
+use self::cards::{Card, SiteMetric, cards};
 use crate::AppState;
 use crate::domain::figures::Raw;
 use crate::domain::figures::view::views;
@@ -166,9 +166,11 @@ pub struct Dashboard {
     pub time_zone: String,
     /// One entry per (site, metric), as it has always been.
     pub metrics: Vec<MetricData>,
-    /// The metrics grouped as the dashboard shows them (added later, so older clients can
-    /// ignore it), see [`super::slots`].
-    pub slots: Vec<Slot>,
+    /// The metrics grouped as the dashboard shows them, one card each (added later, so older
+    /// clients can ignore it), see [`cards`]. Served as `slots`, as it always was: the API's
+    /// clients and tests read that name.
+    #[serde(rename = "slots")]
+    pub cards: Vec<Card>,
     /// Sites that need the user: changes waiting for their approval, or a brief that is ignored
     /// (none of its metrics collected), with why.
     pub attention: Vec<SiteAttention>,
@@ -308,8 +310,8 @@ pub(crate) async fn dashboard_data(
         FiguresError::Api(error) => error,
         other => ApiError::internal(other),
     })?;
-    // The slots read the values where they are; the metrics then take them.
-    let for_slots: Vec<SiteMetric> = found
+    // The cards read the values where they are; the metrics then take them.
+    let for_cards: Vec<SiteMetric> = found
         .iter()
         .zip(&views)
         .map(|(metric, view)| SiteMetric {
@@ -321,10 +323,10 @@ pub(crate) async fn dashboard_data(
             values: &view.points,
         })
         .collect();
-    let slots = slots(&for_slots);
-    drop(for_slots);
+    let cards = cards(&for_cards);
+    drop(for_cards);
     let metrics = found.into_iter().zip(views).map(metric_data).collect();
-    Ok(Dashboard { time_zone: user.time_zone.clone(), metrics, slots, attention })
+    Ok(Dashboard { time_zone: user.time_zone.clone(), metrics, cards, attention })
 }
 
 /// A metric's entry of the dashboard data: its view, and the fields the API has always had,
