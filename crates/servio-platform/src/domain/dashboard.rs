@@ -3,7 +3,7 @@
 //! view over the window, [`crate::domain::figures::view`]: its values, the latest one, its change
 //! against the comparison period of §8, only when that period was collected, its to-date
 //! totals and the reasons of its periods without a value), and the cards they share (canonical
-//! keys from several sites in one card with a total, see [`cards`]).
+//! keys from several sites in one card with a total, see [`cards`](mod@cards)).
 
 pub mod cards;
 
@@ -167,7 +167,7 @@ pub struct Dashboard {
     /// One entry per (site, metric), as it has always been.
     pub metrics: Vec<MetricData>,
     /// The metrics grouped as the dashboard shows them, one card each (added later, so older
-    /// clients can ignore it), see [`cards`]. Served as `slots`, as it always was: the API's
+    /// clients can ignore it), see [`cards`](mod@cards). Served as `slots`, as it always was: the API's
     /// clients and tests read that name.
     #[serde(rename = "slots")]
     pub cards: Vec<Card>,
