@@ -165,7 +165,7 @@ async fn what_a_manifest_says_is_escaped() {
         "no markup from the manifest"
     );
 
-    // The same canonical key from both sites: one dashboard slot, each site's value and the
+    // The same canonical key from both sites: one dashboard card, each site's value and the
     // total, everything the manifests said still escaped.
     let again =
         request(&http, "POST", &url("/vault"), Some(&cookie), &[("csrf_token", &token), ("url", &second_origin)]).await;
