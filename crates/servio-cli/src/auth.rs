@@ -1,5 +1,5 @@
 //! Which token a request to a site carries: `--token`/`SERVIO_TOKEN`, else the stored OAuth
-//! tokens, refreshed when they expire within a minute, and once more after a `401`.
+//! tokens, renewed when they expire within a minute, and once more after a `401`.
 
 use std::time::Duration;
 
@@ -33,7 +33,7 @@ impl SiteToken {
         }
     }
 
-    /// Finds the credential for `origin`, refreshing stored tokens that expire soon.
+    /// Finds the credential for `origin`, renewing stored tokens that expire soon.
     pub fn find(fetcher: &Fetcher, origin: &str, explicit: Option<&str>) -> anyhow::Result<SiteToken> {
         if let Some(token) = explicit {
             return Ok(SiteToken::Explicit(token.to_owned()));
@@ -45,17 +45,17 @@ impl SiteToken {
             && stored.tokens.expires_soon(now, Duration::from_secs(60))
             && stored.tokens.refresh_token.is_some()
         {
-            credential.refresh(fetcher)?;
+            credential.renew(fetcher)?;
         }
         Ok(credential)
     }
 
-    /// Refreshes stored tokens (after a `401`, say). False when there is nothing to refresh.
-    pub fn refresh(&mut self, fetcher: &Fetcher) -> anyhow::Result<bool> {
+    /// Renews stored tokens (after a `401`, say). False when there is nothing to renew.
+    pub fn renew(&mut self, fetcher: &Fetcher) -> anyhow::Result<bool> {
         let SiteToken::Stored { origin, stored } = self else { return Ok(false) };
         let Some(refresh_token) = stored.tokens.refresh_token.clone() else { return Ok(false) };
         let site = stored.oauth_site()?;
-        let tokens = fetcher.block_on(oauth::refresh(fetcher.tool_client(), &site, &refresh_token))?;
+        let tokens = fetcher.block_on(oauth::renew(fetcher.tool_client(), &site, &refresh_token))?;
         stored.tokens = tokens;
         credentials::save(origin, stored.clone())?;
         Ok(true)

@@ -77,7 +77,7 @@ pub fn run(args: &BriefTestArgs) -> Result<Outcome, Failure> {
                 fetcher.block_on(call.send(fetcher.tool_client(), None))
             };
             let mut outcome = call(credential.token());
-            if matches!(outcome, Err(CallError::Failed { status: 401, .. })) && credential.refresh(&fetcher)? {
+            if matches!(outcome, Err(CallError::Failed { status: 401, .. })) && credential.renew(&fetcher)? {
                 outcome = call(credential.token());
             }
             if let Err(CallError::Request(error)) = &outcome {

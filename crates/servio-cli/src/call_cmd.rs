@@ -36,8 +36,8 @@ pub fn run(args: &CallArgs) -> Result<Outcome, Failure> {
         fetcher.block_on(call.json(fetcher.tool_client()))
     };
     let mut result = call(credential.token());
-    // A stored OAuth token may have been revoked or expired early: refresh once and retry.
-    if matches!(result, Err(CallError::Failed { status: 401, .. })) && credential.refresh(&fetcher)? {
+    // A stored OAuth token may have been revoked or expired early: renew it once and retry.
+    if matches!(result, Err(CallError::Failed { status: 401, .. })) && credential.renew(&fetcher)? {
         result = call(credential.token());
     }
     match result {

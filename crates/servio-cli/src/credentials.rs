@@ -18,7 +18,7 @@ pub struct Stored {
     pub client_id: String,
     /// The authorization endpoint.
     pub authorization_url: String,
-    /// The token endpoint, for refreshes.
+    /// The token endpoint, for renewals.
     pub token_url: String,
     /// The tokens, as members of the site's object beside the endpoints (`access_token`,
     /// `refresh_token`, `expires_at`), as the file has always kept them.
@@ -27,7 +27,7 @@ pub struct Stored {
 }
 
 impl Stored {
-    /// The OAuth endpoints, for a refresh (the redirect URI is not used there).
+    /// The OAuth endpoints, for a renewal (the redirect URI is not used there).
     pub fn oauth_site(&self) -> anyhow::Result<OAuthSite> {
         Ok(OAuthSite {
             authorization_url: self.authorization_url.parse()?,

@@ -44,7 +44,7 @@ pub fn run(args: &LoginArgs) -> Result<Outcome, Failure> {
             client_id: args.client_id.clone(),
             redirect_uri: format!("http://127.0.0.1:{port}/callback").parse()?,
         };
-        let pending = oauth::start(&site)?;
+        let authorization = oauth::start(&site)?;
         let (sender, mut receiver) = mpsc::channel::<String>(1);
         let app = axum::Router::new().route(
             "/callback",
@@ -57,9 +57,9 @@ pub fn run(args: &LoginArgs) -> Result<Outcome, Failure> {
             }),
         );
         let server = tokio::spawn(async move { axum::serve(listener, app).await });
-        println!("Open this URL in a browser to sign in to {origin}:\n\n  {}\n", pending.authorize_url);
+        println!("Open this URL in a browser to sign in to {origin}:\n\n  {}\n", authorization.authorize_url);
         if !args.no_browser {
-            open_browser(pending.authorize_url.as_str());
+            open_browser(authorization.authorize_url.as_str());
         }
         println!("Waiting for the sign-in to finish (up to {} s)...", args.timeout);
         let query = tokio::time::timeout(Duration::from_secs(args.timeout), receiver.recv())
@@ -67,7 +67,7 @@ pub fn run(args: &LoginArgs) -> Result<Outcome, Failure> {
             .map_err(|_| anyhow!("no answer within {} s", args.timeout))?
             .ok_or_else(|| anyhow!("the loopback listener stopped"))?;
         server.abort();
-        let tokens = oauth::finish(fetcher.tool_client(), &site, pending, &Callback::from_query(&query)).await?;
+        let tokens = oauth::finish(fetcher.tool_client(), &site, authorization, &Callback::from_query(&query)).await?;
         anyhow::Ok((tokens, site))
     })?;
     let (tokens, site) = tokens;

@@ -7,7 +7,7 @@
 //! - [`discovery`]: finding a site's manifest (interpretation §1) and refreshing it with
 //!   conditional requests.
 //! - [`call`]: calling a tool (interpretation §5), arguments validated before anything is sent.
-//! - [`oauth`]: OAuth 2.0 authorization code with PKCE `S256`, token exchange and refresh.
+//! - [`oauth`]: OAuth 2.0 authorization code with PKCE `S256`, token exchange and renewal.
 #![deny(missing_docs)]
 
 pub mod call;

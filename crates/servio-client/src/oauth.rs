@@ -1,6 +1,6 @@
 //! OAuth 2.0 authorization code with PKCE `S256` (interpretation §5), on the `oauth2` crate.
 //!
-//! The platform (or the CLI) is a public client: no secret, a fresh `state` per attempt that
+//! The platform (or the CLI) is a public client: no secret, a fresh `state` per authorization that
 //! must come back unchanged, a PKCE verifier that never leaves this process until the token
 //! exchange. Token requests go through our own [`Client`], so the address guard applies to
 //! token endpoints too, and redirects are not followed there.
@@ -41,17 +41,17 @@ pub struct StartedAuthorization {
 }
 
 impl StartedAuthorization {
-    /// The `state` sent, to find this attempt again when the browser comes back.
+    /// The `state` sent, to find this authorization again when the browser comes back.
     pub fn state(&self) -> &str {
         self.state.secret()
     }
 
-    /// The PKCE verifier: a secret, to keep (sealed) where the attempt waits for the browser.
+    /// The PKCE verifier: a secret, to keep (sealed) where the authorization waits for the browser.
     pub fn verifier(&self) -> &str {
         self.verifier.secret()
     }
 
-    /// The attempt again from what [`StartedAuthorization::state`] and [`StartedAuthorization::verifier`] gave, when the
+    /// The authorization again from what [`StartedAuthorization::state`] and [`StartedAuthorization::verifier`] gave, when the
     /// browser comes back (perhaps to another process than the one that started it).
     pub fn resume(authorize_url: Url, state: String, verifier: String) -> StartedAuthorization {
         StartedAuthorization { authorize_url, state: CsrfToken::new(state), verifier: PkceCodeVerifier::new(verifier) }
@@ -151,10 +151,10 @@ impl Callback {
 pub async fn finish(
     client: &Client,
     site: &OAuthSite,
-    pending: StartedAuthorization,
+    authorization: StartedAuthorization,
     callback: &Callback,
 ) -> Result<Tokens, OAuthError> {
-    if callback.state.as_deref() != Some(pending.state.secret().as_str()) {
+    if callback.state.as_deref() != Some(authorization.state.secret().as_str()) {
         return Err(OAuthError::StateMismatch);
     }
     if let Some(error) = &callback.error {
@@ -164,15 +164,15 @@ pub async fn finish(
     let http = token_http(client)?;
     let response = oauth_client(site)?
         .exchange_code(AuthorizationCode::new(code))
-        .set_pkce_verifier(pending.verifier)
+        .set_pkce_verifier(authorization.verifier)
         .request_async(&sender(http))
         .await
         .map_err(|e| OAuthError::Token(describe_request_error(&e)))?;
     Ok(tokens(&response, None))
 }
 
-/// Gets a new access token with a refresh token.
-pub async fn refresh(client: &Client, site: &OAuthSite, refresh_token: &str) -> Result<Tokens, OAuthError> {
+/// Renews the access token: a new one for the refresh token (the `refresh_token` grant).
+pub async fn renew(client: &Client, site: &OAuthSite, refresh_token: &str) -> Result<Tokens, OAuthError> {
     let http = token_http(client)?;
     let refresh_token = RefreshToken::new(refresh_token.to_owned());
     let response = oauth_client(site)?
@@ -183,12 +183,12 @@ pub async fn refresh(client: &Client, site: &OAuthSite, refresh_token: &str) -> 
     Ok(tokens(&response, Some(refresh_token.secret().clone())))
 }
 
-fn tokens(response: &oauth2::basic::BasicTokenResponse, previous_refresh: Option<String>) -> Tokens {
+fn tokens(response: &oauth2::basic::BasicTokenResponse, previous_refresh_token: Option<String>) -> Tokens {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     Tokens {
         access_token: response.access_token().secret().clone(),
         // A server that does not rotate refresh tokens keeps the old one valid.
-        refresh_token: response.refresh_token().map(|t| t.secret().clone()).or(previous_refresh),
+        refresh_token: response.refresh_token().map(|t| t.secret().clone()).or(previous_refresh_token),
         expires_at: response.expires_in().map(|d| now + d.as_secs() as i64),
     }
 }

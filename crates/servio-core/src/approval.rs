@@ -5,7 +5,7 @@
 //! schema, to `server.url`, to `auth` or to the brief is how a site (or whoever took it over)
 //! would redirect a user's credential or trick their AI. Until the user approves such a change,
 //! **everything** that acts for them (gateway calls, scheduled collection, collect-now,
-//! backfills, OAuth refresh and Connect) uses the manifest they approved. [`acting_manifest`] is
+//! backfills, OAuth token renewal and Connect) uses the manifest they approved. [`acting_manifest`] is
 //! the one place that answers "which manifest acts for this user", so no path can pick another.
 //! A change that needs no approval (a removed tool, a new version number) is approved for
 //! everyone who had approved the version before it, when the refresh stores it; a removed tool

@@ -263,7 +263,7 @@ impl Credentials {
         };
         let refresh_token = tokens.refresh_token.as_deref().ok_or(Error::NoRefreshToken)?;
         let oauth = oauth_site(&self.oauth, &site.origin, manifest).ok_or(Error::NotOAuth)??;
-        let renewed = servio_client::oauth::refresh(&self.client, &oauth, refresh_token).await;
+        let renewed = servio_client::oauth::renew(&self.client, &oauth, refresh_token).await;
         let outcome = if renewed.is_ok() { "renewed" } else { "failed" };
         metrics::counter!("servio_token_renewals_total", "outcome" => outcome).increment(1);
         let new = renewed.map_err(Error::Renewal)?;

@@ -13,6 +13,7 @@ pub enum Change {
     Catalogue(i64),
     /// What their calls are made with and what they are shown of their account: a credential,
     /// the call log's setting, the time zone, the password, a version kept against a change.
+    /// Wider than the gateway's call context (their catalogue and log setting), which it drops.
     Context(i64),
     /// New values.
     Values(i64),

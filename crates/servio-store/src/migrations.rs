@@ -30,7 +30,7 @@ const TEMPLATES: &[(&str, &str)] = templates! {
     "0012_mcp_sessions" "0013_lean_collection_writes" "0014_period_keys" "0015_key_check" "0016_approval_versions"
     "0018_version_changes" "0019_fair_collection" "0020_values_as_sent" "0021_value_sources"
     "0022_call_log_callers" "0023_refresh_backoff" "0024_texts_once"
-    "0025_token_scopes"
+    "0025_token_scopes" "0026_started_connects"
 };
 
 /// A migration's version and description, from its file stem.
@@ -264,6 +264,11 @@ mod tests {
             25,
             "4f162f994467c33c9391f7d86b9ba7f09b17ca662b4f7751dd42f38befe560231bbb17ffa669a2812fa99eaba75382ca",
             "4f162f994467c33c9391f7d86b9ba7f09b17ca662b4f7751dd42f38befe560231bbb17ffa669a2812fa99eaba75382ca",
+        ),
+        (
+            26,
+            "60b7907d1a22dd9fa89fda1b68124c6197ad933489072064d6697878b34938fb80b8c9e8d8f8b0d601803dc1f22194e9",
+            "f0c3ccc5eae9f4507a9376c295d806abded9fc673ed1f197a834c6f538e5cc6a9229e90dd08882e44eed6703ca7d8caa",
         ),
     ];
 

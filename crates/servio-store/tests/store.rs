@@ -872,15 +872,15 @@ async fn concurrent_leases_share_out_the_jobs_without_overlap() {
     }
 }
 
-/// Issue 12: "Connect" attempts were kept in memory forever (about 1 KB a visit). In the
+/// Issue 12: started "Connect"s were kept in memory forever (about 1 KB a visit). In the
 /// store they expire, a user keeps only a few, and each is taken once, by its own user.
 #[tokio::test]
-async fn oauth_attempts_expire_are_capped_per_user_and_taken_once() {
+async fn started_connects_expire_are_capped_per_user_and_taken_once() {
     use servio_store::StartedConnect;
     for Backend { name, store, .. } in backends().await {
         let (user, site) = job_owner(store.as_ref(), &format!("connect-{name}@example.com")).await;
         let other = store.create_user(&format!("other-connect-{name}@example.com"), "h", "UTC", 0).await.unwrap();
-        let attempt = |n: i64, expires_at: i64| StartedConnect {
+        let started = |n: i64, expires_at: i64| StartedConnect {
             state_hash: format!("state-{n}"),
             user_id: user,
             site_id: site,
@@ -889,16 +889,16 @@ async fn oauth_attempts_expire_are_capped_per_user_and_taken_once() {
             expires_at,
         };
         for n in 0..8 {
-            store.keep_started_connect(&attempt(n, 1_000), 5, n).await.unwrap();
+            store.keep_started_connect(&started(n, 1_000), 5, n).await.unwrap();
         }
         // Only the five newest are kept.
         assert_eq!(store.take_started_connect("state-2", user, 10).await.unwrap(), None, "{name}: the oldest went");
         assert_eq!(store.take_started_connect("state-3", other.id, 10).await.unwrap(), None, "{name}: not theirs");
-        assert_eq!(store.take_started_connect("state-3", user, 10).await.unwrap(), Some(attempt(3, 1_000)), "{name}");
+        assert_eq!(store.take_started_connect("state-3", user, 10).await.unwrap(), Some(started(3, 1_000)), "{name}");
         assert_eq!(store.take_started_connect("state-3", user, 10).await.unwrap(), None, "{name}: taken once");
         assert_eq!(store.take_started_connect("state-4", user, 1_001).await.unwrap(), None, "{name}: expired");
         // Starting one after the others expired clears them out.
-        store.keep_started_connect(&attempt(100, 5_000), 5, 2_000).await.unwrap();
+        store.keep_started_connect(&started(100, 5_000), 5, 2_000).await.unwrap();
         assert_eq!(store.take_started_connect("state-7", user, 10).await.unwrap(), None, "{name}: purged");
         assert!(store.take_started_connect("state-100", user, 2_001).await.unwrap().is_some(), "{name}");
     }

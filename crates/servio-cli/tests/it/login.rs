@@ -1,5 +1,5 @@
 //! `servio login` against the demo site's OAuth server, then calls with the stored tokens,
-//! refreshed before expiry and after a 401.
+//! renewed before expiry and after a 401.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -45,7 +45,7 @@ async fn approve(browser: &reqwest::Client, authorize_url: &url::Url) {
 }
 
 #[tokio::test]
-async fn login_stores_private_tokens_that_calls_use_and_refresh() {
+async fn login_stores_private_tokens_that_calls_use_and_renew() {
     let auth = DemoAuth::OAuth2 { access_ttl: Duration::from_secs(3600) };
     let demo = common::start("", auth).await;
     let (origin, ca_file) = (demo.origin.clone(), demo.ca_file.clone());
@@ -85,7 +85,7 @@ async fn login_stores_private_tokens_that_calls_use_and_refresh() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(stored()["sites"][&origin]["access_token"], first.as_str(), "a fresh token is used as it is");
 
-    // About to expire: refreshed before the call.
+    // About to expire: renewed before the call.
     let mut file = stored();
     file["sites"][&origin]["expires_at"] = serde_json::json!(0);
     std::fs::write(&credentials, serde_json::to_vec(&file).unwrap()).unwrap();
@@ -93,7 +93,7 @@ async fn login_stores_private_tokens_that_calls_use_and_refresh() {
     let second = stored()["sites"][&origin]["access_token"].as_str().unwrap().to_owned();
     assert_ne!(second, first);
 
-    // Refused although not expired: refreshed once after the 401, and the call goes through.
+    // Refused although not expired: renewed once after the 401, and the call goes through.
     let mut file = stored();
     file["sites"][&origin]["access_token"] = serde_json::json!("at_revoked");
     std::fs::write(&credentials, serde_json::to_vec(&file).unwrap()).unwrap();

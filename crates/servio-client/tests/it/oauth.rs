@@ -79,11 +79,11 @@ async fn consent(demo: &Demo, authorize_url: &url::Url, decision: &str) -> Callb
 }
 
 #[tokio::test]
-async fn code_with_pkce_then_calls_then_refresh() {
+async fn code_with_pkce_then_calls_then_renewal() {
     let demo = demo().await;
-    let pending = oauth::start(&demo.site).unwrap();
-    let callback = consent(&demo, &pending.authorize_url, "approve").await;
-    let tokens = oauth::finish(&demo.client, &demo.site, pending, &callback).await.unwrap();
+    let authorization = oauth::start(&demo.site).unwrap();
+    let callback = consent(&demo, &authorization.authorize_url, "approve").await;
+    let tokens = oauth::finish(&demo.client, &demo.site, authorization, &callback).await.unwrap();
     assert!(tokens.access_token.starts_with("at_"));
     assert!(tokens.expires_at.is_some());
 
@@ -95,25 +95,25 @@ async fn code_with_pkce_then_calls_then_refresh() {
     assert!(matches!(refused, Err(servio_client::CallError::Failed { status: 401, .. })));
 
     let refresh_token = tokens.refresh_token.clone().unwrap();
-    let renewed = oauth::refresh(&demo.client, &demo.site, &refresh_token).await.unwrap();
+    let renewed = oauth::renew(&demo.client, &demo.site, &refresh_token).await.unwrap();
     assert_ne!(renewed.access_token, tokens.access_token);
     assert!(call(Some(&renewed.access_token)).json(&demo.client).await.is_ok());
     // Refresh tokens rotate: the old one is spent.
-    assert!(matches!(oauth::refresh(&demo.client, &demo.site, &refresh_token).await, Err(OAuthError::Token(_))));
+    assert!(matches!(oauth::renew(&demo.client, &demo.site, &refresh_token).await, Err(OAuthError::Token(_))));
 }
 
 #[tokio::test]
 async fn a_foreign_state_a_denial_and_a_replayed_code_are_refused() {
     let demo = demo().await;
-    let pending = oauth::start(&demo.site).unwrap();
-    let mut callback = consent(&demo, &pending.authorize_url, "approve").await;
+    let authorization = oauth::start(&demo.site).unwrap();
+    let mut callback = consent(&demo, &authorization.authorize_url, "approve").await;
     let real_state = callback.state.replace("forged".into());
     assert!(matches!(
-        oauth::finish(&demo.client, &demo.site, pending, &callback).await,
+        oauth::finish(&demo.client, &demo.site, authorization, &callback).await,
         Err(OAuthError::StateMismatch)
     ));
 
-    // The same code with another attempt's verifier is refused by the server (PKCE).
+    // The same code with another authorization's verifier is refused by the server (PKCE).
     let other = oauth::start(&demo.site).unwrap();
     let other_state = other.authorize_url.query_pairs().find(|(k, _)| k == "state").unwrap().1.into_owned();
     callback.state = Some(other_state);
@@ -121,9 +121,9 @@ async fn a_foreign_state_a_denial_and_a_replayed_code_are_refused() {
     let result = oauth::finish(&demo.client, &demo.site, other, &callback).await;
     assert!(matches!(&result, Err(OAuthError::Token(why)) if why.contains("invalid_grant")), "{result:?}");
 
-    let pending = oauth::start(&demo.site).unwrap();
-    let denied = consent(&demo, &pending.authorize_url, "deny").await;
+    let authorization = oauth::start(&demo.site).unwrap();
+    let denied = consent(&demo, &authorization.authorize_url, "deny").await;
     assert!(
-        matches!(oauth::finish(&demo.client, &demo.site, pending, &denied).await, Err(OAuthError::Denied(why)) if why.contains("access_denied"))
+        matches!(oauth::finish(&demo.client, &demo.site, authorization, &denied).await, Err(OAuthError::Denied(why)) if why.contains("access_denied"))
     );
 }

@@ -36,7 +36,7 @@ async fn start() -> Option<MockServer> {
 }
 
 #[tokio::test]
-async fn code_with_pkce_and_refresh_against_oauth2_mock_server() {
+async fn code_with_pkce_and_renewal_against_oauth2_mock_server() {
     let Some(server) = start().await else { return };
     let base = format!("http://127.0.0.1:{}", server.port);
     let site = OAuthSite {
@@ -50,18 +50,18 @@ async fn code_with_pkce_and_refresh_against_oauth2_mock_server() {
     let client = Client::new(ClientConfig { allow_http: true, ..ClientConfig::default() }).unwrap();
     let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
 
-    let pending = oauth::start(&site).unwrap();
-    let answer = browser.get(pending.authorize_url.clone()).send().await.unwrap();
+    let authorization = oauth::start(&site).unwrap();
+    let answer = browser.get(authorization.authorize_url.clone()).send().await.unwrap();
     assert!(answer.status().is_redirection(), "{}", answer.status());
     let back: url::Url = answer.headers()["location"].to_str().unwrap().parse().unwrap();
     let callback = Callback::from_query(back.query().unwrap_or_default());
-    let tokens = oauth::finish(&client, &site, pending, &callback).await.unwrap();
+    let tokens = oauth::finish(&client, &site, authorization, &callback).await.unwrap();
     assert!(!tokens.access_token.is_empty());
     let refresh_token = tokens.refresh_token.clone().expect("a refresh token");
-    let renewed = oauth::refresh(&client, &site, &refresh_token).await.unwrap();
+    let renewed = oauth::renew(&client, &site, &refresh_token).await.unwrap();
     assert!(!renewed.access_token.is_empty());
 
-    // The independent server checks PKCE: another attempt's verifier is refused.
+    // The independent server checks PKCE: another authorization's verifier is refused.
     let first = oauth::start(&site).unwrap();
     let answer = browser.get(first.authorize_url.clone()).send().await.unwrap();
     let back: url::Url = answer.headers()["location"].to_str().unwrap().parse().unwrap();

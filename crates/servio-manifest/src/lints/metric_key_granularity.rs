@@ -1,7 +1,7 @@
 //! W010 `metric-key-granularity`: a key segment `hourly`, `daily`, `weekly` or `monthly`
 //! that names another granularity than the metric has.
 //!
-//! The key chooses the dashboard slot; a series collected hourly in a `daily` slot is wrong.
+//! The key chooses the dashboard card; a series collected hourly in a `daily` card is wrong.
 
 use crate::diagnostic::Diagnostic;
 use crate::period::Granularity;

@@ -2,10 +2,10 @@
 //! date range for one vault site, collect-now, and the dashboard data (every metric with its
 //! view over the window, [`crate::domain::figures::view`]: its values, the latest one, its change
 //! against the comparison period of §8, only when that period was collected, its to-date
-//! totals and the reasons of its periods without a value), and the slots they share (canonical
-//! keys from several sites in one slot with a total, see [`slots`]).
+//! totals and the reasons of its periods without a value), and the cards they share (canonical
+//! keys from several sites in one card with a total, see [`cards`](mod@cards)).
 
-pub mod slots;
+pub mod cards;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use servio_core::manifests::{CheckedManifest, Wait};
 use servio_store::VaultEntry;
 use utoipa::ToSchema;
 
-use self::slots::{SiteMetric, Slot, slots};
+use self::cards::{Card, SiteMetric, cards};
 use crate::AppState;
 use crate::domain::figures::Raw;
 use crate::domain::figures::view::views;
@@ -166,9 +166,11 @@ pub struct Dashboard {
     pub time_zone: String,
     /// One entry per (site, metric), as it has always been.
     pub metrics: Vec<MetricData>,
-    /// The metrics grouped as the dashboard shows them (added later, so older clients can
-    /// ignore it), see [`super::slots`].
-    pub slots: Vec<Slot>,
+    /// The metrics grouped as the dashboard shows them, one card each (added later, so older
+    /// clients can ignore it), see [`cards`](mod@cards). Served as `slots`, as it always was: the API's
+    /// clients and tests read that name.
+    #[serde(rename = "slots")]
+    pub cards: Vec<Card>,
     /// Sites that need the user: changes waiting for their approval, or a brief that is ignored
     /// (none of its metrics collected), with why.
     pub attention: Vec<SiteAttention>,
@@ -206,7 +208,7 @@ pub struct MetricData {
     /// The newest value in the window.
     pub latest: Option<Latest>,
     /// Against the comparison period of §8, only when that was collected.
-    pub change: Option<Change>,
+    pub change: Option<ChangeAgainst>,
     /// The window's values (the periods of `?days=` days ending at the latest due period),
     /// oldest first.
     pub values: Vec<Point>,
@@ -240,9 +242,11 @@ pub struct Latest {
     pub raw: Raw,
 }
 
-/// The change of the latest value against the comparison period.
+/// The change of the latest value against the comparison period (§8), as the dashboard's data
+/// has always served it: the compact form of the figures' [`crate::domain::figures::Comparison`].
+/// Not a [`servio_store::Change`], which is a change notice.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Change {
+pub struct ChangeAgainst {
     /// The comparison period's first local date.
     pub against: String,
     /// The difference (in points for a rate in percent).
@@ -306,8 +310,8 @@ pub(crate) async fn dashboard_data(
         FiguresError::Api(error) => error,
         other => ApiError::internal(other),
     })?;
-    // The slots read the values where they are; the metrics then take them.
-    let for_slots: Vec<SiteMetric> = found
+    // The cards read the values where they are; the metrics then take them.
+    let for_cards: Vec<SiteMetric> = found
         .iter()
         .zip(&views)
         .map(|(metric, view)| SiteMetric {
@@ -319,10 +323,10 @@ pub(crate) async fn dashboard_data(
             values: &view.points,
         })
         .collect();
-    let slots = slots(&for_slots);
-    drop(for_slots);
+    let cards = cards(&for_cards);
+    drop(for_cards);
     let metrics = found.into_iter().zip(views).map(metric_data).collect();
-    Ok(Dashboard { time_zone: user.time_zone.clone(), metrics, slots, attention })
+    Ok(Dashboard { time_zone: user.time_zone.clone(), metrics, cards, attention })
 }
 
 /// A metric's entry of the dashboard data: its view, and the fields the API has always had,
@@ -334,7 +338,7 @@ fn metric_data((found, view): (MetricRef, ViewSummary)) -> MetricData {
         raw: figure.raw.copy(),
     });
     let change = view.change().and_then(|c| {
-        Some(Change { against: c.period.clone()?, change: c.change?, percent: c.percent, text: c.text.clone()? })
+        Some(ChangeAgainst { against: c.period.clone()?, change: c.change?, percent: c.percent, text: c.text.clone()? })
     });
     let values = view.points.iter().map(|(_, period, value)| Point { period: period.clone(), value: *value }).collect();
     let metric = found.metric;

@@ -6,7 +6,7 @@
 //! - [`accounts`]: sign-up and sign-in behind the abuse checks, passwords, sessions, API tokens.
 //! - [`vault`]: a user's sites, credentials, changes waiting and their approval.
 //! - [`directory`]: claims, verification and the public listing, with its health figures.
-//! - [`dashboard`]: backfills, collect-now, the dashboard data and its slots.
+//! - [`dashboard`]: backfills, collect-now, the dashboard data and its cards.
 //! - [`figures`]: the one view of a metric every surface shows (§8).
 //! - [`gateway`]: the tool catalogue and calls for AI clients, and the call log.
 //! - [`tools`]: the catalogue and the call log as the HTTP API and the "AI clients" page show them.

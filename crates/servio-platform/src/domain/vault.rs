@@ -160,9 +160,12 @@ impl Serialize for ReportView {
 pub struct PendingView {
     /// Whether anything does.
     pub needs_approval: bool,
-    /// The site's current version: the one to name when approving (or keeping the approved
-    /// version against it). Absent when the site has no stored version yet.
-    pub version: Option<i64>,
+    /// The id of the site's current version: the one to name when approving (or keeping the
+    /// approved version against it). Absent when the site has no stored version yet. Served as
+    /// `version`, as it always was (the site's [`SiteView::version`] is the manifest's declared
+    /// version string, another thing).
+    #[serde(rename = "version")]
+    pub version_id: Option<i64>,
     /// Whether the user chose to keep their approved version against this one: nothing is
     /// offered again until the site changes again.
     pub kept: bool,
@@ -340,7 +343,7 @@ pub struct SiteView {
     pub name: Option<String>,
     /// The manifest's description.
     pub description: Option<String>,
-    /// The manifest's version.
+    /// The manifest's declared version (its `version` member), not a stored version's id.
     pub version: Option<String>,
     /// `bearer` or `oauth2`.
     #[schema(value_type = Option<String>)]
@@ -486,11 +489,11 @@ impl EntryTexts {
 
 /// A vault entry for its owner, as it acts for them: the approved manifest's report and tools
 /// (a changed tool shown as approved and marked `held_back`, a removed one gone), and what
-/// changed since they approved, against the site's current version `version`.
+/// changed since they approved, against the site's current version `version_id`.
 pub(crate) async fn entry_view(
     state: &AppState,
     entry: &VaultEntry,
-    version: Option<i64>,
+    version_id: Option<i64>,
 ) -> Result<SiteView, ApiError> {
     let texts = EntryTexts::of(state, entry).await?;
     let pending = texts.pending(state, entry).await?;
@@ -503,8 +506,8 @@ pub(crate) async fn entry_view(
     }
     view.pending = Some(PendingView {
         needs_approval: pending.needs_approval(),
-        version,
-        kept: version.is_some() && entry.kept_version == version,
+        version_id,
+        kept: version_id.is_some() && entry.kept_version == version_id,
         changes: pending.lines(),
         held_back_tools: held.iter().map(|name| (*name).to_owned()).collect(),
         new_tools: pending.diff.new_tools().iter().map(|name| (*name).to_owned()).collect(),
@@ -739,10 +742,10 @@ pub(crate) async fn refresh(state: &AppState, user_id: i64, id: i64) -> Result<R
 pub struct Decision {
     /// The id of the version approved (or kept against): the site's current one, as the site's
     /// `pending.version` and the versions list give it. An integer written as one (`81705`;
-    /// `81705.0` is refused).
-    #[serde(deserialize_with = "crate::json_body::integer")]
+    /// `81705.0` is refused). Read as `version`, as it always was.
+    #[serde(rename = "version", deserialize_with = "crate::json_body::integer")]
     #[schema(minimum = 1)]
-    pub version: i64,
+    pub version_id: i64,
 }
 
 /// What to do with the changes waiting for approval.
@@ -754,24 +757,24 @@ pub(crate) enum Verdict {
     Keep,
 }
 
-/// Approves version `version` of the user's vault site `id`, or keeps the approved manifest
-/// against it. Refused with 409 when `version` is no longer the site's current one, saying what
+/// Approves the version `version_id` of the user's vault site `id`, or keeps the approved
+/// manifest against it. Refused with 409 when `version_id` is no longer the site's current one, saying what
 /// changed since: the user approves what they reviewed, never a newer text.
 pub(crate) async fn decide(
     state: &AppState,
     user_id: i64,
     id: i64,
-    version: i64,
+    version_id: i64,
     verdict: Verdict,
 ) -> Result<VaultEntry, ApiError> {
     let decided = match verdict {
-        Verdict::Approve => state.store.approve(user_id, id, version).await?,
-        Verdict::Keep => state.store.keep_approved(user_id, id, version).await?,
+        Verdict::Approve => state.store.approve(user_id, id, version_id).await?,
+        Verdict::Keep => state.store.keep_approved(user_id, id, version_id).await?,
     };
     match decided {
         Approval::Done => {}
         Approval::NotInVault => return Err(ApiError::NotFound),
-        Approval::NotCurrent { current } => return Err(moved_on(state, user_id, id, version, current).await?),
+        Approval::NotCurrent { current } => return Err(moved_on(state, user_id, id, version_id, current).await?),
     }
     entry(state, user_id, id).await
 }

@@ -1,5 +1,5 @@
-//! The dashboard's cards, as the dashboard page and the MCP App show them: one card per slot,
-//! each site's line with its latest value, change, chart, to-date totals and why the latest
+//! The dashboard's cards, as the dashboard page and the MCP App show them: each card of the
+//! dashboard data ([`domain::dashboard::cards`]) in words, its label, each site's line with its latest value, change, chart, to-date totals and why the latest
 //! period is missing; and a site's collection status in words. Made from the typed
 //! [`Dashboard`] that `GET /api/dashboard` serves.
 
@@ -17,7 +17,7 @@ use crate::{AppState, domain};
 /// The range the MCP App's cards show, in days.
 const DEFAULT_RANGE: u32 = domain::figures::view::DEFAULT_DAYS;
 
-/// One site's metric in a slot.
+/// One site's metric in a card, in words.
 pub(crate) struct SiteLine {
     pub(crate) site: String,
     pub(crate) key: String,
@@ -30,9 +30,10 @@ pub(crate) struct SiteLine {
     pub(crate) missing: Option<String>,
 }
 
-/// One dashboard slot: a metric of one site, or a canonical key shared by several sites with
-/// their total (or a note saying why there is none).
-pub(crate) struct Card {
+/// One card of the dashboard in words, for the templates: its label, a line per site, the
+/// total (or a note saying why there is none). The card itself is
+/// [`domain::dashboard::cards::Card`], which this is made from.
+pub(crate) struct CardLines {
     pub(crate) label: String,
     pub(crate) key: String,
     pub(crate) lines: Vec<SiteLine>,
@@ -44,7 +45,7 @@ pub(crate) struct Card {
 #[derive(Template)]
 #[template(path = "mcp_app_cards.html")]
 struct AppCards {
-    cards: Vec<Card>,
+    cards: Vec<CardLines>,
 }
 
 /// The dashboard's cards of `user` (the default range), as the page renders them: every card,
@@ -56,19 +57,19 @@ pub(crate) async fn cards_html(
 ) -> Result<String, ApiError> {
     let mut dashboard = dashboard_data(state, user, DEFAULT_RANGE).await?;
     if let Some((site_id, key)) = only {
-        // A slot of several sites keeps only this one's line: its total would be another's.
+        // A card of several sites keeps only this one's line: its total would be another's.
         let keep: Vec<bool> = dashboard.metrics.iter().map(|m| m.site.id == site_id && m.key == key).collect();
-        for slot in &mut dashboard.slots {
-            let kept = slot.metrics.iter().zip(&slot.sites).filter(|(index, _)| keep.get(**index) == Some(&true));
-            (slot.metrics, slot.sites) = kept.map(|(index, site)| (*index, *site)).unzip();
-            if slot.metrics.len() < 2 {
-                slot.total = None;
-                slot.note = None;
+        for card in &mut dashboard.cards {
+            let kept = card.metrics.iter().zip(&card.sites).filter(|(index, _)| keep.get(**index) == Some(&true));
+            (card.metrics, card.sites) = kept.map(|(index, site)| (*index, *site)).unzip();
+            if card.metrics.len() < 2 {
+                card.total = None;
+                card.note = None;
             }
         }
-        dashboard.slots.retain(|slot| !slot.metrics.is_empty());
+        dashboard.cards.retain(|card| !card.metrics.is_empty());
     }
-    let page = AppCards { cards: cards(dashboard)? };
+    let page = AppCards { cards: card_lines(dashboard)? };
     page.render().map_err(ApiError::internal)
 }
 
@@ -114,20 +115,20 @@ fn site_line(metric: &MetricData) -> SiteLine {
     }
 }
 
-/// The cards of the dashboard data: one per slot, each with its sites' lines.
-pub(crate) fn cards(dashboard: Dashboard) -> Result<Vec<Card>, ApiError> {
+/// The cards of the dashboard data in words, each with its sites' lines.
+pub(crate) fn card_lines(dashboard: Dashboard) -> Result<Vec<CardLines>, ApiError> {
     let mut lines: Vec<Option<SiteLine>> = dashboard.metrics.iter().map(|metric| Some(site_line(metric))).collect();
     let cards = dashboard
-        .slots
+        .cards
         .into_iter()
-        .map(|slot| Card {
-            label: slot.label.unwrap_or(&slot.key).to_owned(),
-            total: slot.total.as_ref().and_then(|total| {
+        .map(|card| CardLines {
+            label: card.label.unwrap_or(&card.key).to_owned(),
+            total: card.total.as_ref().and_then(|total| {
                 total.value.map(|value| format!("{} · {}", format::amount(value, total.unit.as_deref()), total.period))
             }),
-            lines: slot.metrics.iter().filter_map(|&i| lines.get_mut(i)?.take()).collect(),
-            note: slot.note,
-            key: slot.key,
+            lines: card.metrics.iter().filter_map(|&i| lines.get_mut(i)?.take()).collect(),
+            note: card.note,
+            key: card.key,
         })
         .collect();
     Ok(cards)

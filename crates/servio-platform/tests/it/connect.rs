@@ -1,5 +1,5 @@
-//! "Connect" attempts live in the store: the browser's return may reach another `servio
-//! serve` process on the same database, and only the user who started an attempt can finish it.
+//! Started "Connect"s live in the store: the browser's return may reach another `servio
+//! serve` process on the same database, and only the user who started a Connect can finish it.
 
 use std::sync::Arc;
 
@@ -21,7 +21,7 @@ fn site() -> OAuthSite {
 }
 
 #[tokio::test]
-async fn an_attempt_started_by_one_process_is_finished_by_another() {
+async fn a_connect_started_by_one_process_is_finished_by_another() {
     // Two processes on one database need PostgreSQL.
     let Some(url) = servio_store::testing::postgres_url() else { return };
     let mut stores = servio_store::testing::postgres_sharing(&url, 2).await;
@@ -43,9 +43,9 @@ async fn an_attempt_started_by_one_process_is_finished_by_another() {
         servio_platform::domain::connect::take(&second, stranger.id, &state).await.unwrap().is_none(),
         "not theirs"
     );
-    let attempt =
+    let started =
         servio_platform::domain::connect::take(&second, user.id, &state).await.unwrap().expect("found by the other");
-    assert_eq!((attempt.site_id, attempt.site), (site_id, site()));
-    assert_eq!(attempt.pending.state(), state);
+    assert_eq!((started.site_id, started.site), (site_id, site()));
+    assert_eq!(started.authorization.state(), state);
     assert!(servio_platform::domain::connect::take(&first, user.id, &state).await.unwrap().is_none(), "good once");
 }

@@ -165,7 +165,7 @@ async fn what_a_manifest_says_is_escaped() {
         "no markup from the manifest"
     );
 
-    // The same canonical key from both sites: one dashboard slot, each site's value and the
+    // The same canonical key from both sites: one dashboard card, each site's value and the
     // total, everything the manifests said still escaped.
     let again =
         request(&http, "POST", &url("/vault"), Some(&cookie), &[("csrf_token", &token), ("url", &second_origin)]).await;
@@ -327,22 +327,22 @@ async fn connect_a_site_with_oauth() {
     }
 }
 
-/// Collection with an OAuth site whose access token has expired: the platform refreshes it
+/// Collection with an OAuth site whose access token has expired: the platform renews it
 /// with the refresh token, seals the new tokens into the vault, and the values are stored.
 #[tokio::test]
-async fn collection_refreshes_an_expired_oauth_token() {
-    // Tokens of 3 s: expired after the sleep, and a refreshed one lives long enough for its
+async fn collection_renews_an_expired_oauth_token() {
+    // Tokens of 3 s: expired after the sleep, and a renewed one lives long enough for its
     // calls on a busy machine (1 s was not always).
     let demo = OAuthDemo::start(Duration::from_secs(3)).await;
     for (name, server) in demo.servers().await {
-        let (email, user, connected) = demo.user(&server, name, "refresh").await;
+        let (email, user, connected) = demo.user(&server, name, "renew").await;
         demo.outlive_access_tokens().await;
 
         let summary = collect_now(&server, &user, &connected).await;
-        assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected with a refreshed token");
-        let (_, refreshed) = server.vault_entry_of(&email).await;
-        assert!(refreshed.credential.is_some(), "{name}");
-        assert_ne!(refreshed.credential, connected.credential, "{name}: the new tokens are kept");
+        assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected with a renewed token");
+        let (_, renewed) = server.vault_entry_of(&email).await;
+        assert!(renewed.credential.is_some(), "{name}");
+        assert_ne!(renewed.credential, connected.credential, "{name}: the new tokens are kept");
     }
 }
 
@@ -388,7 +388,7 @@ async fn wider_scopes_wait_for_approval_and_connect_asks_for_the_approved_ones()
 
 /// Regression (issue 12): with a `token_url` moved to another origin and not yet approved,
 /// collection with an expired access token posted the user's refresh token to the new
-/// `token_url`. The approved one refreshes it; the other origin hears nothing.
+/// `token_url`. The approved one renews it; the other origin hears nothing.
 #[tokio::test]
 async fn an_unapproved_token_url_never_receives_the_refresh_token() {
     let demo = OAuthDemo::start(Duration::from_secs(3)).await;
@@ -404,33 +404,33 @@ async fn an_unapproved_token_url_never_receives_the_refresh_token() {
 
         let (_, entry) = server.vault_entry_of(&email).await;
         let summary = collect_now(&server, &user, &entry).await;
-        assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: refreshed at the approved token_url");
+        assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: renewed at the approved token_url");
         assert_eq!(hostile.site.requests(), [], "{name}: the unapproved token_url received requests");
     }
 }
 
 /// A site that refuses an OAuth access token before it expires (revoked, say): the collector
-/// refreshes it once and calls again, the values are stored and the new tokens kept.
+/// renews it once and calls again, the values are stored and the new tokens kept.
 #[tokio::test]
-async fn collection_refreshes_an_oauth_token_the_site_refused_before_it_expired() {
+async fn collection_renews_an_oauth_token_the_site_refused_before_it_expired() {
     let demo = OAuthDemo::start(Duration::from_secs(600)).await;
     for (name, server) in demo.servers().await {
         let (email, user, connected) = demo.user(&server, name, "revoked").await;
         demo.site.revoke_access_tokens();
 
         let summary = collect_now(&server, &user, &connected).await;
-        assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected after one refresh");
-        let (_, refreshed) = server.vault_entry_of(&email).await;
-        assert_ne!(refreshed.credential, connected.credential, "{name}: the new tokens are kept");
+        assert_eq!((summary.stored, summary.failed), (2, 0), "{name}: collected after one renewal");
+        let (_, renewed) = server.vault_entry_of(&email).await;
+        assert_ne!(renewed.credential, connected.credential, "{name}: the new tokens are kept");
     }
 }
 
-/// Many gateway calls racing on an expired OAuth token share one refresh: the demo site's
-/// authorization server rotates refresh tokens and refuses a used one, so a second refresh
+/// Many gateway calls racing on an expired OAuth token share one renewal: the demo site's
+/// authorization server rotates refresh tokens and refuses a used one, so a second renewal
 /// with the same token would fail its call.
 #[tokio::test]
-async fn gateway_calls_racing_on_an_expired_token_refresh_once() {
-    // Tokens of 65 s are refreshed once within a minute of expiry, so after 5.5 s; a refreshed
+async fn gateway_calls_racing_on_an_expired_token_renew_it_once() {
+    // Tokens of 65 s are renewed once within a minute of expiry, so after 5.5 s; a renewed
     // one then stays fresh for 5 s however slow the machine is.
     let demo = OAuthDemo::start(Duration::from_secs(65)).await;
     for (name, server) in demo.servers().await {

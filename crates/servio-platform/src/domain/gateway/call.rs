@@ -12,7 +12,7 @@ use servio_core::manifests::{CheckedManifest, Refusal, Wait};
 use servio_manifest::schema::ArgumentError;
 use servio_store::{Grant, ToolCall, User, VaultEntry};
 
-use super::catalogue::context;
+use super::catalogue::call_context;
 use super::log::logged_detail;
 use crate::AppState;
 use crate::error::ApiError;
@@ -165,7 +165,7 @@ pub async fn call(
     let bounded_name = servio_store::clipped(name, servio_store::LOGGED_TOOL_NAME_BYTES);
     let started = Instant::now();
     let called_at = crate::now();
-    let context = context(state, user).await;
+    let context = call_context(state, user).await;
     let keep_arguments = context.as_ref().is_ok_and(|context| context.log_arguments);
     // Bounded here too, not only by the store: the log's queue holds calls until written.
     let arguments = keep_arguments.then(|| servio_store::logged_arguments(&args.to_string()).into_owned());
@@ -240,7 +240,7 @@ async fn call_found(
     let credentials = state.credentials();
     let token = credentials.bearer(user.id, &entry.site, manifest, sealed, Renewal::IfExpiring).await.map_err(|e| {
         Failure::Unauthorized(format!(
-            "the site's OAuth token could not be refreshed: {}",
+            "the site's OAuth token could not be renewed: {}",
             servio_client::error_chain(&e)
         ))
     })?;
@@ -251,7 +251,7 @@ async fn call_found(
     let body = match sent.retried {
         Retried::RenewalFailed(e) => {
             return Err(Failure::Unauthorized(format!(
-                "the site refused the token and refreshing it failed: {}",
+                "the site refused the token and renewing it failed: {}",
                 servio_client::error_chain(&e)
             )));
         }

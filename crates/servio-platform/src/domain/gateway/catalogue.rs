@@ -1,5 +1,5 @@
 //! Each user's catalogue: every approved tool of their vault under its prefixed name (§4),
-//! with the log setting, kept for [`CONTEXT_TTL`] in at most `--catalogue-cache-bytes`, and
+//! with the log setting, kept for [`CALL_CONTEXT_TTL`] in at most `--catalogue-cache-bytes`, and
 //! dropped at once on a change notice from any process.
 
 use std::sync::Arc;
@@ -20,15 +20,15 @@ use crate::notices::Change;
 pub const DEFAULT_CATALOGUE_BYTES: u64 = 64 << 20;
 
 /// How long a user's catalogue and log setting are reused without asking the store.
-pub const CONTEXT_TTL: Duration = Duration::from_secs(2);
+pub const CALL_CONTEXT_TTL: Duration = Duration::from_secs(2);
 
 impl Gateway {
-    pub(super) fn kept(&self, user_id: i64) -> Option<Arc<UserContext>> {
-        self.contexts.get(&user_id)
+    pub(super) fn kept(&self, user_id: i64) -> Option<Arc<CallContext>> {
+        self.call_contexts.get(&user_id)
     }
 
-    fn keep(&self, user_id: i64, context: Arc<UserContext>) {
-        self.contexts.insert(user_id, context);
+    fn keep(&self, user_id: i64, context: Arc<CallContext>) {
+        self.call_contexts.insert(user_id, context);
     }
 
     /// Drops what is kept of the user a change is about (everything for `None`: changes may
@@ -36,14 +36,14 @@ impl Gateway {
     pub fn drop_kept(&self, change: Option<Change>) {
         match change {
             Some(Change::Values(_)) => {}
-            Some(change) => self.contexts.remove(&change.user_id()),
-            None => self.contexts.clear(),
+            Some(change) => self.call_contexts.remove(&change.user_id()),
+            None => self.call_contexts.clear(),
         }
     }
 
     /// The bytes of catalogues kept now.
     pub fn catalogue_bytes(&self) -> u64 {
-        self.contexts.bytes()
+        self.call_contexts.bytes()
     }
 }
 
@@ -91,8 +91,11 @@ impl Catalogue {
     }
 }
 
-/// What a call needs of its user besides the token: the catalogue and the log setting.
-pub(super) struct UserContext {
+/// A user's **call context**: what a gateway call needs of its user besides the token, their
+/// catalogue and the log setting; kept as one, so the cache of catalogues holds these. Not the
+/// [`Change::Context`] notice, which tells of a change of what calls are made with (a
+/// credential, the log setting) or a user is shown, and drops these among other things.
+pub(super) struct CallContext {
     pub(super) catalogue: Arc<Catalogue>,
     pub(super) log_arguments: bool,
 }
@@ -100,7 +103,7 @@ pub(super) struct UserContext {
 /// A tool's or a site's cost besides its text: the struct, its strings' headers, the map nodes.
 const ITEM_OVERHEAD: usize = 256;
 
-impl Weight for UserContext {
+impl Weight for CallContext {
     /// The tools (names, descriptions, schemas: each a copy of the manifest's) and the vault
     /// entries (each holding its manifest texts); the checked manifests are shared with the
     /// manifest cache and are not counted here.
@@ -130,17 +133,17 @@ impl Weight for UserContext {
 }
 
 /// What a call needs of `user`: kept, or read and kept.
-pub(super) async fn context(state: &AppState, user: &User) -> Result<Arc<UserContext>, ApiError> {
-    context_of(state, user.id).await
+pub(super) async fn call_context(state: &AppState, user: &User) -> Result<Arc<CallContext>, ApiError> {
+    call_context_of(state, user.id).await
 }
 
-async fn context_of(state: &AppState, user_id: i64) -> Result<Arc<UserContext>, ApiError> {
+async fn call_context_of(state: &AppState, user_id: i64) -> Result<Arc<CallContext>, ApiError> {
     if let Some(kept) = state.gateway.kept(user_id) {
         return Ok(kept);
     }
     let catalogue = Arc::new(read_catalogue(state, user_id).await?);
     let log_arguments = state.store.log_arguments(user_id).await?;
-    let context = Arc::new(UserContext { catalogue, log_arguments });
+    let context = Arc::new(CallContext { catalogue, log_arguments });
     state.gateway.keep(user_id, context.clone());
     Ok(context)
 }
@@ -154,7 +157,7 @@ pub async fn catalogue(state: &AppState, user: &User) -> Result<Arc<Catalogue>, 
 
 /// [`catalogue`] of the user `user_id`.
 pub async fn catalogue_of(state: &AppState, user_id: i64) -> Result<Arc<Catalogue>, ApiError> {
-    Ok(context_of(state, user_id).await?.catalogue.clone())
+    Ok(call_context_of(state, user_id).await?.catalogue.clone())
 }
 
 async fn read_catalogue(state: &AppState, user_id: i64) -> Result<Catalogue, ApiError> {

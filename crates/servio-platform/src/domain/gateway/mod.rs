@@ -5,7 +5,7 @@
 //! through [`catalogue()`] and [`call()`]. Checked manifests and compiled argument validators come
 //! from the collector's [`servio_core::ManifestCache`] (by site and manifest text), so a
 //! call costs no parse and no schema compilation; each
-//! user's catalogue and log setting are kept for [`CONTEXT_TTL`] (dropped at once when this
+//! user's catalogue and log setting are kept for [`CALL_CONTEXT_TTL`] (dropped at once when this
 //! process changes them, so only another process's change can take that long to show), at most
 //! `--catalogue-cache-bytes` of them together (a catalogue of 1,000 tools weighs megabytes: a
 //! bound by count bounded nothing); the call log is written by a background task in batches, so a call never waits for a commit,
@@ -29,14 +29,14 @@ mod log;
 pub const METRICS_TOOL: &str = "servio_metrics";
 
 pub use call::{Failure, call};
-use catalogue::UserContext;
-pub use catalogue::{CONTEXT_TTL, Catalogue, CatalogueTool, DEFAULT_CATALOGUE_BYTES, catalogue, catalogue_of};
+use catalogue::CallContext;
+pub use catalogue::{CALL_CONTEXT_TTL, Catalogue, CatalogueTool, DEFAULT_CATALOGUE_BYTES, catalogue, catalogue_of};
 use log::LogQueue;
 pub use log::{Asked, QueueBounds, admit_asked, log_asked, most_logged};
 
 /// The gateway's shared state: each user's catalogue and the call-log writer.
 pub struct Gateway {
-    contexts: Counted<i64, UserContext>,
+    call_contexts: Counted<i64, CallContext>,
     log: OnceLock<LogQueue>,
     log_bounds: QueueBounds,
 }
@@ -51,7 +51,7 @@ impl Gateway {
     /// A gateway keeping at most `catalogue_bytes` of catalogues.
     pub fn new(catalogue_bytes: u64) -> Gateway {
         Gateway {
-            contexts: Counted::new("catalogue", catalogue_bytes, CONTEXT_TTL),
+            call_contexts: Counted::new("catalogue", catalogue_bytes, CALL_CONTEXT_TTL),
             log: OnceLock::new(),
             log_bounds: QueueBounds::default(),
         }

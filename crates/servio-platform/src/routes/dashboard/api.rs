@@ -92,7 +92,7 @@ struct Window {
     days: Option<u32>,
 }
 
-/// Every metric's view over ?days=N (values and sources, latest and change, to-date totals, reasons) and the slots they share
+/// Every metric's view over ?days=N (values and sources, latest and change, to-date totals, reasons) and the cards they share (`slots`)
 #[utoipa::path(get, path = "/api/dashboard", params(Window), responses(
     (status = 200, description = "The dashboard data, with an ETag", body = Dashboard),
     (status = 304, description = "Not modified since the ETag sent in If-None-Match"),

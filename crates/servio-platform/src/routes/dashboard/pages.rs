@@ -25,7 +25,7 @@ use crate::auth::PageUser;
 use crate::domain::dashboard::{Dashboard, MetricData, dashboard_data};
 use crate::error::ApiError;
 use crate::shared::today::Today;
-use crate::web::cards::{Card, cards, status_line};
+use crate::web::cards::{CardLines, card_lines, status_line};
 use crate::web::{Layout, render};
 
 /// The ranges a chart shows, in days, and the one shown unless another is chosen.
@@ -65,7 +65,7 @@ struct DashboardPage {
     layout: Layout,
     time_zone: String,
     ranges: Vec<RangeLink>,
-    cards: Vec<Card>,
+    cards: Vec<CardLines>,
     statuses: Vec<SiteStatus>,
     attention: Vec<crate::domain::dashboard::SiteAttention>,
 }
@@ -80,7 +80,7 @@ async fn page(State(state): State<AppState>, user: PageUser, Query(view): Query<
         layout: Layout::of(Some(&user)),
         time_zone: user.user.time_zone.clone(),
         ranges: RANGES.iter().map(|&days| RangeLink { days, current: days == range }).collect(),
-        cards: cards(dashboard)?,
+        cards: card_lines(dashboard)?,
         statuses,
         attention,
     };

@@ -104,7 +104,7 @@ async fn keep(api: Api, Id(id): Id, JsonBody(form): JsonBody<Decision>) -> Resul
 }
 
 async fn decide(api: Api, id: i64, form: Decision, verdict: Verdict) -> Result<Json<SiteAnswer>, ApiError> {
-    vault::decide(&api.state, api.user.id, id, form.version, verdict).await?;
+    vault::decide(&api.state, api.user.id, id, form.version_id, verdict).await?;
     Ok(Json(SiteAnswer { site: vault::view(&api.state, api.user.id, id).await? }))
 }
 

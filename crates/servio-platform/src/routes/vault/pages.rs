@@ -132,8 +132,8 @@ struct VersionRow {
 
 /// The changes waiting for approval, as the site page shows them.
 struct ApprovalCard {
-    /// The version the buttons name.
-    version: i64,
+    /// The id of the version the buttons name.
+    version_id: i64,
     /// Whether the user kept the approved version against it.
     kept: bool,
     tools: Vec<vault::ToolChangeView>,
@@ -189,8 +189,8 @@ impl SitePage {
             unit: m.unit.clone().unwrap_or_default(),
         });
         let approval = match site.pending.take() {
-            Some(pending) if pending.needs_approval => pending.version.map(|version| ApprovalCard {
-                version,
+            Some(pending) if pending.needs_approval => pending.version_id.map(|version_id| ApprovalCard {
+                version_id,
                 kept: pending.kept,
                 other: pending.other,
                 hidden_text: pending.hidden_text,
@@ -308,17 +308,18 @@ enum SiteAction {
     Remove,
 }
 
-/// A site action's form: approving and keeping name the version the page showed.
+/// A site action's form: approving and keeping name the version the page showed, by its id
+/// (the form's field `version`).
 #[derive(Deserialize)]
 struct ActionForm {
-    #[serde(default)]
-    version: Option<String>,
+    #[serde(default, rename = "version")]
+    version_id: Option<String>,
 }
 
 impl ActionForm {
-    /// The version the form names, if it names one.
-    fn version(&self) -> Option<i64> {
-        self.version.as_deref().and_then(|v| v.trim().parse().ok())
+    /// The id of the version the form names, if it names one.
+    fn version_id(&self) -> Option<i64> {
+        self.version_id.as_deref().and_then(|v| v.trim().parse().ok())
     }
 }
 
@@ -330,7 +331,7 @@ async fn act(
     let user = &posted.user.user;
     match action {
         SiteAction::Approve | SiteAction::Keep => {
-            let Some(version) = posted.form.version() else {
+            let Some(version_id) = posted.form.version_id() else {
                 // Another user's site is "not found" whatever the form says.
                 vault::entry(&state, user.id, id).await?;
                 let reload = "the form names no version to approve: reload the site's page and try again";
@@ -340,7 +341,7 @@ async fn act(
                 SiteAction::Approve => (vault::Verdict::Approve, "approved"),
                 _ => (vault::Verdict::Keep, "kept"),
             };
-            vault::decide(&state, user.id, id, version, verdict).await?;
+            vault::decide(&state, user.id, id, version_id, verdict).await?;
             Ok(back_to_site(id, done))
         }
         SiteAction::Refresh => {
@@ -432,7 +433,7 @@ async fn oauth_callback(
         ));
     };
     let callback = servio_client::oauth::Callback::from_query(uri.query().unwrap_or_default());
-    let tokens = servio_client::oauth::finish(&state.client, &started.site, started.pending, &callback)
+    let tokens = servio_client::oauth::finish(&state.client, &started.site, started.authorization, &callback)
         .await
         .map_err(|error| ApiError::BadRequest(error.to_string()))?;
     let credential = servio_core::credentials::Credential::OAuth(tokens);

@@ -1,20 +1,20 @@
-//! Dashboard slots (interpretation §8): metrics with the same canonical key from several sites
-//! of a user's vault share one slot, each site's value shown, with a total where it is honest.
+//! Dashboard cards (interpretation §8): metrics with the same canonical key from several sites
+//! of a user's vault share one card, each site's value shown, with a total where it is honest.
 //!
 //! The rule for a total, for whoever changes it:
-//! - Only a slot of two or more sites has one; a slot of one site is that site's value.
+//! - Only a card of two or more sites has one; a card of one site is that site's value.
 //! - Every site must declare the same unit and granularity, or there is no total and the
-//!   slot's note says what differs (`USD` and `EUR` are not added up).
-//! - The total is for the slot's latest period: the newest period any of its sites collected.
+//!   card's note says what differs (`USD` and `EUR` are not added up).
+//! - The total is for the card's latest period: the newest period any of its sites collected.
 //!   A site with no value for that period is a gap, never a zero, so there is then no total
-//!   value at all: the slot names the missing sites instead of summing partial data. (A site
+//!   value at all: the card names the missing sites instead of summing partial data. (A site
 //!   collecting later than the others thus hides the total for a while; a partial sum shown
 //!   as "the total" would be wrong without anyone noticing.)
 //!
 //! - The total is the exact sum of the sites' decimal figures, rounded to the places of the
 //!   longest (see [`crate::shared::decimal`]).
 //!
-//! Keys that are not canonical are never merged: each stays its own slot, as two sites may mean
+//! Keys that are not canonical are never merged: each stays its own card, as two sites may mean
 //! different things by the same private key.
 
 use serde::Serialize;
@@ -24,9 +24,9 @@ use servio_manifest::additivity::{Additivity, additivity};
 
 use crate::shared::decimal::round_to_operands;
 
-/// One dashboard slot: a metric of one site, or a canonical key shared by several sites.
+/// One dashboard card: a metric of one site, or a canonical key shared by several sites.
 #[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct Slot {
+pub struct Card {
     /// The metric key.
     pub key: String,
     /// The canonical key's label.
@@ -45,7 +45,7 @@ pub struct Slot {
     pub note: Option<String>,
 }
 
-/// The total of a slot for its latest period.
+/// The total of a card for its latest period.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Total {
     /// The period's first local date.
@@ -60,7 +60,7 @@ pub struct Total {
     pub missing: Vec<i64>,
 }
 
-/// One site's metric, as far as slots need it; its values are read where they are.
+/// One site's metric, as far as cards need it; its values are read where they are.
 #[derive(Debug, Clone)]
 pub struct SiteMetric<'a> {
     /// The site's id.
@@ -77,10 +77,10 @@ pub struct SiteMetric<'a> {
     pub values: &'a [(i64, String, f64)],
 }
 
-/// The slots of `metrics`, in the order their first metric appears. Each slot lists the
+/// The cards of `metrics`, in the order their first metric appears. Each card lists the
 /// indexes of its metrics in `metrics` (so the API's `metrics` array stays as it was and each
-/// slot points into it), the sites, its `total` and a `note` when there is no total.
-pub fn slots(metrics: &[SiteMetric]) -> Vec<Slot> {
+/// card points into it), the sites, its `total` and a `note` when there is no total.
+pub fn cards(metrics: &[SiteMetric]) -> Vec<Card> {
     let mut groups: Vec<(Option<&'static str>, Vec<usize>)> = Vec::new();
     for (index, metric) in metrics.iter().enumerate() {
         let label = servio_manifest::brief::canonical_label(&metric.key);
@@ -94,7 +94,7 @@ pub fn slots(metrics: &[SiteMetric]) -> Vec<Slot> {
         .into_iter()
         .map(|(label, members)| {
             let (total, note) = if members.len() < 2 { (None, None) } else { total(metrics, &members) };
-            Slot {
+            Card {
                 key: metrics[members[0]].key.clone(),
                 label,
                 canonical: label.is_some(),
@@ -107,7 +107,7 @@ pub fn slots(metrics: &[SiteMetric]) -> Vec<Slot> {
         .collect()
 }
 
-/// The total of a slot of two or more metrics, and a note when there is none to show.
+/// The total of a card of two or more metrics, and a note when there is none to show.
 fn total(metrics: &[SiteMetric], members: &[usize]) -> (Option<Total>, Option<String>) {
     let first = &metrics[members[0]];
     let each = |what: &dyn Fn(&SiteMetric) -> String| {
@@ -175,12 +175,12 @@ mod tests {
 
     const REVENUE: &str = "sales.revenue.daily";
 
-    /// One case per line: the slot's metrics, then its total value and note.
+    /// One case per line: the card's metrics, then its total value and note.
     fn check(metrics: &[SiteMetric], want_total: Option<f64>, want_note: Option<&str>) {
-        let slots = slots(metrics);
-        assert_eq!(slots.len(), 1, "{slots:?}");
-        assert_eq!(slots[0].total.as_ref().and_then(|t| t.value), want_total, "{:?}", slots[0]);
-        assert_eq!(slots[0].note.as_deref(), want_note, "{:?}", slots[0]);
+        let cards = cards(metrics);
+        assert_eq!(cards.len(), 1, "{cards:?}");
+        assert_eq!(cards[0].total.as_ref().and_then(|t| t.value), want_total, "{:?}", cards[0]);
+        assert_eq!(cards[0].note.as_deref(), want_note, "{:?}", cards[0]);
     }
 
     #[test]
@@ -231,12 +231,12 @@ mod tests {
 
     #[test]
     fn a_missing_site_is_named_and_the_summed_ones_listed() {
-        let slots = slots(&[
+        let cards = cards(&[
             metric(1, REVENUE, "USD", &[(3, 5.0)]),
             metric(2, REVENUE, "USD", &[(2, 1.0)]),
             metric(3, REVENUE, "USD", &[(3, 7.0)]),
         ]);
-        let total = slots[0].total.as_ref().unwrap();
+        let total = cards[0].total.as_ref().unwrap();
         assert_eq!(
             (total.period.as_str(), &total.sites[..], &total.missing[..]),
             ("2026-09-03", &[1, 3][..], &[2][..])
@@ -244,7 +244,7 @@ mod tests {
     }
 
     #[test]
-    fn canonical_keys_share_a_slot_and_other_keys_stay_per_site() {
+    fn canonical_keys_share_a_card_and_other_keys_stay_per_site() {
         let metrics = [
             metric(1, REVENUE, "USD", &[]),
             metric(1, "shop.refunds.daily", "USD", &[]),
@@ -252,9 +252,9 @@ mod tests {
             metric(2, "shop.refunds.daily", "USD", &[]),
             metric(2, "sales.orders.daily", "count", &[]),
         ];
-        let slots = slots(&metrics);
+        let cards = cards(&metrics);
         let shape: Vec<(&str, &[usize], Option<&str>)> =
-            slots.iter().map(|s| (s.key.as_str(), &s.metrics[..], s.label)).collect();
+            cards.iter().map(|s| (s.key.as_str(), &s.metrics[..], s.label)).collect();
         assert_eq!(
             shape,
             [
@@ -264,6 +264,6 @@ mod tests {
                 ("sales.orders.daily", &[4][..], Some("Orders")),
             ]
         );
-        assert!(slots[3].total.is_none(), "one site: no total");
+        assert!(cards[3].total.is_none(), "one site: no total");
     }
 }
