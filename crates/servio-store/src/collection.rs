@@ -211,6 +211,46 @@ pub struct StoredValue {
     pub source: Option<String>,
 }
 
+/// A period's number, as a chart or a total reads it ([`Collection::numbers_in`]): no raw
+/// text, source or instants beyond the start, about a third of a [`StoredValue`] in memory
+/// (a dashboard of a year of fifty metrics holds 20,000 of them).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeriodNumber {
+    /// The period's first instant.
+    pub start: i64,
+    /// The period's first local date.
+    pub start_date: String,
+    /// The period's key, when it is not its start date (hours).
+    pub key: Option<String>,
+    /// The number.
+    pub value: f64,
+}
+
+impl PeriodNumber {
+    /// The period's key (see [`Slot::period_key`]).
+    pub fn key(&self) -> &str {
+        self.key.as_deref().unwrap_or(&self.start_date)
+    }
+
+    /// The number of a stored value.
+    pub fn of(value: &StoredValue) -> PeriodNumber {
+        let period = &value.period;
+        let key = (period.key != period.start_date).then(|| period.key.clone());
+        PeriodNumber { start: period.start, start_date: period.start_date.clone(), key, value: value.value }
+    }
+}
+
+/// The numbers of one metric of one of a user's sites, oldest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SiteNumbers {
+    /// The site.
+    pub site_id: i64,
+    /// The metric.
+    pub metric_key: String,
+    /// Its numbers, oldest first.
+    pub numbers: Vec<PeriodNumber>,
+}
+
 /// A stored value of one of a user's sites, as [`Collection::values_in`] reads them.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct SiteValue {
@@ -554,20 +594,19 @@ pub trait Collection: Send + Sync {
         keys: &[&str],
         starts: std::ops::Range<i64>,
     ) -> Result<Vec<SiteValue>>;
-    /// [`Collection::values_in`] with only what a chart or a total needs of each value: its
-    /// metric, its period's start, start date and key, and its number (the period's
-    /// `granularity` empty and `end` 0, `raw` empty, `collected_at` 0, `source` `None`), for
-    /// metrics whose periods are keyed as `keyed` says. On SQLite the rows come packed in one
-    /// text (sqlx hands each row of SQLite over as a channel message with a copy of every
-    /// column: 4,700 rows were most of a dashboard's render), read from an index alone for
-    /// periods keyed by their date.
+    /// [`Collection::values_in`] with only what a chart or a total needs of each value
+    /// ([`PeriodNumber`]), a [`SiteNumbers`] a metric that has any, ordered by site and key,
+    /// for metrics whose periods are keyed as `keyed` says. On SQLite each metric's come packed
+    /// in one text (sqlx hands each row of SQLite over as a channel message with a copy of
+    /// every column: 4,700 rows were most of a dashboard's render), read from an index alone
+    /// for periods keyed by their date.
     async fn numbers_in(
         &self,
         user_id: i64,
         (sites, keys): (&[i64], &[&str]),
         starts: std::ops::Range<i64>,
         keyed: PeriodKeys,
-    ) -> Result<Vec<SiteValue>>;
+    ) -> Result<Vec<SiteNumbers>>;
     /// The whole stored values of a user at `at` (site, metric key, period start), those that
     /// exist, in no order: the few a surface shows with their source after reading numbers.
     async fn values_at(&self, user_id: i64, at: &[(i64, &str, i64)]) -> Result<Vec<SiteValue>>;
@@ -720,7 +759,7 @@ impl Collection for Database {
         (sites, keys): (&[i64], &[&str]),
         starts: std::ops::Range<i64>,
         keyed: PeriodKeys,
-    ) -> Result<Vec<SiteValue>> {
+    ) -> Result<Vec<SiteNumbers>> {
         if sites.is_empty() || keys.is_empty() {
             return Ok(Vec::new());
         }
@@ -730,13 +769,13 @@ impl Collection for Database {
                 PeriodKeys::Dates => numbers_by_date(pool, &asked).await?,
                 PeriodKeys::Stored => packed_numbers(pool, &asked).await?,
             },
-            Backend::Postgres(pool) => fetch_asked!(pool, &asked, NUMBER_COLUMNS, "TRUE")?,
+            Backend::Postgres(pool) => with_rows(Vec::new(), fetch_asked!(pool, &asked, NUMBER_COLUMNS, "TRUE")?),
         };
         // Aggregates keep no order of their own.
-        found.sort_by(|a, b| {
-            let (a, b) = ((a.site_id, &a.value), (b.site_id, &b.value));
-            (a.0, &a.1.metric_key, a.1.period.start).cmp(&(b.0, &b.1.metric_key, b.1.period.start))
-        });
+        found.sort_by(|a, b| (a.site_id, &a.metric_key).cmp(&(b.site_id, &b.metric_key)));
+        for metric in &mut found {
+            metric.numbers.sort_by_key(|number| number.start);
+        }
         Ok(found)
     }
 
@@ -946,54 +985,73 @@ pub enum PeriodKeys {
 const VALUE_AS_SENT: &str = "CASE WHEN CAST(round(value * 1000000.0) AS INTEGER) / 1000000.0 = value \
     THEN period_start || ' ' || start_date || ' ' || CAST(round(value * 1000000.0) AS INTEGER) END";
 
-/// The query of [`numbers_by_date`]: one JSON text of [site, key, values] per metric, its values
+/// The query of [`numbers_by_date`]: a row per metric, (site, key, values), its values
 /// `VALUE_AS_SENT` comma-separated, or "start - -" for a value that is not whole millionths
-/// (read again as a row: naming any column the index lacks here would read every row).
+/// (read again as a row: naming any column the index lacks here would read every row). A text
+/// a metric, not one for them all: SQLite builds it with the C allocator, whose arenas kept
+/// megabytes a render (the abuse suite's dashboards of 400 days grew the process 12 MiB more).
 fn numbers_by_date_sql(asked: &Asked<'_>) -> String {
     format!(
-        "SELECT coalesce(json_group_array(json_array(site_id, metric_key, sent)), '[]') FROM (
-             SELECT site_id, metric_key,
-                    group_concat(coalesce({VALUE_AS_SENT}, period_start || ' - -'), ',') AS sent
-             FROM metric_values WHERE {} GROUP BY site_id, metric_key)",
+        "SELECT site_id, metric_key, group_concat(coalesce({VALUE_AS_SENT}, period_start || ' - -'), ',')
+         FROM metric_values WHERE {} GROUP BY site_id, metric_key",
         asked.filter()
     )
 }
 
 /// [`Collection::numbers_in`] on SQLite of periods keyed by their date, from the index alone;
 /// the values that are not whole millionths read again as rows (those alone).
-async fn numbers_by_date(pool: &sqlx::SqlitePool, asked: &Asked<'_>) -> Result<Vec<SiteValue>> {
+async fn numbers_by_date(pool: &sqlx::SqlitePool, asked: &Asked<'_>) -> Result<Vec<SiteNumbers>> {
     let sql = numbers_by_date_sql(asked);
-    let packed = bind_asked!(sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql)), asked).fetch_one(pool).await?;
-    let corrupt = |e: &dyn std::fmt::Display| crate::StoreError::Corrupt(format!("packed values: {e}"));
-    let metrics: Vec<(i64, String, String)> = serde_json::from_str(&packed).map_err(|e| corrupt(&e))?;
+    let metrics: Vec<(i64, String, String)> =
+        bind_asked!(sqlx::query_as(sqlx::AssertSqlSafe(sql)), asked).fetch_all(pool).await?;
+    let corrupt = |one: &str| crate::StoreError::Corrupt(format!("packed value {one:?}"));
     let mut inexact = false;
-    let mut found = Vec::new();
+    let mut found = Vec::with_capacity(metrics.len());
     for (site_id, metric_key, sent) in metrics {
+        let mut numbers = Vec::with_capacity(sent.len() / 24);
         for one in sent.split(',') {
             let mut parts = one.splitn(3, ' ');
             let (Some(start), Some(start_date), Some(number)) = (parts.next(), parts.next(), parts.next()) else {
-                return Err(corrupt(&format!("value {one:?}")));
+                return Err(corrupt(one));
             };
             if number == "-" {
                 inexact = true;
                 continue;
             }
-            let start: i64 = start.parse().map_err(|_| corrupt(&format!("value {one:?}")))?;
-            let millionths: i64 = number.parse().map_err(|_| corrupt(&format!("value {one:?}")))?;
-            let key = start_date.to_owned();
-            let period =
-                StoredPeriod { granularity: String::new(), start, end: 0, start_date: start_date.to_owned(), key };
+            let start: i64 = start.parse().map_err(|_| corrupt(one))?;
+            let millionths: i64 = number.parse().map_err(|_| corrupt(one))?;
             // The same division SQLite checked.
             let value = millionths as f64 / 1_000_000.0;
-            let metric_key = metric_key.clone();
-            let value = StoredValue { metric_key, period, value, raw: String::new(), collected_at: 0, source: None };
-            found.push(SiteValue { site_id, value });
+            numbers.push(PeriodNumber { start, start_date: start_date.to_owned(), key: None, value });
         }
+        found.push(SiteNumbers { site_id, metric_key, numbers });
     }
     if inexact {
-        found.extend(fetch_asked!(pool, asked, NUMBER_COLUMNS, &format!("({MILLIONTHS}) IS NULL"))?);
+        found = with_rows(found, fetch_asked!(pool, asked, NUMBER_COLUMNS, &format!("({MILLIONTHS}) IS NULL"))?);
     }
     Ok(found)
+}
+
+/// `found` with the numbers of `rows` added, each to its metric's.
+fn with_rows(mut found: Vec<SiteNumbers>, rows: Vec<SiteValue>) -> Vec<SiteNumbers> {
+    for row in rows {
+        let number = PeriodNumber::of(&row.value);
+        let same = |m: &&mut SiteNumbers| m.site_id == row.site_id && m.metric_key == row.value.metric_key;
+        // Rows come ordered by metric: the last one is nearly always theirs.
+        let metric = match found.last_mut().filter(same) {
+            Some(last) => Some(last),
+            None => found.iter_mut().find(same),
+        };
+        match metric {
+            Some(metric) => metric.numbers.push(number),
+            None => found.push(SiteNumbers {
+                site_id: row.site_id,
+                metric_key: row.value.metric_key,
+                numbers: vec![number],
+            }),
+        }
+    }
+    found
 }
 
 /// A value that is a whole number of millionths (money, counts, most rates), as that count,
@@ -1036,32 +1094,33 @@ impl Asked<'_> {
 /// [`Collection::numbers_in`] on SQLite of periods keyed as stored: every row in one JSON text made by SQLite, each number
 /// as its count of millionths; the rare numbers that are not whole millionths read again as
 /// rows (those alone).
-async fn packed_numbers(pool: &sqlx::SqlitePool, asked: &Asked<'_>) -> Result<Vec<SiteValue>> {
-    // An aggregate's JSON stays JSON only when made inside it (a subquery's is text).
+async fn packed_numbers(pool: &sqlx::SqlitePool, asked: &Asked<'_>) -> Result<Vec<SiteNumbers>> {
+    // A JSON text a metric (see `numbers_by_date_sql`); an aggregate's JSON stays JSON only
+    // when made inside it (a subquery's is text).
     let sql = format!(
-        "SELECT coalesce(json_group_array(json_array(site_id, metric_key, period_start, start_date, period_key, \
-         {MILLIONTHS})), '[]') FROM metric_values WHERE {}",
+        "SELECT site_id, metric_key, json_group_array(json_array(period_start, start_date, period_key, {MILLIONTHS}))
+         FROM metric_values WHERE {} GROUP BY site_id, metric_key",
         asked.filter()
     );
-
-    let packed = bind_asked!(sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql)), asked).fetch_one(pool).await?;
-    type Packed = (i64, String, i64, String, String, Option<i64>);
-    let rows: Vec<Packed> =
-        serde_json::from_str(&packed).map_err(|e| crate::StoreError::Corrupt(format!("packed values: {e}")))?;
+    let metrics: Vec<(i64, String, String)> =
+        bind_asked!(sqlx::query_as(sqlx::AssertSqlSafe(sql)), asked).fetch_all(pool).await?;
     let mut inexact = false;
-    let mut found: Vec<SiteValue> = Vec::with_capacity(rows.len());
-    for (site_id, metric_key, start, start_date, key, millionths) in rows {
-        inexact |= millionths.is_none();
-        let Some(millionths) = millionths else { continue };
-        let period = StoredPeriod { granularity: String::new(), start, end: 0, start_date, key };
-        // The same division SQLite checked (`MILLIONTHS`).
-        let value = millionths as f64 / 1_000_000.0;
-        let value = StoredValue { metric_key, period, value, raw: String::new(), collected_at: 0, source: None };
-        found.push(SiteValue { site_id, value });
+    let mut found = Vec::with_capacity(metrics.len());
+    for (site_id, metric_key, packed) in metrics {
+        let rows: Vec<(i64, String, String, Option<i64>)> =
+            serde_json::from_str(&packed).map_err(|e| crate::StoreError::Corrupt(format!("packed values: {e}")))?;
+        let mut numbers = Vec::with_capacity(rows.len());
+        for (start, start_date, key, millionths) in rows {
+            inexact |= millionths.is_none();
+            let Some(millionths) = millionths else { continue };
+            let key = (key != start_date).then_some(key);
+            // The same division SQLite checked (`MILLIONTHS`).
+            numbers.push(PeriodNumber { start, start_date, key, value: millionths as f64 / 1_000_000.0 });
+        }
+        found.push(SiteNumbers { site_id, metric_key, numbers });
     }
     if inexact {
-        let rest = fetch_asked!(pool, asked, NUMBER_COLUMNS, &format!("({MILLIONTHS}) IS NULL"))?;
-        found.extend(rest);
+        found = with_rows(found, fetch_asked!(pool, asked, NUMBER_COLUMNS, &format!("({MILLIONTHS}) IS NULL"))?);
     }
     Ok(found)
 }

@@ -50,8 +50,8 @@ pub use accounts::{Accounts, ApiToken, Grant, SESSION_USE_PRECISION, Scope, Sess
 pub use call_log::{CallLog, CallPage, LOGGED_ARGUMENTS_BYTES, LOGGED_DETAIL_BYTES, LOGGED_TOOL_NAME_BYTES, ToolCall};
 pub use changes::{Change, ChangeHook};
 pub use collection::{
-    Attempt, AttemptOutcome, Collection, CollectionResult, PeriodKeys, Retries, SiteUnfilled, SiteValue, Slot,
-    StoredPeriod, StoredValue, UNFILLED_LIMIT, UnfilledPeriod, UnknownName,
+    Attempt, AttemptOutcome, Collection, CollectionResult, PeriodKeys, PeriodNumber, Retries, SiteNumbers,
+    SiteUnfilled, SiteValue, Slot, StoredPeriod, StoredValue, UNFILLED_LIMIT, UnfilledPeriod, UnknownName,
 };
 pub use database::Database;
 pub use directory::{Claim, Directory, Found, Listing};

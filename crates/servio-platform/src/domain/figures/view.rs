@@ -19,7 +19,7 @@ use jiff::civil::Date;
 use serde::Serialize;
 use servio_manifest::additivity::{Additivity, additivity};
 use servio_manifest::period::{Granularity, Period, PeriodError};
-use servio_store::{AttemptOutcome, PeriodKeys, StoredValue, UnfilledPeriod};
+use servio_store::{AttemptOutcome, PeriodKeys, PeriodNumber, StoredValue, UnfilledPeriod};
 use utoipa::ToSchema;
 
 use super::{Comparison, Figure, FiguresError, Known, MetricRef, Unfilled};
@@ -273,7 +273,8 @@ pub(crate) async fn view(
         state.store.unfilled_periods(user_id, found.site_id, key, starts),
     )
     .map_err(ApiError::from)?;
-    Ok(compute(found, (&periods, &due), today, (&values, &unfilled), Figures::Every))
+    let numbers: Vec<PeriodNumber> = values.iter().map(PeriodNumber::of).collect();
+    Ok(compute(found, (&periods, &due), today, (&numbers, &unfilled), Figures::Every(&values)))
 }
 
 /// The views of `metrics` over `window`, in their order, as summaries (each metric's figures
@@ -309,15 +310,15 @@ pub(crate) async fn views(
         store.unfilled_in(user_id, &sites, &all_keys, since..until),
     )
     .map_err(ApiError::from)?;
-    let mut values_of: HashMap<(bool, i64, String), Vec<StoredValue>> = HashMap::new();
+    let mut values_of: HashMap<(bool, i64, String), Vec<PeriodNumber>> = HashMap::new();
     for (hour, found) in dated.into_iter().map(|v| (false, v)).chain(hours.into_iter().map(|v| (true, v))) {
-        values_of.entry((hour, found.site_id, found.value.metric_key.clone())).or_default().push(found.value);
+        values_of.insert((hour, found.site_id, found.metric_key), found.numbers);
     }
     let mut unfilled_of: HashMap<(i64, String), Vec<UnfilledPeriod>> = HashMap::new();
     for found in unfilled {
         unfilled_of.entry((found.site_id, found.metric_key)).or_default().push(found.period);
     }
-    let read: Vec<(Vec<StoredValue>, Vec<UnfilledPeriod>)> = metrics
+    let read: Vec<(Vec<PeriodNumber>, Vec<UnfilledPeriod>)> = metrics
         .iter()
         .map(|found| {
             let at = (found.site_id, found.metric.key.clone());
@@ -325,7 +326,7 @@ pub(crate) async fn views(
             (values, unfilled_of.remove(&at).unwrap_or_default())
         })
         .collect();
-    let newest: Vec<Option<&StoredValue>> = metrics
+    let newest: Vec<Option<&PeriodNumber>> = metrics
         .iter()
         .zip(&reaches)
         .zip(&read)
@@ -334,7 +335,7 @@ pub(crate) async fn views(
     let at: Vec<(i64, &str, i64)> = metrics
         .iter()
         .zip(&newest)
-        .filter_map(|(found, value)| value.map(|value| (found.site_id, value.metric_key.as_str(), value.period.start)))
+        .filter_map(|(found, value)| value.map(|value| (found.site_id, found.metric.key.as_str(), value.start)))
         .collect();
     let mut whole: HashMap<(i64, String, i64), StoredValue> = HashMap::new();
     for found in state.store.values_at(user_id, &at).await.map_err(ApiError::from)? {
@@ -348,8 +349,7 @@ pub(crate) async fn views(
         .map(|(((found, reach), (values, unfilled)), newest)| {
             // Gone since the numbers were read (its site removed): no figure, rather than one
             // without its source and instants.
-            let shown =
-                newest.and_then(|value| whole.get(&(found.site_id, value.metric_key.clone(), value.period.start)));
+            let shown = newest.and_then(|value| whole.get(&(found.site_id, found.metric.key.clone(), value.start)));
             let read = (values.as_slice(), unfilled.as_slice());
             ViewSummary::from(compute(found, (&reach.periods, &reach.due), today, read, Figures::Newest(shown)))
         })
@@ -365,8 +365,8 @@ fn keys_of<'a>(metrics: impl Iterator<Item = &'a MetricRef>) -> Vec<&'a str> {
 }
 
 /// The value of the newest period of `periods` that has one.
-fn newest_in<'a>(periods: &[Period], values: &'a [StoredValue]) -> Option<&'a StoredValue> {
-    let by_key: HashMap<&str, &StoredValue> = values.iter().map(|v| (v.period.key.as_str(), v)).collect();
+fn newest_in<'a>(periods: &[Period], values: &'a [PeriodNumber]) -> Option<&'a PeriodNumber> {
+    let by_key: HashMap<&str, &PeriodNumber> = values.iter().map(|v| (v.key(), v)).collect();
     periods.iter().rev().find_map(|period| by_key.get(period.key().as_str()).copied())
 }
 
@@ -375,8 +375,8 @@ fn newest_in<'a>(periods: &[Period], values: &'a [StoredValue]) -> Option<&'a St
 /// (a dashboard of fifty metrics over 62 days built 3,100 of them and kept fifty).
 #[derive(Debug, Clone, Copy)]
 enum Figures<'a> {
-    /// Every value read, each whole.
-    Every,
+    /// Every value of the window, from these whole ones.
+    Every(&'a [StoredValue]),
     /// The newest period's value alone, whole (read apart from the others' numbers).
     Newest(Option<&'a StoredValue>),
 }
@@ -387,13 +387,14 @@ fn compute(
     found: &MetricRef,
     (periods, due): (&[Period], &Period),
     today: &Today,
-    (values, unfilled): (&[StoredValue], &[UnfilledPeriod]),
+    (values, unfilled): (&[PeriodNumber], &[UnfilledPeriod]),
     wanted: Figures<'_>,
 ) -> MetricView {
     let metric = &found.metric;
-    let by_key: HashMap<&str, &StoredValue> = values.iter().map(|v| (v.period.key.as_str(), v)).collect();
+    let by_key: HashMap<&str, &PeriodNumber> = values.iter().map(|v| (v.key(), v)).collect();
+    let numbers: HashMap<&str, f64> = by_key.iter().map(|(key, v)| (*key, v.value)).collect();
     let why_not: HashMap<String, &UnfilledPeriod> = unfilled.iter().map(|u| (super::unfilled_key(u), u)).collect();
-    let known: Known<'_> = (&by_key, &why_not);
+    let known: Known<'_> = (&numbers, &why_not);
     let keys: Vec<String> = periods.iter().map(Period::key).collect();
     let in_window: HashSet<&str> = keys.iter().map(String::as_str).collect();
     let (from, to) = match (periods.first(), periods.last()) {
@@ -402,20 +403,23 @@ fn compute(
     };
     let in_dates = |date: &str| !from.is_empty() && (from.as_str()..=to.as_str()).contains(&date);
 
-    let mut with_value = Vec::new();
+    let mut with_value: Vec<&str> = Vec::new();
     let mut points = Vec::new();
     let mut chart = Vec::with_capacity(periods.len());
     for (period, key) in periods.iter().zip(&keys) {
         let value = by_key.get(key.as_str()).copied();
         if let Some(value) = value {
-            with_value.push(value);
-            points.push((value.period.start, value.period.start_date.clone(), value.value));
+            with_value.push(key);
+            points.push((value.start, value.start_date.clone(), value.value));
         }
         let comparison = super::comparison_key(period).and_then(|k| by_key.get(k.as_str()).map(|v| v.value));
         chart.push(ChartPoint { period: key.clone(), value: value.map(|v| v.value), comparison });
     }
-    let figured = match wanted {
-        Figures::Every => with_value,
+    let figured: Vec<&StoredValue> = match wanted {
+        Figures::Every(whole) => {
+            let whole: HashMap<&str, &StoredValue> = whole.iter().map(|v| (v.period.key.as_str(), v)).collect();
+            with_value.iter().filter_map(|key| whole.get(key).copied()).collect()
+        }
         Figures::Newest(newest) => newest.into_iter().collect(),
     };
     let figures = figured.iter().map(|value| super::figure(value, metric, &today.zone, known)).collect();
@@ -444,7 +448,7 @@ fn compute(
 /// attempt's reason, whatever earlier attempts said.
 fn missing(
     due: &str,
-    values: &HashMap<&str, &StoredValue>,
+    values: &HashMap<&str, &PeriodNumber>,
     why_not: &HashMap<String, &UnfilledPeriod>,
     today: &Today,
 ) -> Option<String> {
@@ -488,14 +492,13 @@ fn this_week(unfilled: &[UnfilledPeriod], today: &Today) -> ThisWeek {
 /// level or a ratio summed over days means nothing ("month to date 73 percent").
 fn to_date(
     (key, unit, granularity): (&str, Option<&str>, Granularity),
-    values: &[StoredValue],
+    values: &[PeriodNumber],
     today: &Today,
 ) -> Vec<ToDate> {
     if granularity != Granularity::Day || additivity(key, unit) != Additivity::Amount {
         return Vec::new();
     }
-    let by_date: Vec<(Date, f64)> =
-        values.iter().filter_map(|v| Some((v.period.start_date.parse().ok()?, v.value))).collect();
+    let by_date: Vec<(Date, f64)> = values.iter().filter_map(|v| Some((v.start_date.parse().ok()?, v.value))).collect();
     to_date_of(&by_date, unit, today.date)
 }
 
@@ -540,20 +543,12 @@ mod tests {
         let zone = jiff::tz::TimeZone::UTC;
         let today =
             Today { now: zone.to_timestamp(date.to_datetime(jiff::civil::Time::midnight())).unwrap(), zone, date };
-        let values: Vec<StoredValue> = (1..10)
-            .map(|day| StoredValue {
-                metric_key: "k".into(),
-                period: servio_store::StoredPeriod {
-                    granularity: "day".into(),
-                    start: day * 86_400,
-                    end: (day + 1) * 86_400,
-                    start_date: format!("2026-09-{day:02}"),
-                    key: format!("2026-09-{day:02}"),
-                },
+        let values: Vec<PeriodNumber> = (1..10)
+            .map(|day| PeriodNumber {
+                start: day * 86_400,
+                start_date: format!("2026-09-{day:02}"),
+                key: None,
                 value: 40.0,
-                raw: "40".into(),
-                collected_at: 0,
-                source: None,
             })
             .collect();
         let day = Granularity::Day;
