@@ -18,7 +18,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use servio_manifest::Metric;
 use servio_manifest::period::{self, Granularity, Period};
-use servio_store::{AttemptOutcome, StoredValue, UnfilledPeriod, User};
+use servio_store::{AttemptOutcome, PeriodNumber, StoredValue, UnfilledPeriod, User};
 use utoipa::ToSchema;
 
 use crate::AppState;
@@ -399,7 +399,7 @@ fn instant(seconds: i64, zone: Option<&TimeZone>) -> String {
 
 /// The values read by key, and the periods tried without a value by key: what a comparison
 /// looks among.
-type Known<'a> = (&'a HashMap<&'a str, f64>, &'a HashMap<String, &'a UnfilledPeriod>);
+type Known<'a> = (&'a HashMap<&'a str, &'a PeriodNumber>, &'a HashMap<String, &'a UnfilledPeriod>);
 
 /// A stored value as a figure, with its comparison among the values and unfilled periods known.
 fn figure(value: &StoredValue, metric: &Metric, user_zone: &TimeZone, known: Known<'_>) -> Figure {
@@ -447,7 +447,7 @@ fn comparison(current: f64, period: Option<&Period>, metric: &Metric, (values, u
     let Some(key) = period.and_then(comparison_key) else {
         return none(None, "the period could not be resolved to find the one before it".to_owned());
     };
-    let previous = values.get(key.as_str()).copied();
+    let previous = values.get(key.as_str()).map(|number| number.value);
     let words = |change: f64, percent: Option<f64>| {
         Some(change_words(change, percent, &key, &metric.key, metric.unit.as_deref()))
     };

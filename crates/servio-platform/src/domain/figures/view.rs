@@ -392,9 +392,8 @@ fn compute(
 ) -> MetricView {
     let metric = &found.metric;
     let by_key: HashMap<&str, &PeriodNumber> = values.iter().map(|v| (v.key(), v)).collect();
-    let numbers: HashMap<&str, f64> = by_key.iter().map(|(key, v)| (*key, v.value)).collect();
     let why_not: HashMap<String, &UnfilledPeriod> = unfilled.iter().map(|u| (super::unfilled_key(u), u)).collect();
-    let known: Known<'_> = (&numbers, &why_not);
+    let known: Known<'_> = (&by_key, &why_not);
     let keys: Vec<String> = periods.iter().map(Period::key).collect();
     let in_window: HashSet<&str> = keys.iter().map(String::as_str).collect();
     let (from, to) = match (periods.first(), periods.last()) {
