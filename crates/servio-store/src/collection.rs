@@ -1026,10 +1026,21 @@ async fn numbers_by_date(pool: &sqlx::SqlitePool, asked: &Asked<'_>) -> Result<V
         }
         found.push(SiteNumbers { site_id, metric_key, numbers });
     }
-    if inexact {
-        found = with_rows(found, fetch_asked!(pool, asked, NUMBER_COLUMNS, &format!("({MILLIONTHS}) IS NULL"))?);
+    with_inexact(pool, asked, found, inexact).await
+}
+
+/// `found` with, when some were `inexact` (not whole millionths, left out of a packed text), the
+/// numbers of those values read as rows, each added to its metric's.
+async fn with_inexact(
+    pool: &sqlx::SqlitePool,
+    asked: &Asked<'_>,
+    found: Vec<SiteNumbers>,
+    inexact: bool,
+) -> Result<Vec<SiteNumbers>> {
+    if !inexact {
+        return Ok(found);
     }
-    Ok(found)
+    Ok(with_rows(found, fetch_asked!(pool, asked, NUMBER_COLUMNS, &format!("({MILLIONTHS}) IS NULL"))?))
 }
 
 /// `found` with the numbers of `rows` added, each to its metric's.
@@ -1119,10 +1130,7 @@ async fn packed_numbers(pool: &sqlx::SqlitePool, asked: &Asked<'_>) -> Result<Ve
         }
         found.push(SiteNumbers { site_id, metric_key, numbers });
     }
-    if inexact {
-        found = with_rows(found, fetch_asked!(pool, asked, NUMBER_COLUMNS, &format!("({MILLIONTHS}) IS NULL"))?);
-    }
-    Ok(found)
+    with_inexact(pool, asked, found, inexact).await
 }
 
 fn marks(from: usize, n: usize) -> String {
